@@ -1,0 +1,398 @@
+"""Compiled (numba) kernels of the golden model, written at the bit level like the hardware lanes.
+
+Everything here is integer arithmetic on IEEE fields: no floating-point multiply, divide or log
+touches a value on its way to a code, so the model is exact by construction and says so in
+its own code.  The public wrappers in :mod:`golden.quantize` and :mod:`golden.dot` validate
+arguments and shape arrays; these functions assume valid input.
+
+Conventions: every integer is ``int64`` (numba would silently promote mixed uint64/int64 to
+float64).  A float input is ``sig * 2^x`` with an integer significand ``sig`` (hidden bit
+included for normals) and exponent ``x``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Rounding mode ids (kept in sync with golden.formats.Rounding by golden.quantize).
+RNE, RNA, RTZ, STOCHASTIC = 0, 1, 2, 3
+# Scale mode ids.
+FLOOR, RCEIL = 0, 1
+# Element flags in the dot-product decode tables.
+FINITE, NAN, INF = 0, 1, 2
+
+_JIT = dict(cache=True, nogil=True)
+
+
+@njit(**_JIT)
+def bitlen(x):
+    """Number of bits of a non-negative int64 (0 for 0): ``floor(log2(x)) + 1``."""
+    n = 0
+    if x >> 32:
+        x >>= 32
+        n += 32
+    if x >> 16:
+        x >>= 16
+        n += 16
+    if x >> 8:
+        x >>= 8
+        n += 8
+    if x >> 4:
+        x >>= 4
+        n += 4
+    if x >> 2:
+        x >>= 2
+        n += 2
+    if x >> 1:
+        x >>= 1
+        n += 1
+    return n + x
+
+
+@njit(**_JIT)
+def split_float(mag, ebits, mbits):
+    """IEEE magnitude bits -> (sig, x) with value ``sig * 2^x`` (finite, sign already removed)."""
+    bias = (1 << (ebits - 1)) - 1
+    e = mag >> mbits
+    m = mag & ((1 << mbits) - 1)
+    if e == 0:
+        return m, 1 - bias - mbits
+    return m | (1 << mbits), e - bias - mbits
+
+
+@njit(**_JIT)
+def shared_exponent(amax, in_ebits, in_mbits, emax, max_sig, mbits, scale_mode):
+    """The block's unclamped shared exponent ``e`` from the magnitude bits of amax (> 0)."""
+    sig, x = split_float(amax, in_ebits, in_mbits)
+    width = bitlen(sig)
+    e = width - 1 + x - emax  # floor(log2(amax)) - emax
+    if scale_mode == RCEIL:
+        # ceil(log2(amax / max_normal)): one more than floor mode exactly when amax's
+        # significand (as 1.f) exceeds max_normal's (as 1.g); compared as integers.
+        if (sig << mbits) > (max_sig << (width - 1)):
+            e += 1
+    return e
+
+
+@njit(**_JIT)
+def round_element(neg, mag, e, in_ebits, in_mbits, ebits, mbits, bias, max_code,
+                  rounding, rbits, r):
+    """Quantize one finite input (sign, IEEE magnitude bits) at shared exponent ``e``.
+
+    Returns the element's magnitude code ``E.M`` in the sign-magnitude view, saturated.
+    """
+    if mag == 0:
+        return 0
+    sig, x = split_float(mag, in_ebits, in_mbits)
+    x -= e  # q = V * 2^-e = sig * 2^x, exactly
+    emin = 1 - bias
+    # Exponent of the element grid's last place at q: the binade of q, or the subnormal range.
+    top = bitlen(sig) - 1 + x
+    qe = (top if top > emin else emin) - mbits
+    drop = qe - x  # bits of sig below the last place
+    if drop <= 0:
+        n = sig << (-drop)  # exact; n < 2^(mbits+1)
+    else:
+        if drop < 63:
+            n = sig >> drop
+            rest = sig - (n << drop)
+        else:  # sig < 2^53, so everything is below the last place and below half of it
+            n = 0
+            rest = sig
+        up = 0
+        if rounding == RNE or rounding == RNA:
+            if drop < 63:
+                half = np.int64(1) << (drop - 1)
+                if rest > half or (rest == half and (rounding == RNA or (n & 1) == 1)):
+                    up = 1
+        elif rounding == STOCHASTIC:
+            # f_R = floor(f * 2^R), f = rest / 2^drop in [0, 1)
+            if drop >= rbits:
+                d = drop - rbits
+                f_r = (rest >> d) if d < 63 else 0
+            else:
+                f_r = rest << (rbits - drop)
+            if f_r + r >= (np.int64(1) << rbits):
+                up = 1
+        n += up
+    # Magnitude code: binade index above the subnormal range, then the significand.  A carry
+    # out of the significand (n = 2^(mbits+1)) lands on the next binade's code by itself.
+    code = ((qe - (emin - mbits)) << mbits) + n
+    return code if code < max_code else max_code
+
+
+@njit(**_JIT)
+def apply_sign(neg, code, bits, twos_complement):
+    if twos_complement:
+        return ((-code) & ((1 << bits) - 1)) if neg else code
+    return code | (neg << (bits - 1))
+
+
+@njit(**_JIT)
+def quantize_blocks(raw, in_ebits, in_mbits, ebits, mbits, bias, emax, max_code, bits,
+                    twos_complement, scale_mode, rounding, rbits, rand, scales, codes):
+    """Quantize blocks ``raw[b, :]`` (IEEE bit patterns, any unsigned dtype) in place.
+
+    ``rand`` is ``(nb, k)`` (stochastic) or ignored.  Writes ``scales[b]`` and ``codes[b, :]``.
+    """
+    nb, k = raw.shape
+    sign_shift = in_ebits + in_mbits
+    mag_mask = (np.int64(1) << sign_shift) - 1
+    inf_mag = ((np.int64(1) << in_ebits) - 1) << in_mbits
+    max_sig = (np.int64(1) << mbits) | (max_code & ((1 << mbits) - 1))
+    for b in range(nb):
+        amax = np.int64(0)
+        for i in range(k):
+            m = np.int64(raw[b, i]) & mag_mask  # IEEE magnitudes order like the values
+            if m > amax:
+                amax = m
+        if amax >= inf_mag:  # a NaN or an Inf in the block
+            scales[b] = 255
+            for i in range(k):
+                codes[b, i] = 0
+            continue
+        if amax == 0:
+            e = 0
+            scales[b] = 0
+        else:
+            e = shared_exponent(amax, in_ebits, in_mbits, emax, max_sig, mbits, scale_mode)
+            e = min(max(e, -127), 127)
+            scales[b] = e + 127
+        for i in range(k):
+            w = np.int64(raw[b, i])
+            neg = (w >> sign_shift) & 1
+            r = np.int64(rand[b, i]) if rounding == STOCHASTIC else np.int64(0)
+            code = round_element(neg, w & mag_mask, e, in_ebits, in_mbits, ebits, mbits, bias,
+                                 max_code, rounding, rbits, r)
+            codes[b, i] = apply_sign(neg, code, bits, twos_complement)
+
+
+@njit(**_JIT)
+def encode_elements(raw, in_ebits, in_mbits, ebits, mbits, bias, max_code, bits,
+                    twos_complement, rounding, rbits, rand, codes):
+    """Element cast at scale 2^0 (no shared exponent): ``codes[i] = Q(raw[i])``; finite input."""
+    sign_shift = in_ebits + in_mbits
+    mag_mask = (np.int64(1) << sign_shift) - 1
+    for i in range(raw.shape[0]):
+        w = np.int64(raw[i])
+        neg = (w >> sign_shift) & 1
+        r = np.int64(rand[i]) if rounding == STOCHASTIC else np.int64(0)
+        code = round_element(neg, w & mag_mask, 0, in_ebits, in_mbits, ebits, mbits, bias,
+                             max_code, rounding, rbits, r)
+        codes[i] = apply_sign(neg, code, bits, twos_complement)
+
+
+# --------------------------------------------------------------------------------------------
+# Dot product.  Block sums are exact two-limb fixed point; the final c + T is exact in a
+# 124-bit window (two 62-bit limbs) before the single rounding to fp32.
+# --------------------------------------------------------------------------------------------
+_L = 62
+_LMASK = (1 << _L) - 1
+_SPLIT = 40  # block sum = hi * 2^40 + lo, 0 <= lo < 2^40
+_SMASK = (1 << _SPLIT) - 1
+
+
+@njit(**_JIT)
+def _w_bitlen(h, l):
+    return _L + bitlen(h) if h else bitlen(l)
+
+
+@njit(**_JIT)
+def _w_shl(h, l, s):
+    """(h, l) << s; the caller guarantees the result fits in 124 bits."""
+    if s == 0:
+        return h, l
+    if s >= _L:
+        return l << (s - _L), np.int64(0)
+    return (h << s) | (l >> (_L - s)), (l << s) & _LMASK
+
+
+@njit(**_JIT)
+def _w_shr_sticky(h, l, s):
+    """(h, l) >> s, and whether any 1 bit was shifted out."""
+    if s == 0:
+        return h, l, False
+    if s >= 2 * _L:
+        return np.int64(0), np.int64(0), (h | l) != 0
+    if s >= _L:
+        t = s - _L
+        lost = l != 0 or (h & ((np.int64(1) << t) - 1)) != 0
+        return np.int64(0), h >> t, lost
+    lost = (l & ((np.int64(1) << s) - 1)) != 0
+    return h >> s, (l >> s) | ((h << (_L - s)) & _LMASK), lost
+
+
+@njit(**_JIT)
+def _w_add(ah, al, bh, bl):
+    l = al + bl
+    return ah + bh + (l >> _L), l & _LMASK
+
+
+@njit(**_JIT)
+def _w_sub(ah, al, bh, bl):
+    """a - b for a >= b."""
+    l = al - bl
+    if l < 0:
+        return ah - bh - 1, l + (np.int64(1) << _L)
+    return ah - bh, l
+
+
+@njit(**_JIT)
+def _w_ge(ah, al, bh, bl):
+    return ah > bh or (ah == bh and al >= bl)
+
+
+FP32_QNAN = 0x7FC00000
+FP32_INF = 0x7F800000
+
+
+@njit(**_JIT)
+def round_fp32(neg, h, l, sticky, f):
+    """RNE of ``(h:l + sticky) * 2^f`` (non-zero) to fp32 bits, subnormals and overflow kept."""
+    p = _w_bitlen(h, l) - 1 + f  # exponent of the leading bit
+    rp = p - 23 if p - 23 > -149 else -149  # exponent of the result's last place
+    r = rp - f
+    if r <= 0:
+        keep = l << (-r)  # exact (fits in 24 bits, so h == 0)
+    else:
+        qh, ql, lost = _w_shr_sticky(h, l, r - 1)
+        guard = ql & 1
+        keep = ql >> 1
+        if guard and (lost or sticky or (keep & 1)):
+            keep += 1
+    # keep * 2^rp: the same formula covers subnormals, normals and a carry into the next binade.
+    mag = ((rp + 149) << 23) + keep
+    if mag >= FP32_INF:
+        mag = FP32_INF
+    return mag | (neg << 31)
+
+
+@njit(**_JIT)
+def add_round_fp32(t_neg, th, tl, tx, c_neg, ch, cl, cx):
+    """``RNE_fp32(T + c)`` for exact operands ``(-1)^neg * (h:l) * 2^x`` of at most 100 bits."""
+    t_len = _w_bitlen(th, tl)
+    c_len = _w_bitlen(ch, cl)
+    if t_len == 0 and c_len == 0:
+        return np.int64(0)  # an exact zero is +0
+    if c_len == 0:
+        return round_fp32(t_neg, th, tl, False, tx)
+    if t_len == 0:
+        return round_fp32(c_neg, ch, cl, False, cx)
+    # U has the higher leading bit.  Frame: 101 bits below U's top; U fits exactly.  V's bits
+    # below the frame are far below U (at most one bit of cancellation), so a sticky suffices.
+    if t_len - 1 + tx >= c_len - 1 + cx:
+        u_neg, uh, ul, ux, u_len, v_neg, vh, vl, vx = t_neg, th, tl, tx, t_len, c_neg, ch, cl, cx
+    else:
+        u_neg, uh, ul, ux, u_len, v_neg, vh, vl, vx = c_neg, ch, cl, cx, c_len, t_neg, th, tl, tx
+    f = u_len - 1 + ux - 100
+    uh, ul = _w_shl(uh, ul, ux - f + 1)  # one extra bit below the frame for the sticky
+    if vx >= f:
+        vh, vl = _w_shl(vh, vl, vx - f + 1)
+    else:
+        vh, vl, lost = _w_shr_sticky(vh, vl, f - vx)
+        vh, vl = _w_shl(vh, vl, 1)
+        vl |= np.int64(1) if lost else np.int64(0)
+    f -= 1
+    if u_neg == v_neg:
+        sh, sl = _w_add(uh, ul, vh, vl)
+        s_neg = u_neg
+    elif _w_ge(uh, ul, vh, vl):
+        sh, sl = _w_sub(uh, ul, vh, vl)
+        s_neg = u_neg
+    else:
+        sh, sl = _w_sub(vh, vl, uh, ul)
+        s_neg = v_neg
+    if sh == 0 and sl == 0:
+        return np.int64(0)
+    return round_fp32(s_neg, sh, sl, False, f)
+
+
+@njit(**_JIT)
+def _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b):
+    """Exact sum of a[i]*b[i] in units of 2^(lsb_a + lsb_b), with the special-value summary.
+
+    Returns (hi, lo, nan, pos_inf, neg_inf): sum = hi * 2^40 + lo, 0 <= lo < 2^40.
+    """
+    hi = np.int64(0)
+    lo = np.int64(0)
+    nan = False
+    pinf = False
+    ninf = False
+    for i in range(ca.shape[0]):
+        xa = ca[i]
+        xb = cb[i]
+        fa = flag_a[xa]
+        fb = flag_b[xb]
+        if fa != FINITE or fb != FINITE:
+            if fa == NAN or fb == NAN or sig_a[xa] == 0 or sig_b[xb] == 0:
+                nan = True  # NaN operand, or Inf * 0
+            elif (sig_a[xa] < 0) != (sig_b[xb] < 0):
+                ninf = True
+            else:
+                pinf = True
+            continue
+        p = sig_a[xa] * sig_b[xb]
+        s = sh_a[xa] + sh_b[xb]
+        if s >= _SPLIT:
+            hi += p << (s - _SPLIT)
+        else:
+            full = p << s
+            hi += full >> _SPLIT
+            lo += full & _SMASK
+    hi += lo >> _SPLIT
+    lo &= _SMASK
+    return hi, lo, nan, pinf, ninf
+
+
+@njit(**_JIT)
+def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_b, lsb_b):
+    """One fused block step of the contract (section 4): fp32 bits of RNE(acc + T)."""
+    hi, lo, nan, pinf, ninf = _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b)
+    c_neg = (acc >> 31) & 1
+    c_exp = (acc >> 23) & 0xFF
+    c_man = acc & 0x7FFFFF
+    if c_exp == 0xFF:
+        if c_man != 0:
+            nan = True
+        elif c_neg:
+            ninf = True
+        else:
+            pinf = True
+    if sa == 255 or sb == 255 or nan or (pinf and ninf):
+        return np.int64(FP32_QNAN)
+    if pinf:
+        return np.int64(FP32_INF)
+    if ninf:
+        return np.int64(FP32_INF | (1 << 31))
+    # T = (hi * 2^40 + lo) * 2^tx as sign and two-limb magnitude
+    tx = (sa - 127) + (sb - 127) + lsb_a + lsb_b
+    t_neg = 0
+    if hi < 0:
+        t_neg = 1
+        hi = -hi
+        lo = -lo
+        if lo < 0:
+            lo += np.int64(1) << _SPLIT
+            hi -= 1
+    th = hi >> (_L - _SPLIT)
+    tl = ((hi & ((np.int64(1) << (_L - _SPLIT)) - 1)) << _SPLIT) | lo
+    if c_exp == 0:
+        c_sig, cx = c_man, np.int64(-149)
+    else:
+        c_sig, cx = c_man | (1 << 23), c_exp - 150
+    return add_round_fp32(t_neg, th, tl, tx, c_neg, np.int64(0), c_sig, cx)
+
+
+@njit(**_JIT)
+def dot_rows(a_codes, a_scales, b_codes, b_scales, acc, sig_a, sh_a, flag_a, lsb_a,
+             sig_b, sh_b, flag_b, lsb_b, out):
+    """``out[r] = acc chained over blocks j of row r`` (fp32 bits as int64 in/out)."""
+    n_rows, n_blocks, _ = a_codes.shape
+    for r in range(n_rows):
+        c = np.int64(acc[r])
+        for j in range(n_blocks):
+            c = dot_step(a_codes[r, j], np.int64(a_scales[r, j]), b_codes[r, j],
+                         np.int64(b_scales[r, j]), c, sig_a, sh_a, flag_a, lsb_a,
+                         sig_b, sh_b, flag_b, lsb_b)
+        out[r] = c

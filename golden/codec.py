@@ -1,0 +1,180 @@
+"""Element- and scale-level codec: codes <-> values for one element format and for E8M0.
+
+These are the building blocks of :func:`golden.quantize` and :func:`golden.dequantize`, and the
+reference that the RTL element paths are checked against.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import _kernels as K
+from .formats import (
+    SCALE_BIAS,
+    SCALE_NAN,
+    ElementFormat,
+    Rounding,
+    element_format,
+)
+
+__all__ = ["decode", "encode", "decode_scale", "encode_scale", "decode_table", "as_float_bits",
+           "rounding_mode", "check_random_bits"]
+
+
+@functools.lru_cache(maxsize=None)
+def decode_table(fmt: ElementFormat) -> np.ndarray:
+    """float64 value of every code ``0 .. 2^bits - 1`` (NaN/Inf codes decode to NaN/Inf)."""
+    fmt = element_format(fmt)
+    codes = np.arange(1 << fmt.bits, dtype=np.int64)
+    if fmt.twos_complement:
+        signed = np.where(codes >= 1 << (fmt.bits - 1), codes - (1 << fmt.bits), codes)
+        neg, mag = signed < 0, np.abs(signed)
+    else:
+        neg, mag = (codes >> fmt.sign_bit) & 1 == 1, codes & ((1 << fmt.sign_bit) - 1)
+    e, m = mag >> fmt.mbits, mag & ((1 << fmt.mbits) - 1)
+    sig = np.where(e == 0, m, m | (1 << fmt.mbits)).astype(np.float64)
+    x = np.where(e == 0, fmt.lsb_exp, e - fmt.bias - fmt.mbits)
+    val = np.ldexp(sig, x)
+    if not fmt.twos_complement:
+        val[np.isin(mag, fmt.inf_codes)] = np.inf
+        val[np.isin(mag, fmt.nan_codes)] = np.nan
+    val = np.where(neg, -val, val)
+    val.flags.writeable = False
+    return val
+
+
+@functools.lru_cache(maxsize=None)
+def dot_tables(fmt: ElementFormat):
+    """Per-code (signed significand, shift, flag) with value ``sig * 2^(shift + lsb_exp)``.
+
+    The integer view the dot-product kernel (and the RTL multiplier lanes) work in.
+    """
+    fmt = element_format(fmt)
+    vals = decode_table(fmt)
+    flag = np.where(np.isnan(vals), K.NAN, np.where(np.isinf(vals), K.INF, K.FINITE))
+    sig = np.zeros(vals.shape, np.int64)
+    shift = np.zeros(vals.shape, np.int64)
+    fin = np.isfinite(vals)
+    units = np.zeros(vals.shape, np.float64)
+    units[fin] = np.ldexp(vals[fin], -fmt.lsb_exp)  # exact integers
+    u = units.astype(np.int64)
+    # Strip the binade: sig keeps the mbits+1 significant bits, shift the rest.
+    mag = np.abs(u)
+    shift[fin] = np.maximum(0, np.floor(np.log2(np.maximum(mag[fin], 1))).astype(np.int64)
+                            - fmt.mbits)
+    sig[fin] = u[fin] >> shift[fin]
+    assert np.array_equal(sig << shift, u)
+    sig[np.isinf(vals)] = np.sign(vals[np.isinf(vals)]).astype(np.int64)
+    for a in (sig, shift, flag):
+        a.flags.writeable = False
+    return sig, shift, flag.astype(np.int64)
+
+
+def decode(codes, fmt) -> np.ndarray:
+    """Decode element codes to float64 values (exact), NaN/Inf codes to NaN/Inf."""
+    fmt = element_format(fmt)
+    codes = np.asarray(codes)
+    _check_codes(codes, fmt)
+    return decode_table(fmt)[codes.astype(np.intp)]
+
+
+def _check_codes(codes, fmt):
+    if not np.issubdtype(codes.dtype, np.integer):
+        raise TypeError(f"codes must be integers, got dtype {codes.dtype}")
+    if codes.size and (codes.min() < 0 or codes.max() >= 1 << fmt.bits):
+        raise ValueError(f"{fmt.name} codes must be in 0..{(1 << fmt.bits) - 1}")
+
+
+def as_float_bits(x):
+    """Return (raw unsigned bits, FloatFormat) of a float array, validating its dtype."""
+    from .formats import INPUT_FORMATS
+
+    x = np.asarray(x)
+    for ff in INPUT_FORMATS.values():
+        if x.dtype == ff.dtype:
+            return np.ascontiguousarray(x).view(ff.uint), ff
+    raise TypeError(
+        f"expected a float32, float16, bfloat16 or float64 array, got dtype {x.dtype}")
+
+
+def rounding_mode(rounding) -> int:
+    try:
+        r = Rounding(rounding)
+    except ValueError:
+        raise ValueError(f"unknown rounding {rounding!r}; expected one of "
+                         f"{', '.join(m.value for m in Rounding)}") from None
+    return {Rounding.RNE: K.RNE, Rounding.RNA: K.RNA, Rounding.RTZ: K.RTZ,
+            Rounding.STOCHASTIC: K.STOCHASTIC}[r]
+
+
+def check_random_bits(rounding_id, random_bits, shape, rbits):
+    """Validate the stochastic-rounding inputs; returns an int64 array of ``shape``."""
+    if rounding_id != K.STOCHASTIC:
+        if random_bits is not None:
+            raise ValueError("random_bits is only used with rounding='stochastic'")
+        return np.zeros((1,) * len(shape), np.int64)
+    if not isinstance(rbits, (int, np.integer)) or not 1 <= rbits <= 24:
+        raise ValueError(f"rbits must be an integer in 1..24, got {rbits!r}")
+    if random_bits is None:
+        raise ValueError("rounding='stochastic' needs random_bits: an integer array of "
+                         f"the input's shape with values in [0, 2^{rbits})")
+    r = np.asarray(random_bits)
+    if not np.issubdtype(r.dtype, np.integer):
+        raise TypeError(f"random_bits must be integers, got dtype {r.dtype}")
+    if r.shape != tuple(shape):
+        raise ValueError(f"random_bits has shape {r.shape}, expected {tuple(shape)}")
+    if r.size and (r.min() < 0 or r.max() >= 1 << rbits):
+        raise ValueError(f"random_bits must be in [0, 2^{rbits})")
+    return r.astype(np.int64)
+
+
+def encode(values, fmt, *, rounding="rne", random_bits=None, rbits=8) -> np.ndarray:
+    """Cast finite float values to element codes at scale 2^0: round, then saturate.
+
+    This is the per-element step of quantization with the shared exponent fixed at 0.
+    Accepts float32/float16/bfloat16/float64 arrays (float64 exactly).  Non-finite values
+    raise ``ValueError``.
+    """
+    fmt = element_format(fmt)
+    x = np.asarray(values)
+    if x.dtype.kind in "iub" or x.dtype == object or x.dtype.kind == "c":
+        raise TypeError(f"encode takes float arrays, got dtype {x.dtype}")
+    raw, ff = as_float_bits(x)
+    if not np.all(np.isfinite(x.astype(np.float64))):
+        raise ValueError("encode takes finite values only (NaN/Inf have no element code "
+                         "in general; quantize() handles non-finite blocks)")
+    rid = rounding_mode(rounding)
+    r = check_random_bits(rid, random_bits, x.shape, rbits)
+    out = np.empty(x.size, np.uint8)
+    K.encode_elements(raw.reshape(-1), ff.ebits, ff.mbits, fmt.ebits, fmt.mbits, fmt.bias,
+                      fmt.max_code, fmt.bits, fmt.twos_complement, rid, rbits,
+                      np.broadcast_to(r, x.shape).reshape(-1), out)
+    return out.reshape(x.shape)
+
+
+def decode_scale(scales) -> np.ndarray:
+    """E8M0 codes to float64 ``2^(s-127)``; 255 to NaN."""
+    s = np.asarray(scales)
+    if not np.issubdtype(s.dtype, np.integer):
+        raise TypeError(f"scale codes must be integers, got dtype {s.dtype}")
+    if s.size and (s.min() < 0 or s.max() > 255):
+        raise ValueError("E8M0 scale codes must be in 0..255")
+    s = s.astype(np.int64)
+    return np.where(s == SCALE_NAN, np.nan, np.ldexp(1.0, s - SCALE_BIAS))
+
+
+def encode_scale(values) -> np.ndarray:
+    """Exact powers of two ``2^-127 .. 2^127`` (and NaN) to E8M0 codes.
+
+    Anything else is not representable and raises ``ValueError`` (E8M0 has no rounding rule).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    nan = np.isnan(v)
+    m, e = np.frexp(np.where(nan, 1.0, v))
+    ok = nan | ((m == 0.5) & (e - 1 >= -127) & (e - 1 <= 127))
+    if not np.all(ok):
+        bad = v[~ok].ravel()[0]
+        raise ValueError(f"{bad!r} is not an E8M0 value (a power of two 2^-127 .. 2^127, or NaN)")
+    return np.where(nan, SCALE_NAN, e - 1 + SCALE_BIAS).astype(np.uint8)

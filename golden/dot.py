@@ -1,0 +1,94 @@
+"""MX dot products, per contract section 4: exact block sums, one fp32 rounding per block."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _kernels as K
+from .codec import dot_tables
+from .formats import element_format
+from .mx import MXArray, check_block_size
+
+__all__ = ["dot", "dot_blocks"]
+
+
+def _acc_bits(acc, shape) -> np.ndarray:
+    if acc is None:
+        return np.zeros(shape, np.int64)
+    c = np.asarray(acc)
+    if c.dtype != np.float32:
+        if c.dtype.kind not in "fiu":
+            raise TypeError(f"acc must be float32, got dtype {c.dtype}")
+        c32 = c.astype(np.float32)
+        same = (c32.astype(np.float64) == c.astype(np.float64)) | np.isnan(c.astype(np.float64))
+        if not np.all(same):
+            raise ValueError("acc must be float32 (or values exactly representable in it); "
+                             "cast it explicitly if rounding is intended")
+        c = c32
+    try:
+        c = np.broadcast_to(c, shape)
+    except ValueError:
+        raise ValueError(f"acc of shape {np.shape(acc)} does not broadcast to {shape}") from None
+    return c.view(np.uint32).astype(np.int64)
+
+
+def dot_blocks(a_codes, a_scales, b_codes, b_scales, fmt_a, fmt_b=None, acc=None) -> np.ndarray:
+    """Dot products of raw block arrays: the interface of the RTL dot units.
+
+    Parameters
+    ----------
+    a_codes, b_codes : uint8 arrays of shape (..., n, k)
+        Element codes of n blocks of k elements per row.
+    a_scales, b_scales : uint8 arrays of shape (..., n)
+        E8M0 scales.
+    fmt_a, fmt_b : element formats (``fmt_b`` defaults to ``fmt_a``).
+    acc : float32 array broadcastable to (...), optional
+        The accumulator input c (``+0`` when omitted).
+
+    Returns
+    -------
+    float32 array of shape (...): ``acc`` chained through the n blocks, one rounding each.
+    """
+    fa = element_format(fmt_a)
+    fb = element_format(fmt_b if fmt_b is not None else fmt_a)
+    ac, bc = np.asarray(a_codes), np.asarray(b_codes)
+    asc, bsc = np.asarray(a_scales), np.asarray(b_scales)
+    if ac.shape != bc.shape or ac.ndim < 2:
+        raise ValueError(f"a_codes {ac.shape} and b_codes {bc.shape} must have the same shape "
+                         "(..., n_blocks, block_size)")
+    check_block_size(ac.shape[-1])
+    if asc.shape != ac.shape[:-1] or bsc.shape != ac.shape[:-1]:
+        raise ValueError(f"scales must have shape {ac.shape[:-1]}, got {asc.shape} and {bsc.shape}")
+    for name, arr, f in (("a", ac, fa), ("b", bc, fb)):
+        if arr.size and int(arr.max()) >= 1 << f.bits:
+            raise ValueError(f"{name}_codes hold values outside {f.name}'s {f.bits}-bit codes")
+    lead = ac.shape[:-2]
+    rows = int(np.prod(lead))
+    n, k = ac.shape[-2:]
+    c = _acc_bits(acc, lead).reshape(rows)
+    out = np.empty(rows, np.int64)
+    sa, ha, ga = dot_tables(fa)
+    sb, hb, gb = dot_tables(fb)
+    K.dot_rows(np.ascontiguousarray(ac, np.uint8).reshape(rows, n, k),
+               np.ascontiguousarray(asc, np.uint8).reshape(rows, n),
+               np.ascontiguousarray(bc, np.uint8).reshape(rows, n, k),
+               np.ascontiguousarray(bsc, np.uint8).reshape(rows, n),
+               c, sa, ha, ga, fa.lsb_exp, sb, hb, gb, fb.lsb_exp, out)
+    return out.astype(np.uint32).view(np.float32).reshape(lead)
+
+
+def dot(a: MXArray, b: MXArray, acc=None) -> np.ndarray:
+    """Dot product of two MX arrays along their block axis (the OCP DotGeneral).
+
+    ``a`` and ``b`` must have the same shape, block size and block axis; their formats may
+    differ.  Returns float32 of the shape with the block axis removed.  ``acc`` (float32,
+    broadcastable to that shape) is the initial accumulator, ``+0`` when omitted.
+    """
+    if not isinstance(a, MXArray) or not isinstance(b, MXArray):
+        raise TypeError("dot takes two MXArrays (see golden.quantize)")
+    if a.shape != b.shape or a.block_size != b.block_size or a.axis != b.axis:
+        raise ValueError(f"dot needs matching MX arrays: shapes {a.shape}/{b.shape}, block "
+                         f"sizes {a.block_size}/{b.block_size}, axes {a.axis}/{b.axis}")
+    ac, asc = a.blocks()
+    bc, bsc = b.blocks()
+    return dot_blocks(ac, asc, bc, bsc, a.fmt, b.fmt, acc)

@@ -1,0 +1,243 @@
+"""Block quantization: :class:`MXArray`, :func:`quantize`, :func:`dequantize`, pack/unpack."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+from numba import njit
+
+from . import _kernels as K
+from .codec import as_float_bits, check_random_bits, decode_table, rounding_mode
+from .formats import ElementFormat, ScaleMode, element_format
+
+__all__ = ["MXArray", "quantize", "dequantize", "check_block_size"]
+
+_OUT_DTYPES = {
+    np.dtype(np.float32): None,
+    np.dtype(np.float16): np.float16,
+    np.dtype(ml_dtypes.bfloat16): ml_dtypes.bfloat16,
+}
+
+
+def check_block_size(block_size) -> int:
+    if not isinstance(block_size, (int, np.integer)) or isinstance(block_size, bool):
+        raise TypeError(f"block_size must be an int, got {type(block_size).__name__}")
+    k = int(block_size)
+    if k < 2 or k & (k - 1):
+        raise ValueError(f"block_size must be a power of two >= 2, got {k}")
+    return k
+
+
+def _scale_mode_id(scale_mode) -> int:
+    try:
+        return {ScaleMode.FLOOR: K.FLOOR, ScaleMode.RCEIL: K.RCEIL}[ScaleMode(scale_mode)]
+    except ValueError:
+        raise ValueError(f"unknown scale_mode {scale_mode!r}; expected 'floor' or 'rceil'") \
+            from None
+
+
+@dataclass(frozen=True, eq=False)
+class MXArray:
+    """A tensor in an MX format.
+
+    Members
+    -------
+    scales : ndarray of uint8
+        E8M0 codes; the input's shape with the block axis of length ``n_blocks``.
+    codes : ndarray of uint8
+        Element codes, one per element; the input's shape with the block axis padded to
+        ``n_blocks * block_size`` (padding codes are +0).
+    fmt : ElementFormat
+    block_size : int
+    axis : int
+        The block axis (non-negative).
+    shape : tuple
+        The original (unpadded) shape.
+    """
+
+    scales: np.ndarray
+    codes: np.ndarray
+    fmt: ElementFormat
+    block_size: int
+    axis: int
+    shape: tuple
+
+    @property
+    def n_blocks(self) -> int:
+        return self.scales.shape[self.axis]
+
+    def blocks(self):
+        """(codes, scales) with the block axis last: shapes (..., n_blocks, k) and (..., n_blocks)."""
+        c = np.moveaxis(self.codes, self.axis, -1)
+        s = np.moveaxis(self.scales, self.axis, -1)
+        return c.reshape(*s.shape, self.block_size), s
+
+    def dequantize(self, dtype=np.float32) -> np.ndarray:
+        return dequantize(self, dtype)
+
+    # -- storage layout (contract section 5) -------------------------------------------------
+    def pack(self) -> np.ndarray:
+        """Element codes in the contract's byte layout, blocks in order (block axis last,
+        C order); fp4 two per byte (even element low), fp6 four per three bytes."""
+        codes, _ = self.blocks()
+        return pack_codes(codes.reshape(-1), self.fmt)
+
+    @classmethod
+    def unpack(cls, packed, scales, fmt, shape, *, block_size=32, axis=-1) -> MXArray:
+        """Rebuild an MXArray from :meth:`pack` bytes and the scale array."""
+        fmt = element_format(fmt)
+        k = check_block_size(block_size)
+        shape = tuple(int(n) for n in shape)
+        ax = operator.index(axis) % len(shape) if shape else 0
+        nb = -(-shape[ax] // k)
+        last = shape[:ax] + shape[ax + 1:] + (nb * k,)
+        n = int(np.prod(last))
+        codes = unpack_codes(np.asarray(packed, np.uint8), fmt, n).reshape(last)
+        scales = np.asarray(scales, np.uint8)
+        want = shape[:ax] + (nb,) + shape[ax + 1:]
+        if scales.shape != want:
+            raise ValueError(f"scales have shape {scales.shape}, expected {want}")
+        return cls(scales, np.moveaxis(codes, -1, ax), fmt, k, ax, shape)
+
+
+def pack_codes(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:
+    codes = np.asarray(codes, np.uint8).reshape(-1)
+    if fmt.bits == 8:
+        return codes.copy()
+    per = {4: 2, 6: 4}[fmt.bits]
+    pad = (-codes.size) % per
+    c = np.concatenate([codes, np.zeros(pad, np.uint8)]).reshape(-1, per).astype(np.uint32)
+    word = np.zeros(c.shape[0], np.uint32)
+    for j in range(per):
+        word |= c[:, j] << (fmt.bits * j)
+    nbytes = fmt.bits * per // 8
+    return word.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nbytes].reshape(-1).copy()
+
+
+def unpack_codes(packed: np.ndarray, fmt: ElementFormat, n: int) -> np.ndarray:
+    if fmt.bits == 8:
+        if packed.size != n:
+            raise ValueError(f"expected {n} packed bytes, got {packed.size}")
+        return packed.copy()
+    per = {4: 2, 6: 4}[fmt.bits]
+    nbytes = fmt.bits * per // 8
+    groups = -(-n // per)
+    if packed.size != groups * nbytes:
+        raise ValueError(f"expected {groups * nbytes} packed bytes for {n} {fmt.name} codes, "
+                         f"got {packed.size}")
+    b = np.zeros((groups, 4), np.uint8)
+    b[:, :nbytes] = packed.reshape(groups, nbytes)
+    word = b.reshape(-1).view("<u4").astype(np.uint32)
+    mask = (1 << fmt.bits) - 1
+    c = np.stack([(word >> (fmt.bits * j)) & mask for j in range(per)], axis=1)
+    return c.reshape(-1)[:n].astype(np.uint8)
+
+
+def _as_input(x) -> np.ndarray:
+    if isinstance(x, MXArray):
+        raise TypeError("input is already an MXArray; dequantize it first")
+    a = np.asarray(x)
+    if a.dtype.kind in "biuc" or a.dtype == object or a.dtype.kind in "USV":
+        raise TypeError(f"quantize takes float32, float16, bfloat16 or float64 data, "
+                        f"not dtype {a.dtype}")
+    return a
+
+
+def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
+             random_bits=None, rbits=8) -> MXArray:
+    """Quantize an array to an MX format, per contract section 2.
+
+    Parameters
+    ----------
+    x : array_like
+        float32, float16, bfloat16 or float64 (float64 quantized exactly as real numbers).
+    fmt : str or ElementFormat
+        ``fp8_e4m3``, ``fp8_e5m2``, ``fp6_e3m2``, ``fp6_e2m3``, ``fp4_e2m1``, ``int8`` or an alias.
+    block_size : int
+        Power of two >= 2 (the RTL supports 2..64).  A trailing partial block is padded with +0.
+    axis : int
+        The axis the blocks run along.
+    scale_mode : {"floor", "rceil"}
+    rounding : {"rne", "rna", "rtz", "stochastic"}
+    random_bits : array of int, optional
+        Stochastic rounding only: one integer in ``[0, 2^rbits)`` per element of ``x``.
+    rbits : int
+        Random bits per element (R) for stochastic rounding.
+    """
+    fmt = element_format(fmt)
+    k = check_block_size(block_size)
+    smode = _scale_mode_id(scale_mode)
+    rid = rounding_mode(rounding)
+    a = _as_input(x)
+    if a.ndim == 0:
+        raise ValueError("quantize needs at least a 1-d array")
+    ax = operator.index(axis)
+    if not -a.ndim <= ax < a.ndim:
+        raise ValueError(f"axis {axis} is out of range for a {a.ndim}-d array")
+    ax %= a.ndim
+    r = check_random_bits(rid, random_bits, a.shape, rbits)
+
+    raw, ff = as_float_bits(a)
+    raw = np.moveaxis(raw, ax, -1)
+    n = raw.shape[-1]
+    nb = -(-n // k)
+    if nb * k != n:  # pad with +0 (bit pattern 0)
+        pad = [(0, 0)] * (raw.ndim - 1) + [(0, nb * k - n)]
+        raw = np.pad(raw, pad)
+        if rid == K.STOCHASTIC:
+            r = np.pad(np.moveaxis(r, ax, -1), pad)
+            r = np.moveaxis(r, -1, ax)
+    lead = raw.shape[:-1]
+    blocks = np.ascontiguousarray(raw).reshape(-1, k)
+    if rid == K.STOCHASTIC:
+        rand = np.ascontiguousarray(np.moveaxis(r, ax, -1)).reshape(-1, k)
+    else:
+        rand = np.zeros((1, 1), np.int64)
+    scales = np.empty(blocks.shape[0], np.uint8)
+    codes = np.empty(blocks.shape, np.uint8)
+    K.quantize_blocks(blocks, ff.ebits, ff.mbits, fmt.ebits, fmt.mbits, fmt.bias, fmt.emax,
+                      fmt.max_code, fmt.bits, fmt.twos_complement, smode, rid, rbits, rand,
+                      scales, codes)
+    codes = np.moveaxis(codes.reshape(*lead, nb * k), -1, ax)
+    scales = np.moveaxis(scales.reshape(*lead, nb), -1, ax)
+    return MXArray(scales, codes, fmt, k, ax, a.shape)
+
+
+@njit(cache=True, nogil=True)
+def _dequantize_blocks(codes, scales, table, scale_table, out):
+    nb, k = codes.shape
+    for b in range(nb):
+        s = scale_table[scales[b]]
+        for i in range(k):
+            out[b, i] = table[codes[b, i]] * s  # exact in fp32 except overflow to Inf
+
+
+_SCALE_F32 = np.where(np.arange(256) == 255, np.nan,
+                      np.ldexp(1.0, np.arange(256) - 127)).astype(np.float32)
+
+
+def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
+    """MX to float32, bfloat16 or float16, per contract section 3; returns the original shape.
+
+    fp32 is exact (only values beyond fp32's range, unreachable from quantized fp32 data,
+    become Inf); bf16/fp16 are the RNE cast of that exact value.
+    """
+    if not isinstance(mx, MXArray):
+        raise TypeError(f"dequantize takes an MXArray, got {type(mx).__name__}")
+    dt = np.dtype(dtype)
+    if dt not in _OUT_DTYPES:
+        raise ValueError(f"dequantize writes float32, bfloat16 or float16, not {dt}")
+    codes, scales = mx.blocks()
+    lead = scales.shape
+    c = np.ascontiguousarray(codes).reshape(-1, mx.block_size)
+    out = np.empty(c.shape, np.float32)
+    _dequantize_blocks(c, np.ascontiguousarray(scales).reshape(-1),
+                       decode_table(mx.fmt).astype(np.float32), _SCALE_F32, out)
+    out = out.reshape(*lead[:-1], lead[-1] * mx.block_size)[..., : mx.shape[mx.axis]]
+    out = np.moveaxis(out, -1, mx.axis)
+    if _OUT_DTYPES[dt] is not None:
+        out = out.astype(dt)
+    return np.ascontiguousarray(out)
