@@ -1,0 +1,351 @@
+"""An exact reference for the MX numerics contract, written from scratch on Fractions.
+
+This module is the *independent* oracle the golden-model tests compare against.  It restates
+``/work/shared/mx-numerics.md`` (sections 1-4) as literally as possible, in plain Python:
+
+* every value is a :class:`fractions.Fraction` (or one of the markers ``NAN``/``INF``); no
+  floating-point operation touches a value on its way to a result;
+* element formats are described here again from the contract's table (not imported from
+  ``golden``), and an element is encoded by *searching the format's value table*;
+* the final fp32 rounding of the dot product is this module's own RNE on Fractions.
+
+It is deliberately slow and simple: per element a handful of exact operations, so a reviewer
+can check it line by line against the contract.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = [
+    "FORMATS", "Fmt", "NAN", "INF", "decode_float_bits", "decode_input", "value_table",
+    "decode_code", "encode_magnitude", "round_to_grid", "shared_exponent", "quantize_block",
+    "quantize", "rne_fp32_bits", "fp32_bits_value", "dot_block", "dot_chain",
+]
+
+TWO = Fraction(2)
+NAN = "nan"  # marker for a NaN value
+INF = "inf"  # marker for an infinite magnitude (the sign is carried separately)
+
+
+def pow2(n: int) -> Fraction:
+    return TWO ** n
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 1: formats, restated from the contract's table.
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fmt:
+    name: str
+    bits: int
+    ebits: int  # 0 for int8
+    mbits: int
+    bias: int
+    emax: int
+    nan_mags: tuple = ()  # magnitude codes (sign bit clear) that are NaN
+    inf_mags: tuple = ()  # magnitude codes that are Inf
+    is_int: bool = False
+
+
+FORMATS = {
+    f.name: f
+    for f in (
+        Fmt("fp8_e4m3", 8, 4, 3, 7, 8, nan_mags=(0x7F,)),
+        Fmt("fp8_e5m2", 8, 5, 2, 15, 15, nan_mags=(0x7D, 0x7E, 0x7F), inf_mags=(0x7C,)),
+        Fmt("fp6_e3m2", 6, 3, 2, 3, 4),
+        Fmt("fp6_e2m3", 6, 2, 3, 1, 2),
+        Fmt("fp4_e2m1", 4, 2, 1, 1, 2),
+        Fmt("int8", 8, 0, 0, 0, 0, is_int=True),
+    )
+}
+
+
+def decode_code(fmt: Fmt, code: int):
+    """(neg, magnitude) of an element code: magnitude a Fraction, or NAN / INF."""
+    code = int(code)
+    if fmt.is_int:  # two's complement n, value n * 2^-6
+        n = code - 256 if code >= 128 else code
+        return n < 0, Fraction(abs(n), 64)
+    neg = bool(code >> (fmt.bits - 1))
+    mag = code & ((1 << (fmt.bits - 1)) - 1)
+    if mag in fmt.nan_mags:
+        return neg, NAN
+    if mag in fmt.inf_mags:
+        return neg, INF
+    e, m = mag >> fmt.mbits, mag & ((1 << fmt.mbits) - 1)
+    if e == 0:  # subnormal: 0.m * 2^(1 - bias)
+        return neg, Fraction(m, 1 << fmt.mbits) * pow2(1 - fmt.bias)
+    return neg, (1 + Fraction(m, 1 << fmt.mbits)) * pow2(e - fmt.bias)
+
+
+def code_value(fmt: Fmt, code: int):
+    """Signed value of a code: a Fraction, NAN, or ('+inf' / '-inf')."""
+    neg, mag = decode_code(fmt, code)
+    if mag is NAN:
+        return NAN
+    if mag is INF:
+        return "-inf" if neg else "+inf"
+    return -mag if neg else mag
+
+
+@functools.lru_cache(maxsize=None)
+def value_table(name: str):
+    """Sorted finite non-negative magnitudes of a format and, parallel, their codes (sign
+    clear; for int8 the non-negative two's-complement codes 0..127)."""
+    fmt = FORMATS[name]
+    pairs = {}
+    for code in range(1 << fmt.bits):
+        neg, mag = decode_code(fmt, code)
+        if neg or not isinstance(mag, Fraction):
+            continue
+        pairs[mag] = code
+    mags = sorted(pairs)
+    return tuple(mags), tuple(pairs[m] for m in mags)
+
+
+def max_normal(name: str) -> Fraction:
+    return value_table(name)[0][-1]
+
+
+def encode_magnitude(fmt: Fmt, neg: bool, mag: Fraction) -> int:
+    """The code of a representable value, found by searching the value table."""
+    mags, codes = value_table(fmt.name)
+    i = bisect.bisect_left(mags, mag)
+    assert i < len(mags) and mags[i] == mag, f"{mag} is not a {fmt.name} value"
+    c = codes[i]
+    if fmt.is_int:
+        return (-c) & 0xFF if neg else c
+    return c | (int(neg) << (fmt.bits - 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: IEEE bit patterns decoded exactly.
+# ---------------------------------------------------------------------------------------------
+_INPUTS = {  # dtype name -> (ebits, mbits, unsigned view)
+    "float32": (8, 23, np.uint32),
+    "float16": (5, 10, np.uint16),
+    "bfloat16": (8, 7, np.uint16),
+    "float64": (11, 52, np.uint64),
+}
+
+
+def decode_float_bits(bits: int, ebits: int, mbits: int):
+    """(neg, magnitude) of an IEEE pattern: magnitude a Fraction, NAN or INF."""
+    bits = int(bits)
+    neg = bool(bits >> (ebits + mbits))
+    e = (bits >> mbits) & ((1 << ebits) - 1)
+    m = bits & ((1 << mbits) - 1)
+    bias = (1 << (ebits - 1)) - 1
+    if e == (1 << ebits) - 1:
+        return neg, (NAN if m else INF)
+    if e == 0:
+        return neg, Fraction(m) * pow2(1 - bias - mbits)
+    return neg, Fraction((1 << mbits) | m) * pow2(e - bias - mbits)
+
+
+def decode_input(x: np.ndarray):
+    """List of (neg, magnitude) for every element of a 1-d float array (any input dtype)."""
+    ebits, mbits, u = _INPUTS[np.dtype(x.dtype).name]
+    return [decode_float_bits(b, ebits, mbits) for b in np.ascontiguousarray(x).view(u).tolist()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 2: quantization.
+# ---------------------------------------------------------------------------------------------
+def floor_log2(x: Fraction) -> int:
+    """The integer t with 2^t <= x < 2^(t+1), found by exact comparisons (x > 0)."""
+    t = x.numerator.bit_length() - x.denominator.bit_length()  # within one of the answer
+    while pow2(t) > x:
+        t -= 1
+    while pow2(t + 1) <= x:
+        t += 1
+    return t
+
+
+def ceil_log2(x: Fraction) -> int:
+    """The smallest integer t with x <= 2^t (x > 0)."""
+    t = floor_log2(x)
+    return t if pow2(t) == x else t + 1
+
+
+def shared_exponent(name: str, amax: Fraction, scale_mode: str) -> int:
+    """Unclamped shared exponent of a block with largest magnitude ``amax`` > 0."""
+    fmt = FORMATS[name]
+    if scale_mode == "floor":
+        return floor_log2(amax) - fmt.emax
+    if scale_mode == "rceil":
+        return ceil_log2(amax / max_normal(name))
+    raise ValueError(scale_mode)
+
+
+def round_to_grid(name: str, q: Fraction, rounding: str, r: int = 0, rbits: int = 8):
+    """Round a magnitude ``q >= 0`` onto the format's grid, then saturate.
+
+    The grid is the table of finite magnitudes, extended by one point above max normal (one
+    top-binade step further): values between max normal and that point round like any other
+    pair of neighbours, and a result above max normal saturates.  Returns the magnitude.
+    """
+    mags, codes = value_table(name)
+    top = mags[-1]
+    if q >= top:  # at or beyond max normal: every mode gives max normal after saturation
+        ext = top + (top - mags[-2])
+        if q >= ext:
+            return top
+        lo, hi, lo_code = top, ext, codes[-1]
+    else:
+        i = bisect.bisect_right(mags, q) - 1  # mags[i] <= q < mags[i + 1]
+        lo, hi, lo_code = mags[i], mags[i + 1], codes[i]
+    if q == lo:
+        return lo
+    mid = (lo + hi) / 2
+    if rounding == "rne":
+        # Adjacent grid points have consecutive magnitude codes (int8: consecutive n), so
+        # "ties to even" means: up exactly when the lower neighbour's code is odd.
+        up = q > mid or (q == mid and lo_code % 2 == 1)
+    elif rounding == "rna":
+        up = q >= mid
+    elif rounding == "rtz":
+        up = False
+    elif rounding == "stochastic":
+        f = (q - lo) / (hi - lo)  # in (0, 1): the part below the last place
+        f_r = (f * (1 << rbits)).numerator // (f * (1 << rbits)).denominator
+        up = f_r + r >= (1 << rbits)
+    else:
+        raise ValueError(rounding)
+    res = hi if up else lo
+    return min(res, top)
+
+
+def quantize_block(name, values, scale_mode="floor", rounding="rne", rand=None, rbits=8):
+    """One block: ``values`` is a list of (neg, magnitude) pairs.  Returns (s, [codes])."""
+    fmt = FORMATS[name]
+    k = len(values)
+    if any(not isinstance(m, Fraction) for _, m in values):  # step 1: NaN or Inf present
+        return 255, [0] * k
+    amax = max(m for _, m in values)  # step 2
+    if amax == 0:
+        return 0, [encode_magnitude(fmt, neg, Fraction(0)) for neg, _ in values]
+    e = shared_exponent(name, amax, scale_mode)  # step 3
+    e = min(max(e, -127), 127)
+    out = []
+    for i, (neg, mag) in enumerate(values):  # step 4
+        q = mag * pow2(-e)
+        res = round_to_grid(name, q, rounding, 0 if rand is None else int(rand[i]), rbits)
+        out.append(encode_magnitude(fmt, neg, res))
+    return e + 127, out
+
+
+def quantize(x, name, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
+             random_bits=None, rbits=8):
+    """The whole-array quantizer: (scales, codes) laid out like golden's MXArray."""
+    x = np.asarray(x)
+    xm = np.moveaxis(x, axis, -1)
+    rm = None if random_bits is None else np.moveaxis(np.asarray(random_bits), axis, -1)
+    n = xm.shape[-1]
+    nb = -(-n // block_size)
+    lead = xm.shape[:-1]
+    scales = np.zeros(lead + (nb,), np.uint8)
+    codes = np.zeros(lead + (nb * block_size,), np.uint8)
+    for idx in np.ndindex(*lead):
+        vals = decode_input(xm[idx])
+        vals += [(False, Fraction(0))] * (nb * block_size - n)  # pad with +0
+        rr = None
+        if rm is not None:
+            rr = list(rm[idx].tolist()) + [0] * (nb * block_size - n)
+        for b in range(nb):
+            sl = slice(b * block_size, (b + 1) * block_size)
+            s, c = quantize_block(name, vals[sl], scale_mode, rounding,
+                                  None if rr is None else rr[sl], rbits)
+            scales[idx + (b,)] = s
+            codes[idx + (sl,)] = c
+    return np.moveaxis(scales, -1, axis), np.moveaxis(codes, -1, axis)
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 4: dot product, with this module's own RNE to binary32.
+# ---------------------------------------------------------------------------------------------
+FP32_QNAN = 0x7FC00000
+
+
+def rne_fp32_bits(x: Fraction) -> int:
+    """IEEE binary32 RNE of an exact value: subnormals kept, overflow to Inf.
+
+    A non-zero value that rounds to zero keeps its sign (IEEE); an exact zero is +0.
+    """
+    if x == 0:
+        return 0
+    neg = x < 0
+    a = -x if neg else x
+    p = floor_log2(a)
+    quantum = pow2(max(p, -126) - 23)  # the last place at a (subnormal range: 2^-149)
+    n_exact = a / quantum
+    n = n_exact.numerator // n_exact.denominator
+    rem = n_exact - n
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    val = n * quantum
+    if val >= pow2(128):
+        mag = 0x7F800000
+    elif val < pow2(-126):  # subnormal (or zero): mantissa counts 2^-149 units
+        mag = int(val / pow2(-149))
+    else:
+        e = floor_log2(val)
+        mag = ((e + 127) << 23) | (int(val / pow2(e - 23)) - (1 << 23))
+    return mag | (int(neg) << 31)
+
+
+def fp32_bits_value(bits: int):
+    """Signed value of fp32 bits: a Fraction, NAN, '+inf' or '-inf'."""
+    neg, mag = decode_float_bits(bits, 8, 23)
+    if mag is NAN:
+        return NAN
+    if mag is INF:
+        return "-inf" if neg else "+inf"
+    return -mag if neg else mag
+
+
+def dot_block(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
+    """One block pair of contract section 4: fp32 bits of the result."""
+    fa, fb = FORMATS[fa], FORMATS[fb]
+    c = fp32_bits_value(c_bits)
+    a = [code_value(fa, x) for x in a_codes]
+    b = [code_value(fb, x) for x in b_codes]
+    # Step 1: NaN.
+    nan = sa == 255 or sb == 255 or c is NAN or any(v is NAN for v in a + b)
+    infs = set()
+    if isinstance(c, str) and c != NAN:
+        infs.add(c)
+    for x, y in zip(a, b):
+        if x is NAN or y is NAN:
+            continue
+        xi, yi = isinstance(x, str), isinstance(y, str)
+        if xi or yi:
+            other = y if xi else x
+            if not (xi and yi) and other == 0:
+                nan = True  # Inf * 0
+                continue
+            sx = x.startswith("-") if xi else x < 0
+            sy = y.startswith("-") if yi else y < 0
+            infs.add("-inf" if sx != sy else "+inf")
+    if nan or len(infs) == 2:
+        return FP32_QNAN
+    # Step 2: Inf.
+    if infs:
+        return 0xFF800000 if infs == {"-inf"} else 0x7F800000
+    # Step 3: exact T, one rounding.
+    t = sum((x * y for x, y in zip(a, b)), Fraction(0)) * pow2(sa - 127) * pow2(sb - 127)
+    return rne_fp32_bits(c + t)
+
+
+def dot_chain(fa, a_blocks, a_scales, fb, b_blocks, b_scales, c_bits=0) -> int:
+    """A dot product over n blocks: the accumulator chained block by block."""
+    acc = int(c_bits)
+    for ac, sa, bc, sb in zip(a_blocks, a_scales, b_blocks, b_scales):
+        acc = dot_block(fa, ac, int(sa), fb, bc, int(sb), acc)
+    return acc
