@@ -23,9 +23,10 @@ FLOOR, RCEIL = 0, 1
 FINITE, NAN, INF = 0, 1, 2
 
 _JIT = dict(cache=True, nogil=True)
+_INLINE = dict(cache=True, nogil=True, inline="always")
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def bitlen(x):
     """Number of bits of a non-negative int64 (0 for 0): ``floor(log2(x)) + 1``."""
     n = 0
@@ -50,7 +51,7 @@ def bitlen(x):
     return n + x
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def split_float(mag, ebits, mbits):
     """IEEE magnitude bits -> (sig, x) with value ``sig * 2^x`` (finite, sign already removed)."""
     bias = (1 << (ebits - 1)) - 1
@@ -75,54 +76,45 @@ def shared_exponent(amax, in_ebits, in_mbits, emax, max_sig, mbits, scale_mode):
     return e
 
 
-@njit(**_JIT)
-def round_element(neg, mag, e, in_ebits, in_mbits, ebits, mbits, bias, max_code,
-                  rounding, rbits, r):
-    """Quantize one finite input (sign, IEEE magnitude bits) at shared exponent ``e``.
+@njit(**_INLINE)
+def round_element(mag, e, in_ebits, in_mbits, mbits, bias, max_code, rounding, rbits, r):
+    """Quantize one finite input magnitude (IEEE bits, sign removed) at shared exponent ``e``.
 
     Returns the element's magnitude code ``E.M`` in the sign-magnitude view, saturated.
     """
-    if mag == 0:
-        return 0
     sig, x = split_float(mag, in_ebits, in_mbits)
-    x -= e  # q = V * 2^-e = sig * 2^x, exactly
+    x -= e  # q = |V| * 2^-e = sig * 2^x, exactly
+    if mag >> in_mbits:  # normal input: the hidden bit is the leading bit
+        top = in_mbits + x
+    elif sig == 0:
+        return 0
+    else:  # subnormal input
+        top = bitlen(sig) - 1 + x
+    # The element grid's last place at q: q's own binade, or the subnormal range below emin.
     emin = 1 - bias
-    # Exponent of the element grid's last place at q: the binade of q, or the subnormal range.
-    top = bitlen(sig) - 1 + x
     qe = (top if top > emin else emin) - mbits
     drop = qe - x  # bits of sig below the last place
     if drop <= 0:
-        n = sig << (-drop)  # exact; n < 2^(mbits+1)
+        n = sig << (-drop)  # exact (only subnormal inputs get here); n < 2^(mbits+1)
     else:
-        if drop < 63:
-            n = sig >> drop
-            rest = sig - (n << drop)
-        else:  # sig < 2^53, so everything is below the last place and below half of it
-            n = 0
-            rest = sig
-        up = 0
-        if rounding == RNE or rounding == RNA:
-            if drop < 63:
-                half = np.int64(1) << (drop - 1)
-                if rest > half or (rest == half and (rounding == RNA or (n & 1) == 1)):
-                    up = 1
-        elif rounding == STOCHASTIC:
-            # f_R = floor(f * 2^R), f = rest / 2^drop in [0, 1)
-            if drop >= rbits:
-                d = drop - rbits
-                f_r = (rest >> d) if d < 63 else 0
-            else:
-                f_r = rest << (rbits - drop)
-            if f_r + r >= (np.int64(1) << rbits):
-                up = 1
-        n += up
-    # Magnitude code: binade index above the subnormal range, then the significand.  A carry
-    # out of the significand (n = 2^(mbits+1)) lands on the next binade's code by itself.
-    code = ((qe - (emin - mbits)) << mbits) + n
+        d = drop if drop < 62 else 62  # sig < 2^53: beyond 62 bits everything is far below half
+        n = sig >> d
+        if rounding == STOCHASTIC:
+            rest = sig - (n << d)  # f = rest / 2^drop; f_R = floor(f * 2^R)
+            s = drop - rbits
+            f_r = (rest >> (s if s < 63 else 63)) if s >= 0 else rest << (-s)
+            n += (f_r + r) >> rbits  # 1 iff f_R + r >= 2^R (both below 2^R)
+        elif rounding == RNE:  # + half - 1, plus 1 more when the kept lsb is odd (ties to even)
+            n = (sig + (np.int64(1) << (d - 1)) - 1 + (n & 1)) >> d
+        elif rounding == RNA:  # + half: ties away from zero
+            n = (sig + (np.int64(1) << (d - 1))) >> d
+    # Magnitude code: the binade index above the subnormal range, then the significand.  A
+    # carry out of the significand (n = 2^(mbits+1)) lands on the next binade's code by itself.
+    code = ((qe - emin + mbits) << mbits) + n
     return code if code < max_code else max_code
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def apply_sign(neg, code, bits, twos_complement):
     if twos_complement:
         return ((-code) & ((1 << bits) - 1)) if neg else code
@@ -159,28 +151,42 @@ def quantize_blocks(raw, in_ebits, in_mbits, ebits, mbits, bias, emax, max_code,
             e = shared_exponent(amax, in_ebits, in_mbits, emax, max_sig, mbits, scale_mode)
             e = min(max(e, -127), 127)
             scales[b] = e + 127
-        for i in range(k):
-            w = np.int64(raw[b, i])
-            neg = (w >> sign_shift) & 1
-            r = np.int64(rand[b, i]) if rounding == STOCHASTIC else np.int64(0)
-            code = round_element(neg, w & mag_mask, e, in_ebits, in_mbits, ebits, mbits, bias,
-                                 max_code, rounding, rbits, r)
-            codes[b, i] = apply_sign(neg, code, bits, twos_complement)
+        # One loop per rounding mode, so the mode is a constant inside each (speed only).
+        if rounding == RNE:
+            _encode_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
+                          twos_complement, RNE, rbits, rand[0], codes[b])
+        elif rounding == RNA:
+            _encode_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
+                          twos_complement, RNA, rbits, rand[0], codes[b])
+        elif rounding == RTZ:
+            _encode_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
+                          twos_complement, RTZ, rbits, rand[0], codes[b])
+        else:
+            _encode_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
+                          twos_complement, STOCHASTIC, rbits, rand[b], codes[b])
 
 
-@njit(**_JIT)
-def encode_elements(raw, in_ebits, in_mbits, ebits, mbits, bias, max_code, bits,
-                    twos_complement, rounding, rbits, rand, codes):
-    """Element cast at scale 2^0 (no shared exponent): ``codes[i] = Q(raw[i])``; finite input."""
+@njit(**_INLINE)
+def _encode_block(raw, e, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_complement,
+                  rounding, rbits, rand, codes):
+    """codes[i] = signed code of raw[i] at shared exponent e (finite inputs)."""
     sign_shift = in_ebits + in_mbits
     mag_mask = (np.int64(1) << sign_shift) - 1
     for i in range(raw.shape[0]):
         w = np.int64(raw[i])
         neg = (w >> sign_shift) & 1
         r = np.int64(rand[i]) if rounding == STOCHASTIC else np.int64(0)
-        code = round_element(neg, w & mag_mask, 0, in_ebits, in_mbits, ebits, mbits, bias,
-                             max_code, rounding, rbits, r)
+        code = round_element(w & mag_mask, e, in_ebits, in_mbits, mbits, bias, max_code,
+                             rounding, rbits, r)
         codes[i] = apply_sign(neg, code, bits, twos_complement)
+
+
+@njit(**_JIT)
+def encode_elements(raw, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_complement,
+                    rounding, rbits, rand, codes):
+    """Element cast at scale 2^0 (no shared exponent): ``codes[i] = Q(raw[i])``; finite input."""
+    _encode_block(raw, 0, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_complement,
+                  rounding, rbits, rand, codes)
 
 
 # --------------------------------------------------------------------------------------------

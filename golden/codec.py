@@ -148,7 +148,7 @@ def encode(values, fmt, *, rounding="rne", random_bits=None, rbits=8) -> np.ndar
     rid = rounding_mode(rounding)
     r = check_random_bits(rid, random_bits, x.shape, rbits)
     out = np.empty(x.size, np.uint8)
-    K.encode_elements(raw.reshape(-1), ff.ebits, ff.mbits, fmt.ebits, fmt.mbits, fmt.bias,
+    K.encode_elements(raw.reshape(-1), ff.ebits, ff.mbits, fmt.mbits, fmt.bias,
                       fmt.max_code, fmt.bits, fmt.twos_complement, rid, rbits,
                       np.broadcast_to(r, x.shape).reshape(-1), out)
     return out.reshape(x.shape)
