@@ -1,0 +1,243 @@
+"""Shared RTL building blocks of the MX units: pipelining, leading-zero count, rounding.
+
+Everything here is format-agnostic: the element formats enter only as integers (``emin``,
+``mbits``, ...) taken from :class:`golden.ElementFormat` / :class:`golden.FloatFormat`, so one
+piece of logic serves every format.  The helpers are stable API; the quantizer, the
+dequantizer and the dot unit build on them.
+
+* :class:`StreamPipeline` -- a valid/ready pipeline whose register boundaries are chosen at
+  elaboration time (the ``stages`` parameter of every unit).
+* :func:`leading_zeros` -- a log-depth leading-zero count (normalizing subnormals).
+* :func:`round_to_grid` -- one exact rounding of a normalized significand onto an IEEE-style
+  grid (``E.M``, subnormals included) under RNE, RNA, RTZ or stochastic rounding.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.utils import bits_for, ceil_log2
+
+__all__ = ["StreamPipeline", "leading_zeros", "round_to_grid", "RNE", "RNA", "RTZ",
+           "STOCHASTIC", "ROUNDING_IDS", "FLOOR", "RCEIL", "SCALE_MODE_IDS", "smax", "clamp"]
+
+#: Rounding-mode encoding of runtime ``rounding`` fields (same ids as golden's kernels).
+RNE, RNA, RTZ, STOCHASTIC = 0, 1, 2, 3
+ROUNDING_IDS = {"rne": RNE, "rna": RNA, "rtz": RTZ, "stochastic": STOCHASTIC}
+#: Scale-mode encoding of runtime ``scale_mode`` fields.
+FLOOR, RCEIL = 0, 1
+SCALE_MODE_IDS = {"floor": FLOOR, "rceil": RCEIL}
+
+
+def smax(a, b) -> Value:
+    """``max(a, b)`` of two (signed or unsigned) values or ints."""
+    a, b = Value.cast(a), Value.cast(b)
+    return Mux(a > b, a, b)
+
+
+def clamp(v, lo, hi) -> Value:
+    """``min(max(v, lo), hi)``."""
+    v = Value.cast(v)
+    return Mux(v < lo, lo, Mux(v > hi, hi, v))
+
+
+def leading_zeros(v) -> Value:
+    """Number of leading zeros of ``v`` (``len(v)`` for zero), as a log-depth tree.
+
+    Parameters
+    ----------
+    v : Value
+        Unsigned bit vector of any width >= 1.
+
+    Returns
+    -------
+    Value
+        Unsigned, ``bits_for(len(v))`` bits.
+    """
+    v = Value.cast(v)
+    w = len(v)
+    p = 1 << ceil_log2(w)
+    # Pad below with ones: the count of a zero input then stops at exactly w.
+    padded = Cat(Const((1 << (p - w)) - 1, p - w), v) if p > w else v
+
+    def tree(x):  # (count, all_zero) of a power-of-two-wide vector
+        if len(x) == 1:
+            return ~x[0], ~x[0]
+        h = len(x) // 2
+        c_hi, z_hi = tree(x[h:])
+        c_lo, z_lo = tree(x[:h])
+        return Mux(z_hi, h + c_lo, c_hi), z_hi & z_lo
+
+    count, _ = tree(padded)
+    return count.as_unsigned()[:bits_for(w)]
+
+
+def round_to_grid(sig, top, *, emin, mbits, rounding, frac_bits=1, rand=None):
+    """Round ``sig * 2^(top - len(sig) + 1)`` onto the grid of an ``E.M`` format.
+
+    The grid is IEEE-style: binades ``>= emin`` hold ``mbits`` fraction bits, below ``emin``
+    the spacing stays ``2^(emin - mbits)`` (subnormals).  There is no upper limit here: the
+    caller saturates or overflows to infinity by comparing the returned code.
+
+    Parameters
+    ----------
+    sig : Value
+        Normalized significand (its top bit set; or zero, which yields code 0).
+    top : Value
+        Signed exponent of ``sig``'s top bit, i.e. ``floor(log2(value))``.
+    emin, mbits : int
+        Target format: exponent of the smallest normal binade and fraction bits.
+    rounding : int or Value
+        One of :data:`RNE`, :data:`RNA`, :data:`RTZ`, :data:`STOCHASTIC`: a Python int for a
+        mode fixed at elaboration (only that mode's logic is built) or a 2-bit Value.
+    frac_bits : int
+        Bits of the discarded fraction kept exactly below the last place (``R`` for stochastic
+        rounding; 1 suffices otherwise: guard bit plus a sticky).
+    rand : Value, optional
+        ``frac_bits`` random bits; stochastic rounding rounds up iff ``f_R + rand >= 2^R``.
+
+    Returns
+    -------
+    Value
+        Unsigned magnitude code ``(max(top - emin, 0) << mbits) + n``, ``n`` the rounded
+        significand (hidden bit included for a normal result): the IEEE-style code ``E.M``.
+        A carry out of the significand lands on the next binade by itself.  Wide enough
+        never to wrap.
+    """
+    sig = Value.cast(sig)
+    top = Value.cast(top)
+    if len(sig) - 1 < mbits:  # the grid is finer than sig: pad so the shift below is a right shift
+        sig = Cat(Const(0, mbits - len(sig) + 1), sig)
+    p, f = len(sig), frac_bits
+    w = p + f
+    # Bits of sig below the grid's last place: p-1-mbits in a normal binade, more below emin.
+    sub = smax(emin - top, 0)
+    drop_max = w  # a larger shift leaves n = 0, frac = 0, sticky = (sig != 0): same as w
+    drop = Mux(sub > drop_max - (p - 1 - mbits), drop_max, sub + (p - 1 - mbits))
+    drop = drop.as_unsigned()[:bits_for(drop_max)]
+    # One shifter gives the kept bits (upper half) and everything shifted out (lower half).
+    ext = Cat(Const(0, w), Const(0, f), sig)
+    shifted = (ext >> drop)[:2 * w]
+    kept = shifted[w:]
+    sticky = shifted[:w].any()
+    n = kept[f:]
+    frac = kept[:f]
+
+    guard = frac[f - 1]
+    below = frac[:f - 1].any() | sticky if f > 1 else sticky
+
+    def up_for(mode):
+        if mode == RNE:
+            return guard & (below | n[0])
+        if mode == RNA:
+            return guard
+        if mode == RTZ:
+            return Const(0, 1)
+        if mode == STOCHASTIC:
+            if rand is None:
+                raise ValueError("stochastic rounding needs random bits")
+            return (frac + Value.cast(rand)[:f])[f]  # carry out: f_R + r >= 2^R
+        raise ValueError(f"unknown rounding id {mode!r}")
+
+    if isinstance(rounding, int):
+        up = up_for(rounding)
+    else:
+        modes = (RNE, RNA, RTZ, STOCHASTIC) if rand is not None else (RNE, RNA, RTZ)
+        up = Const(0, 1)
+        for mode in modes:
+            up = Mux(rounding == mode, up_for(mode), up)
+    binade = smax(top - emin, 0).as_unsigned()
+    return (binade << mbits) + n + up
+
+
+class StreamPipeline:
+    """A valid/ready pipeline with registers at a chosen subset of its stage boundaries.
+
+    A datapath is written as combinational sections separated by calls to :meth:`boundary`;
+    each call either registers the values passed through it (if that boundary was chosen) or
+    returns them unchanged.  :meth:`connect` then builds the handshake.
+
+    Flow control: a register stage loads whenever it is empty or its content moves on
+    (``ready_j = ~valid_j | ready_{j+1}``, the last stage's ``ready`` is the output's).  Blocks
+    are never lost or duplicated, bubbles are squeezed out, and throughput is one block per
+    clock.  The input's ``ready`` is a combinational function of the output's ``ready`` and the
+    stage valid bits (a chain of one AND-OR per stage; no payload logic on it).  Synchronous
+    reset clears the valid bits only; data registers are reset-less.
+
+    Parameters
+    ----------
+    m : Module
+    registered : sequence of bool
+        One flag per boundary, in datapath order (the last boundary must be registered:
+        every unit has a registered output).
+    name : str
+        Prefix of the generated register names.
+
+    Members
+    -------
+    latency : int
+        Number of registered boundaries: a block accepted in cycle ``c`` is presented on the
+        output in cycle ``c + latency``.
+    """
+
+    def __init__(self, m: Module, registered, *, name: str = "p"):
+        self._m = m
+        self._registered = [bool(r) for r in registered]
+        if not self._registered or not self._registered[-1]:
+            raise ValueError("the last pipeline boundary must be registered")
+        self._name = name
+        self._index = 0
+        self._valids = []  # valid register of each registered boundary
+        self._loads = []  # load enable (driven in connect) of each registered boundary
+        self._in_valid = Signal(name=f"{name}_in_valid")
+        self.latency = sum(self._registered)
+
+    @property
+    def in_valid(self) -> Signal:
+        """Valid bit entering the first section (driven by :meth:`connect`)."""
+        return self._in_valid
+
+    def boundary(self, tree, name: str | None = None):
+        """Pass ``tree`` (a Value, or a dict/list/tuple nesting of Values) over the next
+        boundary; returns the same structure, registered or not."""
+        if self._index >= len(self._registered):
+            raise ValueError("more boundaries than declared")
+        reg = self._registered[self._index]
+        tag = name or str(self._index)
+        self._index += 1
+        if not reg:
+            return tree
+        j = len(self._valids)
+        valid = Signal(name=f"{self._name}_{tag}_valid")
+        load = Signal(name=f"{self._name}_{tag}_load")
+        prev_valid = self._valids[-1] if self._valids else self._in_valid
+        with self._m.If(load):
+            self._m.d.sync += valid.eq(prev_valid)
+        self._valids.append(valid)
+        self._loads.append(load)
+        return self._register(tree, load, f"{self._name}_{tag}", j)
+
+    def _register(self, tree, load, prefix, j):
+        if isinstance(tree, dict):
+            return {k: self._register(v, load, f"{prefix}_{k}", j) for k, v in tree.items()}
+        if isinstance(tree, list | tuple):
+            out = [self._register(v, load, f"{prefix}_{i}", j) for i, v in enumerate(tree)]
+            return type(tree)(out) if isinstance(tree, tuple) else out
+        v = Value.cast(tree)
+        r = Signal(v.shape(), name=prefix, reset_less=True)
+        with self._m.If(load):
+            self._m.d.sync += r.eq(v)
+        return r
+
+    def connect(self, *, i_valid, i_ready, o_valid, o_ready):
+        """Build the handshake: drive ``i_ready``, ``o_valid`` and the stage enables."""
+        if self._index != len(self._registered):
+            raise ValueError(f"{len(self._registered)} boundaries declared, "
+                             f"{self._index} used")
+        m = self._m
+        m.d.comb += self._in_valid.eq(i_valid)
+        ready_next = o_ready
+        for valid, load in zip(reversed(self._valids), reversed(self._loads), strict=True):
+            m.d.comb += load.eq(~valid | ready_next)
+            ready_next = load
+        m.d.comb += [i_ready.eq(ready_next), o_valid.eq(self._valids[-1])]
+
