@@ -140,7 +140,9 @@ def _as_input(x) -> np.ndarray:
     if isinstance(x, MXArray):
         raise TypeError("input is already an MXArray; dequantize it first")
     a = np.asarray(x)
-    if a.dtype.kind in "biuc" or a.dtype == object or a.dtype.kind in "USV":
+    # (ml_dtypes' bfloat16 has dtype.kind "V", so "V" must not be rejected here; other void
+    # dtypes are refused by as_float_bits.)
+    if a.dtype.kind in "biuc" or a.dtype == object or a.dtype.kind in "US":
         raise TypeError(f"quantize takes float32, float16, bfloat16 or float64 data, "
                         f"not dtype {a.dtype}")
     return a
