@@ -94,7 +94,7 @@ def code_value(fmt: Fmt, code: int):
     return -mag if neg else mag
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def value_table(name: str):
     """Sorted finite non-negative magnitudes of a format and, parallel, their codes (sign
     clear; for int8 the non-negative two's-complement codes 0..127)."""
@@ -321,7 +321,7 @@ def dot_block(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
     infs = set()
     if isinstance(c, str) and c != NAN:
         infs.add(c)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         if x is NAN or y is NAN:
             continue
         xi, yi = isinstance(x, str), isinstance(y, str)
@@ -339,13 +339,13 @@ def dot_block(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
     if infs:
         return 0xFF800000 if infs == {"-inf"} else 0x7F800000
     # Step 3: exact T, one rounding.
-    t = sum((x * y for x, y in zip(a, b)), Fraction(0)) * pow2(sa - 127) * pow2(sb - 127)
+    t = sum((x * y for x, y in zip(a, b, strict=True)), Fraction(0)) * pow2(sa - 127) * pow2(sb - 127)
     return rne_fp32_bits(c + t)
 
 
 def dot_chain(fa, a_blocks, a_scales, fb, b_blocks, b_scales, c_bits=0) -> int:
     """A dot product over n blocks: the accumulator chained block by block."""
     acc = int(c_bits)
-    for ac, sa, bc, sb in zip(a_blocks, a_scales, b_blocks, b_scales):
+    for ac, sa, bc, sb in zip(a_blocks, a_scales, b_blocks, b_scales, strict=True):
         acc = dot_block(fa, ac, int(sa), fb, bc, int(sb), acc)
     return acc

@@ -60,7 +60,8 @@ def show(fmt, code, got, want):
         fields = f"n={code - 256 if code >= 128 else code}"
     else:
         e = (code >> f.mbits) & ((1 << f.ebits) - 1)
-        fields = f"s={code >> (f.bits - 1)} e={e:0{f.ebits}b} m={code & ((1 << f.mbits) - 1):0{f.mbits}b}"
+        m = code & ((1 << f.mbits) - 1)
+        fields = f"s={code >> (f.bits - 1)} e={e:0{f.ebits}b} m={m:0{f.mbits}b}"
     return f"{fmt} code 0x{code:02x} ({fields}): golden {got!r}, oracle {want!r}"
 
 
@@ -242,10 +243,10 @@ def test_encode_vs_fraction_oracle(fmt, rounding, rng):
     f = oracle.FORMATS[fmt]
     mags = list(oracle.value_table(fmt)[0])
     ext = mags + [2 * mags[-1] - mags[-2]]
-    mids = [(a + b) / 2 for a, b in zip(ext, ext[1:])]
-    quarter = [(3 * a + b) / 4 for a, b in zip(ext, ext[1:])]
+    mids = [(a + b) / 2 for a, b in zip(ext[:-1], ext[1:], strict=True)]
+    quarter = [(3 * a + b) / 4 for a, b in zip(ext[:-1], ext[1:], strict=True)]
     exact = [float(m) for m in mags + mids + quarter]
-    assert all(Fraction(v) == m for v, m in zip(exact, mags + mids + quarter))  # exact
+    assert all(Fraction(v) == m for v, m in zip(exact, mags + mids + quarter, strict=True))  # exact
     x = np.concatenate([np.array(exact), -np.array(exact)])
     sample = rng.choice(all_bf16(), 3000, replace=False).astype(np.float64)
     x = np.concatenate([x, sample])

@@ -1,0 +1,410 @@
+"""golden.quantize / golden.dequantize against the exact Fraction oracle (tests/oracle.py).
+
+Random blocks over many magnitudes in every input dtype, and crafted blocks for each corner of
+contract section 2: scale boundaries, subnormal inputs, zeros, non-finite lanes, exact ties at
+every grid boundary, the E8M0 clamps, saturation, block sizes and axes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import oracle
+import pytest
+
+import golden
+
+FORMATS = list(oracle.FORMATS)
+MODES = ["floor", "rceil"]
+ROUNDINGS = ["rne", "rna", "rtz", "stochastic"]
+BF16 = ml_dtypes.bfloat16
+DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": BF16, "fp64": np.float64}
+# Exponent range of each input dtype's finite non-zero values (min subnormal .. max binade).
+EXP_RANGE = {np.float32: (-149, 127), np.float16: (-24, 15), BF16: (-133, 127),
+             np.float64: (-300, 300)}
+
+
+def fields(fmt, code):
+    v = golden.decode(np.array([code]), fmt)[0]
+    return f"0x{int(code):02x}={v!r}"
+
+
+def check_quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
+                   random_bits=None):
+    """Quantize with golden and with the oracle; assert identical scales and codes."""
+    kw = dict(block_size=block_size, axis=axis, scale_mode=scale_mode, rounding=rounding,
+              random_bits=random_bits)
+    mx = golden.quantize(x, fmt, **kw)
+    s, c = oracle.quantize(x, fmt, **kw)
+    assert mx.scales.shape == s.shape and mx.codes.shape == c.shape
+    if np.array_equal(mx.scales, s) and np.array_equal(mx.codes, c):
+        return mx
+    # Locate and decode the first mismatching block for a readable report.
+    gc, gs = mx.blocks()
+    oc = np.moveaxis(c, axis, -1).reshape(gc.shape)
+    os_ = np.moveaxis(s, axis, -1)
+    xb = np.moveaxis(np.asarray(x), axis, -1)
+    for idx in np.ndindex(*gs.shape):
+        if gs[idx] != os_[idx] or not np.array_equal(gc[idx], oc[idx]):
+            b = idx[-1]
+            vals = xb[idx[:-1]][b * block_size:(b + 1) * block_size]
+            lanes = [i for i in range(block_size) if gc[idx][i] != oc[idx][i]]
+            detail = "; ".join(
+                f"lane {i}: x={float(vals[i]) if i < len(vals) else 0.0!r} golden "
+                f"{fields(fmt, gc[idx][i])} oracle {fields(fmt, oc[idx][i])}" for i in lanes[:6])
+            raise AssertionError(
+                f"{fmt} {kw} block {idx}: scale golden {gs[idx]} oracle {os_[idx]}; "
+                f"input {[float(v) for v in vals]!r}; {detail}")
+    raise AssertionError("mismatch not located")
+
+
+def random_bits_for(x, rounding, rng, rbits=8):
+    return rng.integers(0, 1 << rbits, np.shape(x)) if rounding == "stochastic" else None
+
+
+def random_blocks(rng, dtype, nblocks, k):
+    """Blocks whose magnitudes span the dtype's whole range: a random base exponent per block,
+    a random spread inside the block (up to 40 binades), random signs, some zero lanes."""
+    lo, hi = EXP_RANGE[dtype]
+    base = rng.integers(lo, hi + 1, (nblocks, 1))
+    spread = rng.integers(0, 41, (nblocks, 1))
+    expo = base - rng.random((nblocks, k)) * spread
+    mant = rng.uniform(1, 2, (nblocks, k)) * rng.choice([-1.0, 1.0], (nblocks, k))
+    x = mant * np.exp2(np.maximum(np.floor(expo), lo))
+    x[rng.random((nblocks, k)) < 0.05] = 0.0
+    x[rng.random((nblocks, k)) < 0.02] = -0.0
+    x = np.clip(x, -float(ml_dtypes.finfo(dtype).max), float(ml_dtypes.finfo(dtype).max))
+    return x.astype(dtype)
+
+
+# --- random blocks -------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("scale_mode", MODES)
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+def test_random_blocks_all_dtypes(fmt, scale_mode, rounding, rng):
+    for dtype in DTYPES.values():
+        k = int(rng.choice([2, 4, 8, 16, 32, 64]))
+        x = random_blocks(rng, dtype, 512 // k + 3, k).reshape(-1)
+        x = x[: x.size - int(rng.integers(0, k))]  # trailing partial block
+        check_quantize(x, fmt, block_size=k, scale_mode=scale_mode, rounding=rounding,
+                       random_bits=random_bits_for(x, rounding, rng))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_random_stochastic_rbits(fmt, rng):
+    x = random_blocks(rng, np.float32, 16, 32)
+    for rbits in (1, 3, 12, 24):
+        r = rng.integers(0, 1 << rbits, x.shape)
+        mx = golden.quantize(x, fmt, rounding="stochastic", random_bits=r, rbits=rbits)
+        s, c = oracle.quantize(x, fmt, rounding="stochastic", random_bits=r, rbits=rbits)
+        assert np.array_equal(mx.scales, s) and np.array_equal(mx.codes, c), rbits
+
+
+# --- crafted blocks ------------------------------------------------------------------------
+def next_down(x):
+    return np.nextafter(x, x.dtype.type(0))
+
+
+def next_up(x):
+    return np.nextafter(x, x.dtype.type(np.inf))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("scale_mode", MODES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_amax_at_scale_boundaries(fmt, scale_mode, dtype):
+    """amax exactly a power of two, one ulp below and above it; amax exactly max_normal*2^j
+    and one ulp either side (the rceil boundary); across the dtype's whole exponent range."""
+    mxn = float(golden.element_format(fmt).max_normal)
+    lo, hi = EXP_RANGE[dtype]
+    rows = []
+    for j in range(max(lo + 1, -140), min(hi, 130), 4):
+        for anchor in (2.0**j, mxn * 2.0 ** (j - 8)):
+            with np.errstate(over="ignore"):
+                a = np.array([anchor], dtype)
+            if not np.isfinite(a[0]) or a[0] == 0:
+                continue
+            for amax in (a, next_down(a), next_up(a)):
+                if not np.isfinite(amax[0]):
+                    continue
+                # amax with a few smaller companions: half, a third, its negation, tiny.
+                v = float(amax[0])
+                rows.append([v, -v / 2, v / 3, -v * 0.7, v / 1024, 0.0, -0.0, v * 0.999])
+    x = np.array(rows, np.float64).astype(dtype)
+    for rounding in ("rne", "rtz"):
+        check_quantize(x, fmt, block_size=8, scale_mode=scale_mode, rounding=rounding)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+def test_subnormal_inputs(dtype):
+    """Blocks made only of the dtype's subnormals (never flushed), and mixed with normals."""
+    f = golden.float_format(np.dtype(dtype))
+    u = f.uint.type
+    mbits = f.mbits
+    subs = np.array([1, 2, 3, (1 << mbits) - 1, 1 << (mbits - 1), 5, 0x55 & ((1 << mbits) - 1),
+                     (1 << mbits) - 2], dtype=u).view(dtype)
+    min_norm = np.array([1 << mbits], u).view(dtype)
+    blocks = [subs, -subs, subs * np.array([1, -1] * 4, dtype).astype(dtype)]
+    blocks.append(np.concatenate([subs[:7], min_norm]))
+    x = np.stack(blocks).astype(dtype)
+    for fmt, mode, rnd in itertools.product(FORMATS, MODES, ["rne", "rna", "rtz"]):
+        mx = check_quantize(x, fmt, block_size=8, scale_mode=mode, rounding=rnd)
+        if dtype != np.float16 and mode == "floor":  # fp32/bf16 subnormals: e < -127
+            assert mx.scales[0, 0] == 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_zero_blocks_both_signs(fmt):
+    f = golden.element_format(fmt)
+    neg0 = 0 if f.twos_complement else 1 << (f.bits - 1)
+    for dtype in DTYPES.values():
+        x = np.array([[0.0, -0.0, 0.0, -0.0], [-0.0] * 4, [0.0] * 4], dtype)
+        for mode, rnd in itertools.product(MODES, ROUNDINGS):
+            r = np.full(x.shape, 255) if rnd == "stochastic" else None
+            mx = check_quantize(x, fmt, block_size=4, scale_mode=mode, rounding=rnd,
+                                random_bits=r)
+            # Contract 2.2: s = 0 and each code the signed zero of its input (int8: 0).
+            assert mx.scales.tolist() == [[0], [0], [0]]
+            assert mx.codes.tolist() == [[0, neg0, 0, neg0], [neg0] * 4, [0] * 4]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_largest_finite_inputs(fmt):
+    rows = []
+    for dtype in (np.float32, np.float16, BF16):
+        m = float(float(ml_dtypes.finfo(dtype).max))
+        rows.append(np.array([m, -m, m / 2, 1.0, -(2.0**-20), 0.0, m, -m], dtype))
+    for x in rows:
+        for mode, rnd in itertools.product(MODES, ROUNDINGS[:3]):
+            check_quantize(x, fmt, block_size=8, scale_mode=mode, rounding=rnd)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_non_finite_in_every_lane(fmt):
+    """A NaN or Inf in any lane: s = 255 and every code 0, in that block only."""
+    k = 8
+    for dtype in DTYPES.values():
+        for special in (np.nan, np.inf, -np.inf):
+            x = np.tile(np.linspace(-3, 5, k), (k, 2)).astype(dtype)  # two blocks per row
+            for lane in range(k):
+                x[lane, lane] = special
+            mx = check_quantize(x, fmt, block_size=k)
+            assert (mx.scales[:, 0] == 255).all() and (mx.codes[:, :k] == 0).all()
+            assert (mx.scales[:, 1] != 255).all()  # the neighbouring block is unaffected
+
+
+def grid_points(fmt):
+    """Every finite magnitude of the format, the exact midpoint and quarter points between
+    neighbours, and the same beyond max normal (one step of the top binade further)."""
+    mags = list(oracle.value_table(fmt)[0])
+    ext = mags + [2 * mags[-1] - mags[-2]]
+    mids = [(a + b) / 2 for a, b in zip(ext[:-1], ext[1:], strict=True)]
+    quarters = [(3 * a + b) / 4 for a, b in zip(ext[:-1], ext[1:], strict=True)]
+    return mags, mids, quarters
+
+
+def fits_fp32(p: Fraction) -> bool:
+    with np.errstate(over="ignore"):
+        v = np.float32(float(p))
+    return bool(np.isfinite(v)) and Fraction(float(v)) == p
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("scale_mode", MODES)
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+def test_ties_at_every_boundary(fmt, scale_mode, rounding, rng):
+    """Exact midpoints between every pair of adjacent grid values (subnormal range and the
+    saturation boundary included), at several shared exponents, both signs.  Each block holds
+    an anchor max_normal * 2^e so the block's scale is e (rceil may go one up when a point
+    beyond max normal is present, and that case is in the mix too)."""
+    mags, mids, quarters = grid_points(fmt)
+    top = mags[-1]
+    points = mids + quarters + mags[1:]
+    rows = []
+    for e in (-127, -100, -3, 0, 5, 60, 127):
+        for dtype in (np.float32, np.float64):
+            pts = [p * Fraction(2) ** e for p in points]
+            anchor = top * Fraction(2) ** e
+            vals = [float(p) for p in pts]
+            if dtype == np.float32:  # keep only the points fp32 holds exactly
+                if not fits_fp32(anchor):
+                    continue
+                vals = [v for v, p in zip(vals, pts, strict=True) if fits_fp32(p)]
+            k = 16
+            per = k - 1
+            for i in range(0, len(vals), per):
+                chunk = vals[i:i + per]
+                chunk = chunk + [0.0] * (per - len(chunk))
+                signs = rng.choice([-1.0, 1.0], per)
+                row = [float(anchor)] + [s * v for s, v in zip(signs, chunk, strict=True)]
+                rows.append((dtype, row))
+    for dtype in (np.float32, np.float64):
+        x = np.array([r for d, r in rows if d == dtype], dtype)
+        # Shuffle lanes so the anchor is not always lane 0.
+        x = np.take_along_axis(x, rng.permuted(np.tile(np.arange(16), (len(x), 1)), axis=1), 1)
+        check_quantize(x, fmt, block_size=16, scale_mode=scale_mode, rounding=rounding,
+                       random_bits=random_bits_for(x, rounding, rng))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+def test_scale_clamps(fmt, rounding, rng):
+    """e < -127 (fp32 subnormals, float64 tiny values) clamps to s = 0; e > 127 (float64
+    2^200) clamps to s = 254 and saturates every large element."""
+    # amax <= 2^-129: below every format's clamp in both modes.  The second fp32 row (amax just
+    # under 2^-126) is compared with the oracle only: int8 under rceil gets s = 1 there.
+    rows32 = [np.array([1, 7, 2**19, 2**20, 3, 0, 2**18 + 5, 9], np.uint32).view(np.float32)]
+    extra32 = np.array([2**23 - 1, 2**22, 1, 0, 5, 2**21 + 1, 3, 2**31 + 7], np.uint32) \
+        .view(np.float32).reshape(1, -1)
+    rows64 = [np.array([2.0**-300, -(2.0**-1000), 2.0**-140, 0.0, 2.0**-130, 3 * 2.0**-135,
+                        -(2.0**-128), 2.0**-129]),
+              np.array([2.0**200, -(2.0**199), 3 * 2.0**150, 2.0**135, 2.0**128, 1.0, -0.0,
+                        -(2.0**300)])]
+    for mode in MODES:
+        for x in rows32 + rows64:
+            x = x.reshape(1, -1)
+            mx = check_quantize(x, fmt, block_size=8, scale_mode=mode, rounding=rounding,
+                                random_bits=random_bits_for(x, rounding, rng))
+            big = float(np.abs(x).max()) > 1
+            assert mx.scales[0, 0] == (254 if big else 0)
+        check_quantize(extra32, fmt, block_size=8, scale_mode=mode, rounding=rounding,
+                       random_bits=random_bits_for(extra32, rounding, rng))
+        big = golden.quantize(rows64[1], fmt, block_size=8, scale_mode=mode)
+        f = golden.element_format(fmt)
+        top = golden.decode(big.codes[:1], fmt)[0]
+        assert top == float(f.max_normal)  # 2^200 * 2^-127 = 2^73 saturates
+
+
+def test_e4m3_saturation_and_ties_at_scale_one():
+    """fp8_e4m3 at s = 127 (e = 0): 485 -> 448, 464 -> 448 (saturation), 400 is the midpoint of
+    384 and 416: 384 under rne (even mantissa), 416 under rna."""
+    x = np.array([485.0, 464.0, 400.0, -400.0, 256.0, 480.0, -500.0, 300.0], np.float32)
+    want_rne = [448, 448, 384, -384, 256, 448, -448, 288]
+    want_rna = [448, 448, 416, -416, 256, 448, -448, 288]
+    for rounding, want in (("rne", want_rne), ("rna", want_rna)):
+        mx = check_quantize(x, "fp8_e4m3", block_size=8, rounding=rounding)
+        assert mx.scales.tolist() == [127]
+        assert golden.decode(mx.codes, "fp8_e4m3").tolist() == want
+    mx = check_quantize(x, "fp8_e4m3", block_size=8, rounding="rtz")
+    assert golden.decode(mx.codes, "fp8_e4m3").tolist()[:4] == [448, 448, 384, -384]
+    # rceil never saturates: 485 gives e = 1 and 485 / 2 = 242.5 -> 240.
+    mx = check_quantize(x, "fp8_e4m3", block_size=8, scale_mode="rceil")
+    assert mx.scales.tolist() == [128]
+    assert golden.decode(mx.codes, "fp8_e4m3")[0] * 2 == 480
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_one_huge_among_tiny(fmt, rng):
+    for dtype in (np.float32, np.float16, BF16, np.float64):
+        hi = {np.float16: 2.0**15, np.float64: 2.0**200}.get(dtype, 2.0**100)
+        tiny = {np.float16: 2.0**-24, np.float64: 2.0**-200}.get(dtype, 2.0**-100)
+        x = (rng.uniform(1, 2, (8, 32)) * tiny * rng.choice([-1, 1], (8, 32)))
+        x[np.arange(8), rng.integers(0, 32, 8)] = hi * rng.choice([-1, 1], 8)
+        x = x.astype(dtype)
+        for mode, rnd in itertools.product(MODES, ROUNDINGS):
+            mx = check_quantize(x, fmt, scale_mode=mode, rounding=rnd,
+                                random_bits=random_bits_for(x, rnd, rng))
+            if rnd != "stochastic":
+                vals = golden.decode(mx.codes, fmt)
+                small = np.abs(x.astype(np.float64)) < hi / 2
+                # The tiny lanes flush to zeros that keep their sign (int8: plain 0).
+                assert (vals[small] == 0).all()
+                if not golden.element_format(fmt).twos_complement:
+                    x64 = x.astype(np.float64)
+                    assert (np.signbit(vals[small]) == np.signbit(x64[small])).all()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_all_equal_blocks(fmt, rng):
+    v = rng.uniform(1, 2, 24) * np.exp2(rng.integers(-40, 40, 24)) * rng.choice([-1, 1], 24)
+    x = np.repeat(v[:, None], 16, axis=1).astype(np.float32)
+    for mode, rnd in itertools.product(MODES, ROUNDINGS):
+        mx = check_quantize(x, fmt, block_size=16, scale_mode=mode, rounding=rnd,
+                            random_bits=random_bits_for(x, rnd, rng))
+        if rnd != "stochastic":
+            assert (mx.codes == mx.codes[:, :1]).all()
+
+
+@pytest.mark.parametrize("k", [2, 4, 8, 16, 32, 64])
+def test_block_sizes_and_partial_blocks(k, rng):
+    for fmt in FORMATS:
+        n = 3 * k + int(rng.integers(1, k)) if k > 2 else 7
+        x = random_blocks(rng, np.float32, 3, n)
+        mx = check_quantize(x, fmt, block_size=k, scale_mode=str(rng.choice(MODES)))
+        nb = -(-n // k)
+        assert mx.scales.shape == (3, nb) and mx.codes.shape == (3, nb * k)
+        assert (mx.codes[:, n:] == 0).all()  # padding codes are +0
+        # Padding never changes the scale: the partial block alone gives the same scale.
+        tail = golden.quantize(x[:, (nb - 1) * k:], fmt, block_size=k)
+        full = golden.quantize(x, fmt, block_size=k)
+        assert np.array_equal(tail.scales[:, 0], full.scales[:, -1])
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -2])
+def test_other_axes(axis, rng):
+    x = random_blocks(rng, np.float32, 1, 5 * 6 * 7).reshape(5, 6, 7)
+    for fmt in ("fp8_e4m3", "fp4_e2m1", "int8"):
+        mx = check_quantize(x, fmt, block_size=4, axis=axis)
+        ax = axis % 3
+        assert mx.axis == ax and mx.shape == x.shape
+        # Same as quantizing the transposed array along its last axis.
+        ref = golden.quantize(np.moveaxis(x, ax, -1), fmt, block_size=4)
+        assert np.array_equal(np.moveaxis(mx.scales, ax, -1), ref.scales)
+        assert np.array_equal(np.moveaxis(mx.codes, ax, -1), ref.codes)
+        r = rng.integers(0, 256, x.shape)
+        check_quantize(x, fmt, block_size=4, axis=axis, rounding="stochastic", random_bits=r)
+
+
+# --- dequantization (contract section 3) -----------------------------------------------------
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_dequantize_every_code_at_every_scale(fmt):
+    """Every code at every scale (255 included), to fp32 exactly (Inf beyond its range), and
+    to bf16/fp16 by one RNE cast of the exact value."""
+    f = oracle.FORMATS[fmt]
+    ncode = 1 << f.bits
+    k = 1 << (f.bits - 1) if f.bits > 4 else 16  # power-of-two block size >= 2
+    codes = np.tile(np.arange(ncode, dtype=np.uint8), 256).reshape(-1, k)
+    per_scale = codes.shape[0] // 256
+    scales = np.repeat(np.arange(256, dtype=np.uint8), per_scale)
+    mx = golden.MXArray(scales, codes.reshape(-1), golden.element_format(fmt), k, 0,
+                        (codes.size,))
+    # Build the exact values with the oracle: decode(code) * 2^(s-127), as Fractions.
+    want = []
+    for b in range(codes.shape[0]):
+        s = int(scales[b])
+        for c in codes[b].tolist():
+            neg, mag = oracle.decode_code(f, c)
+            if s == 255 or mag is oracle.NAN:
+                want.append(np.nan)
+            elif mag is oracle.INF:
+                want.append(-np.inf if neg else np.inf)
+            else:
+                want.append((neg, mag * Fraction(2) ** (s - 127)))
+    for dt in (np.float32, BF16, np.float16):
+        with np.errstate(over="ignore"):
+            got = golden.dequantize(mx, dt)
+        assert got.dtype == np.dtype(dt) and got.shape == (codes.size,)
+        ref = np.empty(codes.size, np.float64)
+        for i, v in enumerate(want):
+            if isinstance(v, tuple):
+                neg, mag = v
+                fv = float(mag)  # exact: at most 8 significant bits, |exponent| < 200
+                assert Fraction(fv) == mag
+                ref[i] = -fv if neg else fv  # keeps -0
+            else:
+                ref[i] = v
+        if dt is BF16:  # exact value -> fp32 (exact or out of range) -> one RNE to bf16
+            with np.errstate(over="ignore"):
+                ref_dt = ref.astype(np.float32).astype(BF16)
+        else:
+            with np.errstate(over="ignore"):
+                ref_dt = ref.astype(dt)  # numpy casts float64 -> float32/float16 with RNE
+        g = got.astype(np.float64)
+        r = ref_dt.astype(np.float64)
+        ok = (np.isnan(g) & np.isnan(r)) | ((g == r) & (np.signbit(g) == np.signbit(r)))
+        bad = np.flatnonzero(~ok)
+        assert bad.size == 0, [(int(mx.codes[i]), int(scales[i // k]), g[i], r[i])
+                               for i in bad[:5]]
