@@ -1,8 +1,7 @@
 """``make bench``: measure everything in one run and write docs/performance.md.
 
-Sections (each skipped with a note when its prerequisites are missing):
-golden codec throughput vs alternatives; testbench and Verilator speed (when the RTL
-benchmarks exist); the synthesis table (from build/synth/*.json written by ``make synth``).
+Sections: golden codec throughput vs alternatives; testbench and Verilator simulation speed.
+The synthesis section is kept as ``make synth`` last wrote it (see bench/perfdoc.py).
 """
 
 from __future__ import annotations
@@ -14,14 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import golden_bench
+from . import golden_bench, perfdoc
 
-ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "performance.md"
-
-# Optional sections contributed by other modules: each has run(log) -> result and
-# markdown(result) -> str.
-OPTIONAL_SECTIONS = ("bench.sim_bench", "bench.synth")
+ROOT = perfdoc.ROOT
 
 
 def _versions() -> str:
@@ -53,22 +47,12 @@ def main() -> int:
     def log(msg):
         print(msg, flush=True)
 
-    sections = []
     log("== golden codec")
-    sections.append(golden_bench.markdown(golden_bench.run(log)))
-    for name in OPTIONAL_SECTIONS:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
-            continue
-        if not hasattr(mod, "bench_section"):
-            continue
-        log(f"== {name}")
-        text = mod.bench_section(log)
-        if text:
-            sections.append(text)
+    sections = {"golden": golden_bench.markdown(golden_bench.run(log))}
+    from . import sim_bench
+
+    log("== simulation")
+    sections["sim"] = sim_bench.markdown(sim_bench.run(log))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()
     head = [
@@ -81,8 +65,8 @@ def main() -> int:
         f"- Commit: {commit or 'unknown'}",
         f"- Command: `make bench` (`{Path(sys.executable).name} -m bench`)", "",
     ]
-    DOC.write_text("\n".join(head) + "\n".join(sections))
-    log(f"wrote {DOC.relative_to(ROOT)}")
+    doc = perfdoc.update(header="\n".join(head), **sections)
+    log(f"wrote {doc.relative_to(ROOT)}")
     return 0
 
 

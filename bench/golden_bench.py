@@ -19,12 +19,13 @@ K_DOT = 4096
 ROWS_DOT = 2048
 
 
-def best_time(fn, repeat=3) -> float:
-    fn()  # warm-up (compilation, page faults)
+def best_time(fn, *args, repeat=3) -> float:
+    """Best wall time of ``fn(*args)`` over ``repeat`` runs, after a warm-up call."""
+    fn(*args)  # warm-up (compilation, page faults)
     best = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
-        fn()
+        fn(*args)
         best = min(best, time.perf_counter() - t)
     return best
 
@@ -78,17 +79,17 @@ def run(log=print) -> dict:
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(N) * np.exp2(rng.integers(-8, 8, N))).astype(np.float32)
     rows = []
-    copy_s = best_time(lambda: x.copy())
+    copy_s = best_time(x.copy)
     ta = _torchao()
     if ta is None:
         log("torchao not installed: its column is left out (pip install torch torchao to add it)")
     for name, fmt in golden.FORMATS.items():
-        t_q = best_time(lambda f=fmt: golden.quantize(x, f))
+        t_q = best_time(golden.quantize, x, fmt)
         mx = golden.quantize(x, fmt)
-        t_dq = best_time(lambda m=mx: golden.dequantize(m))
-        t_mq = best_time(lambda f=fmt: mldtypes_quantize(x, f))
+        t_dq = best_time(golden.dequantize, mx)
+        t_mq = best_time(mldtypes_quantize, x, fmt)
         s, c = mldtypes_quantize(x, fmt)
-        t_mdq = best_time(lambda: mldtypes_dequantize(s, c, fmt))
+        t_mdq = best_time(mldtypes_dequantize, s, c, fmt)
         row = {"format": name, "golden_q": N / t_q, "golden_dq": N / t_dq,
                "mldtypes_q": N / t_mq, "mldtypes_dq": N / t_mdq, "copy": N / copy_s,
                "torchao_q": None}
@@ -96,7 +97,7 @@ def run(log=print) -> dict:
             torch, to_mx, dts = ta
             xt = torch.from_numpy(x)
             try:
-                row["torchao_q"] = N / best_time(lambda d=dts[name]: to_mx(xt, d, 32))
+                row["torchao_q"] = N / best_time(to_mx, xt, dts[name], 32)
             except Exception as e:  # noqa: BLE001
                 log(f"torchao to_mx({name}) failed: {e}")
         rows.append(row)
@@ -110,13 +111,14 @@ def run(log=print) -> dict:
                    ("int8", "int8"), ("fp8_e4m3", "fp4_e2m1")):
         a = golden.quantize(rng.standard_normal((ROWS_DOT, K_DOT)).astype(np.float32), fa)
         b = golden.quantize(rng.standard_normal((ROWS_DOT, K_DOT)).astype(np.float32), fb)
-        t = best_time(lambda a=a, b=b: golden.dot(a, b))
+        t = best_time(golden.dot, a, b)
         # Alternative: dequantize with ml_dtypes and a float64 numpy dot (not bit-exact to the
         # contract: no per-block fp32 rounding; a speed reference only).
         da = golden.dequantize(a).astype(np.float64)
         db = golden.dequantize(b).astype(np.float64)
-        t_np = best_time(lambda: np.einsum("ij,ij->i", da, db))
-        dots.append({"pair": f"{fa} x {fb}", "golden": ROWS_DOT / t, "numpy_f64": ROWS_DOT / t_np})
+        t_np = best_time(np.einsum, "ij,ij->i", da, db)
+        dots.append({"pair": f"{fa} x {fb}", "golden": ROWS_DOT / t,
+                     "numpy_f64": ROWS_DOT / t_np})
         log(f"dot {fa} x {fb}: {ROWS_DOT / t:9.0f} dots/s (K={K_DOT}); numpy float64 "
             f"einsum on dequantized data {ROWS_DOT / t_np:9.0f}/s")
     return {"elements": N, "rows": rows, "dots": dots, "k_dot": K_DOT}

