@@ -339,13 +339,15 @@ def dot_block(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
     if infs:
         return 0xFF800000 if infs == {"-inf"} else 0x7F800000
     # Step 3: exact T, one rounding.
-    t = sum((x * y for x, y in zip(a, b, strict=True)), Fraction(0)) * pow2(sa - 127) * pow2(sb - 127)
+    products = sum((x * y for x, y in zip(a, b, strict=True)), Fraction(0))
+    t = products * pow2(sa - 127) * pow2(sb - 127)
     return rne_fp32_bits(c + t)
 
 
 def dot_chain(fa, a_blocks, a_scales, fb, b_blocks, b_scales, c_bits=0) -> int:
     """A dot product over n blocks: the accumulator chained block by block."""
     acc = int(c_bits)
-    for ac, sa, bc, sb in zip(a_blocks, a_scales, b_blocks, b_scales, strict=True):
+    blocks = zip(a_blocks, a_scales, b_blocks, b_scales, strict=True)
+    for ac, sa, bc, sb in blocks:
         acc = dot_block(fa, ac, int(sa), fb, bc, int(sb), acc)
     return acc
