@@ -1,0 +1,198 @@
+"""Properties of golden.quantize that follow from the contract, checked with hypothesis.
+
+Each property is checked against plain exact arithmetic (Fractions), never against golden's own
+helpers.  Reproducible: the hypothesis seed is the session's SEED (printed in the pytest
+header), and hypothesis prints the falsifying example.
+"""
+
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+
+import numpy as np
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+import golden
+
+FORMATS = list(golden.FORMATS)
+ROUNDINGS = ["rne", "rna", "rtz", "stochastic"]
+SETTINGS = settings(deadline=None, max_examples=300, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+SEED = int(os.environ.get("SEED", "0"))
+
+
+@st.composite
+def blocks(draw, max_blocks=3, dtype=np.float32):
+    """float32 blocks: either raw hypothesis floats (extremes, subnormals, zeros of both signs)
+    or 'realistic' blocks with a common base exponent and a spread of magnitudes."""
+    k = draw(st.sampled_from([2, 4, 8, 16, 32]))
+    nb = draw(st.integers(1, max_blocks))
+    if draw(st.booleans()):
+        x = draw(st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False),
+                          min_size=nb * k, max_size=nb * k))
+        x = np.array(x, np.float32)
+    else:
+        base = draw(st.integers(-150, 127))
+        n = nb * k
+        mant = draw(st.lists(st.integers(-(1 << 24) + 1, (1 << 24) - 1), min_size=n, max_size=n))
+        off = draw(st.lists(st.integers(0, 24), min_size=n, max_size=n))
+        with np.errstate(over="ignore"):
+            x = np.ldexp(np.array(mant, np.float64), base - 23 - np.array(off)).astype(np.float32)
+        x[~np.isfinite(x)] = 0.0
+    return x.reshape(nb, k), k
+
+
+def exact(x) -> list[Fraction]:
+    return [Fraction(float(v)) for v in np.asarray(x, np.float64).ravel()]
+
+
+def ulp(fmt, q: Fraction) -> Fraction:
+    """Spacing of the element grid at |q| (in element units), from the format's parameters."""
+    f = golden.element_format(fmt)
+    a = abs(q)
+    t = f.emin
+    if a >= Fraction(2) ** f.emin:
+        t = a.numerator.bit_length() - a.denominator.bit_length()
+        while Fraction(2) ** t > a:
+            t -= 1
+        while Fraction(2) ** (t + 1) <= a:
+            t += 1
+    return Fraction(2) ** (t - f.mbits)
+
+
+def decoded(mx) -> list[Fraction]:
+    """Element values in element units (scale not applied), sign included; -0 is lost here."""
+    return exact(golden.decode(mx.codes, mx.fmt))
+
+
+def scale_exp(mx) -> np.ndarray:
+    return mx.scales.astype(np.int64) - 127
+
+
+@seed(SEED)
+@SETTINGS
+@given(blocks(), st.sampled_from(FORMATS), st.sampled_from(ROUNDINGS), st.data())
+def test_requantize_is_identity(xk, fmt, rounding, data):
+    """quantize(dequantize(q)) == q (scales and codes, -0 included) in floor mode, any
+    rounding: the amax element lands in [2^emax, max normal] so the scale is unchanged, and
+    every element is already on the grid.  In rceil mode the same holds exactly when the block's
+    largest code exceeds max_normal / 2; otherwise the scale can only go down."""
+    x, k = xk
+    r = None
+    if rounding == "stochastic":
+        r = np.array(data.draw(st.lists(st.integers(0, 255), min_size=x.size, max_size=x.size)))
+        r = r.reshape(x.shape)
+    for mode in ("floor", "rceil"):
+        q = golden.quantize(x, fmt, block_size=k, scale_mode=mode, rounding=rounding,
+                            random_bits=r)
+        y = golden.dequantize(q)
+        assert np.all(np.isfinite(y))  # fp32 holds every value quantized from fp32
+        q2 = golden.quantize(y, fmt, block_size=k, scale_mode=mode)
+        if mode == "floor":
+            assert np.array_equal(q2.scales, q.scales)
+            assert np.array_equal(q2.codes, q.codes)
+            continue
+        mxn = golden.element_format(fmt).max_normal
+        vals = np.abs(golden.decode(q.codes, fmt)).reshape(x.shape)
+        for b in range(x.shape[0]):
+            if Fraction(float(vals[b].max())) > mxn / 2:
+                assert q2.scales[b, 0] == q.scales[b, 0]
+                assert np.array_equal(q2.codes[b], q.codes[b])
+            else:
+                assert q2.scales[b, 0] <= q.scales[b, 0]
+                # The values are unchanged even when the scale moved.
+                assert np.array_equal(golden.dequantize(q2)[b], y[b])
+
+
+@seed(SEED)
+@SETTINGS
+@given(blocks(), st.sampled_from(FORMATS), st.sampled_from(["floor", "rceil"]),
+       st.sampled_from(ROUNDINGS[:3]), st.integers(-60, 60))
+def test_power_of_two_scaling_moves_scales_only(xk, fmt, mode, rounding, j):
+    """x * 2^j (exact in float64) moves every non-zero block's scale by j, codes unchanged,
+    as long as neither scale is clamped."""
+    x, k = xk
+    x64 = x.astype(np.float64)
+    q = golden.quantize(x64, fmt, block_size=k, scale_mode=mode, rounding=rounding)
+    q2 = golden.quantize(x64 * 2.0**j, fmt, block_size=k, scale_mode=mode, rounding=rounding)
+    for b in range(x.shape[0]):
+        if not np.any(x[b]):
+            assert q.scales[b, 0] == q2.scales[b, 0] == 0
+            continue
+        s = int(q.scales[b, 0])
+        # Unclamped scales: the clamp could have been active on either side at the boundary.
+        if not 0 < s < 254 or not 0 < s + j < 254:
+            continue
+        assert int(q2.scales[b, 0]) == s + j
+        assert np.array_equal(q2.codes[b], q.codes[b])
+
+
+@seed(SEED)
+@SETTINGS
+@given(blocks(), st.sampled_from(FORMATS), st.sampled_from(["floor", "rceil"]),
+       st.sampled_from(ROUNDINGS), st.data())
+def test_error_bounds(xk, fmt, mode, rounding, data):
+    """|result - q| <= ulp/2 for rne/rna, < ulp for rtz/stochastic, in the element grid at q
+    (q = x * 2^-e); saturated elements give +-max normal; rtz never increases magnitude; the
+    sign is kept (fp: also on zero results)."""
+    x, k = xk
+    f = golden.element_format(fmt)
+    r = None
+    if rounding == "stochastic":
+        r = np.array(data.draw(st.lists(st.integers(0, 255), min_size=x.size, max_size=x.size)))
+        r = r.reshape(x.shape)
+    mx = golden.quantize(x, fmt, block_size=k, scale_mode=mode, rounding=rounding,
+                         random_bits=r)
+    e = np.repeat(scale_exp(mx), k, axis=1).ravel()
+    res = decoded(mx)
+    rows = zip(x.ravel().tolist(), exact(x), e.tolist(), res, mx.codes.ravel().tolist(),
+               strict=True)
+    for xf, xi, ei, di, code in rows:
+        q = xi * Fraction(2) ** (-ei)
+        if not f.twos_complement:  # sign-magnitude codes keep the input's sign, zeros included
+            assert bool(code >> (f.bits - 1)) == bool(np.signbit(xf))
+        if abs(q) > f.max_normal:
+            assert di == (f.max_normal if q > 0 else -f.max_normal)
+            continue
+        err = abs(di - q)
+        u = ulp(fmt, q)
+        if rounding in ("rne", "rna"):
+            assert err <= u / 2
+        else:
+            assert err < u
+        if rounding == "rtz":
+            assert abs(di) <= abs(q)
+        assert di == 0 or (di < 0) == (q < 0)
+
+
+@seed(SEED)
+@SETTINGS
+@given(blocks(), st.sampled_from(FORMATS), st.sampled_from(["floor", "rceil"]),
+       st.integers(1, 24))
+def test_stochastic_extremes(xk, fmt, mode, rbits):
+    """r = 0 gives rtz; r = 2^R - 1 rounds up exactly when f_R = floor(f * 2^R) > 0."""
+    x, k = xk
+    f = golden.element_format(fmt)
+    kw = dict(block_size=k, scale_mode=mode)
+    rtz = golden.quantize(x, fmt, rounding="rtz", **kw)
+    zero = golden.quantize(x, fmt, rounding="stochastic", random_bits=np.zeros(x.shape, int),
+                           rbits=rbits, **kw)
+    assert np.array_equal(zero.codes, rtz.codes) and np.array_equal(zero.scales, rtz.scales)
+    ones = golden.quantize(x, fmt, rounding="stochastic", rbits=rbits,
+                           random_bits=np.full(x.shape, (1 << rbits) - 1), **kw)
+    assert np.array_equal(ones.scales, rtz.scales)
+    e = np.repeat(scale_exp(rtz), k, axis=1).ravel()
+    for xi, ei, d in zip(exact(x), e.tolist(), decoded(ones), strict=True):
+        q = abs(xi * Fraction(2) ** (-ei))
+        if q >= f.max_normal:
+            assert abs(d) == f.max_normal
+            continue
+        u = ulp(fmt, q)
+        n = q / u
+        whole = n.numerator // n.denominator
+        frac = n - whole
+        f_r = (frac * (1 << rbits)).numerator // (frac * (1 << rbits)).denominator
+        want = min((whole + (1 if f_r > 0 else 0)) * u, f.max_normal)
+        assert abs(d) == want
