@@ -38,7 +38,8 @@ from golden.formats import ElementFormat
 from .cli import UnitSpec
 from .common import StreamPipeline, leading_zeros, round_to_grid
 
-__all__ = ["DotGeometry", "MXDot", "MXDotGeneral", "operand_layout", "cli_units"]
+__all__ = ["DotGeometry", "MXDot", "MXDotGeneral", "operand_layout", "width_table",
+           "cli_units"]
 
 #: fp32 bit patterns of the special results (contract section 4).
 FP32_QNAN = 0x7FC00000
@@ -131,6 +132,21 @@ class DotGeometry:
     @property
     def lsb_exp(self) -> int:
         return self.fmt_a.lsb_exp + self.fmt_b.lsb_exp
+
+
+def width_table(block_size: int = 32) -> str:
+    """Markdown table of ``product bits / signed sum bits / window bits`` for every format
+    pair at ``block_size`` (the table of docs/dot.md is this function's output)."""
+    names = list(golden.FORMATS)
+    lines = [f"| A \\ B (k = {block_size}) | " + " | ".join(names) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for a in names:
+        cells = []
+        for b in names:
+            g = DotGeometry(golden.element_format(a), golden.element_format(b), block_size)
+            cells.append(f"{g.product_bits}/{g.sum_bits + 1}/{g.window_bits}")
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def operand_layout(fmt: ElementFormat, block_size: int) -> data.StructLayout:

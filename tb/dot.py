@@ -344,7 +344,7 @@ class DotTB(StreamTB):
         outs = self.out.to_ints(self.expected_out(exp))
         ctxs = [f"{lab}: {describe_block(self.fa, self.fb, sa[j], ca[j], sb[j], cb[j], c[j])}"
                 for j, lab in enumerate(labels)]
-        await self._stream(ins, list(zip(outs, ctxs)), idle, backpressure, len(sa))
+        await self._stream(ins, list(zip(outs, ctxs, strict=True)), idle, backpressure, len(sa))
 
     async def _stream(self, ins, expected, idle, backpressure, blocks):
         self.source.idle, self.sink.backpressure = idle, backpressure
@@ -363,7 +363,8 @@ class DotTB(StreamTB):
         ins, expected, blocks = self._schedule(runs)
         ints = self.inp.to_ints(ins)
         outs = self.out.to_ints(expected[0])
-        await self._stream(ints, list(zip(outs, expected[1])), idle, backpressure, blocks)
+        pairs = list(zip(outs, expected[1], strict=True))
+        await self._stream(ints, pairs, idle, backpressure, blocks)
 
     def _schedule(self, runs):
         """Interleave runs over the contexts round-robin (a run keeps its context until it

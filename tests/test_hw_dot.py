@@ -34,7 +34,8 @@ def test_sum_width_holds_the_largest_block_sum(fa, fb):
         g = DotGeometry(golden.element_format(fa), golden.element_format(fb), k)
         amax = [max(abs(Fraction(v)) for v in golden.decode_table(f) if abs(v) != float("inf")
                     and v == v) for f in (g.fmt_a, g.fmt_b)]
-        units = [a / Fraction(2) ** f.lsb_exp for a, f in zip(amax, (g.fmt_a, g.fmt_b))]
+        units = [a / Fraction(2) ** f.lsb_exp
+                 for a, f in zip(amax, (g.fmt_a, g.fmt_b), strict=True)]
         assert [units_max(g.fmt_a), units_max(g.fmt_b)] == units
         assert g.sum_bits == (k * units[0] * units[1]).numerator.bit_length()
         assert g.window_bits == g.sum_bits + GUARD + 2
