@@ -78,7 +78,11 @@ def test_requantize_is_identity(xk, fmt, rounding, data):
     """quantize(dequantize(q)) == q (scales and codes, -0 included) in floor mode, any
     rounding: the amax element lands in [2^emax, max normal] so the scale is unchanged, and
     every element is already on the grid.  In rceil mode the same holds exactly when the block's
-    largest code exceeds max_normal / 2; otherwise the scale can only go down."""
+    largest code exceeds max_normal / 2; otherwise the scale can only go down.
+
+    fp32 always holds the floor-mode values.  In rceil mode an amax just below 2^128 can round
+    up to exactly 2^128, which dequantizes to Inf (see docs/numerics.md, Interpretations); such
+    blocks are checked to be exactly that case and skipped."""
     x, k = xk
     r = None
     if rounding == "stochastic":
@@ -88,15 +92,19 @@ def test_requantize_is_identity(xk, fmt, rounding, data):
         q = golden.quantize(x, fmt, block_size=k, scale_mode=mode, rounding=rounding,
                             random_bits=r)
         y = golden.dequantize(q)
-        assert np.all(np.isfinite(y))  # fp32 holds every value quantized from fp32
         q2 = golden.quantize(y, fmt, block_size=k, scale_mode=mode)
         if mode == "floor":
+            assert np.all(np.isfinite(y))
             assert np.array_equal(q2.scales, q.scales)
             assert np.array_equal(q2.codes, q.codes)
             continue
         mxn = golden.element_format(fmt).max_normal
         vals = np.abs(golden.decode(q.codes, fmt)).reshape(x.shape)
         for b in range(x.shape[0]):
+            if not np.all(np.isfinite(y[b])):
+                big = Fraction(float(vals[b].max())) * Fraction(2) ** int(scale_exp(q)[b, 0])
+                assert big >= 2**128
+                continue
             if Fraction(float(vals[b].max())) > mxn / 2:
                 assert q2.scales[b, 0] == q.scales[b, 0]
                 assert np.array_equal(q2.codes[b], q.codes[b])

@@ -408,3 +408,20 @@ def test_dequantize_every_code_at_every_scale(fmt):
         bad = np.flatnonzero(~ok)
         assert bad.size == 0, [(int(mx.codes[i]), int(scales[i // k]), g[i], r[i])
                                for i in bad[:5]]
+
+
+def test_rceil_can_round_up_to_2_pow_128():
+    """rceil picks e so that amax <= max_normal * 2^e, but the element rounding can still
+    carry amax up to the next power of two: an fp32 amax just below 2^128 becomes exactly
+    2^128 (s = 247, fp8_e4m3 code 0x78 = 256), which dequantizes to fp32 +Inf.  Floor mode
+    saturates instead and stays finite.  (docs/numerics.md, Interpretations.)"""
+    x = np.zeros(16, np.float32)
+    x[-1] = np.float32(3.2964854e38)  # 0x7F780000 = 1.9375 * 2^127
+    # e = ceil(log2(1.9375 * 2^127 / 448)) = 120, q = 248: the tie between 240 (odd mantissa)
+    # and 256 (even), so RNE goes up to 256 and 256 * 2^120 = 2^128.
+    mx = check_quantize(x, "fp8_e4m3", block_size=16, scale_mode="rceil")
+    assert mx.scales.tolist() == [247] and mx.codes[-1] == 0x78
+    with np.errstate(over="ignore"):
+        assert golden.dequantize(mx)[-1] == np.inf
+    mx = check_quantize(x, "fp8_e4m3", block_size=16, scale_mode="floor")
+    assert np.isfinite(golden.dequantize(mx)).all()
