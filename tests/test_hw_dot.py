@@ -132,3 +132,11 @@ def test_cli_bad_parameters_one_line_exit_2(args, tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "error" in lines[0], r.stderr
     assert not (tmp_path / "x.v").exists()
+
+
+def test_docs_width_table_is_generated_from_the_code():
+    from hw.dot import width_table
+
+    text = (ROOT / "docs" / "dot.md").read_text()
+    table = text.split("<!-- width-table:begin -->\n")[1].split("\n<!-- width-table:end -->")[0]
+    assert table == width_table(32)
