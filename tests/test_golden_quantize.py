@@ -104,30 +104,29 @@ def test_random_stochastic_rbits(fmt, rng):
 
 
 # --- crafted blocks ------------------------------------------------------------------------
-def next_down(x):
-    return np.nextafter(x, x.dtype.type(0))
-
-
-def next_up(x):
-    return np.nextafter(x, x.dtype.type(np.inf))
+def ulp_step(x, d):
+    """The neighbour of positive finite x one ulp away (d = +-1), by stepping its bit pattern
+    (works for bfloat16 too, which np.nextafter does not support)."""
+    u = golden.float_format(x.dtype).uint
+    return (x.view(u) + u.type(1) if d > 0 else x.view(u) - u.type(1)).view(x.dtype)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("scale_mode", MODES)
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.float64])
 def test_amax_at_scale_boundaries(fmt, scale_mode, dtype):
     """amax exactly a power of two, one ulp below and above it; amax exactly max_normal*2^j
     and one ulp either side (the rceil boundary); across the dtype's whole exponent range."""
     mxn = float(golden.element_format(fmt).max_normal)
     lo, hi = EXP_RANGE[dtype]
     rows = []
-    for j in range(max(lo + 1, -140), min(hi, 130), 4):
+    for j in range(max(lo + 1, -140), min(hi, 130), 5):
         for anchor in (2.0**j, mxn * 2.0 ** (j - 8)):
             with np.errstate(over="ignore"):
                 a = np.array([anchor], dtype)
             if not np.isfinite(a[0]) or a[0] == 0:
                 continue
-            for amax in (a, next_down(a), next_up(a)):
+            for amax in (a, ulp_step(a, -1), ulp_step(a, +1)):
                 if not np.isfinite(amax[0]):
                     continue
                 # amax with a few smaller companions: half, a third, its negation, tiny.
@@ -425,3 +424,14 @@ def test_rceil_can_round_up_to_2_pow_128():
         assert golden.dequantize(mx)[-1] == np.inf
     mx = check_quantize(x, "fp8_e4m3", block_size=16, scale_mode="floor")
     assert np.isfinite(golden.dequantize(mx)).all()
+
+
+def test_int8_rceil_upper_clamp_from_fp32():
+    """The one fp32 case with e > 127: int8 in rceil mode, amax above 127/64 * 2^127 (FLT_MAX)
+    gives e = 128, clamped to 127, and the element saturates to 127 (0x7F)."""
+    m = np.finfo(np.float32).max
+    x = np.array([m, -m, 1.0, -(2.0**127)], np.float32)
+    for mode in MODES:
+        mx = check_quantize(x, "int8", block_size=4, scale_mode=mode)
+        assert mx.scales.tolist() == [254]
+        assert mx.codes.tolist() == [0x7F, 0x81, 0x00, 0xC0]
