@@ -540,11 +540,9 @@ class MXDotGeneral(wiring.Component):
         enter = self.i.valid & self.i.ready
         m.d.sync += busy.eq((busy & ~Mux(leave, leave_onehot, 0)[:nctx])
                             | Mux(enter, onehot, 0)[:nctx])
-        with m.If(leave):
-            if self.ctx_bits:
-                m.d.sync += acc[leave_ctx].eq(leave_result)
-            else:
-                m.d.sync += acc[0].eq(leave_result)
+        for j in range(nctx):  # one write enable per context (no partial case statement)
+            with m.If(leave & (leave_ctx == j if self.ctx_bits else 1)):
+                m.d.sync += acc[j].eq(leave_result)
         return m
 
 
