@@ -376,3 +376,27 @@ def test_cancellation_against_c(fa, fb, rng):
     acc = -np.array(t_bits, np.uint32).view(np.float32)
     got = check_dot(fa, fb, ac, asc, bc, bsc, acc)
     assert np.isfinite(got.view(np.float32)).all()
+
+
+@pytest.mark.parametrize("fa,fb", PAIRS)
+def test_c_and_scales_over_full_range(fa, fb, rng):
+    """c with uniformly random fp32 bit patterns (every exponent, subnormals, both signs) and
+    scales anywhere in 0..254: T and c meet at every relative alignment, from T far below c's
+    last place (only a sticky bit survives) to c far below T's."""
+    rows, k = 24, 8
+    ac = rng.choice(finite_codes(fa), (rows, 1, k))
+    bc = rng.choice(finite_codes(fb), (rows, 1, k))
+    asc = rng.integers(0, 255, (rows, 1))
+    bsc = rng.integers(0, 255, (rows, 1))
+    c = rng.integers(0, 1 << 32, rows, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    c = np.where(np.isfinite(c), c, np.float32(1.0))
+    check_dot(fa, fb, ac, asc, bc, bsc, c)
+    # c one fp32 ulp-scale away from -T's rounding: near-total cancellation at every scale.
+    t = np.array([oracle.dot_block(fa, ac[r, 0].tolist(), int(asc[r, 0]), fb,
+                                   bc[r, 0].tolist(), int(bsc[r, 0])) for r in range(rows)],
+                 np.uint32)
+    fin = (t & 0x7F800000) != 0x7F800000
+    near = (t ^ 0x80000000) + rng.integers(-2, 3, rows).astype(np.uint32)
+    near = np.where(fin, near, 0).astype(np.uint32).view(np.float32)
+    near = np.where(np.isfinite(near), near, np.float32(0))  # -0 - 2 ulps wraps to NaN bits
+    check_dot(fa, fb, ac, asc, bc, bsc, near)
