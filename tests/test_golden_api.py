@@ -282,3 +282,13 @@ def test_mxarray_fields():
     c, s = mx.blocks()
     assert c.shape == (3, 3, 32) and s.shape == (3, 3)
     assert golden.dequantize(mx).shape == (3, 70)
+
+
+def test_non_contiguous_inputs(rng):
+    x = rng.standard_normal((8, 64)).astype(np.float32)
+    for v in (x[:, ::2], x.T, x[::-1], np.asfortranarray(x)):
+        for axis in (0, -1):
+            a = golden.quantize(v, "fp4_e2m1", block_size=8, axis=axis)
+            b = golden.quantize(np.ascontiguousarray(v), "fp4_e2m1", block_size=8, axis=axis)
+            assert np.array_equal(a.codes, b.codes) and np.array_equal(a.scales, b.scales)
+            assert np.array_equal(golden.dequantize(a), golden.dequantize(b))
