@@ -254,8 +254,8 @@ FP32_INF = 0x7F800000
 
 
 @njit(**_JIT)
-def round_fp32(neg, h, l, sticky, f):
-    """RNE of ``(h:l + sticky) * 2^f`` (non-zero) to fp32 bits, subnormals and overflow kept."""
+def round_fp32(neg, h, l, f):
+    """RNE of ``h:l * 2^f`` (non-zero) to fp32 bits, subnormals and overflow kept."""
     p = _w_bitlen(h, l) - 1 + f  # exponent of the leading bit
     rp = p - 23 if p - 23 > -149 else -149  # exponent of the result's last place
     r = rp - f
@@ -265,7 +265,7 @@ def round_fp32(neg, h, l, sticky, f):
         qh, ql, lost = _w_shr_sticky(h, l, r - 1)
         guard = ql & 1
         keep = ql >> 1
-        if guard and (lost or sticky or (keep & 1)):
+        if guard and (lost or (keep & 1)):
             keep += 1
     # keep * 2^rp: the same formula covers subnormals, normals and a carry into the next binade.
     mag = ((rp + 149) << 23) + keep
@@ -282,9 +282,9 @@ def add_round_fp32(t_neg, th, tl, tx, c_neg, ch, cl, cx):
     if t_len == 0 and c_len == 0:
         return np.int64(0)  # an exact zero is +0
     if c_len == 0:
-        return round_fp32(t_neg, th, tl, False, tx)
+        return round_fp32(t_neg, th, tl, tx)
     if t_len == 0:
-        return round_fp32(c_neg, ch, cl, False, cx)
+        return round_fp32(c_neg, ch, cl, cx)
     # U has the higher leading bit.  Frame: 101 bits below U's top; U fits exactly.  V's bits
     # below the frame are far below U (at most one bit of cancellation), so a sticky suffices.
     if t_len - 1 + tx >= c_len - 1 + cx:
@@ -311,7 +311,7 @@ def add_round_fp32(t_neg, th, tl, tx, c_neg, ch, cl, cx):
         s_neg = v_neg
     if sh == 0 and sl == 0:
         return np.int64(0)
-    return round_fp32(s_neg, sh, sl, False, f)
+    return round_fp32(s_neg, sh, sl, f)
 
 
 @njit(**_JIT)
