@@ -23,7 +23,7 @@ __all__ = ["decode", "encode", "decode_scale", "encode_scale", "decode_table", "
            "rounding_mode", "check_random_bits"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def decode_table(fmt: ElementFormat) -> np.ndarray:
     """float64 value of every code ``0 .. 2^bits - 1`` (NaN/Inf codes decode to NaN/Inf)."""
     fmt = element_format(fmt)
@@ -45,7 +45,7 @@ def decode_table(fmt: ElementFormat) -> np.ndarray:
     return val
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dot_tables(fmt: ElementFormat):
     """Per-code (signed significand, shift, flag) with value ``sig * 2^(shift + lsb_exp)``.
 

@@ -70,7 +70,7 @@ class MXArray:
         return self.scales.shape[self.axis]
 
     def blocks(self):
-        """(codes, scales) with the block axis last: shapes (..., n_blocks, k) and (..., n_blocks)."""
+        """(codes, scales) with the block axis last: shapes (..., n, k) and (..., n)."""
         c = np.moveaxis(self.codes, self.axis, -1)
         s = np.moveaxis(self.scales, self.axis, -1)
         return c.reshape(*s.shape, self.block_size), s

@@ -23,9 +23,9 @@ import importlib
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 UNIT_MODULES = ("hw.quantizer", "hw.dequantizer", "hw.dot")
 
@@ -139,9 +139,11 @@ def _parser(specs: dict[str, UnitSpec]) -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="write one unit's Verilog and JSON sidecar")
     gsub = gen.add_subparsers(dest="unit", required=True)
     for spec in specs.values():
-        sp = gsub.add_parser(spec.name, help=spec.help)
-        spec.add_arguments(sp)
+        # -o first, conflicts resolved: a unit may reuse --output for its own option (the
+        # dequantizer's output format); -o always names the Verilog file (dest "output").
+        sp = gsub.add_parser(spec.name, help=spec.help, conflict_handler="resolve")
         sp.add_argument("-o", "--output", type=Path, required=True, help="Verilog file to write")
+        spec.add_arguments(sp)
     d = sub.add_parser("defaults", help="write the default set of units (make verilog)")
     d.add_argument("-o", "--output-dir", type=Path, default=Path("build/verilog"))
     sub.add_parser("list", help="list the units")

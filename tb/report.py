@@ -1,8 +1,8 @@
 """Run records shared between cocotb testbenches (in the simulator process) and pytest.
 
-A testbench calls :func:`write_summary` at the end of a run; the pytest side reads it back with
-:func:`read_summary` and passes each record to the ``sim_record`` fixture of ``tests/conftest.py``, which prints
-them as the closing table of ``make sim`` (configuration, blocks, mismatches, seed, rate).
+A testbench calls :func:`write_summary` at the end of a run; the pytest side reads it back
+with :func:`read_summary` and passes each record to the ``sim_record`` fixture of
+``tests/conftest.py``, which prints them as the closing table of ``make sim``.
 """
 
 from __future__ import annotations

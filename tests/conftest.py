@@ -65,9 +65,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(SUMMARY_COLUMNS)]
     tr = terminalreporter
     tr.section("simulation summary")
-    tr.write_line("  ".join(c.ljust(w) for c, w in zip(SUMMARY_COLUMNS, widths)))
+    tr.write_line("  ".join(c.ljust(w) for c, w in zip(SUMMARY_COLUMNS, widths, strict=True)))
     for t in table:
-        tr.write_line("  ".join(v.ljust(w) for v, w in zip(t, widths)))
+        tr.write_line("  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)))
     blocks = sum(int(r.get("blocks") or 0) for r in rows)
     bad = sum(int(r.get("mismatches") or 0) for r in rows)
     tr.write_line(f"{len(rows)} runs, {blocks} blocks checked, {bad} mismatches, "
