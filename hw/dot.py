@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
@@ -36,7 +36,7 @@ import golden
 from golden.formats import ElementFormat
 
 from .cli import UnitSpec
-from .common import StreamPipeline, leading_zeros, round_to_grid
+from .common import StreamPipeline, leading_zeros, round_to_grid, wire
 
 __all__ = ["DotGeometry", "MXDot", "MXDotGeneral", "operand_layout", "width_table",
            "cli_units"]
@@ -188,15 +188,6 @@ def decode_element(m: Module, code, fmt: ElementFormat, name: str) -> dict:
     return {k: wire(m, v, f"{name}_{k}") for k, v in fields.items()}
 
 
-def wire(m: Module, value, name: str) -> Signal:
-    """A named combinational signal equal to ``value`` (keeps the netlist and the Verilog
-    small: an expression used several times is then built once)."""
-    value = Value.cast(value)
-    sig = Signal(value.shape(), name=name)
-    m.d.comb += sig.eq(value)
-    return sig
-
-
 def wired(m: Module, tree, name: str):
     """:func:`wire` applied to every leaf of a dict/list nesting of Values (Signals kept)."""
     if isinstance(tree, dict):
@@ -333,7 +324,7 @@ class _FusedStep:
         }, "align_add")
 
         # 6. Normalize: leading bit of the window sum to the top.
-        lz = wire(m, leading_zeros(s["mag"]), "lz")
+        lz = leading_zeros(m, s["mag"], "lz")
         norm = (s["mag"] << lz)[:n]
         top = (s["frame"] + (n - 2) - lz)[:13].as_signed()  # exponent of norm's top bit
         s = cross({
@@ -343,8 +334,8 @@ class _FusedStep:
         }, "normalize")
 
         # 7. One rounding (RNE, subnormals kept, overflow to Inf), then the special cases.
-        code = wire(m, round_to_grid(s["norm"], s["top"], emin=-126, mbits=23, rounding=0),
-                    "rounded")
+        code = wire(m, round_to_grid(m, s["norm"], s["top"], emin=-126, mbits=23, rounding=0,
+                                     name="round"), "rounded")
         code = Mux(code >= FP32_INF, FP32_INF, code)[:31]
         c_in = s["c"]
         result = Signal(32)

@@ -83,7 +83,7 @@ def test_dot_rtl_matches_golden(config, seed, sim_record):
     blocks = _blocks(20000 if FULL else 3000)
     cfg = {"unit": unit, "fmt_a": fa, "fmt_b": fb, "k": k, "stages": stages,
            "contexts": ctx, "sidecar": str(src / "sidecar.json"), "blocks": blocks,
-           "exhaustive": exhaustive, "long_k": 8192 if FULL else 1024}
+           "exhaustive": exhaustive, "full": FULL, "long_k": 8192 if FULL else 1024}
     try:
         run_cocotb(sources=[dut_v, top_v], toplevel="dot_tb_top", test_module="tb.dot",
                    name=name, seed=seed, waves=bool(os.environ.get("WAVES")),
