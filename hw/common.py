@@ -18,7 +18,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.utils import bits_for, ceil_log2
 
 __all__ = ["StreamPipeline", "leading_zeros", "round_to_grid", "RNE", "RNA", "RTZ",
-           "STOCHASTIC", "ROUNDING_IDS", "FLOOR", "RCEIL", "SCALE_MODE_IDS", "smax", "clamp"]
+           "STOCHASTIC", "ROUNDING_IDS", "FLOOR", "RCEIL", "SCALE_MODE_IDS", "wire", "smax",
+           "clamp"]
 
 #: Rounding-mode encoding of runtime ``rounding`` fields (same ids as golden's kernels).
 RNE, RNA, RTZ, STOCHASTIC = 0, 1, 2, 3
@@ -28,29 +29,47 @@ FLOOR, RCEIL = 0, 1
 SCALE_MODE_IDS = {"floor": FLOOR, "rceil": RCEIL}
 
 
-def smax(a, b) -> Value:
+def wire(m: Module, value, name: str) -> Signal:
+    """``value`` as a named combinational signal.
+
+    Amaranth expressions are trees: a Value used twice is converted twice.  Every helper here
+    names a value it reuses, so the generated netlist grows linearly (not exponentially) with
+    nesting, and the names show up in waveforms.
+    """
+    value = Value.cast(value)
+    sig = Signal(value.shape(), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def smax(m: Module, a, b, name: str = "max") -> Signal:
     """``max(a, b)`` of two (signed or unsigned) values or ints."""
     a, b = Value.cast(a), Value.cast(b)
-    return Mux(a > b, a, b)
+    a = wire(m, a, f"{name}_a") if not isinstance(a, Const) else a
+    b = wire(m, b, f"{name}_b") if not isinstance(b, Const) else b
+    return wire(m, Mux(a > b, a, b), name)
 
 
-def clamp(v, lo, hi) -> Value:
-    """``min(max(v, lo), hi)``."""
-    v = Value.cast(v)
-    return Mux(v < lo, lo, Mux(v > hi, hi, v))
+def clamp(m: Module, v, lo: int, hi: int, name: str = "clamp") -> Signal:
+    """``min(max(v, lo), hi)`` for int bounds."""
+    v = wire(m, v, f"{name}_in")
+    return wire(m, Mux(v < lo, lo, Mux(v > hi, hi, v)), name)
 
 
-def leading_zeros(v) -> Value:
+def leading_zeros(m: Module, v, name: str = "lzc") -> Signal:
     """Number of leading zeros of ``v`` (``len(v)`` for zero), as a log-depth tree.
 
     Parameters
     ----------
+    m : Module
     v : Value
         Unsigned bit vector of any width >= 1.
+    name : str
+        Prefix of the generated signals.
 
     Returns
     -------
-    Value
+    Signal
         Unsigned, ``bits_for(len(v))`` bits.
     """
     v = Value.cast(v)
@@ -58,20 +77,24 @@ def leading_zeros(v) -> Value:
     p = 1 << ceil_log2(w)
     # Pad below with ones: the count of a zero input then stops at exactly w.
     padded = Cat(Const((1 << (p - w)) - 1, p - w), v) if p > w else v
+    padded = wire(m, padded, f"{name}_in")
 
-    def tree(x):  # (count, all_zero) of a power-of-two-wide vector
+    def tree(x, tag):  # (count, all_zero) of a power-of-two-wide vector
         if len(x) == 1:
             return ~x[0], ~x[0]
         h = len(x) // 2
-        c_hi, z_hi = tree(x[h:])
-        c_lo, z_lo = tree(x[:h])
-        return Mux(z_hi, h + c_lo, c_hi), z_hi & z_lo
+        c_hi, z_hi = tree(x[h:], tag + "h")
+        c_lo, z_lo = tree(x[:h], tag + "l")
+        z_hi = wire(m, z_hi, f"{name}_z{tag}h")
+        count = wire(m, Mux(z_hi, h + c_lo, c_hi), f"{name}_c{tag}")
+        return count, z_hi & z_lo
 
-    count, _ = tree(padded)
-    return count.as_unsigned()[:bits_for(w)]
+    count, _ = tree(padded, "")
+    return wire(m, count.as_unsigned()[:bits_for(w)], name)
 
 
-def round_to_grid(sig, top, *, emin, mbits, rounding, frac_bits=1, rand=None):
+def round_to_grid(m: Module, sig, top, *, emin, mbits, rounding, frac_bits=1, rand=None,
+                  name: str = "rnd"):
     """Round ``sig * 2^(top - len(sig) + 1)`` onto the grid of an ``E.M`` format.
 
     The grid is IEEE-style: binades ``>= emin`` hold ``mbits`` fraction bits, below ``emin``
@@ -80,6 +103,7 @@ def round_to_grid(sig, top, *, emin, mbits, rounding, frac_bits=1, rand=None):
 
     Parameters
     ----------
+    m : Module
     sig : Value
         Normalized significand (its top bit set; or zero, which yields code 0).
     top : Value
@@ -94,6 +118,8 @@ def round_to_grid(sig, top, *, emin, mbits, rounding, frac_bits=1, rand=None):
         rounding; 1 suffices otherwise: guard bit plus a sticky).
     rand : Value, optional
         ``frac_bits`` random bits; stochastic rounding rounds up iff ``f_R + rand >= 2^R``.
+    name : str
+        Prefix of the generated signals.
 
     Returns
     -------
@@ -104,26 +130,26 @@ def round_to_grid(sig, top, *, emin, mbits, rounding, frac_bits=1, rand=None):
         never to wrap.
     """
     sig = Value.cast(sig)
-    top = Value.cast(top)
+    top = wire(m, top, f"{name}_top")
     if len(sig) - 1 < mbits:  # the grid is finer than sig: pad so the shift below is a right shift
         sig = Cat(Const(0, mbits - len(sig) + 1), sig)
     p, f = len(sig), frac_bits
     w = p + f
     # Bits of sig below the grid's last place: p-1-mbits in a normal binade, more below emin.
-    sub = smax(emin - top, 0)
+    sub = smax(m, emin - top, 0, name=f"{name}_sub")
     drop_max = w  # a larger shift leaves n = 0, frac = 0, sticky = (sig != 0): same as w
     drop = Mux(sub > drop_max - (p - 1 - mbits), drop_max, sub + (p - 1 - mbits))
-    drop = drop.as_unsigned()[:bits_for(drop_max)]
+    drop = wire(m, drop.as_unsigned()[:bits_for(drop_max)], f"{name}_drop")
     # One shifter gives the kept bits (upper half) and everything shifted out (lower half).
     ext = Cat(Const(0, w), Const(0, f), sig)
-    shifted = (ext >> drop)[:2 * w]
+    shifted = wire(m, (ext >> drop)[:2 * w], f"{name}_shifted")
     kept = shifted[w:]
     sticky = shifted[:w].any()
     n = kept[f:]
     frac = kept[:f]
 
     guard = frac[f - 1]
-    below = frac[:f - 1].any() | sticky if f > 1 else sticky
+    below = wire(m, frac[:f - 1].any() | sticky if f > 1 else sticky, f"{name}_below")
 
     def up_for(mode):
         if mode == RNE:
@@ -145,8 +171,8 @@ def round_to_grid(sig, top, *, emin, mbits, rounding, frac_bits=1, rand=None):
         up = Const(0, 1)
         for mode in modes:
             up = Mux(rounding == mode, up_for(mode), up)
-    binade = smax(top - emin, 0).as_unsigned()
-    return (binade << mbits) + n + up
+    binade = smax(m, top - emin, 0, name=f"{name}_binade").as_unsigned()
+    return wire(m, (binade << mbits) + n + up, name)
 
 
 class StreamPipeline:
@@ -198,7 +224,8 @@ class StreamPipeline:
 
     def boundary(self, tree, name: str | None = None):
         """Pass ``tree`` (a Value, or a dict/list/tuple nesting of Values) over the next
-        boundary; returns the same structure, registered or not."""
+        boundary; returns the same structure, registered or not.  Python ints and None
+        (elaboration-time constants) pass through unchanged."""
         if self._index >= len(self._registered):
             raise ValueError("more boundaries than declared")
         reg = self._registered[self._index]
@@ -222,6 +249,8 @@ class StreamPipeline:
         if isinstance(tree, list | tuple):
             out = [self._register(v, load, f"{prefix}_{i}", j) for i, v in enumerate(tree)]
             return type(tree)(out) if isinstance(tree, tuple) else out
+        if tree is None or isinstance(tree, int):  # elaboration-time constants need no register
+            return tree
         v = Value.cast(tree)
         r = Signal(v.shape(), name=prefix, reset_less=True)
         with self._m.If(load):

@@ -222,7 +222,8 @@ class StreamSource(_StreamPort):
         while True:
             await RisingEdge(self.clock)
             if self._valid and self._ready:  # transferred at this edge
-                self.queue.popleft()
+                if self.queue:  # (clear() may have emptied it meanwhile)
+                    self.queue.popleft()
                 self.sent += 1
                 self._valid = 0
             if self._drop_current:

@@ -1,0 +1,496 @@
+"""cocotb testbench of the MX quantizer, checked bit for bit against golden.
+
+Runs on the bulk wrapper of ``tb.bulk`` (toplevel ``<unit>_bulk``), so one Verilator build
+serves both the cycle-level stream tests (``bulk = 0``: ``tb.stream`` drivers with idle and
+backpressure patterns) and the bulk sweeps (``bulk = 1``).  Configuration comes from the
+environment (set by ``tests/test_sim_quantizer.py``):
+
+``MX_SIDECAR``  the unit's JSON sidecar (parameters, latency, payload layouts)
+``MX_CONFIG``   label for the summary table
+``MX_BLOCKS``   blocks per random run (stream mode; bulk runs use 20x)
+``MX_SWEEPS``   ``1``: the exhaustive bf16/fp16 sweeps (default on)
+
+The stimulus and the golden expectations are built here with vectorized numpy; helpers are
+reused by ``tb.dequantizer``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+import golden
+from golden.formats import FloatFormat
+
+from .bulk import BulkRunner
+from .report import write_summary
+from .stream import BitLayout, StreamTB, bursty_pattern, random_pattern
+
+ROUNDINGS = ("rne", "rna", "rtz", "stochastic")
+SCALE_MODES = ("floor", "rceil")
+
+
+# ----------------------------------------------------------------------------------------------
+# Decoding for humans
+# ----------------------------------------------------------------------------------------------
+def describe_float(bits: int, ff: FloatFormat) -> str:
+    """``0x3f800000 = 1.0 (s0 e0x7f m0x0)``."""
+    s = bits >> (ff.bits - 1)
+    e = (bits >> ff.mbits) & ((1 << ff.ebits) - 1)
+    m = bits & ((1 << ff.mbits) - 1)
+    v = np.array([bits], ff.uint).view(ff.dtype)[0]
+    return f"{bits:#0{ff.bits // 4 + 2}x} = {float(v)!r} (s{s} e{e:#x} m{m:#x})"
+
+
+def describe_code(code: int, fmt, scale: int | None = None) -> str:
+    """``0x38 = s0 e0111 m000 = 1.0 [x 2^-3 = 0.125]`` (int8: two's complement)."""
+    code = int(code)
+    v = float(golden.decode(np.array([code], np.uint8), fmt)[0])
+    if fmt.twos_complement:
+        n = code - (1 << fmt.bits) if code >> (fmt.bits - 1) else code
+        head = f"{code:#04x} = int {n} = {v!r}"
+    else:
+        s = code >> (fmt.bits - 1)
+        e = (code >> fmt.mbits) & ((1 << fmt.ebits) - 1)
+        m = code & ((1 << fmt.mbits) - 1)
+        head = f"{code:#04x} = s{s} e{e:0{fmt.ebits}b} m{m:0{fmt.mbits}b} = {v!r}"
+    if scale is not None and scale != 255:
+        head += f" x 2^{scale - 127} = {v * 2.0 ** (scale - 127)!r}"
+    return head
+
+
+# ----------------------------------------------------------------------------------------------
+# Stimulus
+# ----------------------------------------------------------------------------------------------
+def random_blocks(rng: np.random.Generator, n: int, k: int, ff: FloatFormat) -> np.ndarray:
+    """Raw input bits ``(n, k)`` spread over the whole exponent range, with specials.
+
+    Per block: a base exponent anywhere in the format, a per-lane spread (0..30 binades below
+    it), random mantissas, some truncated to a tie at a random position; then zeros of both
+    signs, subnormals, max-magnitude values, Inf and NaN sprinkled in.
+    """
+    emax_field = (1 << ff.ebits) - 2
+    base = rng.integers(0, emax_field + 1, (n, 1))
+    spread = rng.choice(np.array([0, 1, 3, 8, 30]), (n, 1))
+    e = np.clip(base - (rng.random((n, k)) * (spread + 1)).astype(np.int64), 0, emax_field)
+    m = rng.integers(0, 1 << ff.mbits, (n, k), dtype=np.int64)
+    # ties / exact values: clear the bits below a random position, set the one just below
+    t = rng.integers(1, ff.mbits + 1, (n, k))
+    tie = rng.random((n, k)) < 0.25
+    m = np.where(tie, ((m >> t) << t) | (np.int64(1) << (t - 1)), m)
+    sign = rng.integers(0, 2, (n, k), dtype=np.int64)
+    raw = (sign << (ff.bits - 1)) | (e << ff.mbits) | m
+    u = rng.random((n, k))
+    mag_mask = (1 << (ff.bits - 1)) - 1
+    inf = ((1 << ff.ebits) - 1) << ff.mbits
+    raw = np.where(u < 0.02, sign << (ff.bits - 1), raw)  # +-0
+    raw = np.where((u >= 0.02) & (u < 0.04), raw & ((sign << (ff.bits - 1)) | ((1 << ff.mbits)
+                                                                               - 1)), raw)
+    raw = np.where((u >= 0.04) & (u < 0.045), (sign << (ff.bits - 1)) | (inf - 1), raw)  # max
+    special = rng.random(n) < 0.03  # one Inf/NaN lane in ~3 % of the blocks
+    lane = rng.integers(0, k, n)
+    kind = rng.integers(0, 3, n)
+    val = np.select([kind == 0, kind == 1], [inf, inf | 1], inf | (1 << (ff.mbits - 1)))
+    rows = np.nonzero(special)[0]
+    raw[rows, lane[rows]] = (raw[rows, lane[rows]] & ~mag_mask) | val[rows]
+    return raw.astype(ff.uint)
+
+
+def _from_float(values, ff: FloatFormat) -> np.ndarray:
+    """float64 values -> raw bits of ff; values must be exactly representable (asserted)."""
+    v = np.asarray(values, np.float64)
+    x = v.astype(ff.dtype)
+    ok = (x.astype(np.float64) == v) | np.isnan(v)
+    assert ok.all(), f"not exact in {ff.name}: {v[~ok][:4]}"
+    return x.view(ff.uint)
+
+
+def directed_blocks(k: int, ff: FloatFormat, fmt, rng: np.random.Generator) -> np.ndarray:
+    """Corner-case blocks ``(n, k)`` of raw bits (see docs/quantizer.md, verification plan)."""
+    sign_bit = 1 << (ff.bits - 1)
+    inf = ((1 << ff.ebits) - 1) << ff.mbits
+    min_exp = 1 - ff.bias  # smallest normal exponent
+    max_exp = ff.bias
+    blocks = []
+
+    def add(rows):
+        rows = np.atleast_2d(np.asarray(rows, np.int64))
+        blocks.append(rows.astype(ff.uint))
+
+    z = np.zeros(k, np.int64)
+    add(z)  # all +0
+    add(z | sign_bit)  # all -0
+    add(np.where(np.arange(k) % 2, sign_bit, 0))  # mixed signed zeros
+    # subnormal inputs: all subnormal, smallest subnormal, subnormal amax among zeros
+    add(rng.integers(1, 1 << ff.mbits, (4, k)) | (rng.integers(0, 2, (4, k)) * sign_bit))
+    add(np.full(k, 1))
+    add(np.where(np.arange(k) == k - 1, (1 << ff.mbits) - 1, z | sign_bit))
+    # amax one ulp below a power of two (and exactly at it), across the exponent range
+    for p in np.linspace(min_exp + 1, max_exp, 12).astype(int):
+        below = int(_from_float(np.ldexp(1.0, p), ff)) - 1
+        row = rng.integers(0, below, k)
+        row[rng.integers(0, k)] = below
+        add(row)
+        row = row.copy()
+        row[0] = below + 1
+        add(row)
+    # ties at every element grid boundary, for a few scales (floor mode view)
+    mbits, emin, emax = fmt.mbits, fmt.emin, fmt.emax
+    for a in (0, 3, min_exp + 20, max_exp - 10):
+        scale_e = a - emax
+        for b in range(emin - 1, emax + 1):  # binade b (b = emin - 1: subnormal range)
+            step = np.ldexp(1.0, max(b, emin) - mbits + scale_e)
+            lo = np.ldexp(1.0, b + scale_e) if b >= emin else 0.0
+            j = rng.integers(0, 1 << mbits, k - 1)
+            ties = lo + (j + 0.5) * step
+            row = np.concatenate([[np.ldexp(1.0, a)], ties * rng.choice([-1, 1], k - 1)])
+            x = row.astype(ff.dtype).astype(np.float64)
+            if np.array_equal(x, row):
+                add(_from_float(row, ff))
+    # saturation (floor mode): amax's significand above max_normal's; all lanes at the edge
+    for a in (0, 5, max_exp - 1):
+        add(_from_float(np.full(k, np.ldexp(2.0 - 2.0 ** -min(ff.mbits, 10), a)), ff))
+    # NaN / Inf in every lane position, both signs, quiet and signalling NaN
+    base = rng.integers(0, inf, k)
+    for lane in range(k):
+        for special in (inf, inf | sign_bit, inf | (1 << (ff.mbits - 1)), inf | 1):
+            row = base.copy()
+            row[lane] = special
+            add(row)
+    # scale clamps: smallest values (e < -127 for fp32/bf16) and the largest finite values
+    add(np.full(k, 1))
+    add(np.full(k, inf - 1))
+    add(np.where(np.arange(k) == 0, inf - 1, rng.integers(0, inf, k)))
+    add(np.full(k, inf - 1) | sign_bit)
+    # one huge value among tiny ones; all-equal blocks
+    tiny = rng.integers(1, 1 << ff.mbits, k)
+    tiny[rng.integers(0, k)] = inf - 1
+    add(tiny)
+    for v in (1.0, -3.0, 0.75):
+        add(_from_float(np.full(k, v), ff))
+    return np.concatenate(blocks)
+
+
+def sweep_blocks(k: int, ff: FloatFormat, source: FloatFormat, anchors) -> np.ndarray:
+    """Every 16-bit pattern of ``source`` (bf16 or fp16) as ``ff`` raw bits, k-1 per block
+    after an anchor lane (``None``: no anchor, k per block) that sets the scale."""
+    vals = np.arange(1 << 16, dtype=np.uint16).view(source.dtype).astype(np.float64)
+    vals = np.where(np.isnan(vals), np.nan, vals)
+    raw = _from_float(vals, ff).astype(np.int64)
+    nan_ff = (((1 << ff.ebits) - 1) << ff.mbits) | (1 << (ff.mbits - 1))
+    src_nan = np.isnan(vals)
+    raw = np.where(src_nan, nan_ff | ((raw >> (ff.bits - 1)) << (ff.bits - 1)), raw)
+    out = []
+    for anchor in anchors:
+        per = k if anchor is None else k - 1
+        n = -(-raw.size // per)
+        body = np.zeros(n * per, np.int64)
+        body[:raw.size] = raw
+        body = body.reshape(n, per)
+        if anchor is not None:
+            a = np.full((n, 1), int(_from_float(anchor, ff)), np.int64)
+            body = np.concatenate([a, body], axis=1)
+        out.append(body)
+    return np.concatenate(out).astype(ff.uint)
+
+
+def sweep_anchors(ff: FloatFormat):
+    import ml_dtypes
+
+    info = ml_dtypes.finfo(ff.dtype)
+    return [None, float(info.max), 1.0, float(info.smallest_normal), 2.0 ** (ff.bias // 3)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Golden expectations
+# ----------------------------------------------------------------------------------------------
+class QuantizerModel:
+    """Unit parameters (from the sidecar), payload codecs and golden expectations."""
+
+    def __init__(self, sidecar: dict):
+        p = sidecar["parameters"]
+        self.sidecar = sidecar
+        self.params = p
+        self.fmt = golden.element_format(p["format"])
+        self.k = p["block_size"]
+        self.ff = golden.float_format(p["input"])
+        self.rounding = p["rounding"]
+        self.scale_mode = p["scale_mode"]
+        self.rbits = p["random_bits"]
+        self.latency = sidecar["latency"]
+        self.li = BitLayout.from_sidecar(sidecar, "i__payload")
+        self.lo = BitLayout.from_sidecar(sidecar, "o__payload")
+
+    def modes(self, rng, n):
+        """Per-block rounding and scale-mode ids (random if runtime, else the fixed one)."""
+        r = (rng.integers(0, 4, n) if self.rounding == "runtime"
+             else np.full(n, ROUNDINGS.index(self.rounding)))
+        s = (rng.integers(0, 2, n) if self.scale_mode == "runtime"
+             else np.full(n, SCALE_MODES.index(self.scale_mode)))
+        return r, s
+
+    def all_modes(self):
+        rs = range(4) if self.rounding == "runtime" else [ROUNDINGS.index(self.rounding)]
+        ss = range(2) if self.scale_mode == "runtime" else [SCALE_MODES.index(self.scale_mode)]
+        return [(r, s) for r in rs for s in ss]
+
+    def stimulus(self, raw, rnd, smode, rand):
+        """Input payload bit matrix."""
+        n = raw.shape[0]
+        fields = {"data": raw}
+        if "random" in self.li.fields:
+            fields["random"] = rand
+        if "rounding" in self.li.fields:
+            fields["rounding"] = rnd
+        if "scale_mode" in self.li.fields:
+            fields["scale_mode"] = smode
+        return self.li.pack(n, **fields)
+
+    def expected(self, raw, rnd, smode, rand):
+        """(scales (n,), codes (n, k)) from golden, block by block in its own modes."""
+        n = raw.shape[0]
+        scales = np.empty(n, np.uint8)
+        codes = np.empty((n, self.k), np.uint8)
+        vals = raw.view(self.ff.dtype)
+        for r in np.unique(rnd):
+            for s in np.unique(smode):
+                sel = (rnd == r) & (smode == s)
+                if not sel.any():
+                    continue
+                stoch = ROUNDINGS[r] == "stochastic"
+                mx = golden.quantize(vals[sel], self.fmt, block_size=self.k,
+                                     scale_mode=SCALE_MODES[s], rounding=ROUNDINGS[r],
+                                     random_bits=rand[sel] if stoch else None,
+                                     rbits=self.rbits if stoch else 8)
+                scales[sel] = mx.scales[:, 0]
+                codes[sel] = mx.codes
+        return scales, codes
+
+    def describe(self, b, raw, rnd, smode, rand, exp_scale, exp_codes, got_scale, got_codes):
+        lines = [f"block {b} (rounding={ROUNDINGS[rnd]}, scale_mode={SCALE_MODES[smode]}): "
+                 f"scale expected {exp_scale} got {got_scale}"]
+        bad = np.nonzero(exp_codes != got_codes)[0]
+        for lane in bad[:4]:
+            lines.append(
+                f"  lane {lane}: input {describe_float(int(raw[lane]), self.ff)}"
+                + (f", random {int(rand[lane])}" if ROUNDINGS[rnd] == "stochastic" else "")
+                + f"\n    expected {describe_code(exp_codes[lane], self.fmt, int(exp_scale))}"
+                + f"\n    actual   {describe_code(got_codes[lane], self.fmt, int(got_scale))}")
+        if len(bad) > 4:
+            lines.append(f"  ... {len(bad) - 4} more lanes")
+        return "\n".join(lines)
+
+
+class Batch:
+    """A set of blocks with their modes, random bits, stimulus and expectations."""
+
+    def __init__(self, model: QuantizerModel, raw, rng):
+        self.model = model
+        n = raw.shape[0]
+        self.raw = raw
+        self.rnd, self.smode = model.modes(rng, n)
+        rb = max(model.rbits, 1)
+        self.rand = rng.integers(0, 1 << rb, raw.shape)
+        self.stim = model.stimulus(raw, self.rnd, self.smode, self.rand)
+        self.scales, self.codes = model.expected(raw, self.rnd, self.smode, self.rand)
+        self.exp = model.lo.pack(n, scale=self.scales, codes=self.codes)
+
+    @classmethod
+    def with_modes(cls, model, raw, rnd, smode, rng):
+        b = cls.__new__(cls)
+        b.model, b.raw, b.rnd, b.smode = model, raw, rnd, smode
+        b.rand = rng.integers(0, 1 << max(model.rbits, 1), raw.shape)
+        b.stim = model.stimulus(raw, rnd, smode, b.rand)
+        b.scales, b.codes = model.expected(raw, rnd, smode, b.rand)
+        b.exp = model.lo.pack(raw.shape[0], scale=b.scales, codes=b.codes)
+        return b
+
+    def __len__(self):
+        return self.raw.shape[0]
+
+    def describe_row(self, b, got_bits_row):
+        got = self.model.lo.unpack(got_bits_row[None, :])
+        return self.model.describe(b, self.raw[b], self.rnd[b], self.smode[b], self.rand[b],
+                                   self.scales[b], self.codes[b], int(got["scale"][0]),
+                                   got["codes"][0])
+
+    def check(self, got_bits, log, max_reports=5) -> int:
+        """Compare all rows at once; log decoded reports of the first mismatches."""
+        bad = np.nonzero((got_bits != self.exp).any(axis=1))[0]
+        for b in bad[:max_reports]:
+            log.error("MISMATCH %s", self.describe_row(b, got_bits[b]))
+        return int(bad.size)
+
+
+def _env():
+    import cocotb
+
+    sidecar = json.loads(Path(os.environ["MX_SIDECAR"]).read_text())
+    seed = int(os.environ.get("MX_SEED") or cocotb.RANDOM_SEED)
+    return sidecar, seed, os.environ.get("MX_CONFIG", sidecar["module"]), \
+        int(os.environ.get("MX_BLOCKS") or 200)
+
+
+def _describe_stream(batch: Batch):
+    def describe(index, exp, actual, ctx):
+        return batch.describe_row(ctx, batch.model.lo.from_ints([actual])[0])
+    return describe
+
+
+async def _bulk_start(dut):
+    dut.bulk.value = 0
+    dut.start.value = 0
+    dut.count.value = 0
+    dut.seed.value = 1
+    dut.idle_thresh.value = 0
+    dut.stall_thresh.value = 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Tests
+# ----------------------------------------------------------------------------------------------
+try:
+    import cocotb
+except ImportError:  # imported outside a simulator (docs, tools)
+    cocotb = None
+
+if cocotb is not None:
+
+    @cocotb.test()
+    async def stream_random_and_directed(dut):
+        """Random and directed blocks under random idle cycles and backpressure."""
+        sidecar, seed, label, n = _env()
+        rng = np.random.default_rng(seed)
+        model = QuantizerModel(sidecar)
+        await _bulk_start(dut)
+        raw = np.concatenate([directed_blocks(model.k, model.ff, model.fmt, rng),
+                              random_blocks(rng, n, model.k, model.ff)])
+        batch = Batch(model, raw, rng)
+        tb = StreamTB(dut, idle=random_pattern(rng, 0.3), backpressure=random_pattern(rng, 0.3))
+        tb.scoreboard.describe = _describe_stream(batch)
+        await tb.reset()
+        t0 = time.perf_counter()
+        half = len(batch) // 2
+        ints = model.li.to_ints(batch.stim)
+        exp = model.lo.to_ints(batch.exp)
+        tb.send(ints[:half], zip(exp[:half], range(half), strict=True))
+        await tb.drain(40 * len(batch) + 100)
+        # second half: bursty patterns, then no stalls at all
+        tb.source.idle = bursty_pattern(rng)
+        tb.sink.backpressure = bursty_pattern(rng, 7)
+        rest = len(batch) - half
+        tb.send(ints[half:], zip(exp[half:], range(half, len(batch)), strict=True))
+        await tb.drain(40 * rest + 100)
+        dt = time.perf_counter() - t0
+        sb = tb.scoreboard
+        write_summary(config=f"{label} [stream]", blocks=sb.checked,
+                      elements=sb.checked * model.k, mismatches=sb.mismatches, seed=seed,
+                      checked_per_s=round(sb.checked * model.k / dt))
+        sb.assert_clean()
+
+    @cocotb.test()
+    async def reset_in_traffic(dut):
+        """Reset while blocks are in flight: nothing comes out afterwards until new input."""
+        from cocotb.triggers import ReadOnly, RisingEdge
+
+        sidecar, seed, label, n = _env()
+        rng = np.random.default_rng(seed + 1)
+        model = QuantizerModel(sidecar)
+        await _bulk_start(dut)
+        batch = Batch(model, random_blocks(rng, 40, model.k, model.ff), rng)
+        tb = StreamTB(dut, backpressure=random_pattern(rng, 0.5))
+        tb.scoreboard.describe = _describe_stream(batch)
+        await tb.reset()
+        tb.send(model.li.to_ints(batch.stim), zip(model.lo.to_ints(batch.exp), range(40),
+                                                  strict=True))
+        await tb.cycles(12)
+        tb.source.clear()
+        tb.source.paused = True
+        await RisingEdge(dut.clk)
+        dut.rst.value = 1
+        await tb.cycles(2)
+        dut.rst.value = 0
+        assert tb.scoreboard.mismatches == 0, tb.scoreboard.reports
+        tb.scoreboard.clear()  # blocks cut off by the reset are gone, by design
+        for _ in range(30):
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            assert not int(dut.o__valid.value), "output after reset without new input"
+        tb.source.paused = False
+        batch2 = Batch(model, random_blocks(rng, 30, model.k, model.ff), rng)
+        tb.scoreboard.describe = _describe_stream(batch2)
+        tb.send(model.li.to_ints(batch2.stim), zip(model.lo.to_ints(batch2.exp), range(30),
+                                                   strict=True))
+        before = tb.scoreboard.checked
+        await tb.drain(2000)
+        tb.scoreboard.assert_clean()
+        after = tb.scoreboard.checked - before
+        assert after == 30, f"{after} blocks after the reset, expected 30"
+        write_summary(config=f"{label} [reset]", blocks=after, elements=after * model.k,
+                      mismatches=0, seed=seed)
+
+    @cocotb.test()
+    async def bulk_throughput_sweeps(dut):
+        """Back-to-back throughput, then bulk random / directed / exhaustive sweeps."""
+        from cocotb.clock import Clock
+
+        sidecar, seed, label, n = _env()
+        rng = np.random.default_rng(seed + 2)
+        model = QuantizerModel(sidecar)
+        await _bulk_start(dut)
+        dut.rst.value = 1
+        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+        from cocotb.triggers import ClockCycles
+
+        await ClockCycles(dut.clk, 3)
+        dut.rst.value = 0
+        runner = BulkRunner(dut, model.li, model.lo)
+        log = dut._log
+
+        # throughput: N blocks back to back, ready held high -> N + latency cycles (+1: the
+        # wrapper notices completion one cycle after the last output)
+        batch = Batch(model, random_blocks(rng, 1000, model.k, model.ff), rng)
+        got, cycles = await runner.run(batch.stim, seed=seed)
+        bad = batch.check(got, log)
+        assert cycles == len(batch) + model.latency + 1, \
+            f"{len(batch)} blocks took {cycles} cycles, expected {len(batch)} + latency " \
+            f"{model.latency} + 1"
+
+        batches = [batch]
+        t0 = time.perf_counter()
+        elements = 0
+        work = [("random", random_blocks(rng, 20 * n, model.k, model.ff))]
+        work.append(("directed", directed_blocks(model.k, model.ff, model.fmt, rng)))
+        if os.environ.get("MX_SWEEPS", "1") == "1":
+            sources = [golden.BF16, golden.FP16] if model.ff is golden.FP32 else [model.ff]
+            for src in sources:
+                work.append((f"all {src.name}", sweep_blocks(model.k, model.ff, src,
+                                                              sweep_anchors(model.ff))))
+        for what, raw in work:
+            # every mode combination over the whole set (random bits for stochastic)
+            for r, s in model.all_modes():
+                nb = raw.shape[0]
+                b = Batch.with_modes(model, raw, np.full(nb, r), np.full(nb, s), rng)
+                got, _ = await runner.run(b.stim, seed=seed + r * 7 + s,
+                                          idle=int(rng.integers(0, 100)),
+                                          stall=int(rng.integers(0, 100)))
+                m = b.check(got, log)
+                if m:
+                    log.error("%s, rounding=%s scale_mode=%s: %d mismatching blocks", what,
+                              ROUNDINGS[r], SCALE_MODES[s], m)
+                bad += m
+                elements += nb * model.k
+                batches.append(b)
+        dt = time.perf_counter() - t0
+        blocks = sum(len(b) for b in batches)
+        rate = round(elements / dt)
+        log.info("bulk: %d elements checked in %.2f s (%.3g elements/s; simulation %.2f s)",
+                 elements, dt, elements / dt, runner.sim_seconds)
+        print(f"checked_per_s={rate}")
+        write_summary(config=f"{label} [bulk]", blocks=blocks, elements=blocks * model.k,
+                      mismatches=bad, seed=seed, checked_per_s=rate)
+        assert bad == 0, f"{bad} mismatching blocks"
