@@ -175,18 +175,12 @@ if cocotb is not None:
     @cocotb.test()
     async def bulk_throughput_exhaustive(dut):
         """Back-to-back throughput; every code x every scale; a large random batch."""
-        from cocotb.clock import Clock
-        from cocotb.triggers import ClockCycles
-
         sidecar, seed, label, n = _env()
         rng = np.random.default_rng(seed + 2)
         model = DequantizerModel(sidecar)
         await _bulk_start(dut)
-        dut.rst.value = 1
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        await ClockCycles(dut.clk, 3)
-        dut.rst.value = 0
         runner = BulkRunner(dut, model.li, model.lo)
+        await runner.reset()
         log = dut._log
 
         batch = DBatch(model, *random_inputs(rng, 1000, model))

@@ -342,6 +342,7 @@ def _describe_stream(batch: Batch):
 
 
 async def _bulk_start(dut):
+    dut.osc_en.value = 0
     dut.bulk.value = 0
     dut.start.value = 0
     dut.count.value = 0
@@ -436,19 +437,12 @@ if cocotb is not None:
     @cocotb.test()
     async def bulk_throughput_sweeps(dut):
         """Back-to-back throughput, then bulk random / directed / exhaustive sweeps."""
-        from cocotb.clock import Clock
-
         sidecar, seed, label, n = _env()
         rng = np.random.default_rng(seed + 2)
         model = QuantizerModel(sidecar)
         await _bulk_start(dut)
-        dut.rst.value = 1
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        from cocotb.triggers import ClockCycles
-
-        await ClockCycles(dut.clk, 3)
-        dut.rst.value = 0
         runner = BulkRunner(dut, model.li, model.lo)
+        await runner.reset()
         log = dut._log
 
         # throughput: N blocks back to back, ready held high -> N + latency cycles (+1: the

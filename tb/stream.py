@@ -12,8 +12,8 @@ sampled high.  This is independent of whether the simulator shows pre- or post-e
 right at the edge.
 
 Payload codec: :class:`BitLayout` maps named fields (from the unit's JSON sidecar, see
-``hw/cli.py``) to bit matrices with vectorized numpy, and converts them to Python integers
-(cocotb) or ``$readmemh`` text (bulk mode).
+``hw/cli.py``) to payload byte matrices with vectorized numpy, and converts them to Python
+integers (cocotb) or ``$readmemh`` text (bulk mode).
 """
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ __all__ = ["BitLayout", "StreamSource", "StreamSink", "Scoreboard", "StreamTB",
 class BitLayout:
     """Named bit fields of a wide payload, packed LSB-first, converted in bulk with numpy.
 
+    Payload batches are ``(n, nbytes)`` uint8 matrices: row ``j`` is payload ``j`` as
+    little-endian bytes (unused top bits zero).  Byte-aligned fields (the common case: fp32,
+    bf16, fp16 lanes, 8-bit codes) are copied as bytes; others go through bit matrices.
+
     Parameters
     ----------
     width : int
@@ -44,10 +48,9 @@ class BitLayout:
         "elem_width"}`` -- the format of the ``fields`` entries of a sidecar port.
     """
 
-    _HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
-
     def __init__(self, width: int, fields: list[dict]):
         self.width = int(width)
+        self.nbytes = (self.width + 7) // 8
         self.fields = {f["name"]: f for f in fields}
 
     @classmethod
@@ -59,80 +62,102 @@ class BitLayout:
                                                              "width": p["width"]}])
         raise KeyError(f"no port {port!r} in sidecar of {sidecar.get('module')}")
 
-    # -- numpy field arrays <-> bit matrices (n, width) of uint8 -------------------------------
-    def pack(self, n: int, **values) -> np.ndarray:
-        """Bit matrix ``(n, width)`` from field arrays (shape ``(n,)`` or ``(n, length)``);
-        missing fields are zero."""
-        bits = np.zeros((n, self.width), np.uint8)
-        for name, v in values.items():
-            f = self.fields[name]
-            arr = f.get("array")
-            w = arr["elem_width"] if arr else f["width"]
-            v = np.asarray(v, np.uint64).reshape(n, -1)
-            if v.shape[1] != (arr["length"] if arr else 1):
-                raise ValueError(f"field {name}: expected {arr['length'] if arr else 1} lanes, "
-                                 f"got {v.shape[1]}")
-            b = (v[:, :, None] >> np.arange(w, dtype=np.uint64)) & np.uint64(1)
-            bits[:, f["lsb"]:f["lsb"] + f["width"]] = b.reshape(n, -1)
-        return bits
+    def _geometry(self, name):
+        f = self.fields[name]
+        arr = f.get("array")
+        return f, (arr["length"] if arr else 1), (arr["elem_width"] if arr else f["width"])
 
-    def unpack(self, bits: np.ndarray) -> dict:
-        """Field arrays (uint64; arrays as ``(n, length)``) from a bit matrix."""
-        out = {}
-        for name, f in self.fields.items():
-            arr = f.get("array")
-            w = arr["elem_width"] if arr else f["width"]
-            b = bits[:, f["lsb"]:f["lsb"] + f["width"]].reshape(bits.shape[0], -1, w)
-            v = (b.astype(np.uint64) << np.arange(w, dtype=np.uint64)).sum(axis=2,
-                                                                          dtype=np.uint64)
-            out[name] = v if arr else v[:, 0]
+    # -- numpy field arrays <-> payload byte matrices ------------------------------------------
+    def pack(self, n: int, **values) -> np.ndarray:
+        """Payload byte matrix ``(n, nbytes)`` from field arrays (shape ``(n,)`` or
+        ``(n, length)``); missing fields are zero."""
+        out = np.zeros((n, self.nbytes), np.uint8)
+        for name, v in values.items():
+            f, length, w = self._geometry(name)
+            if w > 64:
+                raise ValueError(f"field {name}: elements wider than 64 bits")
+            v = np.ascontiguousarray(np.asarray(v).astype("<u8")).reshape(n, -1)
+            if v.shape[1] != length:
+                raise ValueError(f"field {name}: expected {length} lanes, got {v.shape[1]}")
+            lo = f["lsb"]
+            if lo % 8 == 0 and w % 8 == 0:  # whole bytes: copy
+                b = v.view(np.uint8).reshape(n, length, 8)[:, :, :w // 8]
+                out[:, lo // 8:lo // 8 + length * w // 8] = b.reshape(n, -1)
+                continue
+            bits = np.unpackbits(v.view(np.uint8).reshape(n, -1, 8), axis=2, bitorder="little")
+            span = np.zeros((n, lo % 8 + f["width"]), np.uint8)
+            span[:, lo % 8:] = bits[:, :, :w].reshape(n, -1)
+            b = np.packbits(span, axis=1, bitorder="little")
+            out[:, lo // 8:lo // 8 + b.shape[1]] |= b
         return out
 
-    # -- bit matrices <-> Python ints (cocotb) ------------------------------------------------
-    def to_ints(self, bits: np.ndarray) -> list[int]:
-        packed = np.packbits(bits, axis=1, bitorder="little")
-        return [int.from_bytes(row.tobytes(), "little") for row in packed]
+    def unpack(self, rows: np.ndarray) -> dict:
+        """Field arrays (uint64; arrays as ``(n, length)``) from a payload byte matrix."""
+        out = {}
+        n = rows.shape[0]
+        for name in self.fields:
+            f, length, w = self._geometry(name)
+            lo = f["lsb"]
+            if lo % 8 == 0 and w in (8, 16, 32, 64):
+                b = np.ascontiguousarray(rows[:, lo // 8:lo // 8 + length * w // 8])
+                v = b.view(f"<u{w // 8}").reshape(n, length).astype(np.uint64)
+            else:
+                bits = np.unpackbits(rows, axis=1, bitorder="little")[:, lo:lo + f["width"]]
+                b64 = np.zeros((n, length, 64), np.uint8)
+                b64[:, :, :w] = bits.reshape(n, length, w)
+                v = np.packbits(b64, axis=2, bitorder="little").view("<u8")[:, :, 0]
+                v = v.astype(np.uint64)
+            out[name] = v if f.get("array") else v[:, 0]
+        return out
+
+    # -- byte matrices <-> Python ints (cocotb) -----------------------------------------------
+    def to_ints(self, rows: np.ndarray) -> list[int]:
+        return [int.from_bytes(row.tobytes(), "little") for row in rows]
 
     def from_ints(self, ints: Iterable[int]) -> np.ndarray:
-        nbytes = (self.width + 7) // 8
-        raw = b"".join(int(x).to_bytes(nbytes, "little") for x in ints)
-        b = np.frombuffer(raw, np.uint8).reshape(-1, nbytes)
-        return np.unpackbits(b, axis=1, bitorder="little")[:, :self.width]
+        raw = b"".join(int(x).to_bytes(self.nbytes, "little") for x in ints)
+        return np.frombuffer(raw, np.uint8).reshape(-1, self.nbytes).copy()
 
-    # -- bit matrices <-> $readmemh / $writememh text -----------------------------------------
+    # -- byte matrices <-> $readmemh / $writememh text ----------------------------------------
     @property
     def hex_digits(self) -> int:
         return (self.width + 3) // 4
 
-    def to_hex(self, bits: np.ndarray) -> bytes:
+    _HEX2 = np.frombuffer(b"".join(f"{i:02x}".encode() for i in range(256)),
+                          np.uint8).reshape(256, 2)
+    _NIB = np.full(256, 255, np.uint8)
+    _NIB[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16)
+    _NIB[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
+
+    def to_hex(self, rows: np.ndarray) -> bytes:
         """One line of ``hex_digits`` hex digits per row, most significant digit first."""
-        n, d = bits.shape[0], self.hex_digits
-        padded = np.zeros((n, 4 * d), np.uint8)
-        padded[:, :self.width] = bits
-        nib = padded.reshape(n, d, 4) @ np.array([1, 2, 4, 8], np.uint8)
-        chars = np.empty((n, d + 1), np.uint8)
-        chars[:, :d] = self._HEX[nib[:, ::-1]]
-        chars[:, d] = ord("\n")
-        return chars.tobytes()
+        n, d = rows.shape[0], self.hex_digits
+        text = np.ascontiguousarray(rows[:, ::-1]).tobytes().hex().encode()
+        chars = np.frombuffer(text, np.uint8).reshape(n, -1)[:, 2 * self.nbytes - d:]
+        return np.concatenate([chars, np.full((n, 1), ord("\n"), np.uint8)], axis=1).tobytes()
 
     def from_hex(self, text: bytes | str) -> np.ndarray:
         """Inverse of :meth:`to_hex`; tolerates ``//`` comments, blank lines and short words."""
         if isinstance(text, str):
             text = text.encode()
-        words = [w for w in text.split() if not w.startswith((b"//", b"@"))]
         d = self.hex_digits
-        if any(len(w) != d for w in words):
+        raw = np.frombuffer(text, np.uint8)
+        if raw.size % (d + 1) == 0 and raw.size and np.all(raw[d::d + 1] == ord("\n")):
+            c = raw.reshape(-1, d + 1)[:, :d]  # the common case: fixed-width lines
+        else:
+            words = [w for w in text.split() if not w.startswith((b"//", b"@"))]
+            if not words:
+                return np.zeros((0, self.nbytes), np.uint8)
             words = [w.rjust(d, b"0")[-d:] for w in words]
-        if not words:
-            return np.zeros((0, self.width), np.uint8)
-        c = np.frombuffer(b"".join(words).lower(), np.uint8).reshape(len(words), d)
-        c = np.where(c.astype(np.int16) >= ord("a"), c - ord("a") + 10, c - ord("0"))
-        c = c.astype(np.uint8)
-        if np.any(c > 15):
-            raise ValueError("non-hex digit (x/z?) in memory file")
-        nib = c[:, ::-1]
-        bits = ((nib[:, :, None] >> np.arange(4, dtype=np.uint8)) & 1).reshape(len(words), -1)
-        return bits[:, :self.width].astype(np.uint8)
+            c = np.frombuffer(b"".join(words), np.uint8).reshape(len(words), d)
+        if d % 2:
+            c = np.concatenate([np.full((c.shape[0], 1), ord("0"), np.uint8), c], axis=1)
+        try:
+            b = bytes.fromhex(np.ascontiguousarray(c).tobytes().decode("ascii"))
+        except (ValueError, UnicodeDecodeError):
+            raise ValueError("non-hex digit (x/z?) in memory file") from None
+        rows = np.frombuffer(b, np.uint8).reshape(c.shape[0], self.nbytes)
+        return np.ascontiguousarray(rows[:, ::-1])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import os
 import pytest
 
 import golden
-from tb.bulk import prepare_unit
+from tb.bulk import VERILATOR_ARGS, prepare_unit
 from tb.report import SUMMARY_ENV, read_summary
 from tb.runner import BUILD, run_cocotb
 
@@ -56,7 +56,7 @@ def test_dequantizer_sim(config, seed, sim_record):
     summary.unlink(missing_ok=True)
     try:
         run_cocotb(sources=sources, toplevel=top, test_module="tb.dequantizer", name=name,
-                   seed=seed, waves=os.environ.get("WAVES") == "1",
+                   seed=seed, waves=os.environ.get("WAVES") == "1", build_args=VERILATOR_ARGS,
                    extra_env={"MX_SIDECAR": sidecar,
                               "MX_CONFIG": f"dequantizer {config_id(config)}",
                               "MX_BLOCKS": os.environ.get("BLOCKS") or 200, "MX_SEED": seed,
