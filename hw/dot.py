@@ -36,7 +36,7 @@ import golden
 from golden.formats import ElementFormat
 
 from .cli import UnitSpec
-from .common import StreamPipeline, leading_zeros, round_to_grid, wire
+from .common import RNE, StreamPipeline, leading_zeros, round_to_grid, wire
 
 __all__ = ["DotGeometry", "MXDot", "MXDotGeneral", "operand_layout", "width_table",
            "cli_units"]
@@ -334,7 +334,7 @@ class _FusedStep:
         }, "normalize")
 
         # 7. One rounding (RNE, subnormals kept, overflow to Inf), then the special cases.
-        code = wire(m, round_to_grid(m, s["norm"], s["top"], emin=-126, mbits=23, rounding=0,
+        code = wire(m, round_to_grid(m, s["norm"], s["top"], emin=-126, mbits=23, rounding=RNE,
                                      name="round"), "rounded")
         code = Mux(code >= FP32_INF, FP32_INF, code)[:31]
         c_in = s["c"]
