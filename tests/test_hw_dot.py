@@ -24,6 +24,9 @@ from tb.runner import ROOT
 
 FMTS = list(golden.FORMATS)
 
+# Components built here only to inspect their attributes are never elaborated, by design.
+pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
+
 
 @pytest.mark.parametrize("fa", FMTS)
 @pytest.mark.parametrize("fb", FMTS)
