@@ -9,6 +9,8 @@ environment (set by ``tests/test_sim_quantizer.py``):
 ``MX_CONFIG``   label for the summary table
 ``MX_BLOCKS``   blocks per random run (stream mode; bulk runs use 20x)
 ``MX_SWEEPS``   ``1``: the exhaustive bf16/fp16 sweeps (default on)
+``MX_ALL_MODES`` ``1`` (SIM_FULL): bulk sets run once per rounding x scale mode combination;
+               otherwise once, with a random combination per block
 
 The stimulus and the golden expectations are built here with vectorized numpy; helpers are
 reused by ``tb.dequantizer``.
@@ -271,8 +273,11 @@ class QuantizerModel:
         return scales, codes
 
     def describe(self, b, raw, rnd, smode, rand, exp_scale, exp_codes, got_scale, got_codes):
+        def scale(x):
+            return "255 (NaN)" if x == 255 else f"{x} (2^{int(x) - 127})"
+
         lines = [f"block {b} (rounding={ROUNDINGS[rnd]}, scale_mode={SCALE_MODES[smode]}): "
-                 f"scale expected {exp_scale} got {got_scale}"]
+                 f"scale expected {scale(exp_scale)} got {scale(got_scale)}"]
         bad = np.nonzero(exp_codes != got_codes)[0]
         for lane in bad[:4]:
             lines.append(
@@ -464,18 +469,24 @@ if cocotb is not None:
             for src in sources:
                 work.append((f"all {src.name}", sweep_blocks(model.k, model.ff, src,
                                                               sweep_anchors(model.ff))))
+        all_modes = os.environ.get("MX_ALL_MODES") == "1"
         for what, raw in work:
-            # every mode combination over the whole set (random bits for stochastic)
-            for r, s in model.all_modes():
-                nb = raw.shape[0]
-                b = Batch.with_modes(model, raw, np.full(nb, r), np.full(nb, s), rng)
-                got, _ = await runner.run(b.stim, seed=seed + r * 7 + s,
+            nb = raw.shape[0]
+            # SIM_FULL: every mode combination over the whole set; default: one pass with a
+            # random mode combination per block (runtime builds), to bound the run time
+            if all_modes:
+                passes = [(f"rounding={ROUNDINGS[r]} scale_mode={SCALE_MODES[s]}",
+                           np.full(nb, r), np.full(nb, s)) for r, s in model.all_modes()]
+            else:
+                passes = [("random modes per block", *model.modes(rng, nb))]
+            for modes, rnd, smode in passes:
+                b = Batch.with_modes(model, raw, rnd, smode, rng)
+                got, _ = await runner.run(b.stim, seed=seed + len(batches),
                                           idle=int(rng.integers(0, 100)),
                                           stall=int(rng.integers(0, 100)))
                 m = b.check(got, log)
                 if m:
-                    log.error("%s, rounding=%s scale_mode=%s: %d mismatching blocks", what,
-                              ROUNDINGS[r], SCALE_MODES[s], m)
+                    log.error("%s, %s: %d mismatching blocks", what, modes, m)
                 bad += m
                 elements += nb * model.k
                 batches.append(b)
