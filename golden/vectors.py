@@ -1,0 +1,204 @@
+"""Test vectors for anyone's MX hardware: plain ``$readmemh`` hex files of inputs and expected
+outputs, written by ``python -m golden vectors``.
+
+One file per field, one block per line, lanes LSB-first (lane i of width w at bits
+``[w*i, w*(i+1))`` of the line's number, as on the RTL ports). Every file starts with ``//``
+comment lines (which ``$readmemh`` skips) describing its layout; ``README.txt`` and
+``vectors.json`` in the same folder describe the whole set. Random and corner-case blocks are
+mixed (corner cases from :mod:`golden.stimulus`), and every expected value comes from golden.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import golden
+
+from . import stimulus as S
+from .formats import element_format, float_format
+from .mx import MXArray
+
+UNITS = ("quantizer", "dequantizer", "dot")
+
+
+@dataclass
+class Field:
+    name: str
+    role: str  # "input" or "expected"
+    lanes: int
+    lane_width: int
+    values: np.ndarray  # (n, lanes) integers
+    meaning: str
+
+    @property
+    def width(self) -> int:
+        return self.lanes * self.lane_width
+
+
+def to_hex_lines(values: np.ndarray, lane_width: int) -> list[str]:
+    """(n, lanes) unsigned integers -> one fixed-width hex number per row, lane 0 in the LSBs."""
+    v = np.asarray(values, np.uint64)
+    n, lanes = v.shape
+    width = lanes * lane_width
+    bits = ((v[:, :, None] >> np.arange(lane_width, dtype=np.uint64)) & 1).astype(np.uint8)
+    bits = bits.reshape(n, width)
+    pad = (-width) % 8
+    bits = np.concatenate([bits, np.zeros((n, pad), np.uint8)], axis=1)
+    by = np.packbits(bits, axis=1, bitorder="little")[:, ::-1]  # most significant byte first
+    digits = -(-width // 4)
+    return [row.tobytes().hex()[-digits:] for row in by]
+
+
+def from_hex_lines(lines, lanes: int, lane_width: int) -> np.ndarray:
+    """Inverse of :func:`to_hex_lines` (skips ``//`` comments and blank lines)."""
+    rows = [ln.split("//")[0].strip() for ln in lines]
+    rows = [r for r in rows if r]
+    out = np.zeros((len(rows), lanes), np.uint64)
+    mask = (1 << lane_width) - 1
+    for i, r in enumerate(rows):
+        x = int(r, 16)
+        for j in range(lanes):
+            out[i, j] = (x >> (lane_width * j)) & mask
+    return out
+
+
+def _mix(rng, directed: np.ndarray, random_fn, count: int) -> np.ndarray:
+    """Corner cases (at most half of ``count``) and random rows, shuffled together."""
+    take = min(len(directed), count // 2)
+    picked = directed[rng.permutation(len(directed))[:take]]
+    rows = np.concatenate([picked, random_fn(count - take)]) if count > take else picked
+    return rows[rng.permutation(len(rows))]
+
+
+def quantizer_vectors(rng, count, fmt, k, input_format="fp32", rounding="rne",
+                      scale_mode="floor", random_bits=8):
+    fmt, ff = element_format(fmt), float_format(input_format)
+    raw = _mix(rng, S.quantizer_directed_blocks(k, ff, fmt, rng),
+               lambda n: S.quantizer_random_blocks(rng, n, k, ff), count)
+    stochastic = rounding == "stochastic"
+    rand = rng.integers(0, 1 << random_bits, raw.shape) if stochastic else None
+    mx = golden.quantize(raw.view(ff.dtype), fmt, block_size=k, rounding=rounding,
+                         scale_mode=scale_mode, random_bits=rand, rbits=random_bits)
+    fields = [Field("in_data", "input", k, ff.bits, raw,
+                    f"k={k} {ff.name} values (IEEE bit patterns)")]
+    if stochastic:
+        fields.append(Field("in_random", "input", k, random_bits, rand,
+                            f"{random_bits} random bits per element (stochastic rounding)"))
+    fields += [Field("expected_scale", "expected", 1, 8, mx.scales.reshape(-1, 1),
+                     "E8M0 scale code"),
+               Field("expected_codes", "expected", k, fmt.bits, mx.codes,
+                     f"{fmt.name} element codes")]
+    params = {"format": fmt.name, "block_size": k, "input": ff.name, "rounding": rounding,
+              "scale_mode": scale_mode, "random_bits": random_bits if stochastic else 0}
+    return params, fields
+
+
+def dequantizer_vectors(rng, count, fmt, k, output_format="fp32"):
+    fmt, ff = element_format(fmt), float_format(output_format)
+    s_all, c_all = S.dequantizer_exhaustive_inputs(fmt, k)
+    directed = np.concatenate([s_all[:, None], c_all], axis=1)
+
+    def rand(n):
+        s, c = S.dequantizer_random_inputs(rng, n, fmt, k)
+        return np.concatenate([s[:, None], c], axis=1)
+
+    rows = _mix(rng, directed, rand, count)
+    scales, codes = rows[:, 0].astype(np.uint8), rows[:, 1:].astype(np.uint8)
+    mx = MXArray(scales.reshape(-1, 1), codes, fmt, k, 1, codes.shape)
+    out = golden.dequantize(mx, ff.dtype).view(ff.uint)
+    fields = [Field("in_scale", "input", 1, 8, scales.reshape(-1, 1), "E8M0 scale code"),
+              Field("in_codes", "input", k, fmt.bits, codes, f"{fmt.name} element codes"),
+              Field("expected_data", "expected", k, ff.bits, out,
+                    f"{ff.name} values (NaN: compare NaN-ness, payload not specified)")]
+    return {"format": fmt.name, "block_size": k, "output": ff.name}, fields
+
+
+def dot_vectors(rng, count, fmt_a, fmt_b, k):
+    fa, fb = element_format(fmt_a), element_format(fmt_b)
+    cases = S.dot_directed_blocks(fa, fb, k)
+    d_ca = np.stack([c[0] for c in cases])
+    d_sa = np.array([c[1] for c in cases])
+    d_cb = np.stack([c[2] for c in cases])
+    d_sb = np.array([c[3] for c in cases])
+    d_c = np.array([c[4] for c in cases], np.uint64)
+    directed = np.concatenate([d_sa[:, None], d_ca, d_sb[:, None], d_cb, d_c[:, None]], axis=1)
+
+    def rand(n):
+        ca, sa, cb, sb = S.dot_random_blocks(rng, fa, fb, n, k)
+        c = S.dot_accumulators(rng, fa, fb, ca, sa, cb, sb)
+        return np.concatenate([sa[:, None], ca, sb[:, None], cb, c[:, None]], axis=1)
+
+    rows = _mix(rng, directed.astype(np.uint64), lambda n: rand(n).astype(np.uint64), count)
+    sa, ca = rows[:, 0].astype(np.uint8), rows[:, 1:1 + k].astype(np.uint8)
+    sb, cb = rows[:, 1 + k].astype(np.uint8), rows[:, 2 + k:2 + 2 * k].astype(np.uint8)
+    c = rows[:, -1].astype(np.uint32)
+    res = golden.dot_blocks(ca[:, None], sa[:, None], cb[:, None], sb[:, None], fa, fb,
+                            acc=c.view(np.float32)).view(np.uint32)
+    fields = [Field("in_scale_a", "input", 1, 8, sa[:, None], "E8M0 scale of A"),
+              Field("in_codes_a", "input", k, fa.bits, ca, f"{fa.name} codes of A"),
+              Field("in_scale_b", "input", 1, 8, sb[:, None], "E8M0 scale of B"),
+              Field("in_codes_b", "input", k, fb.bits, cb, f"{fb.name} codes of B"),
+              Field("in_c", "input", 1, 32, c[:, None], "fp32 accumulator input c"),
+              Field("expected_result", "expected", 1, 32, res[:, None],
+                    "fp32 RNE(c + 2^(sa+sb-254) * sum a_i*b_i); NaN is 0x7FC00000")]
+    return {"format_a": fa.name, "format_b": fb.name, "block_size": k}, fields
+
+
+def write_vectors(out_dir, unit: str, params: dict, fields: list[Field], *, seed: int) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    n = len(fields[0].values)
+    desc = ", ".join(f"{k}={v}" for k, v in params.items())
+    manifest = {"unit": unit, "parameters": params, "count": n, "seed": seed,
+                "generator": f"python -m golden vectors (golden {golden.__name__})", "files": {}}
+    readme = [f"MX test vectors: unit {unit}; {desc}; {n} blocks; seed {seed}.",
+              "Written by `python -m golden vectors`; expected values are the golden model's.",
+              "Each .hex file: one block per line, a fixed-width hex number for $readmemh;",
+              "lane i of width w sits at bits [w*i, w*(i+1)) (lane 0 in the LSBs).", "",
+              "file | role | lanes x bits | meaning"]
+    for f in fields:
+        name = f"{f.name}.hex"
+        header = [f"// {name}: {f.meaning}",
+                  f"// {f.role}; {f.lanes} lane(s) x {f.lane_width} bits = {f.width} bits per "
+                  f"line, lane i at bits [{f.lane_width}*i, {f.lane_width}*(i+1))",
+                  f"// unit {unit}; {desc}; {n} blocks; seed {seed}"]
+        (out / name).write_text("\n".join(header + to_hex_lines(f.values, f.lane_width)) + "\n")
+        manifest["files"][name] = {"role": f.role, "lanes": f.lanes, "lane_width": f.lane_width,
+                                   "width": f.width, "meaning": f.meaning}
+        readme.append(f"{name} | {f.role} | {f.lanes} x {f.lane_width} | {f.meaning}")
+    (out / "vectors.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    (out / "README.txt").write_text("\n".join(readme) + "\n")
+    return out
+
+
+def read_field(out_dir, name: str) -> np.ndarray:
+    """Read one field back as an (n, lanes) uint64 array, using vectors.json."""
+    out = Path(out_dir)
+    meta = json.loads((out / "vectors.json").read_text())["files"][f"{name}.hex"]
+    return from_hex_lines((out / f"{name}.hex").read_text().splitlines(), meta["lanes"],
+                          meta["lane_width"])
+
+
+def generate(unit: str, out_dir, *, count: int, seed: int, fmt, fmt_b=None, block_size=32,
+             input_format="fp32", output_format="fp32", rounding="rne", scale_mode="floor",
+             random_bits=8) -> Path:
+    """Generate and write one vector set; returns the folder."""
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}; expected one of {', '.join(UNITS)}")
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive integer, got {count!r}")
+    golden.mx.check_block_size(block_size)
+    rng = np.random.default_rng(seed)
+    if unit == "quantizer":
+        golden.codec.rounding_mode(rounding)
+        params, fields = quantizer_vectors(rng, count, fmt, block_size, input_format, rounding,
+                                           scale_mode, random_bits)
+    elif unit == "dequantizer":
+        params, fields = dequantizer_vectors(rng, count, fmt, block_size, output_format)
+    else:
+        params, fields = dot_vectors(rng, count, fmt, fmt_b or fmt, block_size)
+    return write_vectors(out_dir, unit, params, fields, seed=seed)

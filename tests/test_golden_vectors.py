@@ -1,0 +1,72 @@
+"""``python -m golden vectors``: files readable as $readmemh, expected values right by the
+Fraction oracle, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import oracle
+import pytest
+
+from golden import vectors as V
+
+
+def test_hex_lines_lane_order(rng):
+    vals = rng.integers(0, 1 << 6, (50, 5))
+    lines = V.to_hex_lines(vals, 6)
+    for row, line in zip(vals, lines, strict=True):
+        expect = sum(int(v) << (6 * i) for i, v in enumerate(row))
+        assert line == f"{expect:0{-(-30 // 4)}x}"
+    assert np.array_equal(V.from_hex_lines(lines, 5, 6), vals)
+
+
+@pytest.mark.parametrize("rounding", ["rne", "stochastic"])
+def test_quantizer_vectors_match_oracle(tmp_path, seed, rounding):
+    out = V.generate("quantizer", tmp_path, count=40, seed=seed, fmt="fp6_e2m3", block_size=8,
+                     input_format="bf16", rounding=rounding, random_bits=5)
+    meta = json.loads((tmp_path / "vectors.json").read_text())
+    assert meta["count"] == 40 and meta["parameters"]["input"] == "bf16"
+    raw = V.read_field(out, "in_data").astype(np.uint16).view(ml_dtypes.bfloat16)
+    rand = V.read_field(out, "in_random") if rounding == "stochastic" else None
+    s, c = oracle.quantize(raw, "fp6_e2m3", block_size=8, rounding=rounding, random_bits=rand,
+                           rbits=5)
+    assert np.array_equal(V.read_field(out, "expected_scale")[:, 0], s.reshape(-1))
+    assert np.array_equal(V.read_field(out, "expected_codes"), c)
+
+
+def test_dot_vectors_match_oracle(tmp_path, seed):
+    out = V.generate("dot", tmp_path, count=60, seed=seed, fmt="fp8_e5m2", fmt_b="int8",
+                     block_size=4)
+    sa, ca = V.read_field(out, "in_scale_a")[:, 0], V.read_field(out, "in_codes_a")
+    sb, cb = V.read_field(out, "in_scale_b")[:, 0], V.read_field(out, "in_codes_b")
+    c, res = V.read_field(out, "in_c")[:, 0], V.read_field(out, "expected_result")[:, 0]
+    for i in range(len(res)):
+        want = oracle.dot_block("fp8_e5m2", [int(x) for x in ca[i]], int(sa[i]), "int8",
+                                [int(x) for x in cb[i]], int(sb[i]), int(c[i]))
+        assert int(res[i]) == want, f"block {i}"
+
+
+def test_dequantizer_vectors_cover_every_code(tmp_path, seed):
+    out = V.generate("dequantizer", tmp_path, count=600, seed=seed, fmt="fp4_e2m1",
+                     block_size=4, output_format="fp16")
+    codes = V.read_field(out, "in_codes")
+    assert len(np.unique(codes)) == 16
+    data = V.read_field(out, "expected_data").astype(np.uint16).view(np.float16)
+    scales = V.read_field(out, "in_scale")[:, 0]
+    want = np.array([[float(oracle.code_value(oracle.FORMATS["fp4_e2m1"], int(x))) for x in row]
+                     for row in codes]) * np.exp2(scales.astype(np.float64) - 127)[:, None]
+    want[scales == 255] = np.nan
+    with np.errstate(over="ignore"):  # values beyond fp16 become Inf, as specified
+        want16 = want.astype(np.float16).astype(np.float64)
+    assert np.array_equal(data.astype(np.float64), want16, equal_nan=True)
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "golden", "vectors", "--unit", "dot", "--format",
+                        "fp9", "-o", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "unknown element format" in r.stderr
