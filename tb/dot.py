@@ -28,6 +28,12 @@ from pathlib import Path
 import numpy as np
 
 import golden
+
+# Stimulus generators are shared with `python -m golden vectors`.
+from golden.stimulus import dot_accumulators as accumulators
+from golden.stimulus import dot_directed_blocks as directed_blocks
+from golden.stimulus import dot_random_blocks as random_blocks
+from golden.stimulus import random_fp32
 from tb.stream import BitLayout, StreamTB, bursty_pattern, never, random_pattern
 
 #: Depth of the bulk wrapper's stimulus/response memories (vectors per bulk chunk).
@@ -127,157 +133,6 @@ def describe_block(fmt_a, fmt_b, sa, ca, sb, cb, c) -> str:
     more = f" (+{len(nz) - 8} more)" if len(nz) > 8 else ""
     return (f"sa={int(sa)} sb={int(sb)} c={describe_fp32(c)}; non-zero lanes: "
             f"{lanes or 'none'}{more}")
-
-
-# ----------------------------------------------------------------------------------------------
-# Stimulus
-# ----------------------------------------------------------------------------------------------
-def finite_codes(fmt) -> np.ndarray:
-    f = golden.element_format(fmt)
-    return np.flatnonzero(np.isfinite(golden.decode_table(f))).astype(np.uint8)
-
-
-def special_codes(fmt) -> np.ndarray:
-    f = golden.element_format(fmt)
-    return np.flatnonzero(~np.isfinite(golden.decode_table(f))).astype(np.uint8)
-
-
-def random_fp32(rng, n) -> np.ndarray:
-    """fp32 bit patterns: zeros, subnormals, normals of all magnitudes, Inf and NaN."""
-    kind = rng.integers(0, 16, n)
-    bits = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
-    out = bits.copy()
-    out[kind == 0] = 0
-    out[kind == 1] = 0x80000000
-    sub = kind == 2
-    out[sub] &= 0x807FFFFF
-    out[kind == 3] = (bits[kind == 3] & 0x80000000) | 0x7F800000
-    nan = kind == 4
-    out[nan] = bits[nan] | 0x7F800001
-    mid = kind >= 8  # moderate magnitudes, where results meet c most often
-    e = rng.integers(100, 160, n).astype(np.uint32)
-    out[mid] = (bits[mid] & 0x807FFFFF) | (e[mid] << 23)
-    return out
-
-
-def random_blocks(rng, fa, fb, n, k, *, specials=0.03):
-    """``(a_codes, sa, b_codes, sb)`` random blocks: finite codes, with a few NaN/Inf codes and
-    NaN scales, a few blocks of all-equal or one-huge-among-tiny elements, extreme scales."""
-    fin_a, fin_b = finite_codes(fa), finite_codes(fb)
-    ca = rng.choice(fin_a, (n, k))
-    cb = rng.choice(fin_b, (n, k))
-    # Sparse blocks (few non-zero lanes) give sums with few bits: ties and exact results.
-    sparse = rng.random(n) < 0.25
-    mask = rng.random((n, k)) < 0.15
-    ca[sparse] = np.where(mask[sparse], ca[sparse], 0)
-    # All-equal blocks and one huge among tiny ones.
-    eq = rng.random(n) < 0.05
-    ca[eq] = ca[eq, :1]
-    huge = np.flatnonzero(rng.random(n) < 0.05)
-    for j in huge:
-        ca[j] = rng.choice(fin_a[:4], k)
-        ca[j, rng.integers(k)] = fin_a[len(fin_a) // 2 - 1]
-    for codes, fmt in ((ca, fa), (cb, fb)):
-        sp = special_codes(fmt)
-        if len(sp):
-            hit = rng.random((n, k)) < specials / k
-            codes[hit] = rng.choice(sp, int(hit.sum()))
-    sa = np.clip(rng.normal(127, 12, n), 0, 254).astype(np.uint8)
-    sb = np.clip(rng.normal(127, 12, n), 0, 254).astype(np.uint8)
-    ext = rng.random(n) < 0.05  # extreme scale pairs: sums near 0 and near 508
-    lo = rng.random(n) < 0.5
-    sa[ext & lo], sb[ext & lo] = rng.integers(0, 4), rng.integers(0, 4)
-    sa[ext & ~lo], sb[ext & ~lo] = rng.integers(251, 255), rng.integers(251, 255)
-    nan = rng.random(n) < specials / 3
-    sa[nan & lo] = 255
-    sb[nan & ~lo] = 255
-    return ca.astype(np.uint8), sa, cb.astype(np.uint8), sb
-
-
-def accumulators(rng, fa, fb, ca, sa, cb, sb):
-    """c per block: random fp32 (all kinds), or the negated block sum plus a tiny offset
-    (cancellation to zero or to a few bits, subnormal results, final-rounding ties)."""
-    n = len(sa)
-    c = random_fp32(rng, n)
-    t = golden.dot_blocks(ca[:, None], sa[:, None], cb[:, None], sb[:, None], fa, fb)
-    tb = t.view(np.uint32)
-    kind = rng.integers(0, 4, n)
-    fin = np.isfinite(t)
-    neg = fin & (kind == 0)
-    c[neg] = tb[neg] ^ 0x80000000  # exact cancellation (T representable) or nearly
-    near = fin & (kind == 1)
-    c[near] = (tb[near] ^ 0x80000000) + rng.integers(-3, 4, int(near.sum())).astype(np.uint32)
-    return c
-
-
-def directed_blocks(fa, fb, k):
-    """Hand-built corner cases: list of ``(codes_a, sa, codes_b, sb, c, label)``."""
-    f_a, f_b = golden.element_format(fa), golden.element_format(fb)
-
-    def enc(vals, f):
-        vals = np.zeros(k) if vals is None else np.asarray(vals, np.float64)
-        out = np.zeros(k, np.uint8)
-        vals = vals[:k]  # tiny blocks keep what fits
-        out[:len(vals)] = golden.encode(vals, f)
-        return out
-
-    def fp32(x):
-        return int(np.array([x], np.float32).view(np.uint32)[0])
-
-    one_a, one_b = enc([1.0], f_a), enc([1.0], f_b)
-    z = np.zeros(k, np.uint8)
-    neg_zero_a = z.copy()
-    if not f_a.twos_complement:
-        neg_zero_a[:] = 1 << (f_a.bits - 1)
-    cases = [
-        (z, 127, z, 127, 0, "all zero, c=+0"),
-        (neg_zero_a, 127, z, 127, 0x80000000, "-0 elements, c=-0 -> +0"),
-        (z, 127, z, 127, fp32(-3.5), "T=0 passes c"),
-        (z, 127, z, 127, 0x80000001, "T=0 passes a subnormal c"),
-        (one_a, 127, one_b, 127, fp32(-1.0), "cancellation to +0"),
-        (one_a, 127, one_b, 127 - 24, fp32(1.0), "tie 1 + 2^-24 -> 1"),
-        (enc([1.0, 1.0, 1.0], f_a), 127, one_b, 127 - 23, fp32(1.0), "1 + 2^-23"),
-        (enc([1.5], f_a), 127, one_b, 127 - 23, fp32(1.0), "tie 1 + 3*2^-24 -> up"),
-        (one_a, 0, one_b, 0, 0, "sa+sb=0: 2^-254 -> +0"),
-        (one_a, 0, one_b, 104, 0, "2^-150: tie to +0"),
-        (enc([1.5], f_a), 0, one_b, 104, 0, "1.5*2^-150 rounds up to min subnormal"),
-        (one_a, 0, one_b, 105, 0x80000001, "2^-149 + -2^-149 = +0"),
-        (one_a, 254, one_b, 254, 0, "2^254 -> +Inf"),
-        (one_a, 254, one_b, 128, fp32(-3e38), "2^128 - 3e38"),
-        (one_a, 255, one_b, 127, 0, "NaN scale a"),
-        (one_a, 127, one_b, 255, 0, "NaN scale b"),
-        (one_a, 127, one_b, 127, 0x7FC12345, "NaN c"),
-        (one_a, 127, one_b, 127, 0x7F800000, "+Inf c"),
-        (one_a, 127, one_b, 127, 0xFF800000, "-Inf c"),
-        (z, 127, z, 127, 0xFF800000, "-Inf c, T=0"),
-    ]
-    big_a = np.full(k, f_a.max_code, np.uint8)
-    big_b = np.full(k, f_b.max_code, np.uint8)
-    cases.append((big_a, 254, big_b, 254, 0, "all max, max scales"))
-    cases.append((big_a, 0, big_b, 0, 0, "all max, min scales"))
-    if not f_b.twos_complement:
-        neg_big_b = big_b | (1 << (f_b.bits - 1))
-        cases.append((big_a, 130, neg_big_b, 130, fp32(1e10), "all -max"))
-    for f, side in ((f_a, "a"), (f_b, "b")):
-        for code in (*f.nan_codes, *f.inf_codes):
-            for neg in (0, 1):
-                sp = np.zeros(k, np.uint8)
-                sp[0] = code | (neg << (f.bits - 1))
-                other_one = one_b if side == "a" else one_a
-                other_zero = z
-                for other, what in ((other_one, "x 1"), (other_zero, "x 0")):
-                    a, b = (sp, other) if side == "a" else (other, sp)
-                    cases.append((a, 127, b, 127, 0, f"{side} code {int(sp[0]):#x} {what}"))
-                a, b = (sp, one_b) if side == "a" else (one_a, sp)
-                cases.append((a, 127, b, 127, 0xFF800000, f"{side} code {int(sp[0]):#x}, -Inf c"))
-    inf_a = [c for c in f_a.inf_codes]
-    if inf_a:
-        a = np.zeros(k, np.uint8)
-        a[0], a[1] = inf_a[0], inf_a[0] | (1 << (f_a.bits - 1))
-        b = np.zeros(k, np.uint8)
-        b[:2] = one_b[0]
-        cases.append((a, 127, b, 127, 0, "opposite Infs among products"))
-    return cases
 
 
 # ----------------------------------------------------------------------------------------------
