@@ -211,10 +211,12 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
 @njit(cache=True, nogil=True)
 def _dequantize_blocks(codes, scales, table, scale_table, out):
     nb, k = codes.shape
+    nan = np.float32(np.nan)  # the canonical quiet NaN 0x7FC00000
     for b in range(nb):
         s = scale_table[scales[b]]
         for i in range(k):
-            out[b, i] = table[codes[b, i]] * s  # exact in fp32 except overflow to Inf
+            v = table[codes[b, i]] * s  # exact in fp32 except overflow to Inf
+            out[b, i] = v if v == v else nan  # one NaN encoding, as the hardware writes
 
 
 _SCALE_F32 = np.where(np.arange(256) == 255, np.nan,
@@ -224,8 +226,9 @@ _SCALE_F32 = np.where(np.arange(256) == 255, np.nan,
 def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
     """MX to float32, bfloat16 or float16, per contract section 3; returns the original shape.
 
-    fp32 is exact (only values beyond fp32's range, unreachable from quantized fp32 data,
-    become Inf); bf16/fp16 are the RNE cast of that exact value.
+    fp32 is exact (only values beyond fp32's range become Inf); bf16/fp16 are the RNE cast of
+    that exact value.  Every NaN is the canonical quiet NaN (fp32 0x7FC00000, bf16 0x7FC0,
+    fp16 0x7E00), whatever the sign of the NaN code.
     """
     if not isinstance(mx, MXArray):
         raise TypeError(f"dequantize takes an MXArray, got {type(mx).__name__}")

@@ -113,7 +113,7 @@ def dequantizer_vectors(rng, count, fmt, k, output_format="fp32"):
     fields = [Field("in_scale", "input", 1, 8, scales.reshape(-1, 1), "E8M0 scale code"),
               Field("in_codes", "input", k, fmt.bits, codes, f"{fmt.name} element codes"),
               Field("expected_data", "expected", k, ff.bits, out,
-                    f"{ff.name} values (NaN: compare NaN-ness, payload not specified)")]
+                    f"{ff.name} values (every NaN is the canonical quiet NaN)")]
     return {"format": fmt.name, "block_size": k, "output": ff.name}, fields
 
 

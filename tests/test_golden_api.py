@@ -292,3 +292,19 @@ def test_non_contiguous_inputs(rng):
             b = golden.quantize(np.ascontiguousarray(v), "fp4_e2m1", block_size=8, axis=axis)
             assert np.array_equal(a.codes, b.codes) and np.array_equal(a.scales, b.scales)
             assert np.array_equal(golden.dequantize(a), golden.dequantize(b))
+
+
+@pytest.mark.parametrize("dtype,nan_bits", [(np.float32, 0x7FC00000),
+                                            (ml_dtypes.bfloat16, 0x7FC0),
+                                            (np.float16, 0x7E00)])
+@pytest.mark.parametrize("fmt,nan_codes", [("fp8_e4m3", [0x7F, 0xFF]),
+                                           ("fp8_e5m2", [0x7D, 0x7E, 0xFE, 0xFF])])
+def test_dequantize_writes_one_canonical_nan(dtype, nan_bits, fmt, nan_codes):
+    """NaN codes of either sign, and a NaN scale, all give the canonical quiet NaN: the
+    encoding the RTL dequantizer writes (bit patterns written by hand)."""
+    codes = np.uint8([nan_codes, [0x38] * len(nan_codes)])  # NaN codes; finite codes
+    mx = golden.MXArray(np.uint8([[127], [255]]), codes, golden.element_format(fmt),
+                        len(nan_codes), 1, codes.shape)
+    out = golden.dequantize(mx, dtype)
+    bits = out.view(np.uint32 if out.itemsize == 4 else np.uint16)
+    assert [int(b) for b in bits.ravel()] == [nan_bits] * codes.size
