@@ -279,20 +279,35 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _stored(unit: str, argv: list[str]):
+    """The stored result of a configuration whose Verilog is unchanged, else None."""
+    comp = _build(unit, argv)
+    f = OUT / f"{comp.module_name}.json"
+    if not f.exists():
+        return None
+    res = json.loads(f.read_text())
+    digest = hashlib.sha256(to_verilog(comp).encode()).hexdigest()[:16]
+    return res if res.get("verilog_sha256") == digest else None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.synth", description=__doc__.split("\n")[0])
-    ap.add_argument("--only", help="only configurations whose unit/args contain this text")
+    ap.add_argument("--only", action="append", default=[],
+                    help="run only configurations whose unit/args contain this text (may be "
+                         "repeated); the table keeps the stored results of the others")
     ap.add_argument("--no-sweep", action="store_true", help="skip the pipeline-depth sweeps")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     available = units()
-    todo = [(u, a) for u, a in CONFIGS if u in available
-            and (not args.only or args.only in " ".join([u, *a]))]
+    configs = [(u, a) for u, a in CONFIGS if u in available]
+    todo = [(u, a) for u, a in configs
+            if not args.only or any(o in " ".join([u, *a]) for o in args.only)]
     missing = sorted({u for u, _ in CONFIGS if u not in available})
     if missing:
         print(f"units not available yet, skipped: {', '.join(missing)}")
     with cf.ThreadPoolExecutor(args.jobs) as ex:
-        results = list(ex.map(lambda c: synthesize(*c), todo))
+        ran = list(ex.map(lambda c: synthesize(*c), todo))
+    results = [r for r in (_stored(u, a) for u, a in configs) if r is not None]
     sweeps = {}
     if not args.no_sweep and not args.only:
         for unit, a in SWEEPS:
@@ -300,10 +315,14 @@ def main(argv=None) -> int:
                 sweeps[f"{unit} {' '.join(a[:4])}"] = sweep(unit, a, args.jobs)
         if sweeps:
             plot(sweeps, ROOT / "docs" / "stages_sweep.png")
-    if not args.only:
-        perfdoc.update(synth=markdown(results, sweeps))
-        print(f"updated {perfdoc.DOC.relative_to(ROOT)}")
-    failed = [r["module"] for r in results if "error" in r]
+    not_run = len(configs) - len(results)
+    text = markdown(results, sweeps)
+    if not_run:
+        text += (f"\n{not_run} configuration(s) of the list have no current result yet "
+                 "(run `make synth`).\n")
+    perfdoc.update(synth=text)
+    print(f"updated {perfdoc.DOC.relative_to(ROOT)}")
+    failed = [r["module"] for r in ran if "error" in r]
     if failed:
         print(f"synthesis failed for: {', '.join(failed)}", file=sys.stderr)
         return 1
