@@ -1,7 +1,7 @@
 """MX quantizer: a block of k floating-point values -> one E8M0 scale and k element codes.
 
-Implements section 2 of the numerics contract (``/work/shared/mx-numerics.md``, restated in
-``docs/numerics.md``) bit for bit; ``golden._kernels.quantize_blocks`` is the reference.
+Implements section 2 of the numerics contract (restated in ``docs/numerics.md``) bit for bit;
+``golden._kernels.quantize_blocks`` is the reference.
 Architecture, interface timing and verification: ``docs/quantizer.md``.
 """
 

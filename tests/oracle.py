@@ -1,7 +1,8 @@
 """An exact reference for the MX numerics contract, written from scratch on Fractions.
 
 This module is the *independent* oracle the golden-model tests compare against.  It restates
-``/work/shared/mx-numerics.md`` (sections 1-4) as literally as possible, in plain Python:
+the numerics contract (``shared/mx-numerics.md``, sections 1-4) as literally as possible,
+in plain Python:
 
 * every value is a :class:`fractions.Fraction` (or one of the markers ``NAN``/``INF``); no
   floating-point operation touches a value on its way to a result;
