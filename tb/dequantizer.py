@@ -15,6 +15,8 @@ import time
 import numpy as np
 
 import golden
+from golden.stimulus import dequantizer_exhaustive_inputs as exhaustive_inputs
+from golden.stimulus import dequantizer_random_inputs as random_inputs
 
 from .bulk import BulkRunner
 from .quantizer import _bulk_start, _env, describe_code, describe_float
@@ -77,27 +79,6 @@ class DBatch:
         return int(bad.size)
 
 
-SPECIAL_SCALES = np.array([0, 1, 127, 254, 255])
-
-
-def random_inputs(rng, n, model):
-    """Random codes (every code equally likely) and scales (uniform plus the specials)."""
-    codes = rng.integers(0, 1 << model.fmt.bits, (n, model.k))
-    scales = rng.integers(0, 256, n)
-    pick = rng.random(n) < 0.2
-    scales[pick] = rng.choice(SPECIAL_SCALES, int(pick.sum()))
-    return scales, codes
-
-
-def exhaustive_inputs(model):
-    """Every code at every scale 0..255 (all 256 scales, 0, 127, 254, 255 included)."""
-    codes = np.arange(1 << model.fmt.bits)
-    per = -(-codes.size // model.k)
-    lanes = np.resize(codes, per * model.k).reshape(per, model.k)
-    scales = np.repeat(np.arange(256), per)
-    return scales, np.tile(lanes, (256, 1))
-
-
 try:
     import cocotb
 except ImportError:
@@ -112,7 +93,7 @@ if cocotb is not None:
         rng = np.random.default_rng(seed)
         model = DequantizerModel(sidecar)
         await _bulk_start(dut)
-        batch = DBatch(model, *random_inputs(rng, n, model))
+        batch = DBatch(model, *random_inputs(rng, n, model.fmt, model.k))
         tb = StreamTB(dut, idle=random_pattern(rng, 0.3), backpressure=random_pattern(rng, 0.3))
         tb.scoreboard.describe = lambda i, e, a, ctx: batch.describe_row(
             ctx, model.lo.from_ints([a])[0])
@@ -142,7 +123,7 @@ if cocotb is not None:
         rng = np.random.default_rng(seed + 1)
         model = DequantizerModel(sidecar)
         await _bulk_start(dut)
-        batch = DBatch(model, *random_inputs(rng, 40, model))
+        batch = DBatch(model, *random_inputs(rng, 40, model.fmt, model.k))
         tb = StreamTB(dut, backpressure=random_pattern(rng, 0.5))
         await tb.reset()
         tb.send(model.li.to_ints(batch.stim), zip(model.lo.to_ints(batch.exp), range(40),
@@ -161,7 +142,7 @@ if cocotb is not None:
             await ReadOnly()
             assert not int(dut.o__valid.value), "output after reset without new input"
         tb.source.paused = False
-        batch2 = DBatch(model, *random_inputs(rng, 30, model))
+        batch2 = DBatch(model, *random_inputs(rng, 30, model.fmt, model.k))
         before = tb.scoreboard.checked
         tb.send(model.li.to_ints(batch2.stim), zip(model.lo.to_ints(batch2.exp), range(30),
                                                    strict=True))
@@ -183,7 +164,7 @@ if cocotb is not None:
         await runner.reset()
         log = dut._log
 
-        batch = DBatch(model, *random_inputs(rng, 1000, model))
+        batch = DBatch(model, *random_inputs(rng, 1000, model.fmt, model.k))
         got, cycles = await runner.run(batch.stim, seed=seed)
         bad = batch.check(got, log)
         assert cycles == len(batch) + model.latency + 1, \
@@ -191,8 +172,8 @@ if cocotb is not None:
             f"{model.latency} + 1"
         t0 = time.perf_counter()
         blocks = 0
-        for what, inputs in (("every code x every scale", exhaustive_inputs(model)),
-                             ("random", random_inputs(rng, 20 * n, model))):
+        for what, inputs in (("every code x every scale", exhaustive_inputs(model.fmt, model.k)),
+                             ("random", random_inputs(rng, 20 * n, model.fmt, model.k))):
             b = DBatch(model, *inputs)
             got, _ = await runner.run(b.stim, seed=seed + blocks, idle=int(rng.integers(0, 100)),
                                       stall=int(rng.integers(0, 100)))

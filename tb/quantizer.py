@@ -27,6 +27,10 @@ import numpy as np
 
 import golden
 from golden.formats import FloatFormat
+from golden.stimulus import quantizer_directed_blocks as directed_blocks
+from golden.stimulus import quantizer_random_blocks as random_blocks
+from golden.stimulus import quantizer_sweep_blocks as sweep_blocks
+from golden.stimulus import sweep_anchors
 
 from .bulk import BulkRunner
 from .report import write_summary
@@ -66,149 +70,7 @@ def describe_code(code: int, fmt, scale: int | None = None) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# Stimulus
-# ----------------------------------------------------------------------------------------------
-def random_blocks(rng: np.random.Generator, n: int, k: int, ff: FloatFormat) -> np.ndarray:
-    """Raw input bits ``(n, k)`` spread over the whole exponent range, with specials.
-
-    Per block: a base exponent anywhere in the format, a per-lane spread (0..30 binades below
-    it), random mantissas, some truncated to a tie at a random position; then zeros of both
-    signs, subnormals, max-magnitude values, Inf and NaN sprinkled in.
-    """
-    emax_field = (1 << ff.ebits) - 2
-    base = rng.integers(0, emax_field + 1, (n, 1))
-    spread = rng.choice(np.array([0, 1, 3, 8, 30]), (n, 1))
-    e = np.clip(base - (rng.random((n, k)) * (spread + 1)).astype(np.int64), 0, emax_field)
-    m = rng.integers(0, 1 << ff.mbits, (n, k), dtype=np.int64)
-    # ties / exact values: clear the bits below a random position, set the one just below
-    t = rng.integers(1, ff.mbits + 1, (n, k))
-    tie = rng.random((n, k)) < 0.25
-    m = np.where(tie, ((m >> t) << t) | (np.int64(1) << (t - 1)), m)
-    sign = rng.integers(0, 2, (n, k), dtype=np.int64)
-    raw = (sign << (ff.bits - 1)) | (e << ff.mbits) | m
-    u = rng.random((n, k))
-    mag_mask = (1 << (ff.bits - 1)) - 1
-    inf = ((1 << ff.ebits) - 1) << ff.mbits
-    raw = np.where(u < 0.02, sign << (ff.bits - 1), raw)  # +-0
-    raw = np.where((u >= 0.02) & (u < 0.04), raw & ((sign << (ff.bits - 1)) | ((1 << ff.mbits)
-                                                                               - 1)), raw)
-    raw = np.where((u >= 0.04) & (u < 0.045), (sign << (ff.bits - 1)) | (inf - 1), raw)  # max
-    special = rng.random(n) < 0.03  # one Inf/NaN lane in ~3 % of the blocks
-    lane = rng.integers(0, k, n)
-    kind = rng.integers(0, 3, n)
-    val = np.select([kind == 0, kind == 1], [inf, inf | 1], inf | (1 << (ff.mbits - 1)))
-    rows = np.nonzero(special)[0]
-    raw[rows, lane[rows]] = (raw[rows, lane[rows]] & ~mag_mask) | val[rows]
-    return raw.astype(ff.uint)
-
-
-def _from_float(values, ff: FloatFormat) -> np.ndarray:
-    """float64 values -> raw bits of ff; values must be exactly representable (asserted)."""
-    v = np.asarray(values, np.float64)
-    x = v.astype(ff.dtype)
-    ok = (x.astype(np.float64) == v) | np.isnan(v)
-    assert ok.all(), f"not exact in {ff.name}: {v[~ok][:4]}"
-    return x.view(ff.uint)
-
-
-def directed_blocks(k: int, ff: FloatFormat, fmt, rng: np.random.Generator) -> np.ndarray:
-    """Corner-case blocks ``(n, k)`` of raw bits (see docs/quantizer.md, verification plan)."""
-    sign_bit = 1 << (ff.bits - 1)
-    inf = ((1 << ff.ebits) - 1) << ff.mbits
-    min_exp = 1 - ff.bias  # smallest normal exponent
-    max_exp = ff.bias
-    blocks = []
-
-    def add(rows):
-        rows = np.atleast_2d(np.asarray(rows, np.int64))
-        blocks.append(rows.astype(ff.uint))
-
-    z = np.zeros(k, np.int64)
-    add(z)  # all +0
-    add(z | sign_bit)  # all -0
-    add(np.where(np.arange(k) % 2, sign_bit, 0))  # mixed signed zeros
-    # subnormal inputs: all subnormal, smallest subnormal, subnormal amax among zeros
-    add(rng.integers(1, 1 << ff.mbits, (4, k)) | (rng.integers(0, 2, (4, k)) * sign_bit))
-    add(np.full(k, 1))
-    add(np.where(np.arange(k) == k - 1, (1 << ff.mbits) - 1, z | sign_bit))
-    # amax one ulp below a power of two (and exactly at it), across the exponent range
-    for p in np.linspace(min_exp + 1, max_exp, 12).astype(int):
-        below = int(_from_float(np.ldexp(1.0, p), ff)) - 1
-        row = rng.integers(0, below, k)
-        row[rng.integers(0, k)] = below
-        add(row)
-        row = row.copy()
-        row[0] = below + 1
-        add(row)
-    # ties at every element grid boundary, for a few scales (floor mode view)
-    mbits, emin, emax = fmt.mbits, fmt.emin, fmt.emax
-    for a in (0, 3, min_exp + 20, max_exp - 10):
-        scale_e = a - emax
-        for b in range(emin - 1, emax + 1):  # binade b (b = emin - 1: subnormal range)
-            step = np.ldexp(1.0, max(b, emin) - mbits + scale_e)
-            lo = np.ldexp(1.0, b + scale_e) if b >= emin else 0.0
-            j = rng.integers(0, 1 << mbits, k - 1)
-            ties = lo + (j + 0.5) * step
-            row = np.concatenate([[np.ldexp(1.0, a)], ties * rng.choice([-1, 1], k - 1)])
-            x = row.astype(ff.dtype).astype(np.float64)
-            if np.array_equal(x, row):
-                add(_from_float(row, ff))
-    # saturation (floor mode): amax's significand above max_normal's; all lanes at the edge
-    for a in (0, 5, max_exp - 1):
-        add(_from_float(np.full(k, np.ldexp(2.0 - 2.0 ** -min(ff.mbits, 10), a)), ff))
-    # NaN / Inf in every lane position, both signs, quiet and signalling NaN
-    base = rng.integers(0, inf, k)
-    for lane in range(k):
-        for special in (inf, inf | sign_bit, inf | (1 << (ff.mbits - 1)), inf | 1):
-            row = base.copy()
-            row[lane] = special
-            add(row)
-    # scale clamps: smallest values (e < -127 for fp32/bf16) and the largest finite values
-    add(np.full(k, 1))
-    add(np.full(k, inf - 1))
-    add(np.where(np.arange(k) == 0, inf - 1, rng.integers(0, inf, k)))
-    add(np.full(k, inf - 1) | sign_bit)
-    # one huge value among tiny ones; all-equal blocks
-    tiny = rng.integers(1, 1 << ff.mbits, k)
-    tiny[rng.integers(0, k)] = inf - 1
-    add(tiny)
-    for v in (1.0, -3.0, 0.75):
-        add(_from_float(np.full(k, v), ff))
-    return np.concatenate(blocks)
-
-
-def sweep_blocks(k: int, ff: FloatFormat, source: FloatFormat, anchors) -> np.ndarray:
-    """Every 16-bit pattern of ``source`` (bf16 or fp16) as ``ff`` raw bits, k-1 per block
-    after an anchor lane (``None``: no anchor, k per block) that sets the scale."""
-    vals = np.arange(1 << 16, dtype=np.uint16).view(source.dtype).astype(np.float64)
-    vals = np.where(np.isnan(vals), np.nan, vals)
-    raw = _from_float(vals, ff).astype(np.int64)
-    nan_ff = (((1 << ff.ebits) - 1) << ff.mbits) | (1 << (ff.mbits - 1))
-    src_nan = np.isnan(vals)
-    raw = np.where(src_nan, nan_ff | ((raw >> (ff.bits - 1)) << (ff.bits - 1)), raw)
-    out = []
-    for anchor in anchors:
-        per = k if anchor is None else k - 1
-        n = -(-raw.size // per)
-        body = np.zeros(n * per, np.int64)
-        body[:raw.size] = raw
-        body = body.reshape(n, per)
-        if anchor is not None:
-            a = np.full((n, 1), int(_from_float(anchor, ff)), np.int64)
-            body = np.concatenate([a, body], axis=1)
-        out.append(body)
-    return np.concatenate(out).astype(ff.uint)
-
-
-def sweep_anchors(ff: FloatFormat):
-    import ml_dtypes
-
-    info = ml_dtypes.finfo(ff.dtype)
-    return [None, float(info.max), 1.0, float(info.smallest_normal), 2.0 ** (ff.bias // 3)]
-
-
-# ----------------------------------------------------------------------------------------------
-# Golden expectations
+# Golden expectations (stimulus generators: golden.stimulus, shared with the vectors CLI)
 # ----------------------------------------------------------------------------------------------
 class QuantizerModel:
     """Unit parameters (from the sidecar), payload codecs and golden expectations."""
