@@ -117,7 +117,7 @@ def markdown(res) -> str:
         "valid held high and ready never stalled, outputs compared bit for bit with the "
         "vector files' expected values. Time is the whole simulator process (file I/O "
         "included).", "",
-        "| unit | blocks/s | M elements/s | mismatches | build s |",
+        "| unit | blocks/s | M elements/s | mismatches | Verilator build s (0 if cached) |",
         "|---|---:|---:|---:|---:|",
     ]
     for r in res["rows"]:
