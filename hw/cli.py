@@ -125,12 +125,16 @@ def sidecar(component, unit: str) -> dict:
     }
 
 
-def write_unit(spec: UnitSpec, args, out: Path) -> Path:
-    component = spec.build(args)
+def write_component(component, unit: str, out: Path) -> Path:
+    """Write ``out`` (Verilog) and its ``.json`` sidecar for an elaborated-ready component."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_verilog(component))
-    out.with_suffix(".json").write_text(json.dumps(sidecar(component, spec.name), indent=2) + "\n")
+    out.with_suffix(".json").write_text(json.dumps(sidecar(component, unit), indent=2) + "\n")
     return out
+
+
+def write_unit(spec: UnitSpec, args, out: Path) -> Path:
+    return write_component(spec.build(args), spec.name, out)
 
 
 def _parser(specs: dict[str, UnitSpec]) -> argparse.ArgumentParser:
@@ -172,7 +176,7 @@ def main(argv=None) -> int:
                     spec.add_arguments(sp)
                     a = sp.parse_args(argv_)
                     comp = spec.build(a)
-                    write_unit(spec, a, args.output_dir / f"{comp.module_name}.v")
+                    write_component(comp, spec.name, args.output_dir / f"{comp.module_name}.v")
                     n += 1
             print(f"wrote {n} modules to {args.output_dir}/")
             return 0
