@@ -219,6 +219,8 @@ def plot(sweeps: dict[str, list[dict]], path: Path) -> None:
     axes[0].set(xlabel="stages", ylabel="Fmax (MHz), ECP5-85F speed 8", title="Clock rate")
     axes[1].set(xlabel="stages", ylabel="LUT4", title="Area")
     for a in axes:
+        a.set_ylim(bottom=0)  # absolute scale: small differences should look small
+        a.xaxis.get_major_locator().set_params(integer=True)
         a.grid(True, alpha=0.3)
         a.legend(fontsize=8)
     fig.tight_layout()
