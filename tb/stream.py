@@ -418,6 +418,44 @@ class StreamTB:
         self.scoreboard.expect(expected)
         self.source.send(payloads)
 
+    async def check_reset_in_traffic(self, before, after, *, describe_after=None,
+                                     quiet_cycles: int = 30) -> int:
+        """Reset with blocks in flight; the unit must come back empty and work again.
+
+        ``before`` and ``after`` are ``(payload ints, expected ints)``.  ``before`` is sent and
+        cut off by a reset 12 cycles in (its blocks are gone, by design); then no output may
+        appear for ``quiet_cycles`` cycles without new input, and every block of ``after``
+        must come out right.  Returns the number of blocks checked after the reset.
+        """
+        from cocotb.triggers import ReadOnly, RisingEdge
+
+        stim, exp = before
+        self.send(stim, zip(exp, range(len(exp)), strict=True))
+        await self.cycles(12)
+        self.source.clear()
+        self.source.paused = True
+        await RisingEdge(self.clock)
+        self.dut.rst.value = 1
+        await self.cycles(2)
+        self.dut.rst.value = 0
+        assert self.scoreboard.mismatches == 0, self.scoreboard.reports
+        self.scoreboard.clear()
+        for _ in range(quiet_cycles):
+            await RisingEdge(self.clock)
+            await ReadOnly()
+            assert not int(self.dut.o__valid.value), "output after reset without new input"
+        self.source.paused = False
+        if describe_after is not None:
+            self.scoreboard.describe = describe_after
+        stim, exp = after
+        checked = self.scoreboard.checked
+        self.send(stim, zip(exp, range(len(exp)), strict=True))
+        await self.drain(2000)
+        self.scoreboard.assert_clean()
+        checked = self.scoreboard.checked - checked
+        assert checked == len(exp), f"{checked} blocks after the reset, expected {len(exp)}"
+        return checked
+
     async def drain(self, timeout_cycles: int):
         """Wait until every expected output arrived (or fail after ``timeout_cycles``)."""
         from cocotb.triggers import RisingEdge
