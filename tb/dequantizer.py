@@ -107,17 +107,11 @@ if cocotb is not None:
         tb.sink.backpressure = bursty_pattern(rng, 7)
         tb.send(ints[half:], zip(exp[half:], range(half, len(batch)), strict=True))
         await tb.drain(40 * len(batch) + 100)
-        dt = time.perf_counter() - t0
-        sb = tb.scoreboard
-        write_summary(config=f"{label} [stream]", blocks=sb.checked,
-                      elements=sb.checked * model.k, mismatches=sb.mismatches, seed=seed,
-                      checked_per_s=round(sb.checked * model.k / dt))
-        sb.assert_clean()
+        tb.finish_stream_run(f"{label} [stream]", model.k, seed, time.perf_counter() - t0)
 
     @cocotb.test()
     async def reset_in_traffic(dut):
         """Reset with blocks in flight leaves the unit empty."""
-
         sidecar, seed, label, n = _env()
         rng = np.random.default_rng(seed + 1)
         model = DequantizerModel(sidecar)

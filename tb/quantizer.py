@@ -253,17 +253,11 @@ if cocotb is not None:
         rest = len(batch) - half
         tb.send(ints[half:], zip(exp[half:], range(half, len(batch)), strict=True))
         await tb.drain(40 * rest + 100)
-        dt = time.perf_counter() - t0
-        sb = tb.scoreboard
-        write_summary(config=f"{label} [stream]", blocks=sb.checked,
-                      elements=sb.checked * model.k, mismatches=sb.mismatches, seed=seed,
-                      checked_per_s=round(sb.checked * model.k / dt))
-        sb.assert_clean()
+        tb.finish_stream_run(f"{label} [stream]", model.k, seed, time.perf_counter() - t0)
 
     @cocotb.test()
     async def reset_in_traffic(dut):
         """Reset while blocks are in flight: nothing comes out afterwards until new input."""
-
         sidecar, seed, label, n = _env()
         rng = np.random.default_rng(seed + 1)
         model = QuantizerModel(sidecar)

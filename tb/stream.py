@@ -418,6 +418,17 @@ class StreamTB:
         self.scoreboard.expect(expected)
         self.source.send(payloads)
 
+    def finish_stream_run(self, config: str, k: int, seed: int, seconds: float) -> None:
+        """Record the stream run's summary row (blocks, elements, rate), then fail on any
+        mismatch, so a failing run still shows up in the closing table."""
+        from .report import write_summary
+
+        sb = self.scoreboard
+        write_summary(config=config, blocks=sb.checked, elements=sb.checked * k,
+                      mismatches=sb.mismatches, seed=seed,
+                      checked_per_s=round(sb.checked * k / seconds))
+        sb.assert_clean()
+
     async def check_reset_in_traffic(self, before, after, *, describe_after=None,
                                      quiet_cycles: int = 30) -> int:
         """Reset with blocks in flight; the unit must come back empty and work again.
