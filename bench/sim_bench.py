@@ -74,16 +74,16 @@ def run_one(label, unit, argv, vunit, vkw, log=print) -> dict:
     vec = vectors.generate(vunit, d / "vectors", count=COUNT, seed=1, block_size=K, **vkw)
     in_l = BitLayout.from_sidecar(meta, "i__payload")
     out_l = BitLayout.from_sidecar(meta, "o__payload")
-    (d / "stim.hex").write_bytes(in_l.to_hex(in_l.pack(COUNT, **_payload(in_l, vec, "input",
+    (d / "stim.bin").write_bytes(in_l.to_bin(in_l.pack(COUNT, **_payload(in_l, vec, "input",
                                                                         COUNT))))
-    out_file = d / "out.hex"
+    out_file = d / "out.bin"
     out_file.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    r = subprocess.run([str(obj / main_top), f"+stim={d / 'stim.hex'}", f"+out={out_file}",
+    r = subprocess.run([str(obj / main_top), f"+stim={d / 'stim.bin'}", f"+out={out_file}",
                         f"+n={COUNT}", "+idle=0", "+stall=0"], capture_output=True, text=True,
                        cwd=d, check=True)
     run_s = time.perf_counter() - t0
-    got = out_l.unpack(out_l.from_hex(out_file.read_bytes()))
+    got = out_l.unpack(out_l.from_bin(out_file.read_bytes()))
     want = _payload(out_l, vec, "expected", COUNT)
     mismatches = 0
     for name, w in want.items():

@@ -123,12 +123,6 @@ class BitLayout:
     def hex_digits(self) -> int:
         return (self.width + 3) // 4
 
-    _HEX2 = np.frombuffer(b"".join(f"{i:02x}".encode() for i in range(256)),
-                          np.uint8).reshape(256, 2)
-    _NIB = np.full(256, 255, np.uint8)
-    _NIB[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16)
-    _NIB[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
-
     def to_hex(self, rows: np.ndarray) -> bytes:
         """One line of ``hex_digits`` hex digits per row, most significant digit first."""
         n, d = rows.shape[0], self.hex_digits
@@ -138,26 +132,44 @@ class BitLayout:
 
     def from_hex(self, text: bytes | str) -> np.ndarray:
         """Inverse of :meth:`to_hex`; tolerates ``//`` comments, blank lines and short words."""
-        if isinstance(text, str):
-            text = text.encode()
-        d = self.hex_digits
-        raw = np.frombuffer(text, np.uint8)
-        if raw.size % (d + 1) == 0 and raw.size and np.all(raw[d::d + 1] == ord("\n")):
-            c = raw.reshape(-1, d + 1)[:, :d]  # the common case: fixed-width lines
-        else:
-            words = [w for w in text.split() if not w.startswith((b"//", b"@"))]
-            if not words:
-                return np.zeros((0, self.nbytes), np.uint8)
-            words = [w.rjust(d, b"0")[-d:] for w in words]
-            c = np.frombuffer(b"".join(words), np.uint8).reshape(len(words), d)
-        if d % 2:
-            c = np.concatenate([np.full((c.shape[0], 1), ord("0"), np.uint8), c], axis=1)
-        try:
-            b = bytes.fromhex(np.ascontiguousarray(c).tobytes().decode("ascii"))
-        except (ValueError, UnicodeDecodeError):
-            raise ValueError("non-hex digit (x/z?) in memory file") from None
-        rows = np.frombuffer(b, np.uint8).reshape(c.shape[0], self.nbytes)
-        return np.ascontiguousarray(rows[:, ::-1])
+        return np.ascontiguousarray(_hex_words(text, self.hex_digits)[:, ::-1])
+
+    def to_bin(self, rows: np.ndarray) -> bytes:
+        """Binary ``$fread`` image: ``nbytes`` bytes per row, most significant byte first."""
+        return np.ascontiguousarray(rows[:, ::-1]).tobytes()
+
+    def from_bin(self, data: bytes) -> np.ndarray:
+        """Rows from a Verilator ``$fwrite("%u")`` image: ``4 * ceil(width / 32)`` bytes per
+        payload, least significant byte first."""
+        step = 4 * ((self.width + 31) // 32)
+        if len(data) % step:
+            raise ValueError(f"{len(data)} bytes is not a whole number of {step}-byte payloads")
+        rows = np.frombuffer(data, np.uint8).reshape(-1, step)
+        return np.ascontiguousarray(rows[:, :self.nbytes])
+
+
+def _hex_words(text: bytes | str, d: int) -> np.ndarray:
+    """Words of ``d`` hex digits from memory-file text, as big-endian byte rows."""
+    if isinstance(text, str):
+        text = text.encode()
+    nbytes = (d + 1) // 2
+    raw = np.frombuffer(text, np.uint8)
+    if raw.size % (d + 1) == 0 and raw.size and np.all(raw[d::d + 1] == ord("\n")):
+        c = raw.reshape(-1, d + 1)[:, :d]  # the common case: fixed-width lines
+    else:
+        words = [w for line in text.splitlines() for w in line.split(b"//")[0].split()
+                 if not w.startswith(b"@")]
+        if not words:
+            return np.zeros((0, nbytes), np.uint8)
+        words = [w.rjust(d, b"0")[-d:] for w in words]
+        c = np.frombuffer(b"".join(words), np.uint8).reshape(len(words), d)
+    if d % 2:
+        c = np.concatenate([np.full((c.shape[0], 1), ord("0"), np.uint8), c], axis=1)
+    try:
+        b = bytes.fromhex(np.ascontiguousarray(c).tobytes().decode("ascii"))
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError("non-hex digit (x/z?) in memory file") from None
+    return np.frombuffer(b, np.uint8).reshape(c.shape[0], nbytes)
 
 
 # ----------------------------------------------------------------------------------------------
