@@ -13,7 +13,8 @@ install by hand. Results go to ``build/synth/<module>.json`` (reused while the V
 unchanged) and to the synthesis section of docs/performance.md, with a plot of the
 pipeline-depth sweep in docs/stages_sweep.png.
 
-Usage: ``python -m bench.synth [--only SUBSTR] [--no-sweep] [--jobs N]``.
+Usage: ``python -m bench.synth [--only SUBSTR] [--no-sweep] [--sweep-points N] [--ecp5-only]
+[--jobs N]``.
 """
 
 from __future__ import annotations
@@ -189,13 +190,19 @@ def _critical_path(rep: dict) -> dict:
             "logic_ns": round(logic, 2), "routing_ns": round(route, 2), "cells": len(cells)}
 
 
-def sweep(unit: str, argv: list[str], jobs: int, log=print) -> list[dict]:
+def sweep_points(default: int, max_stages: int, points: int) -> list[int]:
+    """``points`` stage counts spread over 1..max_stages, always including the default."""
+    n = max(2, min(points, max_stages))
+    return sorted({1 + round(i * (max_stages - 1) / (n - 1)) for i in range(n)} | {default})
+
+
+def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6) -> list[dict]:
     base = _build(unit, argv)
     max_stages = getattr(base, "max_stages", None) or 8
     out = []
     with cf.ThreadPoolExecutor(jobs) as ex:
         futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log, ecp5_only=True)
-                for s in range(1, max_stages + 1)]
+                for s in sweep_points(base.stages, max_stages, points)]
         for f in futs:
             try:
                 out.append(f.result())
@@ -250,7 +257,8 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
         "run on designs this large), "
         "`nextpnr-ecp5 --85k --speed 8 --out-of-context --seed 1` (Fmax of the internal "
         "register-to-register paths; I/O is left to the host design). Xilinx: `synth_xilinx "
-        "-family xc7` estimate (no place and route). Generic: `synth` cell count.", "",
+        "-family xc7` estimate (no place and route). Generic: `synth` cell count. Empty xc7 "
+        "and generic cells: that configuration ran with `--ecp5-only`.", "",
         "| module | latency | II | ECP5 LUT4 | FF | MULT18X18D | CCU2C | Fmax MHz | xc7 LUT | FF "
         "| DSP48 | CARRY4 | generic cells | ECP5 critical path |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
@@ -298,6 +306,10 @@ def main(argv=None) -> int:
                     help="run only configurations whose unit/args contain this text (may be "
                          "repeated); the table keeps the stored results of the others")
     ap.add_argument("--no-sweep", action="store_true", help="skip the pipeline-depth sweeps")
+    ap.add_argument("--sweep-points", type=int, default=6,
+                    help="stage counts per sweep, spread over the unit's range (default 6)")
+    ap.add_argument("--ecp5-only", action="store_true",
+                    help="skip the xc7 and generic reports (faster; their columns stay empty)")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     available = units()
@@ -308,13 +320,14 @@ def main(argv=None) -> int:
     if missing:
         print(f"units not available yet, skipped: {', '.join(missing)}")
     with cf.ThreadPoolExecutor(args.jobs) as ex:
-        ran = list(ex.map(lambda c: synthesize(*c), todo))
+        ran = list(ex.map(lambda c: synthesize(*c, ecp5_only=args.ecp5_only), todo))
     results = [r for r in (_stored(u, a) for u, a in configs) if r is not None]
     sweeps = {}
     if not args.no_sweep and not args.only:
         for unit, a in SWEEPS:
             if unit in available:
-                sweeps[f"{unit} {' '.join(a[:4])}"] = sweep(unit, a, args.jobs)
+                sweeps[f"{unit} {' '.join(a[:4])}"] = sweep(unit, a, args.jobs,
+                                                             points=args.sweep_points)
         if sweeps:
             plot(sweeps, ROOT / "docs" / "stages_sweep.png")
     not_run = len(configs) - len(results)
