@@ -11,6 +11,9 @@ The wrapper ``<dut>_bulk`` instantiates any unit with the project's port convent
   (``idle_thresh``/``stall_thresh``: a cycle idles/stalls when the generator's low byte is
   below the threshold, so 0 means never), captures every output, writes them with
   ``$fwrite("%u")`` and raises ``done``; ``cycles`` counts the clock cycles of the batch.
+  ``out_count`` outputs are expected (``count`` for one-output-per-input units); after the
+  last one, ready stays high for ``drain`` more cycles, and ``sent``/``received`` count every
+  transfer, so a lost input or an extra output is caught.
   Both files are binary (:meth:`tb.stream.BitLayout.to_bin` / ``from_bin``): the stimulus
   ``ceil(width / 8)`` bytes per payload, most significant byte first (``$fread``); the
   outputs ``4 * ceil(width / 32)`` bytes per payload, little-endian (Verilator's ``%u``).
@@ -70,12 +73,16 @@ module {top} #(
   // bulk engine
   input  wire              bulk,
   input  wire              start,
-  input  wire [31:0]       count,
+  input  wire [31:0]       count,      // payloads to send
+  input  wire [31:0]       out_count,  // outputs expected (= count for one-in-one-out units)
+  input  wire [15:0]       drain,      // cycles to keep accepting after the last expected output
   input  wire [31:0]       seed,
   input  wire [7:0]        idle_thresh,
   input  wire [7:0]        stall_thresh,
   output reg               done,
-  output reg  [31:0]       cycles
+  output reg  [31:0]       cycles,     // clock cycles from start to the last expected output
+  output wire [31:0]       sent,       // payloads the unit accepted
+  output wire [31:0]       received    // outputs taken, extra ones (a bug) included
 );
   // Bulk runs clock themselves: no VPI call per clock edge, so Verilator runs at full speed.
   // (The loop sleeps while osc_en is low, so cocotb-clocked runs pay nothing for it.)
@@ -95,10 +102,14 @@ module {top} #(
   end
 
   integer fd, got;
-  reg running, v_hold;
+  reg running, draining, v_hold;
+  reg [15:0] drain_left;
   reg [31:0] in_idx, out_idx, lfsr_v, lfsr_r;
   wire b_valid = running && in_idx < count && (v_hold || lfsr_v[7:0] >= idle_thresh);
-  wire b_ready = running && lfsr_r[7:0] >= stall_thresh;
+  // while draining, ready stays high so an extra output shows up in `received` at once
+  wire b_ready = running && (draining || lfsr_r[7:0] >= stall_thresh);
+  assign sent = in_idx;
+  assign received = out_idx;
 
   wire d_i_ready, d_o_valid;
   wire [{wo}-1:0] d_o_payload;
@@ -127,6 +138,8 @@ module {top} #(
   always @(posedge uclk) begin
     if (rst) begin
       running <= 1'b0;
+      draining <= 1'b0;
+      drain_left <= 16'd0;
       done <= 1'b0;
       v_hold <= 1'b0;
       cycles <= 32'd0;
@@ -144,6 +157,8 @@ module {top} #(
           $fatal(1, "bulk: %0s holds %0d bytes, expected %0d", stim_file, got, count * {nbytes});
       end
       running <= count != 0;
+      draining <= 1'b0;
+      drain_left <= drain;
       done <= count == 0;
       v_hold <= 1'b0;
       cycles <= 32'd0;
@@ -152,19 +167,23 @@ module {top} #(
       lfsr_v <= seed | 32'd1;
       lfsr_r <= (seed ^ 32'h9e3779b9) | 32'd1;
     end else if (running) begin
-      cycles <= cycles + 32'd1;
       lfsr_v <= xorshift(lfsr_v);
       lfsr_r <= xorshift(lfsr_r);
       v_hold <= b_valid && !d_i_ready;  // stream rule: valid holds until the transfer
       if (b_valid && d_i_ready) in_idx <= in_idx + 32'd1;
       if (d_o_valid && b_ready) begin
-        resp[out_idx[{abits}-1:0]] <= d_o_payload;
+        if (out_idx < out_count) resp[out_idx[{abits}-1:0]] <= d_o_payload;
         out_idx <= out_idx + 32'd1;
       end
-      if (out_idx == count) begin
+      if (!draining) begin
+        cycles <= cycles + 32'd1;
+        draining <= out_idx >= out_count;
+      end else if (drain_left != 0) begin
+        drain_left <= drain_left - 16'd1;
+      end else begin
         fd = $fopen(out_file, "wb");
         if (fd == 0) $fatal(1, "bulk: cannot write %0s", out_file);
-        for (got = 0; got < count; got = got + 1) $fwrite(fd, "%u", resp[got]);
+        for (got = 0; got < out_count; got = got + 1) $fwrite(fd, "%u", resp[got]);
         $fclose(fd);
         running <= 1'b0;
         done <= 1'b1;
@@ -179,15 +198,15 @@ module {top}_main;
   reg clk = 1'b0, rst = 1'b1, start = 1'b0;
   reg [31:0] n = 32'd0, seed = 32'd1, idle = 32'd0, stall = 32'd0;
   wire done;
-  wire [31:0] cycles;
+  wire [31:0] cycles, sent, received;
   wire i_ready, o_valid;
   wire [{wo}-1:0] o_payload;
   always #5 clk = ~clk;
   {top} bulk (
     .clk(clk), .rst(rst), .osc_en(1'b0), .i__payload({wi}'d0), .i__valid(1'b0), .i__ready(i_ready),
     .o__payload(o_payload), .o__valid(o_valid), .o__ready(1'b0), .bulk(1'b1), .start(start),
-    .count(n), .seed(seed), .idle_thresh(idle[7:0]), .stall_thresh(stall[7:0]), .done(done),
-    .cycles(cycles)
+    .count(n), .out_count(n), .drain(16'd16), .seed(seed), .idle_thresh(idle[7:0]),
+    .stall_thresh(stall[7:0]), .done(done), .cycles(cycles), .sent(sent), .received(received)
   );
   initial begin
     if (!$value$plusargs("n=%d", n)) n = 32'd0;
@@ -200,6 +219,8 @@ module {top}_main;
     @(negedge clk) start = 1'b0;
     wait (done);
     $display("bulk: %0d payloads through {dut} in %0d cycles", n, cycles);
+    if (sent != n || received != n)
+      $fatal(1, "bulk: %0d of %0d payloads taken, %0d outputs", sent, n, received);
     $finish;
   end
 endmodule
@@ -262,17 +283,26 @@ class BulkRunner:
         await ClockCycles(dut.uclk, cycles)
         dut.rst.value = 0
 
-    async def run(self, in_bits: np.ndarray, *, seed: int = 1, idle: int = 0, stall: int = 0):
+    async def run(self, in_bits: np.ndarray, *, seed: int = 1, idle: int = 0, stall: int = 0,
+                  out_count: int | None = None, drain: int = 16):
         """Stream ``in_bits`` (payload byte matrix) through the unit (after :meth:`reset`).
 
-        Returns ``(out_bits, cycles)``; ``idle``/``stall`` are the 0..255 thresholds.
+        Returns ``(out_bits, cycles)``; ``idle``/``stall`` are the 0..255 thresholds.  Units
+        with one output per input need no ``out_count``; others (e.g. a dot unit that answers
+        once per run of blocks) give the number of outputs the batch must produce, and the
+        batch then has to fit in one memory load.  After the last expected output the wrapper
+        keeps accepting for ``drain`` cycles; an extra output or an input left untaken fails
+        the run.
         """
         from cocotb.triggers import RisingEdge
 
         dut = self.dut
+        if out_count is not None and in_bits.shape[0] > self.depth:
+            raise ValueError(f"a batch with out_count holds at most {self.depth} payloads")
         outs, total_cycles = [], 0
         for lo in range(0, in_bits.shape[0], self.depth):
             chunk = in_bits[lo:lo + self.depth]
+            n_out = chunk.shape[0] if out_count is None else out_count
             (self.workdir / "bulk_stim.bin").write_bytes(self.in_layout.to_bin(chunk))
             out_path = self.workdir / "bulk_out.bin"
             if out_path.exists():
@@ -280,6 +310,8 @@ class BulkRunner:
             t0 = time.perf_counter()
             dut.bulk.value = 1
             dut.count.value = chunk.shape[0]
+            dut.out_count.value = n_out
+            dut.drain.value = drain
             dut.seed.value = (seed + lo) & 0xFFFFFFFF
             dut.idle_thresh.value = idle
             dut.stall_thresh.value = stall
@@ -291,6 +323,10 @@ class BulkRunner:
                 await RisingEdge(dut.done)
             self.sim_seconds += time.perf_counter() - t0
             total_cycles += int(dut.cycles.value)
+            sent, received = int(dut.sent.value), int(dut.received.value)
+            if sent != chunk.shape[0] or received != n_out:
+                raise AssertionError(f"bulk: the unit took {sent} of {chunk.shape[0]} payloads "
+                                     f"and gave {received} outputs, expected {n_out}")
             outs.append(self.out_layout.from_bin(out_path.read_bytes()))
             dut.bulk.value = 0
         return np.concatenate(outs), total_cycles
