@@ -17,9 +17,7 @@ import os
 import pytest
 
 import golden
-from hw.cli import sidecar, to_verilog
-from hw.dot import MXDot, MXDotGeneral
-from tb.dot import bulk_wrapper
+from tb.bulk import VERILATOR_ARGS, prepare_unit
 from tb.report import SUMMARY_ENV, read_summary
 from tb.runner import BUILD, run_cocotb
 
@@ -60,33 +58,19 @@ def _id(c):
 @pytest.mark.parametrize("config", CONFIGS, ids=[_id(c) for c in CONFIGS])
 def test_dot_rtl_matches_golden(config, seed, sim_record):
     unit, fa, fb, k, stages, ctx, exhaustive = config
-    if unit == "dot":
-        comp = MXDot(fa, fb, block_size=k, stages=stages)
-    else:
-        comp = MXDotGeneral(fa, fb, block_size=k, stages=stages, contexts=ctx)
+    argv = ["--format-a", fa, "--format-b", fb, "--block-size", str(k), "--stages", str(stages),
+            *(["--contexts", str(ctx)] if unit == "dot-general" else [])]
     name = _id(config)
-    src = BUILD / name / "src"
-    src.mkdir(parents=True, exist_ok=True)
-    dut_v = src / f"{comp.module_name}.v"
-    side = sidecar(comp, unit)
-    text = to_verilog(comp)
-    if not dut_v.exists() or dut_v.read_text() != text:  # keep the build cache valid
-        dut_v.write_text(text)
-    (src / "sidecar.json").write_text(json.dumps(side))
-    widths = {p["name"]: p["width"] for p in side["ports"]}
-    top_v = src / "dot_tb_top.v"
-    top = bulk_wrapper(comp.module_name, widths["i__payload"], widths["o__payload"])
-    if not top_v.exists() or top_v.read_text() != top:
-        top_v.write_text(top)
+    sources, top, side = prepare_unit(unit, argv, BUILD / name / "src")
     summary = BUILD / name / "summary.jsonl"
     summary.unlink(missing_ok=True)
     blocks = _blocks(20000 if FULL else 3000)
     cfg = {"unit": unit, "fmt_a": fa, "fmt_b": fb, "k": k, "stages": stages,
-           "contexts": ctx, "sidecar": str(src / "sidecar.json"), "blocks": blocks,
+           "contexts": ctx, "sidecar": str(side), "blocks": blocks,
            "exhaustive": exhaustive, "full": FULL, "long_k": 8192 if FULL else 1024}
     try:
-        run_cocotb(sources=[dut_v, top_v], toplevel="dot_tb_top", test_module="tb.dot",
-                   name=name, seed=seed, waves=bool(os.environ.get("WAVES")),
+        run_cocotb(sources=sources, toplevel=top, test_module="tb.dot", name=name, seed=seed,
+                   waves=bool(os.environ.get("WAVES")), build_args=VERILATOR_ARGS,
                    extra_env={"MX_DOT": json.dumps(cfg), "MX_DOT_SEED": seed,
                               SUMMARY_ENV: summary})
     finally:
