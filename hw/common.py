@@ -19,7 +19,8 @@ from amaranth.utils import bits_for, ceil_log2
 
 __all__ = ["StreamPipeline", "leading_zeros", "round_to_grid", "RNE", "RNA", "RTZ",
            "STOCHASTIC", "ROUNDING_IDS", "FLOOR", "RCEIL", "SCALE_MODE_IDS", "wire", "smax",
-           "clamp"]
+           "clamp", "reduce_significand", "max_tree_levels",
+           "round_up"]
 
 #: Rounding-mode encoding of runtime ``rounding`` fields (same ids as golden's kernels).
 RNE, RNA, RTZ, STOCHASTIC = 0, 1, 2, 3
@@ -197,6 +198,10 @@ class StreamPipeline:
         every unit has a registered output).
     name : str
         Prefix of the generated register names.
+    flat_ready : bool
+        Build each stage's load enable as one balanced OR, ``~valid_j | ~valid_{j+1} | ... |
+        ready_out`` (the same function as the chain above, without the chain's depth: for deep
+        pipelines whose enables fan out to many registers).  Default False: the chain.
 
     Members
     -------
@@ -205,8 +210,9 @@ class StreamPipeline:
         output in cycle ``c + latency``.
     """
 
-    def __init__(self, m: Module, registered, *, name: str = "p"):
+    def __init__(self, m: Module, registered, *, name: str = "p", flat_ready: bool = False):
         self._m = m
+        self._flat_ready = flat_ready
         self._registered = [bool(r) for r in registered]
         if not self._registered or not self._registered[-1]:
             raise ValueError("the last pipeline boundary must be registered")
@@ -265,8 +271,96 @@ class StreamPipeline:
         m = self._m
         m.d.comb += self._in_valid.eq(i_valid)
         ready_next = o_ready
+        empty_after = []  # ~valid of this stage and every later one
         for valid, load in zip(reversed(self._valids), reversed(self._loads), strict=True):
-            m.d.comb += load.eq(~valid | ready_next)
+            if self._flat_ready:
+                empty_after.append(~valid)
+                m.d.comb += load.eq(Cat(*empty_after, o_ready).any())
+            else:
+                m.d.comb += load.eq(~valid | ready_next)
             ready_next = load
         m.d.comb += [i_ready.eq(ready_next), o_valid.eq(self._valids[-1])]
 
+
+
+def reduce_significand(m: Module, sig, lz, keep: int, name: str = "red"):
+    """Normalize ``sig`` (``sig << lz``) and keep only its top ``keep`` bits plus a sticky bit.
+
+    Returns ``Cat(sticky, (sig << lz)[-keep:])`` (``keep + 1`` bits) when ``len(sig) > keep + 1``,
+    else ``sig << lz`` itself.  The sticky bit (OR of the normalized bits below the kept ones)
+    is computed from ``sig`` and ``lz`` directly (a mask), in parallel with the shift.
+    """
+    sig, lz = Value.cast(sig), Value.cast(lz)
+    p = len(sig)
+    norm = wire(m, (sig << lz)[:p], f"{name}_norm")
+    if p <= keep + 1:
+        return norm
+    low = p - keep  # normalized bits [0, low) fold into the sticky bit
+    # normalized bit j comes from sig bit j - lz: sig bit i lands below `low` iff i + lz < low
+    sticky = 0
+    for i in range(low):
+        sticky = sticky | (sig[i] & (lz < low - i))
+    return wire(m, Cat(sticky, norm[low:]), f"{name}_red")
+
+
+def max_tree_levels(m: Module, level, levels: int, name: str = "mt"):
+    """``levels`` levels of a pairwise maximum tree over ``level`` (a list of ``(key, flag)``).
+
+    Each level halves the list (its length must stay even while levels remain).  The flag of a
+    merged pair is the OR of the flags of the leaves whose key equals the pair's maximum (flags
+    may be None: no flag logic).  Call repeatedly, with pipeline registers in between, until
+    one ``(key, flag)`` is left: the maximum key and whether a leaf at that maximum has its flag.
+    """
+    level = list(level)
+    for _ in range(levels):
+        if len(level) == 1:
+            break
+        nxt = []
+        for j in range(0, len(level), 2):
+            (ka, fa), (kb, fb) = level[j], level[j + 1]
+            tag = f"{name}_l{len(level)}_{j // 2}"
+            ka = wire(m, ka, f"{tag}_a")
+            kb = wire(m, kb, f"{tag}_b")
+            agt = wire(m, ka > kb, f"{tag}_gt")
+            key = wire(m, Mux(agt, ka, kb), tag)
+            flag = None
+            if fa is not None:
+                flag = wire(m, Mux(ka == kb, fa | fb, Mux(agt, fa, fb)), f"{tag}_f")
+            nxt.append((key, flag))
+        level = nxt
+    return level
+
+
+def round_up(m: Module, frac, sticky, lsb, rounding, rand=None, name: str = "up"):
+    """The increment of one rounding: 1 to round the magnitude up, 0 to truncate.
+
+    ``frac`` holds the ``f`` discarded bits right below the last kept place (its top bit is the
+    guard bit), ``sticky`` the OR of everything below them, ``lsb`` the last kept bit.  RNE
+    ``guard & (below | lsb)``, RNA ``guard``, RTZ 0, stochastic the carry out of ``frac + rand``
+    (``f`` random bits).  ``rounding`` is an int (one mode built) or a 2-bit Value (runtime).
+    """
+    frac = Value.cast(frac)
+    f = len(frac)
+    guard = frac[f - 1]
+    below = wire(m, frac[:f - 1].any() | sticky if f > 1 else Value.cast(sticky), f"{name}_below")
+
+    def up_for(mode):
+        if mode == RNE:
+            return guard & (below | lsb)
+        if mode == RNA:
+            return guard
+        if mode == RTZ:
+            return Const(0, 1)
+        if mode == STOCHASTIC:
+            if rand is None:
+                raise ValueError("stochastic rounding needs random bits")
+            return (frac + Value.cast(rand)[:f])[f]
+        raise ValueError(f"unknown rounding id {mode!r}")
+
+    if isinstance(rounding, int):
+        return wire(m, up_for(rounding), name)
+    modes = (RNE, RNA, RTZ, STOCHASTIC) if rand is not None else (RNE, RNA, RTZ)
+    up = Const(0, 1)
+    for mode in modes:
+        up = Mux(rounding == mode, up_for(mode), up)
+    return wire(m, up, name)

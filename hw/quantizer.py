@@ -7,9 +7,10 @@ Architecture, interface timing and verification: ``docs/quantizer.md``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
 
 import golden
 from golden.formats import SCALE_BIAS, SCALE_EMAX, SCALE_EMIN, SCALE_NAN
@@ -19,14 +20,14 @@ from .common import (
     ROUNDING_IDS,
     SCALE_MODE_IDS,
     StreamPipeline,
-    clamp,
     leading_zeros,
-    round_to_grid,
-    smax,
+    max_tree_levels,
+    reduce_significand,
+    round_up,
     wire,
 )
 
-__all__ = ["MXQuantizer", "QUANTIZER_BOUNDARIES", "cli_units"]
+__all__ = ["MXQuantizer", "quantizer_boundaries", "cli_units"]
 
 ROUNDINGS = (*ROUNDING_IDS, "runtime")
 SCALE_MODES = (*SCALE_MODE_IDS, "runtime")
@@ -34,9 +35,23 @@ INPUTS = ("fp32", "bf16", "fp16")
 MAX_BLOCK = 64
 MAX_RANDOM_BITS = 16
 
-#: Stage boundaries in datapath order, and the order in which ``stages`` registers fill them.
-QUANTIZER_BOUNDARIES = ("input", "amax", "scale", "round", "output")
-_FILL_ORDER = ("output", "scale", "amax", "round", "input")
+
+
+def quantizer_boundaries(block_size):
+    """Stage boundaries of a quantizer for blocks of ``block_size`` values, in datapath order:
+    ``input``, ``decode``, ``norm``, one ``amax<j>`` per level of the block-max tree
+    (log2 k of them), ``scale``, ``shift``, ``align``, ``round``, ``output``."""
+    levels = (block_size - 1).bit_length()
+    return ("input", "decode", "norm", *(f"amax{j}" for j in range(1, levels + 1)), "scale",
+            "shift", "align", "round", "output")
+
+
+def _fill_order(block_size):
+    """The order in which ``stages`` registers fill the boundaries (first: always registered)."""
+    levels = (block_size - 1).bit_length()
+    tree = [f"amax{j}" for j in range(1, levels)]
+    return ("output", "scale", f"amax{levels}", "shift", "round", "decode", "align",
+            *tree[1::2], "norm", *tree[0::2], "input")
 
 
 def _check_block_size(k):
@@ -54,6 +69,8 @@ def _check_choice(what, value, choices):
 
 
 def _check_stages(stages, n):
+    if stages is None:  # default: every boundary registered
+        return n
     if not isinstance(stages, int) or isinstance(stages, bool):
         raise TypeError(f"stages must be an int, not {type(stages).__name__}")
     if not 1 <= stages <= n:
@@ -86,9 +103,12 @@ class MXQuantizer(wiring.Component):
     random_bits : int
         R, random bits per element for stochastic rounding (1..16); used when ``rounding`` is
         ``"stochastic"`` or ``"runtime"``.
-    stages : int
-        Pipeline registers, 1..5; they fill the boundaries ``output``, ``scale``, ``amax``,
-        ``round``, ``input`` in that order (see :data:`QUANTIZER_BOUNDARIES`).
+    stages : int or None
+        Pipeline registers, 1..8 + log2(k); None (the default) registers every boundary
+        (13 for k = 32), the fastest clock.  Fewer registers fill the boundaries in the order
+        ``output``, ``scale``, ``amax<L>``, ``shift``, ``round``, ``decode``, ``align``, the
+        even then the odd inner ``amax<j>``, with ``norm`` between, ``input`` last (datapath
+        order: :func:`quantizer_boundaries`; stage contents in ``docs/quantizer.md``).
 
     Members
     -------
@@ -104,7 +124,7 @@ class MXQuantizer(wiring.Component):
     """
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, input_format="fp32", *, rounding="rne",
-                 scale_mode="floor", random_bits=8, stages=3):
+                 scale_mode="floor", random_bits=8, stages=None):
         self.fmt = golden.element_format(fmt)
         self.block_size = _check_block_size(block_size)
         _check_choice("input format", input_format, INPUTS)
@@ -119,7 +139,8 @@ class MXQuantizer(wiring.Component):
                 raise ValueError(f"random_bits must be in 1..{MAX_RANDOM_BITS}, "
                                  f"got {random_bits}")
         self.random_bits = random_bits if self.stochastic else 0
-        self.stages = _check_stages(stages, len(QUANTIZER_BOUNDARIES))
+        self.boundaries = quantizer_boundaries(self.block_size)
+        self.stages = _check_stages(stages, len(self.boundaries))
         self.latency = self.stages
 
         k, fi = self.block_size, self.input_format
@@ -153,92 +174,161 @@ class MXQuantizer(wiring.Component):
                 "scale_mode": self.scale_mode, "random_bits": self.random_bits,
                 "stages": self.stages,
                 "registered_boundaries": [b for b, r in zip(
-                    QUANTIZER_BOUNDARIES, self._registered(), strict=True) if r]}
+                    self.boundaries, self._registered(), strict=True) if r]}
 
     def _registered(self):
-        return registered_boundaries(self.stages, QUANTIZER_BOUNDARIES, _FILL_ORDER)
+        return registered_boundaries(self.stages, self.boundaries,
+                                     _fill_order(self.block_size))
 
     def elaborate(self, platform):
         m = Module()
         fmt, fi, k = self.fmt, self.input_format, self.block_size
-        pipe = StreamPipeline(m, self._registered(), name="q")
+        pipe = StreamPipeline(m, self._registered(), name="q", flat_ready=True)
         mag_w = fi.ebits + fi.mbits  # IEEE magnitude bits
-        sig_w = fi.mbits + 1
+        p = fi.mbits + 1  # input significand bits (hidden bit included)
+        mb = fmt.mbits
+        f = self.random_bits if self.stochastic else 1  # fraction bits kept below the grid
+        keep = mb + 1 + f  # normalized significand bits that can reach n or the fraction
+        # key = floor(log2 |v|) + bias + p - 1: E + p - 1 for a normal, p - lz for a
+        # subnormal, 0 for a zero; it orders the lanes like their magnitudes' binades.
+        key_bias = fi.bias + p - 1
+        e_max_key = (1 << fi.ebits) - 1 + p - 1  # exponent field all ones: Inf or NaN
+        # the element exponent field saturates at b_ovf + 1: any code there is >= max_code
+        b_ovf = -(-fmt.max_code // (1 << mb)) - 1
 
         # -- input -----------------------------------------------------------------------------
-        p = pipe.boundary(self.i.payload.as_value(), "input")
-        payload = self.in_layout(p)
+        p_in = pipe.boundary(self.i.payload.as_value(), "input")
+        payload = self.in_layout(p_in)
         rounding = (payload.rounding if self.rounding == "runtime"
                     else ROUNDING_IDS[self.rounding])
         scale_mode = (payload.scale_mode if self.scale_mode == "runtime"
                       else SCALE_MODE_IDS[self.scale_mode])
         rand = [payload.random[i] for i in range(k)] if self.stochastic else [None] * k
+        ctl = {"rounding": rounding, "scale_mode": scale_mode}
 
-        # -- section 1: lane decode (normalize subnormals), block amax -------------------------
-        def split(mag, name):
-            """IEEE magnitude -> (normalized significand, floor(log2(value))), for mag != 0."""
-            e, frac = mag[fi.mbits:], mag[:fi.mbits]
-            sig = wire(m, Cat(frac, e != 0), f"{name}_sig")
-            lz = leading_zeros(m, sig, name=f"{name}_lz")
-            norm = wire(m, (sig << lz)[:sig_w], f"{name}_norm")
-            top = wire(m, Mux(e == 0, 1, e) - fi.bias - lz, f"{name}_top")
-            return norm, top
-
+        # -- decode: per lane leading-zero count and binade key ----------------------------------
         lanes = []
         for i in range(k):
             w = payload.data[i]
-            mag = w[:mag_w]
-            norm, top = split(mag, f"lane{i}")
-            lanes.append({"neg": w[mag_w], "zero": mag == 0, "sig": norm, "top": top})
-        # IEEE magnitudes order like the values they encode: a plain unsigned max tree.
-        level = [payload.data[i][:mag_w] for i in range(k)]
-        while len(level) > 1:
-            level = [smax(m, a, b, name="amax") for a, b in zip(level[0::2], level[1::2],
-                                                                 strict=True)]
-        amax = level[0]
-        x = pipe.boundary({"lanes": lanes, "amax": amax, "rounding": rounding,
-                           "scale_mode": scale_mode, "rand": rand}, "amax")
+            e, frac = w[fi.mbits:mag_w], w[:fi.mbits]
+            nz_e = wire(m, e != 0, f"lane{i}_nze")
+            sig = wire(m, Cat(frac, nz_e), f"lane{i}_sig")
+            lz = leading_zeros(m, sig, name=f"lane{i}_lz")
+            key = wire(m, Mux(nz_e, e + (p - 1), p - lz), f"lane{i}_key")
+            lanes.append({"neg": w[mag_w], "sig": sig, "lz": lz, "key": key})
+        x = pipe.boundary({"lanes": lanes, "ctl": ctl, "rand": rand}, "decode")
 
-        # -- section 2: shared exponent, scale code ------------------------------------------
-        amax = x["amax"]
-        a_sig, a_top = split(amax, "amax")
-        e = a_top - fmt.emax  # floor mode: floor(log2(amax)) - emax
+        # -- norm: normalize, keep the top bits plus a sticky bit ------------------------------
+        lanes = []
+        for i, ln in enumerate(x["lanes"]):
+            s2 = reduce_significand(m, ln["sig"], ln["lz"], keep, name=f"lane{i}")
+            if len(s2) < mb + 1:  # the grid is finer than the input: pad below
+                s2 = Cat(Const(0, mb + 1 - len(s2)), s2)
+            lanes.append({"neg": ln["neg"], "zero": ln["key"] == 0, "s2": s2, "key": ln["key"]})
+        x = pipe.boundary({"lanes": lanes, "ctl": x["ctl"], "rand": x["rand"]}, "norm")
+        width = len(x["lanes"][0]["s2"])
+        d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
+
+        # -- block amax: max tree over the keys (rceil: and whether 1.f > max_normal's 1.g) ----
+        leaves = []
+        for i, ln in enumerate(x["lanes"]):
+            gt = None
+            if self.scale_mode != "floor":
+                top, rest = ln["s2"][d0:], ln["s2"][:d0]
+                gt = wire(m, (top > fmt.max_significand)
+                          | ((top == fmt.max_significand) & rest.any()), f"lane{i}_gt")
+            leaves.append((ln["key"], gt))
+        levels = (k - 1).bit_length()
+        tree = leaves
+        for j in range(1, levels + 1):  # one tree level per boundary
+            tree = max_tree_levels(m, tree, 1, name=f"amax{j}")
+            x = pipe.boundary({"lanes": x["lanes"], "ctl": x["ctl"], "rand": x["rand"],
+                               "tree": tree}, f"amax{j}")
+            tree = x["tree"]
+        (key_max, gt_max), = tree
+
+        # -- scale: shared exponent, scale code ---------------------------------------------
+        # e = clamp(key_max + above - (key_bias + emax), -127, 127), computed for above = 0 and
+        # above = 1 side by side from key_max (comparisons and additions of constants only).
+        key_max = wire(m, key_max, "amax_key")
+        e0 = key_bias + fmt.emax
+        e_key_off = fmt.emin + key_bias  # a lane's element binade is key - (e + e_key_off)
+        cands = []
+        for a in ((0, 1) if self.scale_mode != "floor" else (0,)):
+            lo = wire(m, key_max < e0 - a + SCALE_EMIN, f"e{a}_lo")
+            hi = wire(m, key_max > e0 - a + SCALE_EMAX, f"e{a}_hi")
+
+            def sel(off, lo=lo, hi=hi, a=a):
+                return Mux(lo, SCALE_EMIN + off, Mux(hi, SCALE_EMAX + off,
+                                                     key_max + (a - e0 + off)))
+            cands.append({"e_key": sel(e_key_off), "e_key_m1": sel(e_key_off - 1),
+                          "e_key_o": sel(e_key_off + b_ovf), "e_key_k": sel(e_key_off - keep),
+                          "code": sel(SCALE_BIAS)})
+        sel_e = cands[0]
         if self.scale_mode != "floor":
-            # rceil: one more when amax's significand 1.f exceeds max_normal's 1.g.
-            above = a_sig > (fmt.max_significand << (fi.mbits - fmt.mbits))
+            above = gt_max
             if self.scale_mode == "runtime":
-                above = above & (x["scale_mode"] == RCEIL)
-            e = e + above
-        e = clamp(m, e, SCALE_EMIN, SCALE_EMAX, name="e")
-        nonfinite = amax[fi.mbits:].all()  # exponent all ones: an Inf or a NaN in the block
-        scale = Mux(nonfinite, SCALE_NAN, Mux(amax == 0, 0, (e + SCALE_BIAS)[:8]))
-        y = pipe.boundary({"lanes": x["lanes"], "e": e.as_signed(), "scale": scale,
-                           "nonfinite": nonfinite, "rounding": x["rounding"],
-                           "rand": x["rand"]}, "scale")
+                above = above & (x["ctl"]["scale_mode"] == RCEIL)
+            sel_e = {n: Mux(above, cands[1][n], cands[0][n]) for n in cands[0]}
+        nonfinite = key_max == e_max_key
+        scale = Mux(nonfinite, SCALE_NAN, Mux(key_max == 0, 0, sel_e["code"][:8]))
+        y = pipe.boundary({"lanes": x["lanes"], "rounding": x["ctl"]["rounding"],
+                           "rand": x["rand"], **{n: v for n, v in sel_e.items() if n != "code"},
+                           "scale": scale, "nonfinite": nonfinite}, "scale")
 
-        # -- section 3a: per lane, exponent at the scale, alignment shift and rounding ---------
-        frac_bits = self.random_bits if self.stochastic else 1
-        lanes = y["lanes"]
-        mbits = fmt.mbits
-        codes = []
-        for i in range(k):
-            ln = lanes[i]
-            top = (ln["top"] - y["e"]).as_signed()
-            code = round_to_grid(m, ln["sig"], top, emin=fmt.emin, mbits=mbits,
-                                 rounding=y["rounding"], frac_bits=frac_bits, rand=y["rand"][i],
-                                 name=f"lane{i}_rnd")
-            codes.append(code)
-        z = pipe.boundary({"codes": codes, "lanes": [{"neg": ln["neg"], "zero": ln["zero"]}
-                                                      for ln in lanes],
-                           "scale": y["scale"], "nonfinite": y["nonfinite"]}, "round")
+        # -- shift: per lane exponent field and alignment shift ----------------------------
+        # br = key - e_key is the lane's element binade; its range checks are comparisons of
+        # key against per-block thresholds (parallel carry chains), its low bits narrow adds.
+        fw, sw = bits_for(b_ovf + 1), bits_for(keep)
+        lanes = []
+        for i, ln in enumerate(y["lanes"]):
+            key = ln["key"]
+            under = key < y["e_key"]  # br < 0: element subnormal
+            over = key > y["e_key_o"]  # br > b_ovf
+            gone = key < y["e_key_k"]  # br < -keep: everything below the grid
+            field = Mux(under, 0, Mux(over, b_ovf + 1, (key - y["e_key_m1"])[:fw]))
+            field = wire(m, field, f"lane{i}_field")
+            sh = Mux(~under, 0, Mux(gone, keep, (y["e_key"] - key)[:sw]))
+            sh = wire(m, sh, f"lane{i}_sh")
+            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"], "sh": sh,
+                          "field": field})
+        z = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
+                           "scale": y["scale"], "nonfinite": y["nonfinite"]}, "shift")
 
-        # -- section 3b: saturate, attach the sign, special blocks ------------------------------
+        # -- align: right shift onto the grid: n (hidden bit included), fraction, sticky -----
+        lanes = []
+        for i, ln in enumerate(z["lanes"]):
+            v = Cat(Const(0, f), ln["s2"])  # s2 with f fraction bits below
+            kept = wire(m, v[d0:] >> ln["sh"], f"lane{i}_kept")  # keep = mb + 1 + f bits
+            sticky = 0
+            for j in range(d0):  # v[j] is shifted out when j < d0 + sh
+                sticky = sticky | v[j]
+            for j in range(d0, len(v)):
+                sticky = sticky | (v[j] & (ln["sh"] > j - d0))
+            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "field": ln["field"],
+                          "n": kept[f:f + mb], "frac": kept[:f],
+                          "sticky": wire(m, sticky, f"lane{i}_sticky")})
+        z = pipe.boundary({"lanes": lanes, "rounding": z["rounding"], "rand": z["rand"],
+                           "scale": z["scale"], "nonfinite": z["nonfinite"]}, "align")
+
+        # -- round: increment, saturate (code + 1 and both saturation tests in parallel) ----
+        lanes = []
+        for i, ln in enumerate(z["lanes"]):
+            n, frac = ln["n"], ln["frac"]
+            code = wire(m, Cat(n, ln["field"]), f"lane{i}_code")  # IEEE-style E.M, unrounded
+            up = round_up(m, frac, ln["sticky"], n[0], z["rounding"], z["rand"][i],
+                          name=f"lane{i}_up")
+            inc = Mux(code >= fmt.max_code - 1, fmt.max_code, code + 1)
+            keep_ = Mux(code >= fmt.max_code, fmt.max_code, code)
+            mag = wire(m, Mux(up, inc, keep_)[:fmt.bits], f"lane{i}_mag")
+            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "mag": mag})
+        z = pipe.boundary({"lanes": lanes, "scale": z["scale"], "nonfinite": z["nonfinite"]},
+                          "round")
+
+        # -- output: zero, sign, NaN/Inf block ------------------------------------------------
         out_codes = []
-        for i in range(k):
-            code = wire(m, z["codes"][i], f"lane{i}_code")
-            ln = z["lanes"][i]
-            mag = Mux(code >= fmt.max_code, fmt.max_code, code)[:fmt.bits]
-            mag = Mux(ln["zero"], 0, mag)
+        for ln in z["lanes"]:
+            mag = Mux(ln["zero"], 0, ln["mag"])
             if fmt.twos_complement:
                 signed_code = Mux(ln["neg"], -mag, mag)[:fmt.bits]
             else:
@@ -265,7 +355,9 @@ def _add_arguments(p):
     p.add_argument("--rounding", default="rne", help=f"one of {', '.join(ROUNDINGS)}")
     p.add_argument("--scale-mode", default="floor", help=f"one of {', '.join(SCALE_MODES)}")
     p.add_argument("--random-bits", type=int, default=8, help="R for stochastic rounding")
-    p.add_argument("--stages", type=int, default=3, help="pipeline registers, 1..5")
+    p.add_argument("--stages", type=int, default=None,
+                   help="pipeline registers = latency in cycles, 1..8+log2(k) (default: all, "
+                        "8+log2(k): 13 for k = 32)")
 
 
 def _build(a):
