@@ -260,6 +260,11 @@ class StallPipeline:
         self._en = Signal(name=f"{name}_en")
         self.latency = sum(self._registered)
 
+    @property
+    def valid(self):
+        """Valid bit of the values at the current boundary (before it is crossed)."""
+        return self._valids[-1] if self._valids else self._in_valid
+
     def boundary(self, tree, name: str | None = None):
         """Pass ``tree`` (a dict/list nesting of Values) over the next boundary; returns the
         same structure, registered or not."""
@@ -288,14 +293,20 @@ class StallPipeline:
             self._m.d.sync += r.eq(v)
         return r
 
-    def connect(self, *, i_valid, i_ready, o_valid, o_ready):
-        """Build the handshake: drive ``i_ready``, ``o_valid`` and the global enable."""
+    def connect(self, *, i_valid, i_ready, o_valid, o_ready, o_hold=None):
+        """Build the handshake: drive ``i_ready``, ``o_valid`` and the global enable.
+
+        ``o_hold`` (default: the output's valid bit) is what makes the pipeline wait for
+        ``o_ready``: ``en = ~o_hold | o_ready``.  MXDotGeneral passes a register holding
+        "valid and last", so blocks that produce no output never wait.
+        """
         if self._index != len(self._registered):
             raise ValueError(f"{len(self._registered)} boundaries declared, "
                              f"{self._index} used")
         m = self._m
         last = self._valids[-1]
-        m.d.comb += [self._in_valid.eq(i_valid), self._en.eq(~last | o_ready),
+        hold = last if o_hold is None else o_hold
+        m.d.comb += [self._in_valid.eq(i_valid), self._en.eq(~hold | o_ready),
                      i_ready.eq(self._en), o_valid.eq(last)]
 
 
@@ -337,38 +348,35 @@ class _FusedStep:
             inf = (x["inf"] | y["inf"]) & ~lane_nan[-1]
             lane_pinf.append(inf & ~neg)
             lane_ninf.append(inf & neg)
-        c_neg, c_exp, c_man = c[31], c[23:31], c[:23]
-        c_nan = (c_exp == 0xFF) & c_man.any()
-        c_inf = (c_exp == 0xFF) & ~c_man.any()
-        # T = S * 2^eT; c = C * 2^eC with its 24-bit field's top at cTop.
+        # T = S * 2^eT.  (Everything from c waits for the product section: in MXDotGeneral c
+        # comes from the accumulator forwarding path.)
         e_t = a.scale + b.scale + (g.lsb_exp - 254)
-        c_top = Mux(c_exp == 0, -126, c_exp - 127)
         s = cross({
             "prods": sig_prods, "shifts": shifts,
-            "nan": Cat(*lane_nan).any() | c_nan | (a.scale == SCALE_NAN)
-            | (b.scale == SCALE_NAN),
-            "lpinf": Cat(*lane_pinf), "lninf": Cat(*lane_ninf),
-            "c": c, "c_inf": c_inf,
+            "nan": Cat(*lane_nan).any() | (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN),
+            "lpinf": Cat(*lane_pinf), "lninf": Cat(*lane_ninf), "c": c,
             "a_t": (e_t - GUARD)[:12].as_signed(),  # frame when T anchors: T's lsb at bit G+1
-            "a_c": (c_top - (n - 3))[:12].as_signed(),  # when c anchors: its top at bit n-2
             "side": side,
         }, "decode")
 
-        # 2. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); the anchor choice.
+        # 2. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); c's fields.
         terms = []
         for i in range(k):
             # The signed significand product, shifted (sign-extended) into place.
             terms.append((s["prods"][i] << s["shifts"][i]).as_signed()[:wp + 1].as_signed())
         pinf, ninf = s["lpinf"].any(), s["lninf"].any()
         cbits = s["c"]
-        c_neg = cbits[31]
-        nan = s["nan"] | (pinf & ninf) | (s["c_inf"] & Mux(c_neg, pinf, ninf))
-        d = wire(m, (s["a_t"] - s["a_c"])[:13].as_signed(), "anchor_diff")
+        c_neg, c_exp, c_man = cbits[31], cbits[23:31], cbits[:23]
+        c_nan = (c_exp == 0xFF) & c_man.any()
+        c_inf = (c_exp == 0xFF) & ~c_man.any()
+        nan = s["nan"] | c_nan | (pinf & ninf) | (c_inf & Mux(c_neg, pinf, ninf))
+        # c = C * 2^eC with its 24-bit field's top at cTop (-126 for exponent field 0); the
+        # frame when c anchors puts that top at window bit n-2: aC = cTop - (n-3).
+        a_c = Mux(c_exp == 0, -126 - (n - 3), c_exp - (127 + n - 3))[:12].as_signed()
         s = cross({
-            "terms": terms, "nan": nan, "inf": pinf | ninf | s["c_inf"],
-            "inf_neg": ninf | (s["c_inf"] & c_neg), "c": cbits, "t_anchors": d >= 0,
-            "d": d.as_unsigned()[:12], "d_back": (s["a_c"] - s["a_t"])[:12],
-            "a_t": s["a_t"], "a_c": s["a_c"], "side": s["side"],
+            "terms": terms, "nan": nan, "inf": pinf | ninf | c_inf,
+            "inf_neg": ninf | (c_inf & c_neg), "c": cbits,
+            "a_t": s["a_t"], "a_c": a_c, "side": s["side"],
         }, "product")
 
         # 3.-5. Exact block sum: a balanced adder tree, its levels spread over three sections.
@@ -384,16 +392,18 @@ class _FusedStep:
                          else level[i] for i in range(0, len(level), 2)]
             level = [v.as_signed()[:w + 1].as_signed() for v in level]
             if j == 0:
+                d = wire(m, (s["a_t"] - s["a_c"])[:13].as_signed(), "anchor_diff")
+                s = {**s, "t_anchors": d >= 0, "d": d.as_unsigned()[:12],
+                     "d_back": (s["a_c"] - s["a_t"])[:12]}
+            elif j == 1:
                 ta = s["t_anchors"]
                 rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("d", "d_back", "a_t", "a_c")}
                 s = {**rest, "dist": Mux(ta, s["d"], s["d_back"]),
                      "frame": Mux(ta, s["a_t"], s["a_c"])[:12].as_signed()}
-            elif j == 1:
+            else:
                 rest = {k_: v_ for k_, v_ in s.items() if k_ != "frame"}
                 s = {**rest, "dist": Mux(s["dist"] >= n, n, s["dist"])[:nb],
                      "lim": (s["frame"] + (n + 124))[:12].as_signed()}
-            else:
-                s = {**s, "lim_small": s["lim"] < n}
             s = cross({**s, "terms": level}, f"tree{j}")
         ssum = s["terms"][0]
 
@@ -406,7 +416,7 @@ class _FusedStep:
         ta = s["t_anchors"]
         rest = {k_: v for k_, v in s.items() if k_ not in ("terms", "t_anchors")}
         s = cross({
-            **rest, "t_zero": ~ssum.any(),
+            **rest, "t_zero": ~ssum.any(), "lim_small": s["lim"] < n,
             "u": Mux(ta, t_win, c_win), "v": Mux(ta, c_win, t_win),
             "u_neg": Mux(ta, t_neg, s["c"][31]), "v_neg": Mux(ta, s["c"][31], t_neg),
         }, "place")
@@ -493,7 +503,10 @@ class _FusedStep:
             m.d.comb += result.eq(0)
         with m.Else():
             m.d.comb += result.eq(Cat(code, s["neg"]))
-        return cross({"result": result, "side": s["side"]}, "finish")
+        out = {"result": result, "side": s["side"]}
+        if "last" in s["side"]:  # MXDotGeneral: "a valid last block" as one register
+            out["valid_last"] = pipe.valid & s["side"]["last"]
+        return cross(out, "finish")
 
 
 def _check_formats(fmt_a, fmt_b):
@@ -661,10 +674,10 @@ class MXDotGeneral(wiring.Component):
         pipe_ready, pipe_valid = Signal(), Signal()
         # Non-last blocks leave into the accumulator without waiting for the output.
         pipe.connect(i_valid=self.i.valid & free, i_ready=pipe_ready, o_valid=pipe_valid,
-                     o_ready=~out["side"]["last"] | self.o.ready)
+                     o_ready=self.o.ready, o_hold=out["valid_last"])
         m.d.comb += [
             self.i.ready.eq(pipe_ready & free),
-            self.o.valid.eq(pipe_valid & out["side"]["last"]),
+            self.o.valid.eq(out["valid_last"]),
             self.o.payload.result.eq(out["result"]),
             leave.eq(pipe_valid & (~out["side"]["last"] | self.o.ready)),
             leave_result.eq(out["result"]),
