@@ -198,10 +198,14 @@ class StreamPipeline:
         every unit has a registered output).
     name : str
         Prefix of the generated register names.
-    flat_ready : bool
-        Build each stage's load enable as one balanced OR, ``~valid_j | ~valid_{j+1} | ... |
-        ready_out`` (the same function as the chain above, without the chain's depth: for deep
-        pipelines whose enables fan out to many registers).  Default False: the chain.
+    global_stall : bool
+        Default False: the per-stage enables above.  True: one enable for every stage,
+        ``ready_out | ~valid_last`` (the whole pipeline advances unless its output holds a
+        block that is not taken).  Bubbles inside the pipeline are then not squeezed out while
+        the output stalls, but throughput with ``ready_out`` high is still one block per clock,
+        nothing is lost or duplicated, and the enable is one gate from the output valid
+        register instead of a chain through every stage (for deep pipelines with wide stage
+        registers).
 
     Members
     -------
@@ -210,9 +214,9 @@ class StreamPipeline:
         output in cycle ``c + latency``.
     """
 
-    def __init__(self, m: Module, registered, *, name: str = "p", flat_ready: bool = False):
+    def __init__(self, m: Module, registered, *, name: str = "p", global_stall: bool = False):
         self._m = m
-        self._flat_ready = flat_ready
+        self._global_stall = global_stall
         self._registered = [bool(r) for r in registered]
         if not self._registered or not self._registered[-1]:
             raise ValueError("the last pipeline boundary must be registered")
@@ -271,11 +275,12 @@ class StreamPipeline:
         m = self._m
         m.d.comb += self._in_valid.eq(i_valid)
         ready_next = o_ready
-        empty_after = []  # ~valid of this stage and every later one
+        if self._global_stall:
+            advance = Signal(name=f"{self._name}_advance")
+            m.d.comb += advance.eq(o_ready | ~self._valids[-1])
         for valid, load in zip(reversed(self._valids), reversed(self._loads), strict=True):
-            if self._flat_ready:
-                empty_after.append(~valid)
-                m.d.comb += load.eq(Cat(*empty_after, o_ready).any())
+            if self._global_stall:
+                m.d.comb += load.eq(advance)
             else:
                 m.d.comb += load.eq(~valid | ready_next)
             ready_next = load

@@ -16,7 +16,8 @@ The arithmetic is the bit-level statement of ``golden._kernels.dot_step``:
    ``G = 26``), anchored on whichever of the two reaches higher; bits of the other operand that
    fall below the window fold into a sticky bit.  ``docs/dot.md`` proves this never changes
    the rounded result.
-4. The window sum is normalized and rounded once (RNE, subnormals, overflow to Inf).
+4. The window sum is normalized (the shift clamped so that subnormal results come out
+   denormalized) and rounded once at a fixed place (RNE, overflow to Inf).
 
 Special values (NaN scale, NaN/Inf codes, Inf*0, opposite Infs, NaN/Inf ``c``) are summarized
 per lane and override the result.
@@ -27,7 +28,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
@@ -36,7 +37,7 @@ import golden
 from golden.formats import ElementFormat
 
 from .cli import UnitSpec
-from .common import RNE, StreamPipeline, leading_zeros, round_to_grid, wire
+from .common import leading_zeros, wire
 
 __all__ = ["DotGeometry", "MXDot", "MXDotGeneral", "operand_layout", "width_table",
            "cli_units"]
@@ -50,12 +51,19 @@ SCALE_NAN = 255
 #: Guard bits of the alignment window below the lowest bit of T (see docs/dot.md, "exactness").
 GUARD = 26
 
-#: The fused step's sections; a pipeline register may follow each (the last always does).
-SECTIONS = ("decode_multiply", "sum_low", "sum_high", "classify", "align_add", "normalize",
-            "round")
+#: The fused step's sections, in datapath order; a pipeline register may follow each (the last
+#: always has one), see :func:`registered_sections`.
+SECTIONS = ("decode", "product", "tree0", "tree1", "tree2", "place", "align_hi", "align_lo",
+            "add", "lzc", "shift_hi", "shift_lo", "round", "finish")
+
+#: Estimated delay of each section on ECP5 (ns, k = 32 fp8 x fp8, from nextpnr critical
+#: paths); :func:`registered_sections` balances the pipeline stages with these weights.
+SECTION_DELAY = {"decode": 6, "product": 5, "tree0": 5, "tree1": 3, "tree2": 5, "place": 5,
+                 "align_hi": 4, "align_lo": 4, "add": 6, "lzc": 5, "shift_hi": 5, "shift_lo": 5,
+                 "round": 4, "finish": 3}
 
 MAX_STAGES = len(SECTIONS)
-DEFAULT_STAGES = 4
+DEFAULT_STAGES = 14
 
 
 def _check_int(name, value, lo, hi):
@@ -76,13 +84,23 @@ def _check_block_size(k):
 def registered_sections(stages: int) -> list[bool]:
     """Which section boundaries hold a pipeline register, for ``stages`` registers.
 
-    The registers are spread evenly over the sections; the last boundary (the output) is
-    always registered.
+    The last boundary (the output) is always registered.  The others are chosen so that the
+    largest summed :data:`SECTION_DELAY` between two registers is as small as possible (ties:
+    the earliest such placement); ``stages = len(SECTIONS)`` registers every boundary.
     """
     _check_int("stages", stages, 1, MAX_STAGES)
-    n = len(SECTIONS)
-    cuts = {round(j * n / stages) for j in range(1, stages + 1)}
-    assert len(cuts) == stages and n in cuts
+    wts = [SECTION_DELAY[s] for s in SECTIONS]
+    n = len(wts)
+    # best[j][i]: (worst stage delay, cut list) covering sections [0, i) with j registers,
+    # the last one after section i - 1.
+    best = [{0: (0, ())}] + [{} for _ in range(stages)]
+    for j in range(1, stages + 1):
+        for i in range(j, n + 1):
+            cands = [(max(cost, sum(wts[p:i])), cuts + (i,))
+                     for p, (cost, cuts) in best[j - 1].items() if p < i]
+            if cands:
+                best[j][i] = min(cands)
+    cuts = set(best[stages][n][1])
     return [i + 1 in cuts for i in range(n)]
 
 
@@ -197,14 +215,13 @@ def wired(m: Module, tree, name: str):
     return tree if isinstance(tree, Signal) else wire(m, tree, name)
 
 
-def shift_right_sticky(m: Module, value, amount, limit: int, name: str):
-    """``value >> amount`` and whether any 1 bit was shifted out; ``amount >= limit`` (``limit``
-    = ``len(value)``) shifts everything out.  A log-depth barrel shifter."""
+def shift_right_sticky(m: Module, value, amount, bits, name: str):
+    """``value >> (amount & mask)`` for the amount bits in ``bits`` (a range of bit indices),
+    and whether any 1 bit was shifted out: one log-shifter level per amount bit (a split
+    shifter is two calls, lower bits after the higher ones)."""
     w = len(value)
-    amt = wire(m, Mux(amount >= limit, limit, amount).as_unsigned()[:bits_for(limit)],
-               f"{name}_amt")
     sticky = Const(0, 1)
-    for b in range(len(amt)):
+    for b in reversed(bits):
         step = 1 << b
         if step >= w:
             lost = value.any()
@@ -212,20 +229,85 @@ def shift_right_sticky(m: Module, value, amount, limit: int, name: str):
         else:
             lost = value[:step].any()
             shifted = value >> step
-        sticky = wire(m, sticky | (amt[b] & lost), f"{name}_sticky{b}")
-        value = wire(m, Mux(amt[b], shifted, value), f"{name}_s{b}")
+        sticky = wire(m, sticky | (amount[b] & lost), f"{name}_sticky{b}")
+        value = wire(m, Mux(amount[b], shifted, value), f"{name}_s{b}")
     return value, sticky
 
 
-def _tree_levels(terms):
-    """Pairwise-sum levels of an adder tree: ``levels[0]`` are the terms, ``levels[-1]`` the
-    single sum."""
-    levels = [list(terms)]
-    while len(levels[-1]) > 1:
-        cur = levels[-1]
-        levels.append([cur[i] + cur[i + 1] if i + 1 < len(cur) else cur[i]
-                       for i in range(0, len(cur), 2)])
-    return levels
+class StallPipeline:
+    """A valid/ready pipeline with registers at a chosen subset of its section boundaries,
+    all advancing together (one global enable).
+
+    Same interface as :class:`hw.common.StreamPipeline` (:meth:`boundary`, :meth:`connect`,
+    ``latency``), different flow control: every register loads when ``en = ~o_valid |
+    o_ready``, and ``i_ready = en``.  So the enable is one gate from the output register and
+    the output's ``ready``, however deep the pipeline (a per-stage ready chain would be a
+    combinational path through every stage).  Blocks are never lost or duplicated and the
+    throughput is one block per clock while the output is ready; under backpressure, bubbles
+    inside the pipeline wait with the blocks (they are not squeezed out).  Synchronous reset
+    clears the valid bits only; data registers are reset-less.
+    """
+
+    def __init__(self, m: Module, registered, *, name: str = "p"):
+        self._m = m
+        self._registered = [bool(r) for r in registered]
+        if not self._registered or not self._registered[-1]:
+            raise ValueError("the last pipeline boundary must be registered")
+        self._name = name
+        self._index = 0
+        self._valids = []
+        self._in_valid = Signal(name=f"{name}_in_valid")
+        self._en = Signal(name=f"{name}_en")
+        self.latency = sum(self._registered)
+
+    @property
+    def valid(self):
+        """Valid bit of the values at the current boundary (before it is crossed)."""
+        return self._valids[-1] if self._valids else self._in_valid
+
+    def boundary(self, tree, name: str | None = None):
+        """Pass ``tree`` (a dict/list nesting of Values) over the next boundary; returns the
+        same structure, registered or not."""
+        if self._index >= len(self._registered):
+            raise ValueError("more boundaries than declared")
+        reg = self._registered[self._index]
+        tag = name or str(self._index)
+        self._index += 1
+        if not reg:
+            return tree
+        valid = Signal(name=f"{self._name}_{tag}_valid")
+        prev = self._valids[-1] if self._valids else self._in_valid
+        with self._m.If(self._en):
+            self._m.d.sync += valid.eq(prev)
+        self._valids.append(valid)
+        return self._register(tree, f"{self._name}_{tag}")
+
+    def _register(self, tree, prefix):
+        if isinstance(tree, dict):
+            return {k: self._register(v, f"{prefix}_{k}") for k, v in tree.items()}
+        if isinstance(tree, list):
+            return [self._register(v, f"{prefix}_{i}") for i, v in enumerate(tree)]
+        v = Value.cast(tree)
+        r = Signal(v.shape(), name=prefix, reset_less=True)
+        with self._m.If(self._en):
+            self._m.d.sync += r.eq(v)
+        return r
+
+    def connect(self, *, i_valid, i_ready, o_valid, o_ready, o_hold=None):
+        """Build the handshake: drive ``i_ready``, ``o_valid`` and the global enable.
+
+        ``o_hold`` (default: the output's valid bit) is what makes the pipeline wait for
+        ``o_ready``: ``en = ~o_hold | o_ready``.  MXDotGeneral passes a register holding
+        "valid and last", so blocks that produce no output never wait.
+        """
+        if self._index != len(self._registered):
+            raise ValueError(f"{len(self._registered)} boundaries declared, "
+                             f"{self._index} used")
+        m = self._m
+        last = self._valids[-1]
+        hold = last if o_hold is None else o_hold
+        m.d.comb += [self._in_valid.eq(i_valid), self._en.eq(~hold | o_ready),
+                     i_ready.eq(self._en), o_valid.eq(last)]
 
 
 class _FusedStep:
@@ -237,106 +319,178 @@ class _FusedStep:
     def __init__(self, geometry: DotGeometry):
         self.g = geometry
 
-    def build(self, m: Module, pipe: StreamPipeline, a, b, c, side: dict):
+    def build(self, m: Module, pipe: StallPipeline, a, b, c, side: dict):
         g = self.g
         fa, fb, k = g.fmt_a, g.fmt_b, g.block_size
         wp, w = g.product_bits, g.sum_bits
         n = g.window_bits
+        nb = bits_for(n)  # bits of a shift amount 0..n
+        np_ = -(-n // 8) * 8  # the window padded below to whole 8-bit chunks for normalizing
+        pad, nc = np_ - n, np_ // 8
 
         def cross(tree, name):  # a section boundary: wires, then maybe a register
             return pipe.boundary(wired(m, tree, name), name)
 
-        # 1. Decode and multiply: exact products in units of 2^(lsb_a + lsb_b).
-        terms = []
+        # 1. decode: element fields, signed lane products +-sig_a*sig_b (not yet shifted), lane
+        #    specials; from the scales and c: the two candidate window frames.
+        sig_prods, shifts = [], []
         lane_nan, lane_pinf, lane_ninf = [], [], []
         for i in range(k):
             x = decode_element(m, a.codes[i], fa, f"a{i}")
             y = decode_element(m, b.codes[i], fb, f"b{i}")
             finite = ~(x["nan"] | x["inf"] | y["nan"] | y["inf"])
-            prod = wire(m, Mux(finite, ((x["sig"] * y["sig"]) << (x["shift"] + y["shift"]))[:wp],
-                               0), f"prod{i}")
+            sp = wire(m, Mux(finite, x["sig"] * y["sig"], 0), f"sig_prod{i}")
             neg = x["neg"] ^ y["neg"]
-            terms.append(wire(m, Mux(neg, -prod, prod).as_signed()[:wp + 1].as_signed(),
-                              f"term{i}"))
+            sig_prods.append(Mux(neg, -sp, sp).as_signed()[:len(sp) + 1].as_signed())
+            shifts.append(x["shift"] + y["shift"])
             # Inf * 0 and NaN codes give NaN; otherwise an Inf operand gives a signed Inf.
             lane_nan.append(x["nan"] | y["nan"] | (x["inf"] & y["zero"]) | (y["inf"] & x["zero"]))
             inf = (x["inf"] | y["inf"]) & ~lane_nan[-1]
             lane_pinf.append(inf & ~neg)
             lane_ninf.append(inf & neg)
+        # T = S * 2^eT.  (Everything from c waits for the product section: in MXDotGeneral c
+        # comes from the accumulator forwarding path.)
+        e_t = a.scale + b.scale + (g.lsb_exp - 254)
         s = cross({
-            "terms": terms, "nan": Cat(*lane_nan).any(), "pinf": Cat(*lane_pinf).any(),
-            "ninf": Cat(*lane_ninf).any(), "sa": a.scale, "sb": b.scale, "c": c, "side": side,
-        }, "decode_multiply")
+            "prods": sig_prods, "shifts": shifts,
+            "nan": Cat(*lane_nan).any() | (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN),
+            "lpinf": Cat(*lane_pinf), "lninf": Cat(*lane_ninf), "c": c,
+            "a_t": (e_t - GUARD)[:12].as_signed(),  # frame when T anchors: T's lsb at bit G+1
+            "side": side,
+        }, "decode")
 
-        # 2./3. Exact block sum: a balanced adder tree, split over one boundary.
-        levels = _tree_levels(s["terms"])
-        half = max(1, (len(levels) - 1) // 2)
-        mid = [v.as_signed()[:w + 1].as_signed() for v in levels[half]]
-        s = cross({**s, "terms": mid}, "sum_low")
-        total = _tree_levels(s["terms"])[-1][0].as_signed()[:w + 1].as_signed()
-        s = cross({**{k_: v for k_, v in s.items() if k_ != "terms"}, "sum": total}, "sum_high")
-
-        # 4. Classify: special values, magnitudes, and where the alignment window sits.
-        ssum = s["sum"]
+        # 2. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); c's fields.
+        terms = []
+        for i in range(k):
+            # The signed significand product, shifted (sign-extended) into place.
+            terms.append((s["prods"][i] << s["shifts"][i]).as_signed()[:wp + 1].as_signed())
+        pinf, ninf = s["lpinf"].any(), s["lninf"].any()
         cbits = s["c"]
         c_neg, c_exp, c_man = cbits[31], cbits[23:31], cbits[:23]
         c_nan = (c_exp == 0xFF) & c_man.any()
         c_inf = (c_exp == 0xFF) & ~c_man.any()
-        nan = ((s["sa"] == SCALE_NAN) | (s["sb"] == SCALE_NAN) | s["nan"] | c_nan
-               | (s["pinf"] & s["ninf"])
-               | (c_inf & Mux(c_neg, s["pinf"], s["ninf"])))
-        inf = s["pinf"] | s["ninf"] | c_inf
-        inf_neg = s["ninf"] | (c_inf & c_neg)
+        nan = s["nan"] | c_nan | (pinf & ninf) | (c_inf & Mux(c_neg, pinf, ninf))
+        # c = C * 2^eC with its 24-bit field's top at cTop (-126 for exponent field 0); the
+        # frame when c anchors puts that top at window bit n-2: aC = cTop - (n-3).
+        a_c = Mux(c_exp == 0, -126 - (n - 3), c_exp - (127 + n - 3))[:12].as_signed()
+        s = cross({
+            "terms": terms, "nan": nan, "inf": pinf | ninf | c_inf,
+            "inf_neg": ninf | (c_inf & c_neg), "c": cbits,
+            "a_t": s["a_t"], "a_c": a_c, "side": s["side"],
+        }, "product")
+
+        # 3.-5. Exact block sum: a balanced adder tree, its levels spread over three sections.
+        # Alongside: the shift distance |aT - aC| (clamped to n) and the frame F = max(aT, aC),
+        # from which lim = F + n + 124: normalization may shift left at most this far (the
+        # result's top bit then weighs 2^-126; smaller results are subnormal, docs/dot.md).
+        depth = (k - 1).bit_length()
+        for j in range(3):
+            lo, hi = round(j * depth / 3), round((j + 1) * depth / 3)
+            level = s["terms"]
+            for _ in range(lo, hi):
+                level = [(level[i] + level[i + 1]).as_signed() if i + 1 < len(level)
+                         else level[i] for i in range(0, len(level), 2)]
+            level = [v.as_signed()[:w + 1].as_signed() for v in level]
+            if j == 0:
+                d = wire(m, (s["a_t"] - s["a_c"])[:13].as_signed(), "anchor_diff")
+                s = {**s, "t_anchors": d >= 0, "d": d.as_unsigned()[:12],
+                     "d_back": (s["a_c"] - s["a_t"])[:12]}
+            elif j == 1:
+                ta = s["t_anchors"]
+                rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("d", "d_back", "a_t", "a_c")}
+                s = {**rest, "dist": Mux(ta, s["d"], s["d_back"]),
+                     "frame": Mux(ta, s["a_t"], s["a_c"])[:12].as_signed()}
+            else:
+                rest = {k_: v_ for k_, v_ in s.items() if k_ != "frame"}
+                s = {**rest, "dist": Mux(s["dist"] >= n, n, s["dist"])[:nb],
+                     "lim": (s["frame"] + (n + 124))[:12].as_signed()}
+            s = cross({**s, "terms": level}, f"tree{j}")
+        ssum = s["terms"][0]
+
+        # 6. place: |S|; the anchoring operand U and the one to shift, V, in the window.
         t_neg = wire(m, ssum < 0, "t_neg")
-        t_mag = Mux(t_neg, -ssum, ssum).as_unsigned()[:w]
-        # T = S * 2^eT; c = C * 2^eC with its 24-bit field's top at cTop.
-        e_t = s["sa"] + s["sb"] + (g.lsb_exp - 254)
-        c_top = Mux(c_exp == 0, -126, c_exp - 127)
-        a_t = e_t - GUARD  # frame (exponent of window bit 1) when T anchors the window
-        a_c = c_top - (n - 3)  # ... when c anchors it (its top bit at window bit n - 2)
-        d = wire(m, (a_t - a_c)[:14].as_signed(), "anchor_diff")
-        t_anchors = wire(m, d >= 0, "t_anchors")
+        t_mag = wire(m, ((ssum ^ t_neg.replicate(w + 1)) + t_neg)[:w], "t_mag")  # |S|
+        c_sig = Cat(s["c"][:23], s["c"][23:31].any())
+        t_win = wire(m, Cat(Const(0, GUARD + 1), t_mag, Const(0, n - GUARD - 1 - w)), "t_win")
+        c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), "c_win")
+        ta = s["t_anchors"]
+        rest = {k_: v for k_, v in s.items() if k_ not in ("terms", "t_anchors")}
         s = cross({
-            "nan": nan, "inf": inf, "inf_neg": inf_neg, "c": cbits, "c_neg": c_neg,
-            "c_sig": Cat(c_man, c_exp.any()), "t_neg": t_neg, "t_mag": t_mag,
-            "frame": Mux(t_anchors, a_t, a_c)[:12].as_signed(),
-            "r_c": Mux(t_anchors, d, 0).as_unsigned()[:13],
-            "r_t": Mux(t_anchors, 0, -d).as_unsigned()[:13],
-            "side": s["side"],
-        }, "classify")
+            **rest, "t_zero": ~ssum.any(), "lim_small": s["lim"] < n,
+            "u": Mux(ta, t_win, c_win), "v": Mux(ta, c_win, t_win),
+            "u_neg": Mux(ta, t_neg, s["c"][31]), "v_neg": Mux(ta, s["c"][31], t_neg),
+        }, "place")
 
-        # 5. Align both operands into the window (bits lost below it -> sticky) and add.
-        t_win = Cat(Const(0, GUARD + 1), s["t_mag"], Const(0, n - GUARD - 1 - w))
-        c_win = Cat(Const(0, n - 25), s["c_sig"], Const(0, 1))
-        t_win, t_lost = shift_right_sticky(m, t_win, s["r_t"], n, "align_t")
-        c_win, c_lost = shift_right_sticky(m, c_win, s["r_c"], n, "align_c")
-        t_win = t_win | t_lost
-        c_win = c_win | c_lost
-        x = Mux(s["t_neg"], -t_win, t_win).as_signed()
-        y = Mux(s["c_neg"], -c_win, c_win).as_signed()
-        z = wire(m, (x + y)[:n + 2].as_signed(), "window_sum")
-        z_neg = z < 0
-        mag = wire(m, Mux(z_neg, -z, z).as_unsigned()[:n], "window_mag")
+        # 7./8. align: V >> dist, bits shifted out of the window folded into a sticky bit.
+        hi_bits = range(nb // 2, nb)
+        v, lost = shift_right_sticky(m, s["v"], s["dist"], hi_bits, "align_hi")
+        s = cross({**s, "v": v, "lost": lost}, "align_hi")
+        v, lost = shift_right_sticky(m, s["v"], s["dist"], range(nb // 2), "align_lo")
+        v = Cat(v[0] | lost | s["lost"], v[1:])
+        rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("v", "lost", "dist", "lim_small")}
         s = cross({
-            "nan": s["nan"], "inf": s["inf"], "inf_neg": s["inf_neg"], "c": s["c"],
-            "t_zero": ~s["t_mag"].any(), "neg": z_neg, "mag": mag, "frame": s["frame"],
-            "side": s["side"],
-        }, "align_add")
+            **rest, "v": v,
+            "marker": Mux(s["lim_small"], Const(1 << (n - 1), n) >> s["lim"][:nb], 0),
+        }, "align_lo")
 
-        # 6. Normalize: leading bit of the window sum to the top.
-        lz = leading_zeros(m, s["mag"], "lz")
-        norm = (s["mag"] << lz)[:n]
-        top = (s["frame"] + (n - 2) - lz)[:13].as_signed()  # exponent of norm's top bit
+        # 9. add: the window sum U +- V' as sign and magnitude (both < 2^(n-1): no overflow).
+        u, v = s["u"], s["v"]
+        same = wire(m, s["u_neg"] == s["v_neg"], "same_sign")
+        total = wire(m, u + v, "win_total")
+        diff = wire(m, u - v, "win_diff")  # n+1 bits: bit n set iff V' > U
+        back = wire(m, v - u, "win_back")
+        v_wins = ~same & diff[n]
+        rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("u", "v", "u_neg", "v_neg")}
         s = cross({
-            "nan": s["nan"], "inf": s["inf"], "inf_neg": s["inf_neg"], "c": s["c"],
-            "t_zero": s["t_zero"], "neg": s["neg"], "zero": ~s["mag"].any(), "norm": norm,
-            "top": top, "side": s["side"],
-        }, "normalize")
+            **rest, "neg": Mux(v_wins, s["v_neg"], s["u_neg"]),
+            "mag": Mux(same, total, Mux(diff[n], back, diff))[:n],
+        }, "add")
 
-        # 7. One rounding (RNE, subnormals kept, overflow to Inf), then the special cases.
-        code = wire(m, round_to_grid(m, s["norm"], s["top"], emin=-126, mbits=23, rounding=RNE,
-                                     name="round"), "rounded")
-        code = Mux(code >= FP32_INF, FP32_INF, code)[:31]
+        # 10. lzc: the normalization shift s = min(leading zeros, lim) = leading zeros of
+        #     mag | marker (a one at bit n-1-lim), coarse: leading all-zero 8-bit chunks hz
+        #     (mag padded below to np bits), with each chunk's own leading-zero count.
+        mp = Cat(Const(0, pad), s["mag"] | s["marker"])
+        nz, clz = [], []
+        for j in range(nc):
+            chunk = wire(m, mp[np_ - 8 * (j + 1):np_ - 8 * j], f"chunk{j}")
+            nz.append(chunk.any())
+            clz.append(leading_zeros(m, chunk, f"clz{j}")[:3])
+        hz = Const(nc - 1, 4)
+        for j in reversed(range(nc - 1)):
+            hz = Mux(nz[j], j, hz)
+        rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("mag", "marker")}
+        s = cross({**rest, "zero": ~s["mag"].any(), "mag": Cat(Const(0, pad), s["mag"]),
+                   "hz": hz, "clz": clz}, "lzc")
+
+        # 11. shift_hi: shift by 8*hz; pick the fine count of the leading chunk.
+        coarse = Cat(Const(0, 3), s["hz"])
+        rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("mag", "hz", "clz", "lim")}
+        s = cross({
+            **rest, "mag": (s["mag"] << coarse)[:np_],
+            "fine": Array([*s["clz"], *[Const(0, 3)] * (16 - nc)])[s["hz"]],  # a full case
+            "lim": (s["lim"] - coarse)[:12].as_signed(),
+        }, "shift_hi")
+
+        # 12. shift_lo: shift by the fine count; round bit, sticky, exponent field e0 = lim - s
+        #     (top + 126: 0 for a subnormal result, whose leading bit stays below the top).
+        p1, fine = s["mag"], s["fine"]
+        norm = wire(m, (p1 << fine)[:np_], "norm")
+        sticky = p1[:np_ - 32].any() | (p1[np_ - 32:np_ - 25] & (Const(0x7F, 7) >> fine)).any()
+        rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("mag", "fine", "lim")}
+        s = cross({
+            **rest, "sig": norm[np_ - 24:], "guard": norm[np_ - 25], "sticky": sticky,
+            "e0": (s["lim"] - fine)[:11],
+        }, "shift_lo")
+
+        # 13. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
+        up = s["guard"] & (s["sticky"] | s["sig"][0])
+        code = wire(m, Cat(Const(0, 23), s["e0"]) + s["sig"] + up, "rounded")
+        rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("sig", "e0", "guard", "sticky")}
+        s = cross({**rest, "code": code}, "round")
+
+        # 14. finish: overflow to Inf, then the special cases in order.
+        code = s["code"]
+        code = Mux(code[23:] >= 0xFF, FP32_INF, code[:31])[:31]
         c_in = s["c"]
         result = Signal(32)
         with m.If(s["nan"]):
@@ -349,7 +503,10 @@ class _FusedStep:
             m.d.comb += result.eq(0)
         with m.Else():
             m.d.comb += result.eq(Cat(code, s["neg"]))
-        return cross({"result": result, "side": s["side"]}, "round")
+        out = {"result": result, "side": s["side"]}
+        if "last" in s["side"]:  # MXDotGeneral: "a valid last block" as one register
+            out["valid_last"] = pipe.valid & s["side"]["last"]
+        return cross(out, "finish")
 
 
 def _check_formats(fmt_a, fmt_b):
@@ -369,8 +526,8 @@ class MXDot(wiring.Component):
     block_size : int
         Elements per block, a power of two in 2..64.
     stages : int
-        Pipeline registers, 1..7 (the latency).  The registers are spread evenly over the
-        datapath's sections (see :data:`SECTIONS`).
+        Pipeline registers, 1..14 (the latency; default 14, every section boundary).  They
+        are placed to balance the sections' estimated delays (:func:`registered_sections`).
 
     Members
     -------
@@ -383,7 +540,8 @@ class MXDot(wiring.Component):
     ----------
     latency : int
         ``stages``: a block accepted in cycle t leaves in cycle t + latency (without
-        backpressure).  Initiation interval 1; lossless under any valid/ready pattern.
+        backpressure).  Initiation interval 1; lossless under any valid/ready pattern (all
+        registers share one enable, see :class:`StallPipeline`).
     """
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
@@ -409,7 +567,7 @@ class MXDot(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        pipe = StreamPipeline(m, self._registered, name="dot")
+        pipe = StallPipeline(m, self._registered, name="dot")
         p = self.i.payload
         out = _FusedStep(self.geometry).build(m, pipe, p.a, p.b, p.c, {})
         m.d.comb += self.o.payload.eq(out["result"])
@@ -442,7 +600,7 @@ class MXDotGeneral(wiring.Component):
     contexts : int
         Accumulation contexts (simultaneously open runs), a power of two in 1..64.
     stages : int
-        Pipeline registers of the fused step, 1..7 (= ``latency``).
+        Pipeline registers of the fused step, 1..14 (= ``latency``; default 14).
 
     Members
     -------
@@ -495,7 +653,7 @@ class MXDotGeneral(wiring.Component):
         m = Module()
         nctx = self.contexts
         p = self.i.payload
-        pipe = StreamPipeline(m, self._registered, name="dotg")
+        pipe = StallPipeline(m, self._registered, name="dotg")
 
         acc = Array(Signal(32, name=f"acc{j}", reset_less=True) for j in range(nctx))
         busy = Signal(nctx)
@@ -511,15 +669,15 @@ class MXDotGeneral(wiring.Component):
         current = Mux(handoff, leave_result, acc[ctx] if self.ctx_bits else acc[0])
         c = Mux(p.first, p.c0, current)
 
-        out = _FusedStep(self.geometry).build(
-            m, pipe, p.a, p.b, c, {"ctx": p.ctx, "last": p.last})
+        side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
+        out = _FusedStep(self.geometry).build(m, pipe, p.a, p.b, c, side)
         pipe_ready, pipe_valid = Signal(), Signal()
         # Non-last blocks leave into the accumulator without waiting for the output.
         pipe.connect(i_valid=self.i.valid & free, i_ready=pipe_ready, o_valid=pipe_valid,
-                     o_ready=~out["side"]["last"] | self.o.ready)
+                     o_ready=self.o.ready, o_hold=out["valid_last"])
         m.d.comb += [
             self.i.ready.eq(pipe_ready & free),
-            self.o.valid.eq(pipe_valid & out["side"]["last"]),
+            self.o.valid.eq(out["valid_last"]),
             self.o.payload.result.eq(out["result"]),
             leave.eq(pipe_valid & (~out["side"]["last"] | self.o.ready)),
             leave_result.eq(out["result"]),

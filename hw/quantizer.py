@@ -40,17 +40,18 @@ MAX_RANDOM_BITS = 16
 def quantizer_boundaries(block_size):
     """Stage boundaries of a quantizer for blocks of ``block_size`` values, in datapath order:
     ``input``, ``decode``, ``norm``, one ``amax<j>`` per level of the block-max tree
-    (log2 k of them), ``scale``, ``shift``, ``align``, ``round``, ``output``."""
+    (log2 k of them), ``exp``, ``scale``, ``cmp``, ``shift``, ``align``, ``round``,
+    ``output``."""
     levels = (block_size - 1).bit_length()
-    return ("input", "decode", "norm", *(f"amax{j}" for j in range(1, levels + 1)), "scale",
-            "shift", "align", "round", "output")
+    return ("input", "decode", "norm", *(f"amax{j}" for j in range(1, levels + 1)), "exp",
+            "scale", "cmp", "shift", "align", "round", "output")
 
 
 def _fill_order(block_size):
     """The order in which ``stages`` registers fill the boundaries (first: always registered)."""
     levels = (block_size - 1).bit_length()
     tree = [f"amax{j}" for j in range(1, levels)]
-    return ("output", "scale", f"amax{levels}", "shift", "round", "decode", "align",
+    return ("output", "scale", f"amax{levels}", "shift", "round", "cmp", "exp", "decode", "align",
             *tree[1::2], "norm", *tree[0::2], "input")
 
 
@@ -104,11 +105,12 @@ class MXQuantizer(wiring.Component):
         R, random bits per element for stochastic rounding (1..16); used when ``rounding`` is
         ``"stochastic"`` or ``"runtime"``.
     stages : int or None
-        Pipeline registers, 1..8 + log2(k); None (the default) registers every boundary
-        (13 for k = 32), the fastest clock.  Fewer registers fill the boundaries in the order
-        ``output``, ``scale``, ``amax<L>``, ``shift``, ``round``, ``decode``, ``align``, the
-        even then the odd inner ``amax<j>``, with ``norm`` between, ``input`` last (datapath
-        order: :func:`quantizer_boundaries`; stage contents in ``docs/quantizer.md``).
+        Pipeline registers, 1..10 + log2(k); None (the default) registers every boundary
+        (15 for k = 32), the fastest clock.  Fewer registers fill the boundaries in the order
+        ``output``, ``scale``, ``amax<L>``, ``shift``, ``round``, ``cmp``, ``exp``, ``decode``,
+        ``align``, the even then the odd inner ``amax<j>`` with ``norm`` between, ``input``
+        last (datapath order: :func:`quantizer_boundaries`; stage contents in
+        ``docs/quantizer.md``).
 
     Members
     -------
@@ -183,16 +185,18 @@ class MXQuantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, fi, k = self.fmt, self.input_format, self.block_size
-        pipe = StreamPipeline(m, self._registered(), name="q", flat_ready=True)
+        pipe = StreamPipeline(m, self._registered(), name="q", global_stall=True)
         mag_w = fi.ebits + fi.mbits  # IEEE magnitude bits
         p = fi.mbits + 1  # input significand bits (hidden bit included)
         mb = fmt.mbits
         f = self.random_bits if self.stochastic else 1  # fraction bits kept below the grid
         keep = mb + 1 + f  # normalized significand bits that can reach n or the fraction
-        # key = floor(log2 |v|) + bias + p - 1: E + p - 1 for a normal, p - lz for a
-        # subnormal, 0 for a zero; it orders the lanes like their magnitudes' binades.
-        key_bias = fi.bias + p - 1
-        e_max_key = (1 << fi.ebits) - 1 + p - 1  # exponent field all ones: Inf or NaN
+        # key = floor(log2 |v|) + bias (signed): E for a normal, -lzf for a subnormal (lzf:
+        # leading zeros of the fraction), 1 - p for a zero; it orders the lanes like their
+        # magnitudes' binades.
+        key_bias = fi.bias
+        zero_key = 1 - p
+        e_max_key = (1 << fi.ebits) - 1  # exponent field all ones: Inf or NaN
         # the element exponent field saturates at b_ovf + 1: any code there is >= max_code
         b_ovf = -(-fmt.max_code // (1 << mb)) - 1
 
@@ -206,25 +210,29 @@ class MXQuantizer(wiring.Component):
         rand = [payload.random[i] for i in range(k)] if self.stochastic else [None] * k
         ctl = {"rounding": rounding, "scale_mode": scale_mode}
 
-        # -- decode: per lane leading-zero count and binade key ----------------------------------
+        # -- decode: per lane exponent field, E != 0, leading zeros of the fraction ------------
         lanes = []
         for i in range(k):
             w = payload.data[i]
             e, frac = w[fi.mbits:mag_w], w[:fi.mbits]
-            nz_e = wire(m, e != 0, f"lane{i}_nze")
-            sig = wire(m, Cat(frac, nz_e), f"lane{i}_sig")
-            lz = leading_zeros(m, sig, name=f"lane{i}_lz")
-            key = wire(m, Mux(nz_e, e + (p - 1), p - lz), f"lane{i}_key")
-            lanes.append({"neg": w[mag_w], "sig": sig, "lz": lz, "key": key})
+            lanes.append({"neg": w[mag_w], "e": e, "nz_e": e != 0, "frac": frac,
+                          "lzf": leading_zeros(m, frac, name=f"lane{i}_lz")})
         x = pipe.boundary({"lanes": lanes, "ctl": ctl, "rand": rand}, "decode")
 
-        # -- norm: normalize, keep the top bits plus a sticky bit ------------------------------
+        # -- norm: binade key; normalize, keep the top bits plus a sticky bit ------------------
+        # A normal's significand 1.frac is already normalized; a subnormal's frac moves up by
+        # lzf + 1 (lzf = its leading zeros), i.e. (frac << 1) << lzf.
         lanes = []
         for i, ln in enumerate(x["lanes"]):
-            s2 = reduce_significand(m, ln["sig"], ln["lz"], keep, name=f"lane{i}")
+            e, nz_e, frac, lzf = ln["e"], ln["nz_e"], ln["frac"], ln["lzf"]
+            key = wire(m, Mux(nz_e, e, -lzf), f"lane{i}_key")
+            sub = reduce_significand(m, Cat(Const(0, 1), frac), lzf, keep, name=f"lane{i}_s")
+            nrm = reduce_significand(m, Cat(frac, Const(1, 1)), Const(0, 1), keep,
+                                     name=f"lane{i}_n")
+            s2 = wire(m, Mux(nz_e, nrm, sub), f"lane{i}_s2")
             if len(s2) < mb + 1:  # the grid is finer than the input: pad below
                 s2 = Cat(Const(0, mb + 1 - len(s2)), s2)
-            lanes.append({"neg": ln["neg"], "zero": ln["key"] == 0, "s2": s2, "key": ln["key"]})
+            lanes.append({"neg": ln["neg"], "zero": key == zero_key, "s2": s2, "key": key})
         x = pipe.boundary({"lanes": lanes, "ctl": x["ctl"], "rand": x["rand"]}, "norm")
         width = len(x["lanes"][0]["s2"])
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
@@ -247,49 +255,62 @@ class MXQuantizer(wiring.Component):
             tree = x["tree"]
         (key_max, gt_max), = tree
 
-        # -- scale: shared exponent, scale code ---------------------------------------------
-        # e = clamp(key_max + above - (key_bias + emax), -127, 127), computed for above = 0 and
-        # above = 1 side by side from key_max (comparisons and additions of constants only).
+        # -- exp, scale: shared exponent, scale code, per-block thresholds -------------------
+        # e = clamp(key_max - (key_bias + emax) + above, -127, 127), for above = 0 and above = 1
+        # side by side: exp compares key_max with the clamp bounds and adds the constants of
+        # every output to it (all in parallel); scale selects.
         key_max = wire(m, key_max, "amax_key")
         e0 = key_bias + fmt.emax
         e_key_off = fmt.emin + key_bias  # a lane's element binade is key - (e + e_key_off)
+        outs = {"e_key": e_key_off, "e_key_m1": e_key_off - 1, "e_key_o": e_key_off + b_ovf,
+                "e_key_k": e_key_off - keep, "code": SCALE_BIAS}
         cands = []
         for a in ((0, 1) if self.scale_mode != "floor" else (0,)):
-            lo = wire(m, key_max < e0 - a + SCALE_EMIN, f"e{a}_lo")
-            hi = wire(m, key_max > e0 - a + SCALE_EMAX, f"e{a}_hi")
-
-            def sel(off, lo=lo, hi=hi, a=a):
-                return Mux(lo, SCALE_EMIN + off, Mux(hi, SCALE_EMAX + off,
-                                                     key_max + (a - e0 + off)))
-            cands.append({"e_key": sel(e_key_off), "e_key_m1": sel(e_key_off - 1),
-                          "e_key_o": sel(e_key_off + b_ovf), "e_key_k": sel(e_key_off - keep),
-                          "code": sel(SCALE_BIAS)})
-        sel_e = cands[0]
+            cands.append({"lo": key_max < e0 - a + SCALE_EMIN, "hi": key_max > e0 - a + SCALE_EMAX,
+                          **{n: key_max + (a - e0 + off) for n, off in outs.items()}})
+        above = None
         if self.scale_mode != "floor":
             above = gt_max
             if self.scale_mode == "runtime":
                 above = above & (x["ctl"]["scale_mode"] == RCEIL)
-            sel_e = {n: Mux(above, cands[1][n], cands[0][n]) for n in cands[0]}
-        nonfinite = key_max == e_max_key
-        scale = Mux(nonfinite, SCALE_NAN, Mux(key_max == 0, 0, sel_e["code"][:8]))
+        x = pipe.boundary({"lanes": x["lanes"], "ctl": x["ctl"], "rand": x["rand"],
+                           "cands": cands, "above": above, "nonfinite": key_max == e_max_key,
+                           "zero": key_max == zero_key}, "exp")
+        sel = []
+        for c in x["cands"]:
+            sel.append({n: Mux(c["lo"], SCALE_EMIN + off, Mux(c["hi"], SCALE_EMAX + off, c[n]))
+                        for n, off in outs.items()})
+        sel_e = sel[0]
+        if x["above"] is not None:
+            sel_e = {n: Mux(x["above"], sel[1][n], sel[0][n]) for n in outs}
+        nonfinite = x["nonfinite"]
+        scale = Mux(nonfinite, SCALE_NAN, Mux(x["zero"], 0, sel_e["code"][:8]))
         y = pipe.boundary({"lanes": x["lanes"], "rounding": x["ctl"]["rounding"],
                            "rand": x["rand"], **{n: v for n, v in sel_e.items() if n != "code"},
                            "scale": scale, "nonfinite": nonfinite}, "scale")
 
-        # -- shift: per lane exponent field and alignment shift ----------------------------
-        # br = key - e_key is the lane's element binade; its range checks are comparisons of
-        # key against per-block thresholds (parallel carry chains), its low bits narrow adds.
+        # -- cmp: per lane element binade br = key - e_key, as comparisons of key against the
+        # per-block thresholds (parallel carry chains) and the low bits of br + 1 and -br -----
         fw, sw = bits_for(b_ovf + 1), bits_for(keep)
         lanes = []
         for i, ln in enumerate(y["lanes"]):
             key = ln["key"]
-            under = key < y["e_key"]  # br < 0: element subnormal
-            over = key > y["e_key_o"]  # br > b_ovf
-            gone = key < y["e_key_k"]  # br < -keep: everything below the grid
-            field = Mux(under, 0, Mux(over, b_ovf + 1, (key - y["e_key_m1"])[:fw]))
+            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"],
+                          "under": key < y["e_key"],  # br < 0: element subnormal
+                          "over": key > y["e_key_o"],  # br > b_ovf: saturates
+                          "gone": key < y["e_key_k"],  # br < -keep: nothing reaches n
+                          "br1": wire(m, (key - y["e_key_m1"])[:fw], f"lane{i}_br1"),
+                          "nbr": wire(m, (y["e_key"] - key)[:sw], f"lane{i}_nbr")})
+        y = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
+                           "scale": y["scale"], "nonfinite": y["nonfinite"]}, "cmp")
+
+        # -- shift: exponent field (0 below emin, saturating above) and alignment shift ------
+        lanes = []
+        for i, ln in enumerate(y["lanes"]):
+            under = ln["under"]
+            field = Mux(under, 0, Mux(ln["over"], b_ovf + 1, ln["br1"]))
             field = wire(m, field, f"lane{i}_field")
-            sh = Mux(~under, 0, Mux(gone, keep, (y["e_key"] - key)[:sw]))
-            sh = wire(m, sh, f"lane{i}_sh")
+            sh = wire(m, Mux(~under, 0, Mux(ln["gone"], keep, ln["nbr"])), f"lane{i}_sh")
             lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"], "sh": sh,
                           "field": field})
         z = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
@@ -356,8 +377,8 @@ def _add_arguments(p):
     p.add_argument("--scale-mode", default="floor", help=f"one of {', '.join(SCALE_MODES)}")
     p.add_argument("--random-bits", type=int, default=8, help="R for stochastic rounding")
     p.add_argument("--stages", type=int, default=None,
-                   help="pipeline registers = latency in cycles, 1..8+log2(k) (default: all, "
-                        "8+log2(k): 13 for k = 32)")
+                   help="pipeline registers = latency in cycles, 1..10+log2(k) (default: all, "
+                        "10+log2(k): 15 for k = 32)")
 
 
 def _build(a):

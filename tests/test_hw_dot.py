@@ -11,8 +11,10 @@ import pytest
 
 import golden
 from hw.dot import (
+    DEFAULT_STAGES,
     GUARD,
     MAX_STAGES,
+    SECTION_DELAY,
     SECTIONS,
     DotGeometry,
     MXDot,
@@ -48,6 +50,27 @@ def test_registered_sections_spread_and_end_registered():
     for s in range(1, MAX_STAGES + 1):
         r = registered_sections(s)
         assert len(r) == len(SECTIONS) and sum(r) == s and r[-1]
+    assert all(registered_sections(MAX_STAGES))
+    assert set(SECTION_DELAY) == set(SECTIONS)
+    assert 1 <= DEFAULT_STAGES <= MAX_STAGES
+
+
+def test_registered_sections_balance_the_estimated_delays():
+    """The placement minimizes the largest estimated stage delay (checked by brute force)."""
+    from itertools import combinations
+
+    wts = [SECTION_DELAY[x] for x in SECTIONS]
+    n = len(wts)
+
+    def worst(cuts):
+        bounds = [0, *cuts]
+        return max(sum(wts[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
+
+    for s in (2, 3, 5, 8):
+        r = registered_sections(s)
+        got = [i + 1 for i in range(n) if r[i]]
+        best = min(worst([*c, n]) for c in combinations(range(1, n), s - 1))
+        assert worst(got) == best
     with pytest.raises(ValueError):
         registered_sections(0)
     with pytest.raises(ValueError):
@@ -62,7 +85,7 @@ def test_registered_sections_spread_and_end_registered():
     ({"block_size": 128}, ValueError),
     ({"block_size": 32.0}, TypeError),
     ({"stages": 0}, ValueError),
-    ({"stages": 8}, ValueError),
+    ({"stages": MAX_STAGES + 1}, ValueError),
 ])
 def test_bad_parameters_raise(kwargs, exc):
     args = {"fmt_a": "fp8_e4m3", "block_size": 32, "stages": 4, **kwargs}
@@ -125,7 +148,7 @@ def test_cli_dot_general(tmp_path):
     ["generate", "dot", "--format", "fp7"],
     ["generate", "dot", "--format-a", "fp8_e4m3"],
     ["generate", "dot", "--format", "fp8_e4m3", "--block-size", "24"],
-    ["generate", "dot", "--format", "fp8_e4m3", "--stages", "9"],
+    ["generate", "dot", "--format", "fp8_e4m3", "--stages", str(MAX_STAGES + 1)],
     ["generate", "dot", "--format", "fp8_e4m3", "--format-a", "int8"],
     ["generate", "dot-general", "--format", "fp8_e4m3", "--contexts", "3"],
 ])

@@ -73,7 +73,7 @@ def test_cli_generates_dequantizer(tmp_path):
     (["quantizer", "--format", "int8", "--scale-mode", "ceil"], "unknown scale mode"),
     (["quantizer", "--format", "int8", "--rounding", "stochastic", "--random-bits", "0"],
      "random_bits must be in 1..16"),
-    (["quantizer", "--format", "int8", "--stages", "14"], "stages must be in 1..13"),
+    (["quantizer", "--format", "int8", "--stages", "16"], "stages must be in 1..15"),
     (["dequantizer", "--format", "int8", "--output", "fp8"], "unknown output format"),
     (["dequantizer", "--format", "int8", "--stages", "0"], "stages must be in 1..3"),
 ])
@@ -108,8 +108,8 @@ def test_cli_defaults_in_process(tmp_path, monkeypatch):
     assert cli_main(["defaults", "-o", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "mx_dequantizer_int8_k2_fp32_s2.json", "mx_dequantizer_int8_k2_fp32_s2.v",
-        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s9.json",
-        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s9.v"]
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s11.json",
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s11.v"]
 
 
 # -- parameters and interface --------------------------------------------------------------
@@ -127,7 +127,7 @@ def test_python_validation():
     assert q.in_layout.size == 8 * 16 + 8 * 3 + 2 + 1 and q.out_layout.size == 8 + 8 * 8
 
 
-@pytest.mark.parametrize("k,stages", [(2, s) for s in range(1, 10)] + [(64, 14)])
+@pytest.mark.parametrize("k,stages", [(2, s) for s in range(1, 12)] + [(64, 16)])
 def test_latency_is_stage_count(k, stages):
     q = MXQuantizer("int8", k, stages=stages)
     assert q.latency == stages == len(q.parameters["registered_boundaries"])
@@ -135,11 +135,11 @@ def test_latency_is_stage_count(k, stages):
 
 
 def test_default_stages_register_every_boundary():
-    q = MXQuantizer()  # k = 32: 8 + log2(k) boundaries
-    assert q.stages == q.latency == 13
+    q = MXQuantizer()  # k = 32: 10 + log2(k) boundaries
+    assert q.stages == q.latency == 15
     assert q.parameters["registered_boundaries"] == list(quantizer_boundaries(32))
-    with pytest.raises(ValueError, match="stages must be in 1..9"):
-        MXQuantizer("int8", 2, stages=10)
+    with pytest.raises(ValueError, match="stages must be in 1..11"):
+        MXQuantizer("int8", 2, stages=12)
 
 
 def test_bulk_wrapper_text():

@@ -17,6 +17,7 @@ import os
 import pytest
 
 import golden
+from hw.dot import DEFAULT_STAGES
 from tb.bulk import VERILATOR_ARGS, prepare_unit
 from tb.report import SUMMARY_ENV, read_summary
 from tb.runner import BUILD, run_cocotb
@@ -31,10 +32,10 @@ def _blocks(default: int) -> int:
 
 # (unit, fmt_a, fmt_b, k, stages, contexts, exhaustive)
 DEFAULT = [
-    *[("dot", f, f, 32 if f.startswith("fp8") else 16, 4, 1, True) for f in FMTS],
+    *[("dot", f, f, 32 if f.startswith("fp8") else 16, DEFAULT_STAGES, 1, True) for f in FMTS],
     ("dot", "fp8_e4m3", "fp4_e2m1", 32, 4, 1, True),
     ("dot", "int8", "fp6_e2m3", 32, 3, 1, True),
-    ("dot-general", "fp8_e4m3", "fp8_e4m3", 32, 4, 4, False),
+    ("dot-general", "fp8_e4m3", "fp8_e4m3", 32, DEFAULT_STAGES, 16, False),
 ]
 FULL_EXTRA = [
     *[("dot", a, b, 32, 4, 1, True) for a in FMTS for b in FMTS if a != b
@@ -45,6 +46,7 @@ FULL_EXTRA = [
     ("dot-general", "fp8_e5m2", "fp6_e3m2", 16, 2, 2, False),
     ("dot-general", "int8", "int8", 64, 7, 8, False),
     ("dot-general", "fp4_e2m1", "fp4_e2m1", 32, 3, 1, False),
+    ("dot-general", "fp8_e4m3", "fp8_e4m3", 32, 4, 4, False),
 ]
 CONFIGS = DEFAULT + (FULL_EXTRA if FULL else [])
 
