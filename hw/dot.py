@@ -551,6 +551,7 @@ class MXDot(wiring.Component):
         self._registered = registered_sections(stages)
         self.fmt_a, self.fmt_b, self.block_size, self.stages = fa, fb, block_size, stages
         self.latency = stages
+        self.max_stages = MAX_STAGES  # the deepest pipeline (bench.synth sweeps 1..max_stages)
         self.module_name = f"mx_dot_{fa.name}_{fb.name}_k{block_size}_s{stages}"
         self.parameters = {"format_a": fa.name, "format_b": fb.name, "block_size": block_size,
                            "stages": stages, "sum_bits": self.geometry.sum_bits + 1,
@@ -629,6 +630,7 @@ class MXDotGeneral(wiring.Component):
         self.stages, self.contexts = stages, contexts
         self.ctx_bits = (contexts - 1).bit_length()
         self.latency = stages
+        self.max_stages = MAX_STAGES
         self.module_name = (f"mx_dot_general_{fa.name}_{fb.name}_k{block_size}"
                             f"_c{contexts}_s{stages}")
         self.parameters = {"format_a": fa.name, "format_b": fb.name, "block_size": block_size,
