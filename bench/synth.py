@@ -14,7 +14,7 @@ unchanged) and to the synthesis section of docs/performance.md, with a plot of t
 pipeline-depth sweep in docs/stages_sweep.png.
 
 Usage: ``python -m bench.synth [--only SUBSTR] [--no-sweep] [--sweep-points N] [--ecp5-only]
-[--jobs N]``.
+[--report-only] [--jobs N]``.
 """
 
 from __future__ import annotations
@@ -198,7 +198,8 @@ def sweep_points(default: int, max_stages: int, points: int) -> list[int]:
 
 def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6) -> list[dict]:
     base = _build(unit, argv)
-    max_stages = getattr(base, "max_stages", None) or 8
+    max_stages = (getattr(base, "max_stages", None) or len(getattr(base, "boundaries", ()))
+                  or 8)
     out = []
     with cf.ThreadPoolExecutor(jobs) as ex:
         futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log, ecp5_only=True)
@@ -301,6 +302,12 @@ def _stored(unit: str, argv: list[str]):
 
 
 def main(argv=None) -> int:
+    import warnings
+
+    from amaranth.hdl import UnusedElaboratable
+
+    # configurations are built only to read their names and Verilog: not a user error
+    warnings.simplefilter("ignore", UnusedElaboratable)
     ap = argparse.ArgumentParser(prog="python -m bench.synth", description=__doc__.split("\n")[0])
     ap.add_argument("--only", action="append", default=[],
                     help="run only configurations whose unit/args contain this text (may be "
@@ -310,12 +317,16 @@ def main(argv=None) -> int:
                     help="stage counts per sweep, spread over the unit's range (default 6)")
     ap.add_argument("--ecp5-only", action="store_true",
                     help="skip the xc7 and generic reports (faster; their columns stay empty)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="synthesize nothing from the list: rebuild the table (and the sweeps, "
+                         "unless --no-sweep) from stored results")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     available = units()
     configs = [(u, a) for u, a in CONFIGS if u in available]
     todo = [(u, a) for u, a in configs
-            if not args.only or any(o in " ".join([u, *a]) for o in args.only)]
+            if not args.report_only
+            and (not args.only or any(o in " ".join([u, *a]) for o in args.only))]
     missing = sorted({u for u, _ in CONFIGS if u not in available})
     if missing:
         print(f"units not available yet, skipped: {', '.join(missing)}")
