@@ -279,7 +279,13 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
     lines += ["", ANCHORS]
     if sweeps:
         lines += ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
-                  "(stages_sweep.png)", "", "| configuration | stages | latency | LUT4 | FF | "
+                  "(stages_sweep.png)", "",
+                  "Read the low-depth points with care: out-of-context place and route times "
+                  "register-to-register paths only, so when a depth leaves the unit's input "
+                  "unregistered, the logic between the input ports and the first register is "
+                  "not timed, and the figure overstates the clock rate (at 1 stage almost "
+                  "nothing is timed). The default depths register the inputs.", "",
+                  "| configuration | stages | latency | LUT4 | FF | "
                   "Fmax MHz |", "|---|---:|---:|---:|---:|---:|"]
         for label, rows in sweeps.items():
             for r in rows:
