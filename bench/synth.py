@@ -284,7 +284,10 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
                   "register-to-register paths only, so when a depth leaves the unit's input "
                   "unregistered, the logic between the input ports and the first register is "
                   "not timed, and the figure overstates the clock rate (at 1 stage almost "
-                  "nothing is timed). The default depths register the inputs.", "",
+                  "nothing is timed). The quantizer's default depth registers its inputs; the "
+                  "dot unit's first section (operand decode) always sits between its input "
+                  "ports and its first register, so its figures do not include that path.",
+                  "",
                   "| configuration | stages | latency | LUT4 | FF | "
                   "Fmax MHz |", "|---|---:|---:|---:|---:|---:|"]
         for label, rows in sweeps.items():
