@@ -2,8 +2,11 @@
 
 For every configuration in :data:`CONFIGS` (kept here, in the repository):
 
-- ECP5 LFE5U-85F speed 8: yosys ``synth_ecp5`` then ``nextpnr-ecp5 --out-of-context``: LUT4,
-  flip-flops, MULT18X18D, CCU2C carry cells and Fmax;
+- ECP5 LFE5U-85F speed 8: yosys ``synth_ecp5`` then ``nextpnr-ecp5``: LUT4, flip-flops,
+  MULT18X18D, CCU2C carry cells and Fmax. The unit is placed *in context*: inside a ring of
+  flip-flops on every port (:func:`port_ring`), kept as its own hierarchy level so its counts
+  stay separate. Out of context, nextpnr times register-to-register paths only and misses the
+  logic between a unit's ports and its first and last registers;
 - Xilinx 7-series estimate: yosys ``synth_xilinx -family xc7``: LUT, FF, DSP48E1, CARRY4;
 - a technology-independent cell count: yosys ``synth`` (with abc);
 - latency and initiation interval from the component.
@@ -30,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from hw.cli import to_verilog, units
+from hw.cli import describe_ports, to_verilog, units
 
 from . import perfdoc
 
@@ -70,6 +73,10 @@ class _Done(Exception):
     """Early exit from :func:`synthesize` once the requested reports are complete."""
 
 
+def _digest(verilog: str) -> str:
+    return hashlib.sha256((FLOW + "\n" + verilog).encode()).hexdigest()[:16]
+
+
 def _tool(name: str) -> str:
     exe = BIN / name
     return str(exe) if exe.exists() else (shutil.which(name) or name)
@@ -82,11 +89,42 @@ def _build(unit: str, argv: list[str]):
     return spec.build(p.parse_args(argv))
 
 
-def _stat(log_text: str) -> dict:
-    """Cell counts from yosys ``tee -o FILE stat -json`` output."""
+#: Part of every result's cache key: a change of method invalidates stored results.
+FLOW = "ecp5 in-context port ring v1"
+
+
+def _stat(log_text: str, module: str | None = None) -> dict:
+    """Cell counts from yosys ``tee -o FILE stat -json`` output (of one ``module`` if given)."""
     data = json.loads(log_text[log_text.index("{"):])
-    design = data.get("design") or next(iter(data["modules"].values()))
+    if module is not None:
+        design = data["modules"][f"\\{module}" if f"\\{module}" in data["modules"] else module]
+    else:
+        design = data.get("design") or next(iter(data["modules"].values()))
     return {k: int(v) for k, v in design.get("num_cells_by_type", {}).items()}
+
+
+def port_ring(component, name: str) -> tuple[str, str]:
+    """Verilog of a top module that puts a flip-flop on every port of the unit ``name``.
+
+    Place and route then times every path of the unit as a host design would see it: from the
+    register that drives an input port through the unit to its first register, and from its
+    last register to the register that captures an output. Returns (top module name, Verilog).
+    """
+    top = f"{name}_ring"
+    decl, regs, conn = ["input clk", "input rst"], [], [".clk(clk)", ".rst(rst)"]
+    for p in describe_ports(component):
+        n, w = p["name"], p["width"]
+        rng = f"[{w - 1}:0] " if w > 1 else ""
+        if p["direction"] == "In":
+            decl.append(f"input {rng}{n}")
+            regs.append(f"  reg {rng}r_{n};\n  always @(posedge clk) r_{n} <= {n};")
+        else:
+            decl.append(f"output reg {rng}{n}")
+            regs.append(f"  wire {rng}r_{n};\n  always @(posedge clk) {n} <= r_{n};")
+        conn.append(f".{n}(r_{n})")
+    text = (f"module {top}(" + ", ".join(decl) + ");\n" + "\n".join(regs) + "\n"
+            f"  {name} dut(" + ", ".join(conn) + ");\nendmodule\n")
+    return top, text
 
 
 def _yosys(script: str, cwd: Path, tag: str) -> None:
@@ -105,7 +143,7 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False) -> dic
     verilog = to_verilog(comp)
     d = OUT / name
     d.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(verilog.encode()).hexdigest()[:16]
+    digest = _digest(verilog)
     result_file = OUT / f"{name}.json"
     if result_file.exists():
         old = json.loads(result_file.read_text())
@@ -114,19 +152,25 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False) -> dic
             log(f"{name}: unchanged, reusing {result_file.relative_to(ROOT)}")
             return old
     (d / "top.v").write_text(verilog)
+    ring, ring_v = port_ring(comp, name)
+    (d / "ring.v").write_text(ring_v)
     t0 = time.time()
     res = {"module": name, "unit": unit, "args": argv, "parameters": comp.parameters,
            "latency": comp.latency, "ii": 1, "verilog_sha256": digest}
     try:
         # synth_ecp5 with its LUT mapping step swapped from abc9 to abc: the YoWASP (WebAssembly)
         # build of abc9 dies without a message on designs of this size.
-        _yosys(f"read_verilog top.v; synth_ecp5 -top {name} -run :map_luts; "
+        # keep_hierarchy: the unit is synthesized as a host design would instantiate it, and
+        # its cell counts come out without the ring's flip-flops.
+        _yosys(f"read_verilog top.v ring.v; hierarchy -top {ring}; "
+               f"setattr -mod -set keep_hierarchy 1 {name}; "
+               f"synth_ecp5 -top {ring} -run :map_luts; "
                "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean; "
-               f"synth_ecp5 -top {name} -run map_cells: -json ecp5.json; "
+               f"synth_ecp5 -top {ring} -run map_cells: -json ecp5.json; "
                "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
         if not (d / "ecp5.json").exists():
             raise RuntimeError("yosys (ecp5) wrote no netlist")
-        ecp5 = _stat((d / "ecp5_stat.json").read_text())
+        ecp5 = _stat((d / "ecp5_stat.json").read_text(), name)
         res["ecp5"] = {
             "LUT4": ecp5.get("LUT4", 0),
             "FF": sum(v for k, v in ecp5.items() if k.startswith("TRELLIS_FF")),
@@ -256,8 +300,10 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
         "Reproduce with `make synth` (results in `build/synth/*.json`). ECP5: `synth_ecp5` "
         "(LUT mapping with `abc -lut 4` in place of abc9, which the WebAssembly build cannot "
         "run on designs this large), "
-        "`nextpnr-ecp5 --85k --speed 8 --out-of-context --seed 1` (Fmax of the internal "
-        "register-to-register paths; I/O is left to the host design). Xilinx: `synth_xilinx "
+        "`nextpnr-ecp5 --85k --speed 8 --out-of-context --seed 1` on the unit placed in "
+        "context: a flip-flop on every port (`port_ring`), so Fmax covers every path of the "
+        "unit, including those from its input ports to its first register; the unit is its "
+        "own hierarchy level and its counts exclude the ring. Xilinx: `synth_xilinx "
         "-family xc7` estimate (no place and route). Generic: `synth` cell count. Empty xc7 "
         "and generic cells: that configuration ran with `--ecp5-only`.", "",
         "| module | latency | II | ECP5 LUT4 | FF | MULT18X18D | CCU2C | Fmax MHz | xc7 LUT | FF "
@@ -280,14 +326,8 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
     if sweeps:
         lines += ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
                   "(stages_sweep.png)", "",
-                  "Read the low-depth points with care: out-of-context place and route times "
-                  "register-to-register paths only, so when a depth leaves the unit's input "
-                  "unregistered, the logic between the input ports and the first register is "
-                  "not timed, and the figure overstates the clock rate (at 1 stage almost "
-                  "nothing is timed). The quantizer's default depth registers its inputs; the "
-                  "dot unit's first section (operand decode and the multipliers) always sits "
-                  "between its input ports and its first register, so its figures do not "
-                  "include that path (with every port registered: 93.7 MHz, see docs/dot.md).",
+                  "Every point is placed with its ports registered, so low depths show the "
+                  "clock rate a host design would get, not just the unit's internal paths.",
                   "",
                   "| configuration | stages | latency | LUT4 | FF | "
                   "Fmax MHz |", "|---|---:|---:|---:|---:|---:|"]
@@ -307,7 +347,7 @@ def _stored(unit: str, argv: list[str]):
     if not f.exists():
         return None
     res = json.loads(f.read_text())
-    digest = hashlib.sha256(to_verilog(comp).encode()).hexdigest()[:16]
+    digest = _digest(to_verilog(comp))
     return res if res.get("verilog_sha256") == digest else None
 
 
