@@ -18,7 +18,7 @@ import golden
 from golden.stimulus import dequantizer_exhaustive_inputs as exhaustive_inputs
 from golden.stimulus import dequantizer_random_inputs as random_inputs
 
-from .bulk import BulkRunner
+from .bulk import BulkJob, BulkRunner, run_jobs
 from .quantizer import _bulk_start, _env, describe_code, describe_float
 from .report import write_summary
 from .stream import BitLayout, StreamTB, bursty_pattern, random_pattern
@@ -143,24 +143,23 @@ if cocotb is not None:
         assert cycles == len(batch) + model.latency + 1, \
             f"{len(batch)} blocks took {cycles} cycles, expected {len(batch)} + latency " \
             f"{model.latency} + 1"
-        t0 = time.perf_counter()
-        blocks = 0
-        for what, inputs in (("every code x every scale", exhaustive_inputs(model.fmt, model.k)),
-                             ("random", random_inputs(rng, 20 * n, model.fmt, model.k))):
-            b = DBatch(model, *inputs)
-            got, _ = await runner.run(b.stim, seed=seed + blocks, idle=int(rng.integers(0, 100)),
-                                      stall=int(rng.integers(0, 100)))
-            m = b.check(got, log)
-            if m:
-                log.error("%s: %d mismatching blocks", what, m)
-            bad += m
-            blocks += len(b)
-        dt = time.perf_counter() - t0
-        rate = round(blocks * model.k / dt)
+        # Every code x every scale with the stream kept full (the throughput case); a large
+        # random batch with random gaps and backpressure (tb.bulk.run_jobs overlaps building
+        # and checking the batches with the simulation).
+        idle, stall = (int(x) for x in rng.integers(0, 100, 2))
+        jobs = [BulkJob("every code x every scale",
+                        lambda: DBatch(model, *exhaustive_inputs(model.fmt, model.k))),
+                BulkJob("random",
+                        lambda: DBatch(model, *random_inputs(rng, 20 * n, model.fmt, model.k)),
+                        idle, stall)]
+        tally = await run_jobs(runner, jobs, seed=seed + 1, log=log)
+        bad += tally.mismatches
+        elements = tally.blocks * model.k
+        rate = round(elements / tally.seconds)
         log.info("bulk: %d elements checked in %.2f s (%.3g elements/s; simulation %.2f s)",
-                 blocks * model.k, dt, blocks * model.k / dt, runner.sim_seconds)
+                 elements, tally.seconds, elements / tally.seconds, runner.sim_seconds)
         print(f"checked_per_s={rate}")
-        blocks += len(batch)
+        blocks = tally.blocks + len(batch)
         write_summary(config=f"{label} [bulk]", blocks=blocks, elements=blocks * model.k,
                       mismatches=bad, seed=seed, checked_per_s=rate)
         assert bad == 0, f"{bad} mismatching blocks"

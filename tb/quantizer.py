@@ -32,7 +32,7 @@ from golden.stimulus import quantizer_random_blocks as random_blocks
 from golden.stimulus import quantizer_sweep_blocks as sweep_blocks
 from golden.stimulus import sweep_anchors
 
-from .bulk import BulkRunner
+from .bulk import BulkJob, BulkRunner, run_jobs
 from .report import write_summary
 from .stream import BitLayout, StreamTB, bursty_pattern, random_pattern
 
@@ -294,43 +294,41 @@ if cocotb is not None:
             f"{len(batch)} blocks took {cycles} cycles, expected {len(batch)} + latency " \
             f"{model.latency} + 1"
 
-        batches = [batch]
-        t0 = time.perf_counter()
-        elements = 0
-        work = [("random", random_blocks(rng, 20 * n, model.k, model.ff))]
-        work.append(("directed", directed_blocks(model.k, model.ff, model.fmt, rng)))
+        # The sweeps: built, simulated and checked as a pipeline of jobs (tb.bulk.run_jobs).
+        # Random and directed blocks run with random gaps and backpressure; the exhaustive
+        # sweeps with the stream kept full, which is the throughput case.
+        def job(what, make_raw, patterns):
+            def make():
+                raw = make_raw()
+                nb = raw.shape[0]
+                if all_modes:  # SIM_FULL: every mode combination over the whole set
+                    rnd = np.concatenate([np.full(nb, r) for r, _ in model.all_modes()])
+                    smode = np.concatenate([np.full(nb, s) for _, s in model.all_modes()])
+                    raw = np.tile(raw, (len(model.all_modes()), 1))
+                else:  # default: a random mode combination per block (runtime builds)
+                    rnd, smode = model.modes(rng, nb)
+                return Batch.with_modes(model, raw, rnd, smode, rng)
+            idle, stall = (int(x) for x in rng.integers(0, 100, 2)) if patterns else (0, 0)
+            return BulkJob(what, make, idle, stall)
+
+        all_modes = os.environ.get("MX_ALL_MODES") == "1"
+        jobs = [job("random", lambda: random_blocks(rng, 20 * n, model.k, model.ff), True),
+                job("directed", lambda: directed_blocks(model.k, model.ff, model.fmt, rng),
+                    True)]
         if os.environ.get("MX_SWEEPS", "1") == "1":
             sources = [golden.BF16, golden.FP16] if model.ff is golden.FP32 else [model.ff]
-            for src in sources:
-                work.append((f"all {src.name}", sweep_blocks(model.k, model.ff, src,
-                                                              sweep_anchors(model.ff))))
-        all_modes = os.environ.get("MX_ALL_MODES") == "1"
-        for what, raw in work:
-            nb = raw.shape[0]
-            # SIM_FULL: every mode combination over the whole set; default: one pass with a
-            # random mode combination per block (runtime builds), to bound the run time
-            if all_modes:
-                passes = [(f"rounding={ROUNDINGS[r]} scale_mode={SCALE_MODES[s]}",
-                           np.full(nb, r), np.full(nb, s)) for r, s in model.all_modes()]
-            else:
-                passes = [("random modes per block", *model.modes(rng, nb))]
-            for modes, rnd, smode in passes:
-                b = Batch.with_modes(model, raw, rnd, smode, rng)
-                got, _ = await runner.run(b.stim, seed=seed + len(batches),
-                                          idle=int(rng.integers(0, 100)),
-                                          stall=int(rng.integers(0, 100)))
-                m = b.check(got, log)
-                if m:
-                    log.error("%s, %s: %d mismatching blocks", what, modes, m)
-                bad += m
-                elements += nb * model.k
-                batches.append(b)
-        dt = time.perf_counter() - t0
-        blocks = sum(len(b) for b in batches)
-        rate = round(elements / dt)
+            jobs += [job(f"all {src.name}",
+                         lambda src=src: sweep_blocks(model.k, model.ff, src,
+                                                      sweep_anchors(model.ff)), False)
+                     for src in sources]
+        tally = await run_jobs(runner, jobs, seed=seed + 1, log=log)
+        bad += tally.mismatches
+        elements = tally.blocks * model.k
+        rate = round(elements / tally.seconds)
         log.info("bulk: %d elements checked in %.2f s (%.3g elements/s; simulation %.2f s)",
-                 elements, dt, elements / dt, runner.sim_seconds)
+                 elements, tally.seconds, elements / tally.seconds, runner.sim_seconds)
         print(f"checked_per_s={rate}")
+        blocks = tally.blocks + len(batch)
         write_summary(config=f"{label} [bulk]", blocks=blocks, elements=blocks * model.k,
                       mismatches=bad, seed=seed, checked_per_s=rate)
         assert bad == 0, f"{bad} mismatching blocks"
