@@ -21,6 +21,11 @@ The wrapper ``<dut>_bulk`` instantiates any unit with the project's port convent
   a k = 32 batch cost more than simulating it; ``$writememh`` makes one ``fprintf`` per
   32-bit word.
 
+The wrapper is Verilator-specific: a ``systemc_imp_header`` block and a ``$c`` call switch off
+glibc's per-call locking of the stimulus file, which ``$fread`` reads one ``fgetc`` at a
+time (the lock is taken once the process has a second thread, such as :func:`run_jobs`'s
+worker; it more than doubled the time of a k = 32 batch).
+
 File names come from plusargs ``+stim=FILE`` / ``+out=FILE`` (defaults ``bulk_stim.bin`` and
 ``bulk_out.bin`` in the working directory).  With ``osc_en = 1`` the wrapper clocks itself
 from a ``#5`` delay loop, so no VPI call happens per cycle; the build needs Verilator's
@@ -99,6 +104,9 @@ module {top} #(
   end
   wire uclk = osc_en ? osc : clk;
 
+`systemc_imp_header
+#include <stdio_ext.h>
+`verilog
   reg [{wi}-1:0] stim [0:DEPTH-1];
   reg [{wo}-1:0] resp [0:DEPTH-1];
   reg [8*256-1:0] stim_file, out_file;
@@ -162,6 +170,11 @@ module {top} #(
       if (count != 0) begin
         fd = $fopen(stim_file, "rb");
         if (fd != 0) begin
+`ifdef VERILATOR
+          // $fread takes one fgetc per byte, and glibc locks the FILE on each call once the
+          // process has a second thread (the testbench's worker does): this file is ours alone.
+          $c("__fsetlocking(VL_CVT_I_FP(", fd, "), FSETLOCKING_BYCALLER);");
+`endif
           got = $fread(stim, fd, 0, count);
           $fclose(fd);
         end
