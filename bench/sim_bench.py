@@ -113,7 +113,7 @@ TB_UNITS = (
       "runtime"], "tb.quantizer"),
     ("dequantizer fp8_e4m3 -> fp32", "dequantizer", ["--format", "fp8_e4m3"], "tb.dequantizer"),
 )
-TB_BLOCKS = 2000  # stream-mode blocks per run; bulk random runs use 20x
+TB_BLOCKS = 10000  # stream-mode blocks per run; bulk random runs use 20x
 
 
 def run_tb(label, unit, argv, module, log=print) -> dict:
