@@ -381,13 +381,16 @@ class BulkJob:
     it on a worker thread while the previous batch simulates, so it must not share mutable
     state with the main thread (a random generator used only by the jobs, in order, is fine:
     the worker runs them one at a time, in list order).  ``idle``/``stall`` are the wrapper's
-    0..255 gap and backpressure thresholds for this batch.
+    0..255 gap and backpressure thresholds for this batch; ``drain`` is passed on to
+    :meth:`BulkRunner.run` (cycles of ready after the last output: a larger value catches a
+    late extra output).
     """
 
     what: str
     make: Callable[[], BulkBatch]
     idle: int = 0
     stall: int = 0
+    drain: int = 16
 
 
 @dataclass
@@ -416,7 +419,8 @@ async def run_jobs(runner: BulkRunner, jobs: list[BulkJob], *, seed: int, log) -
         for i, job in enumerate(jobs):
             batch = pending.result()
             pending = pool.submit(jobs[i + 1].make) if i + 1 < len(jobs) else None
-            got, _ = await runner.run(batch.stim, seed=seed + i, idle=job.idle, stall=job.stall)
+            got, _ = await runner.run(batch.stim, seed=seed + i, idle=job.idle, stall=job.stall,
+                                      drain=job.drain)
             checks.append((job, len(batch), pool.submit(batch.check, got, log)))
             del batch, got
         for job, blocks, check in checks:

@@ -34,7 +34,7 @@ from golden.stimulus import dot_accumulators as accumulators
 from golden.stimulus import dot_directed_blocks as directed_blocks
 from golden.stimulus import dot_random_blocks as random_blocks
 from golden.stimulus import random_fp32
-from tb.bulk import BulkRunner
+from tb.bulk import BulkJob, BulkRunner, run_jobs
 from tb.stream import BitLayout, StreamTB, bursty_pattern, never, random_pattern
 
 #: Depth of the bulk wrapper's stimulus/response memories (vectors per bulk chunk).
@@ -66,6 +66,31 @@ def describe_block(fmt_a, fmt_b, sa, ca, sb, cb, c) -> str:
 # ----------------------------------------------------------------------------------------------
 # The testbench
 # ----------------------------------------------------------------------------------------------
+class DotBatch:
+    """MXDot blocks for a bulk job: stimulus rows, golden results, decoded mismatch reports."""
+
+    def __init__(self, tb: DotTB, ca, sa, cb, sb, c, what: str):
+        self.tb, self.what = tb, what
+        self.blocks = (ca, sa, cb, sb, c)
+        exp = golden.dot_blocks(ca[:, None], sa[:, None], cb[:, None], sb[:, None], tb.fa,
+                                tb.fb, acc=c.view(np.float32)).view(np.uint32)
+        self.stim = tb.pack(ca, sa, cb, sb, c)
+        self.exp = tb.expected_out(exp)
+
+    def __len__(self):
+        return self.stim.shape[0]
+
+    def check(self, got, log) -> int:
+        tb, (ca, sa, cb, sb, c) = self.tb, self.blocks
+        bad = np.flatnonzero(np.any(got != self.exp, axis=1))
+        for j in bad[:10]:
+            e, a = tb.out.to_ints(self.exp[j:j + 1])[0], tb.out.to_ints(got[j:j + 1])[0]
+            where = f"{self.what} " + describe_block(tb.fa, tb.fb, sa[j], ca[j], sb[j], cb[j],
+                                                     c[j])
+            log.error("MISMATCH %s", tb._describe(int(j), e, a, where))
+        return len(bad)
+
+
 class DotTB(StreamTB):
     """:class:`StreamTB` plus the unit's payload codec, golden expectations and bulk mode."""
 
@@ -224,6 +249,27 @@ class DotTB(StreamTB):
         assert not len(bad), f"bulk: {len(bad)} of {m} outputs mismatched"
         return cycles
 
+    async def bulk_jobs(self, jobs):
+        """Run MXDot bulk jobs (:func:`tb.bulk.run_jobs`: building and checking a batch
+        overlap the simulation of the next)."""
+        tally = await run_jobs(self.runner, jobs, seed=int(self.rng.integers(1, 1 << 31)),
+                               log=self.log)
+        self.checked_blocks += tally.blocks
+        self.checked_elements += tally.blocks * self.k
+        self.mismatches += tally.mismatches
+        assert not tally.mismatches, f"bulk: {tally.mismatches} mismatching blocks"
+
+    def random_job(self, n: int) -> BulkJob:
+        """``n`` random MXDot blocks with accumulators near the products, random idle/stall."""
+        rng = self.rng
+
+        def make():
+            ca, sa, cb, sb = random_blocks(rng, self.fa, self.fb, n, self.k)
+            c = accumulators(rng, self.fa, self.fb, ca, sa, cb, sb)
+            return DotBatch(self, ca, sa, cb, sb, c, "random")
+        idle, stall = (int(x) for x in rng.integers(0, 80, 2))
+        return BulkJob("random", make, idle, stall, drain=4 * self.latency + 8)
+
     def summary(self, name):
         from tb.report import write_summary
 
@@ -305,22 +351,10 @@ if cocotb is not None:
         await tb.runner.reset()
         rng = tb.rng
         if not tb.general:
-            if cfg.get("exhaustive"):
-                await exhaustive_products(tb)
-            left = cfg["blocks"]
-            while left > 0:
-                n = min(left, BULK_DEPTH)
-                ca, sa, cb, sb = random_blocks(rng, tb.fa, tb.fb, n, tb.k)
-                c = accumulators(rng, tb.fa, tb.fb, ca, sa, cb, sb)
-                exp = golden.dot_blocks(ca[:, None], sa[:, None], cb[:, None], sb[:, None],
-                                        tb.fa, tb.fb, acc=c.view(np.float32)).view(np.uint32)
-                cyc = await tb.bulk(tb.pack(ca, sa, cb, sb, c), tb.expected_out(exp),
-                                    idle=int(rng.integers(0, 80)),
-                                    stall=int(rng.integers(0, 80)),
-                                    labels=lambda j, ca=ca, sa=sa, cb=cb, sb=sb, c=c:
-                                    describe_block(tb.fa, tb.fb, sa[j], ca[j], sb[j], cb[j],
-                                                   c[j]))
-                left -= n
+            jobs = exhaustive_product_jobs(tb) if cfg.get("exhaustive") else []
+            jobs += [tb.random_job(min(BULK_DEPTH, cfg["blocks"] - lo))
+                     for lo in range(0, cfg["blocks"], BULK_DEPTH)]
+            await tb.bulk_jobs(jobs)
             # Throughput without idle/stall: one block per clock.
             n = min(cfg["blocks"], 4096) or 256
             ca, sa, cb, sb = random_blocks(rng, tb.fa, tb.fb, n, tb.k)
@@ -385,9 +419,9 @@ async def general_bulk(tb, cfg):
         assert cyc <= n + lat + 4, "interleaved runs do not reach one block per clock"
 
 
-async def exhaustive_products(tb):
+def exhaustive_product_jobs(tb) -> list[BulkJob]:
     """Every pair of codes (a, b) in one lane (rotating over the lanes), the others zero, at
-    several scale pairs and accumulators."""
+    several scale pairs and accumulators: one bulk job per wrapper-memory load."""
     fa, fb, k = golden.element_format(tb.fa), golden.element_format(tb.fb), tb.k
     rng = tb.rng
     xa, xb = np.meshgrid(np.arange(1 << fa.bits), np.arange(1 << fb.bits), indexing="ij")
@@ -399,29 +433,27 @@ async def exhaustive_products(tb):
     settings = [(127, 127, "zero"), (None, None, "near"), (0, 1, "random"), (254, 253, "random")]
     if npairs > 4096 and not tb.cfg.get("full"):
         settings = settings[:2]  # 8-bit x 8-bit: the scale extremes only in SIM_FULL
-    for sa0, sb0, ckind in settings:
-        for start in range(0, npairs, BULK_DEPTH):
-            sl = slice(start, min(npairs, start + BULK_DEPTH))
-            n = sl.stop - sl.start
-            ca = np.zeros((n, k), np.uint8)
-            cb = np.zeros((n, k), np.uint8)
-            ca[np.arange(n), lane[sl]] = xa[sl]
-            cb[np.arange(n), lane[sl]] = xb[sl]
-            if sa0 is None:
-                sa = rng.integers(100, 155, n).astype(np.uint8)
-                sb = rng.integers(100, 155, n).astype(np.uint8)
-            else:
-                sa, sb = np.full(n, sa0, np.uint8), np.full(n, sb0, np.uint8)
-            if ckind == "zero":
-                c = np.zeros(n, np.uint32)
-            elif ckind == "near":
-                c = accumulators(rng, tb.fa, tb.fb, ca, sa, cb, sb)
-            else:
-                c = random_fp32(rng, n)
-            exp = golden.dot_blocks(ca[:, None], sa[:, None], cb[:, None], sb[:, None],
-                                    tb.fa, tb.fb, acc=c.view(np.float32)).view(np.uint32)
-            await tb.bulk(tb.pack(ca, sa, cb, sb, c), tb.expected_out(exp),
-                          idle=16, stall=16,
-                          labels=lambda j, ca=ca, sa=sa, cb=cb, sb=sb, c=c:
-                          "exhaustive " + describe_block(tb.fa, tb.fb, sa[j], ca[j], sb[j],
-                                                         cb[j], c[j]))
+
+    def make(sa0, sb0, ckind, sl):
+        n = sl.stop - sl.start
+        ca = np.zeros((n, k), np.uint8)
+        cb = np.zeros((n, k), np.uint8)
+        ca[np.arange(n), lane[sl]] = xa[sl]
+        cb[np.arange(n), lane[sl]] = xb[sl]
+        if sa0 is None:
+            sa = rng.integers(100, 155, n).astype(np.uint8)
+            sb = rng.integers(100, 155, n).astype(np.uint8)
+        else:
+            sa, sb = np.full(n, sa0, np.uint8), np.full(n, sb0, np.uint8)
+        if ckind == "zero":
+            c = np.zeros(n, np.uint32)
+        elif ckind == "near":
+            c = accumulators(rng, tb.fa, tb.fb, ca, sa, cb, sb)
+        else:
+            c = random_fp32(rng, n)
+        return DotBatch(tb, ca, sa, cb, sb, c, "exhaustive")
+
+    chunks = [slice(lo, min(npairs, lo + BULK_DEPTH)) for lo in range(0, npairs, BULK_DEPTH)]
+    return [BulkJob("exhaustive products", lambda a=sa0, b=sb0, ck=ckind, sl=sl: make(a, b, ck, sl),
+                    idle=16, stall=16, drain=4 * tb.latency + 8)
+            for sa0, sb0, ckind in settings for sl in chunks]

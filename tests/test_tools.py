@@ -26,7 +26,7 @@ class FakeRunner:
         self.corrupt = set(corrupt)
         self.calls = []
 
-    async def run(self, stim, *, seed, idle, stall):
+    async def run(self, stim, *, seed, idle, stall, drain):
         self.calls.append((stim.shape[0], seed, idle, stall, threading.current_thread().name))
         got = stim.copy()
         for row in self.corrupt:
