@@ -53,17 +53,17 @@ GUARD = 26
 
 #: The fused step's sections, in datapath order; a pipeline register may follow each (the last
 #: always has one), see :func:`registered_sections`.
-SECTIONS = ("decode", "product", "tree0", "tree1", "tree2", "place", "align_hi", "align_lo",
-            "add", "lzc", "shift_hi", "shift_lo", "round", "finish")
+SECTIONS = ("decode", "multiply", "product", "tree0", "tree1", "tree2", "place", "align_hi",
+            "align_lo", "add", "lzc", "shift_hi", "shift_lo", "round", "finish")
 
 #: Estimated delay of each section on ECP5 (ns, k = 32 fp8 x fp8, from nextpnr critical
 #: paths); :func:`registered_sections` balances the pipeline stages with these weights.
-SECTION_DELAY = {"decode": 6, "product": 5, "tree0": 5, "tree1": 3, "tree2": 5, "place": 5,
-                 "align_hi": 4, "align_lo": 4, "add": 6, "lzc": 5, "shift_hi": 5, "shift_lo": 5,
-                 "round": 4, "finish": 3}
+SECTION_DELAY = {"decode": 5, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3, "tree2": 5,
+                 "place": 5, "align_hi": 4, "align_lo": 4, "add": 6, "lzc": 5, "shift_hi": 5,
+                 "shift_lo": 5, "round": 4, "finish": 3}
 
 MAX_STAGES = len(SECTIONS)
-DEFAULT_STAGES = 14
+DEFAULT_STAGES = 15
 
 
 def _check_int(name, value, lo, hi):
@@ -215,6 +215,23 @@ def wired(m: Module, tree, name: str):
     return tree if isinstance(tree, Signal) else wire(m, tree, name)
 
 
+def small_product(m: Module, x, y, name: str):
+    """``x * y`` (unsigned) as a balanced sum of shifted partial products, one per bit of the
+    narrower factor.
+
+    Not ``*``: yosys maps every multiply of 2 bits or more to a MULT18X18D on ECP5, whose round
+    trip through the DSP column is slower than these few bits in LUTs and carry chains (the
+    significands are 4 bits for fp8 e4m3, at most 7 for int8).
+    """
+    if len(y) > len(x):
+        x, y = y, x
+    terms = [Mux(y[j], x << j, 0) for j in range(len(y))]
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return wire(m, terms[0][:len(x) + len(y)], name)
+
+
 def shift_right_sticky(m: Module, value, amount, bits, name: str):
     """``value >> (amount & mask)`` for the amount bits in ``bits`` (a range of bit indices),
     and whether any 1 bit was shifted out: one log-shifter level per amount bit (a split
@@ -331,35 +348,46 @@ class _FusedStep:
         def cross(tree, name):  # a section boundary: wires, then maybe a register
             return pipe.boundary(wired(m, tree, name), name)
 
-        # 1. decode: element fields, signed lane products +-sig_a*sig_b (not yet shifted), lane
-        #    specials; from the scales and c: the two candidate window frames.
-        sig_prods, shifts = [], []
-        lane_nan, lane_pinf, lane_ninf = [], [], []
+        # 1. decode: element fields; per lane the significands (zeroed in a lane holding a NaN
+        #    or Inf: it adds nothing to S), the product's sign and shift, and the lane's
+        #    specials; from the scales: the frame when T anchors.  c passes undecoded (in
+        #    MXDotGeneral it comes from the accumulator forwarding path).
+        lanes = []
         for i in range(k):
             x = decode_element(m, a.codes[i], fa, f"a{i}")
             y = decode_element(m, b.codes[i], fb, f"b{i}")
-            finite = ~(x["nan"] | x["inf"] | y["nan"] | y["inf"])
-            sp = wire(m, Mux(finite, x["sig"] * y["sig"], 0), f"sig_prod{i}")
             neg = x["neg"] ^ y["neg"]
-            sig_prods.append(Mux(neg, -sp, sp).as_signed()[:len(sp) + 1].as_signed())
-            shifts.append(x["shift"] + y["shift"])
             # Inf * 0 and NaN codes give NaN; otherwise an Inf operand gives a signed Inf.
-            lane_nan.append(x["nan"] | y["nan"] | (x["inf"] & y["zero"]) | (y["inf"] & x["zero"]))
-            inf = (x["inf"] | y["inf"]) & ~lane_nan[-1]
-            lane_pinf.append(inf & ~neg)
-            lane_ninf.append(inf & neg)
-        # T = S * 2^eT.  (Everything from c waits for the product section: in MXDotGeneral c
-        # comes from the accumulator forwarding path.)
+            nan = x["nan"] | y["nan"] | (x["inf"] & y["zero"]) | (y["inf"] & x["zero"])
+            inf = (x["inf"] | y["inf"]) & ~nan
+            finite = ~(x["nan"] | x["inf"] | y["nan"] | y["inf"])
+            lanes.append({"sig_a": Mux(finite, x["sig"], 0), "sig_b": y["sig"], "neg": neg,
+                          "shift": x["shift"] + y["shift"], "nan": nan,
+                          "pinf": inf & ~neg, "ninf": inf & neg})
         e_t = a.scale + b.scale + (g.lsb_exp - 254)
         s = cross({
-            "prods": sig_prods, "shifts": shifts,
-            "nan": Cat(*lane_nan).any() | (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN),
-            "lpinf": Cat(*lane_pinf), "lninf": Cat(*lane_ninf), "c": c,
+            "lanes": lanes,
+            "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN), "c": c,
             "a_t": (e_t - GUARD)[:12].as_signed(),  # frame when T anchors: T's lsb at bit G+1
             "side": side,
         }, "decode")
 
-        # 2. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); c's fields.
+        # 2. multiply: the signed lane products +-sig_a*sig_b (not yet shifted), in LUTs and
+        #    carry chains (see small_product); the lane specials reduced over the block.
+        lanes = s["lanes"]
+        prods = []
+        for i, ln in enumerate(lanes):
+            sp = small_product(m, ln["sig_a"], ln["sig_b"], f"sig_prod{i}")
+            prods.append(Mux(ln["neg"], -sp, sp).as_signed()[:len(sp) + 1].as_signed())
+        s = cross({
+            "prods": prods, "shifts": [ln["shift"] for ln in lanes],
+            "nan": Cat(*(ln["nan"] for ln in lanes)).any() | s["scale_nan"],
+            "lpinf": Cat(*(ln["pinf"] for ln in lanes)),
+            "lninf": Cat(*(ln["ninf"] for ln in lanes)),
+            "c": s["c"], "a_t": s["a_t"], "side": s["side"],
+        }, "multiply")
+
+        # 3. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); c's fields.
         terms = []
         for i in range(k):
             # The signed significand product, shifted (sign-extended) into place.
@@ -379,7 +407,7 @@ class _FusedStep:
             "a_t": s["a_t"], "a_c": a_c, "side": s["side"],
         }, "product")
 
-        # 3.-5. Exact block sum: a balanced adder tree, its levels spread over three sections.
+        # 4.-6. Exact block sum: a balanced adder tree, its levels spread over three sections.
         # Alongside: the shift distance |aT - aC| (clamped to n) and the frame F = max(aT, aC),
         # from which lim = F + n + 124: normalization may shift left at most this far (the
         # result's top bit then weighs 2^-126; smaller results are subnormal, docs/dot.md).
@@ -407,7 +435,7 @@ class _FusedStep:
             s = cross({**s, "terms": level}, f"tree{j}")
         ssum = s["terms"][0]
 
-        # 6. place: |S|; the anchoring operand U and the one to shift, V, in the window.
+        # 7. place: |S|; the anchoring operand U and the one to shift, V, in the window.
         t_neg = wire(m, ssum < 0, "t_neg")
         t_mag = wire(m, ((ssum ^ t_neg.replicate(w + 1)) + t_neg)[:w], "t_mag")  # |S|
         c_sig = Cat(s["c"][:23], s["c"][23:31].any())
@@ -421,7 +449,7 @@ class _FusedStep:
             "u_neg": Mux(ta, t_neg, s["c"][31]), "v_neg": Mux(ta, s["c"][31], t_neg),
         }, "place")
 
-        # 7./8. align: V >> dist, bits shifted out of the window folded into a sticky bit.
+        # 8./9. align: V >> dist, bits shifted out of the window folded into a sticky bit.
         hi_bits = range(nb // 2, nb)
         v, lost = shift_right_sticky(m, s["v"], s["dist"], hi_bits, "align_hi")
         s = cross({**s, "v": v, "lost": lost}, "align_hi")
@@ -433,7 +461,7 @@ class _FusedStep:
             "marker": Mux(s["lim_small"], Const(1 << (n - 1), n) >> s["lim"][:nb], 0),
         }, "align_lo")
 
-        # 9. add: the window sum U +- V' as sign and magnitude (both < 2^(n-1): no overflow).
+        # 10. add: the window sum U +- V' as sign and magnitude (both < 2^(n-1): no overflow).
         u, v = s["u"], s["v"]
         same = wire(m, s["u_neg"] == s["v_neg"], "same_sign")
         total = wire(m, u + v, "win_total")
@@ -446,7 +474,7 @@ class _FusedStep:
             "mag": Mux(same, total, Mux(diff[n], back, diff))[:n],
         }, "add")
 
-        # 10. lzc: the normalization shift s = min(leading zeros, lim) = leading zeros of
+        # 11. lzc: the normalization shift s = min(leading zeros, lim) = leading zeros of
         #     mag | marker (a one at bit n-1-lim), coarse: leading all-zero 8-bit chunks hz
         #     (mag padded below to np bits), with each chunk's own leading-zero count.
         mp = Cat(Const(0, pad), s["mag"] | s["marker"])
@@ -462,7 +490,7 @@ class _FusedStep:
         s = cross({**rest, "zero": ~s["mag"].any(), "mag": Cat(Const(0, pad), s["mag"]),
                    "hz": hz, "clz": clz}, "lzc")
 
-        # 11. shift_hi: shift by 8*hz; pick the fine count of the leading chunk.
+        # 12. shift_hi: shift by 8*hz; pick the fine count of the leading chunk.
         coarse = Cat(Const(0, 3), s["hz"])
         rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("mag", "hz", "clz", "lim")}
         s = cross({
@@ -471,7 +499,7 @@ class _FusedStep:
             "lim": (s["lim"] - coarse)[:12].as_signed(),
         }, "shift_hi")
 
-        # 12. shift_lo: shift by the fine count; round bit, sticky, exponent field e0 = lim - s
+        # 13. shift_lo: shift by the fine count; round bit, sticky, exponent field e0 = lim - s
         #     (top + 126: 0 for a subnormal result, whose leading bit stays below the top).
         p1, fine = s["mag"], s["fine"]
         norm = wire(m, (p1 << fine)[:np_], "norm")
@@ -482,13 +510,13 @@ class _FusedStep:
             "e0": (s["lim"] - fine)[:11],
         }, "shift_lo")
 
-        # 13. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
+        # 14. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
         up = s["guard"] & (s["sticky"] | s["sig"][0])
         code = wire(m, Cat(Const(0, 23), s["e0"]) + s["sig"] + up, "rounded")
         rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("sig", "e0", "guard", "sticky")}
         s = cross({**rest, "code": code}, "round")
 
-        # 14. finish: overflow to Inf, then the special cases in order.
+        # 15. finish: overflow to Inf, then the special cases in order.
         code = s["code"]
         code = Mux(code[23:] >= 0xFF, FP32_INF, code[:31])[:31]
         c_in = s["c"]
@@ -526,7 +554,7 @@ class MXDot(wiring.Component):
     block_size : int
         Elements per block, a power of two in 2..64.
     stages : int
-        Pipeline registers, 1..14 (the latency; default 14, every section boundary).  They
+        Pipeline registers, 1..15 (the latency; default 15, every section boundary).  They
         are placed to balance the sections' estimated delays (:func:`registered_sections`).
 
     Members
@@ -601,7 +629,7 @@ class MXDotGeneral(wiring.Component):
     contexts : int
         Accumulation contexts (simultaneously open runs), a power of two in 1..64.
     stages : int
-        Pipeline registers of the fused step, 1..14 (= ``latency``; default 14).
+        Pipeline registers of the fused step, 1..15 (= ``latency``; default 15).
 
     Members
     -------
