@@ -215,21 +215,27 @@ def wired(m: Module, tree, name: str):
     return tree if isinstance(tree, Signal) else wire(m, tree, name)
 
 
-def small_product(m: Module, x, y, name: str):
-    """``x * y`` (unsigned) as a balanced sum of shifted partial products, one per bit of the
-    narrower factor.
+def signed_product(m: Module, x, y, neg, name: str):
+    """``(-1)^neg * x * y`` for unsigned ``x``, ``y``: two's complement, ``len(x) + len(y) + 1``
+    bits, as one sum of shifted partial products (one per bit of the narrower factor).
 
-    Not ``*``: yosys maps every multiply of 2 bits or more to a MULT18X18D on ECP5, whose round
-    trip through the DSP column is slower than these few bits in LUTs and carry chains (the
-    significands are 4 bits for fp8 e4m3, at most 7 for int8).
+    The sign is folded into the sum instead of negating the product afterwards (a second carry
+    chain): with ``x' = ~x = -x - 1`` when ``neg`` (else ``x' = x``), the sum
+    ``sum_j y_j 2^j x' + neg * y`` is ``-x*y`` when ``neg`` and ``x*y`` otherwise.  yosys
+    turns the sum into a carry-save tree in LUTs and one carry chain.  Not ``*``: yosys maps
+    every multiply of 2 bits or more to a MULT18X18D on ECP5, whose round trip through the DSP
+    column is slower than these few bits (the significands are 4 bits for fp8 e4m3, at most 7
+    for int8).
     """
     if len(y) > len(x):
         x, y = y, x
-    terms = [Mux(y[j], x << j, 0) for j in range(len(y))]
-    while len(terms) > 1:
-        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
-                 for i in range(0, len(terms), 2)]
-    return wire(m, terms[0][:len(x) + len(y)], name)
+    xe = Cat(x, Const(0, 1)).as_signed()
+    xs = Mux(neg, ~xe, xe)
+    terms = [Mux(y[j], xs << j, 0) for j in range(len(y))] + [Mux(neg, y, 0)]
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return wire(m, total.as_signed()[:len(x) + len(y) + 1].as_signed(), name)
 
 
 def shift_right_sticky(m: Module, value, amount, bits, name: str):
@@ -373,12 +379,11 @@ class _FusedStep:
         }, "decode")
 
         # 2. multiply: the signed lane products +-sig_a*sig_b (not yet shifted), in LUTs and
-        #    carry chains (see small_product); the lane specials reduced over the block.
+        #    carry chains (see signed_product); the lane specials reduced over the block.
         lanes = s["lanes"]
         prods = []
         for i, ln in enumerate(lanes):
-            sp = small_product(m, ln["sig_a"], ln["sig_b"], f"sig_prod{i}")
-            prods.append(Mux(ln["neg"], -sp, sp).as_signed()[:len(sp) + 1].as_signed())
+            prods.append(signed_product(m, ln["sig_a"], ln["sig_b"], ln["neg"], f"sig_prod{i}"))
         s = cross({
             "prods": prods, "shifts": [ln["shift"] for ln in lanes],
             "nan": Cat(*(ln["nan"] for ln in lanes)).any() | s["scale_nan"],
