@@ -215,27 +215,19 @@ def wired(m: Module, tree, name: str):
     return tree if isinstance(tree, Signal) else wire(m, tree, name)
 
 
-def signed_product(m: Module, x, y, neg, name: str):
-    """``(-1)^neg * x * y`` for unsigned ``x``, ``y``: two's complement, ``len(x) + len(y) + 1``
-    bits, as one sum of shifted partial products (one per bit of the narrower factor).
+def partial_product_sum(m: Module, x, y, name: str):
+    """``x * y`` for a signed ``x`` and an unsigned ``y`` (``len(x) + len(y)`` bits, signed) as
+    one sum of the shifted partial products ``y_j * 2^j * x``, one per bit of ``y``.
 
-    The sign is folded into the sum instead of negating the product afterwards (a second carry
-    chain): with ``x' = ~x = -x - 1`` when ``neg`` (else ``x' = x``), the sum
-    ``sum_j y_j 2^j x' + neg * y`` is ``-x*y`` when ``neg`` and ``x*y`` otherwise.  yosys
-    turns the sum into a carry-save tree in LUTs and one carry chain.  Not ``*``: yosys maps
-    every multiply of 2 bits or more to a MULT18X18D on ECP5, whose round trip through the DSP
-    column is slower than these few bits (the significands are 4 bits for fp8 e4m3, at most 7
-    for int8).
+    Not ``*``: yosys maps every multiply of 2 bits or more to a MULT18X18D on ECP5, whose round
+    trip through the DSP column is slower than these few bits (significands are 4 bits for
+    fp8 e4m3, at most 7 for int8); the sum becomes a carry-save tree in LUTs and one carry chain.
     """
-    if len(y) > len(x):
-        x, y = y, x
-    xe = Cat(x, Const(0, 1)).as_signed()
-    xs = Mux(neg, ~xe, xe)
-    terms = [Mux(y[j], xs << j, 0) for j in range(len(y))] + [Mux(neg, y, 0)]
-    total = terms[0]
-    for t in terms[1:]:
-        total = total + t
-    return wire(m, total.as_signed()[:len(x) + len(y) + 1].as_signed(), name)
+    x = Value.cast(x).as_signed()
+    total = Mux(y[0], x, 0)
+    for j in range(1, len(y)):
+        total = total + Mux(y[j], x << j, 0)
+    return wire(m, total.as_signed()[:len(x) + len(y)].as_signed(), name)
 
 
 def shift_right_sticky(m: Module, value, amount, bits, name: str):
@@ -354,10 +346,10 @@ class _FusedStep:
         def cross(tree, name):  # a section boundary: wires, then maybe a register
             return pipe.boundary(wired(m, tree, name), name)
 
-        # 1. decode: element fields; per lane the significands (zeroed in a lane holding a NaN
-        #    or Inf: it adds nothing to S), the product's sign and shift, and the lane's
-        #    specials; from the scales: the frame when T anchors.  c passes undecoded (in
-        #    MXDotGeneral it comes from the accumulator forwarding path).
+        # 1. decode: element fields; per lane the product's two factors (zero in a lane holding
+        #    a NaN or Inf: it adds nothing to S, the special result overrides the sum), its
+        #    shift, and the lane's specials; from the scales: the frame when T anchors.  c
+        #    passes undecoded (in MXDotGeneral it comes from the accumulator forwarding path).
         lanes = []
         for i in range(k):
             x = decode_element(m, a.codes[i], fa, f"a{i}")
@@ -367,8 +359,14 @@ class _FusedStep:
             nan = x["nan"] | y["nan"] | (x["inf"] & y["zero"]) | (y["inf"] & x["zero"])
             inf = (x["inf"] | y["inf"]) & ~nan
             finite = ~(x["nan"] | x["inf"] | y["nan"] | y["inf"])
-            lanes.append({"sig_a": Mux(finite, x["sig"], 0), "sig_b": y["sig"], "neg": neg,
-                          "shift": x["shift"] + y["shift"], "nan": nan,
+            # The product's factors: the wider significand carries the lane's sign (negated
+            # here, so the multiply is one sum), the narrower one gives the partial products.
+            wide, narrow = x["sig"], y["sig"]
+            if len(narrow) > len(wide):
+                wide, narrow = narrow, wide
+            wide = Mux(finite, Cat(wide, Const(0, 1)).as_signed(), 0)
+            lanes.append({"wide": Mux(neg, -wide, wide)[:len(wide)].as_signed(),
+                          "narrow": narrow, "shift": x["shift"] + y["shift"], "nan": nan,
                           "pinf": inf & ~neg, "ninf": inf & neg})
         e_t = a.scale + b.scale + (g.lsb_exp - 254)
         s = cross({
@@ -379,11 +377,11 @@ class _FusedStep:
         }, "decode")
 
         # 2. multiply: the signed lane products +-sig_a*sig_b (not yet shifted), in LUTs and
-        #    carry chains (see signed_product); the lane specials reduced over the block.
+        #    carry chains (see partial_product_sum); the lane specials reduced over the block.
         lanes = s["lanes"]
         prods = []
         for i, ln in enumerate(lanes):
-            prods.append(signed_product(m, ln["sig_a"], ln["sig_b"], ln["neg"], f"sig_prod{i}"))
+            prods.append(partial_product_sum(m, ln["wide"], ln["narrow"], f"sig_prod{i}"))
         s = cross({
             "prods": prods, "shifts": [ln["shift"] for ln in lanes],
             "nan": Cat(*(ln["nan"] for ln in lanes)).any() | s["scale_nan"],
