@@ -252,16 +252,22 @@ def shift_right_sticky(m: Module, value, amount, bits, name: str):
 
 class StallPipeline:
     """A valid/ready pipeline with registers at a chosen subset of its section boundaries,
-    all advancing together (one global enable).
+    all advancing together (one enable condition).
 
     Same interface as :class:`hw.common.StreamPipeline` (:meth:`boundary`, :meth:`connect`,
-    ``latency``), different flow control: every register loads when ``en = ~o_valid |
-    o_ready``, and ``i_ready = en``.  So the enable is one gate from the output register and
-    the output's ``ready``, however deep the pipeline (a per-stage ready chain would be a
-    combinational path through every stage).  Blocks are never lost or duplicated and the
-    throughput is one block per clock while the output is ready; under backpressure, bubbles
-    inside the pipeline wait with the blocks (they are not squeezed out).  Synchronous reset
-    clears the valid bits only; data registers are reset-less.
+    ``latency``), different flow control: every register loads when ``en = ~hold | o_ready``
+    (``hold``: a block waits at the output; see :meth:`hold_when`), and ``i_ready = en``.  So
+    the enable is one gate from a register and the output's ``ready``, however deep the
+    pipeline (a per-stage ready chain would be a combinational path through every stage).
+    Blocks are never lost or duplicated and the throughput is one block per clock while the
+    output is ready; under backpressure, bubbles inside the pipeline wait with the blocks (they
+    are not squeezed out).  Synchronous reset clears the valid and hold bits only; data
+    registers are reset-less.
+
+    The enable reaches every flip-flop of the unit.  As one net from ``o_ready`` it was the
+    critical path in context, so each registered boundary gets its own copy of the hold
+    register and its own enable gate: one net per stage, each to that stage's registers.
+    The copies see the same input under the same (equal) enable, so they always agree.
     """
 
     def __init__(self, m: Module, registered, *, name: str = "p"):
@@ -272,14 +278,27 @@ class StallPipeline:
         self._name = name
         self._index = 0
         self._valids = []
+        self._ens = []  # one enable per registered boundary, all equal
+        self._holds = []  # one hold register per enable, all equal
+        self._hold_flag = Const(1, 1)
         self._in_valid = Signal(name=f"{name}_in_valid")
-        self._en = Signal(name=f"{name}_en")
         self.latency = sum(self._registered)
 
     @property
     def valid(self):
         """Valid bit of the values at the current boundary (before it is crossed)."""
         return self._valids[-1] if self._valids else self._in_valid
+
+    @property
+    def hold(self):
+        """A valid block that waits for ``o_ready`` is at the output (a register)."""
+        return self._holds[0]
+
+    def hold_when(self, flag):
+        """Only valid blocks with ``flag`` (a Value at the last boundary, before it is crossed)
+        wait for ``o_ready`` at the output; by default every valid block does.  MXDotGeneral
+        passes "last": blocks that produce no output never wait."""
+        self._hold_flag = flag
 
     def boundary(self, tree, name: str | None = None):
         """Pass ``tree`` (a dict/list nesting of Values) over the next boundary; returns the
@@ -291,39 +310,42 @@ class StallPipeline:
         self._index += 1
         if not reg:
             return tree
+        en = Signal(name=f"{self._name}_{tag}_en")
+        self._ens.append(en)
         valid = Signal(name=f"{self._name}_{tag}_valid")
-        prev = self._valids[-1] if self._valids else self._in_valid
-        with self._m.If(self._en):
+        prev = self.valid
+        with self._m.If(en):
             self._m.d.sync += valid.eq(prev)
+        if self._index == len(self._registered):  # the output: the hold registers
+            for j, en_j in enumerate(self._ens):
+                hold = Signal(name=f"{self._name}_hold{j}")
+                with self._m.If(en_j):
+                    self._m.d.sync += hold.eq(prev & self._hold_flag)
+                self._holds.append(hold)
         self._valids.append(valid)
-        return self._register(tree, f"{self._name}_{tag}")
+        return self._register(tree, f"{self._name}_{tag}", en)
 
-    def _register(self, tree, prefix):
+    def _register(self, tree, prefix, en):
         if isinstance(tree, dict):
-            return {k: self._register(v, f"{prefix}_{k}") for k, v in tree.items()}
+            return {k: self._register(v, f"{prefix}_{k}", en) for k, v in tree.items()}
         if isinstance(tree, list):
-            return [self._register(v, f"{prefix}_{i}") for i, v in enumerate(tree)]
+            return [self._register(v, f"{prefix}_{i}", en) for i, v in enumerate(tree)]
         v = Value.cast(tree)
         r = Signal(v.shape(), name=prefix, reset_less=True)
-        with self._m.If(self._en):
+        with self._m.If(en):
             self._m.d.sync += r.eq(v)
         return r
 
-    def connect(self, *, i_valid, i_ready, o_valid, o_ready, o_hold=None):
-        """Build the handshake: drive ``i_ready``, ``o_valid`` and the global enable.
-
-        ``o_hold`` (default: the output's valid bit) is what makes the pipeline wait for
-        ``o_ready``: ``en = ~o_hold | o_ready``.  MXDotGeneral passes a register holding
-        "valid and last", so blocks that produce no output never wait.
-        """
+    def connect(self, *, i_valid, i_ready, o_valid, o_ready):
+        """Build the handshake: drive ``i_ready``, ``o_valid`` and the enables."""
         if self._index != len(self._registered):
             raise ValueError(f"{len(self._registered)} boundaries declared, "
                              f"{self._index} used")
         m = self._m
-        last = self._valids[-1]
-        hold = last if o_hold is None else o_hold
-        m.d.comb += [self._in_valid.eq(i_valid), self._en.eq(~hold | o_ready),
-                     i_ready.eq(self._en), o_valid.eq(last)]
+        m.d.comb += [en.eq(~hold | o_ready) for en, hold in zip(self._ens, self._holds,
+                                                                 strict=True)]
+        m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._ens[0]),
+                     o_valid.eq(self._valids[-1])]
 
 
 class _FusedStep:
@@ -535,10 +557,9 @@ class _FusedStep:
             m.d.comb += result.eq(0)
         with m.Else():
             m.d.comb += result.eq(Cat(code, s["neg"]))
-        out = {"result": result, "side": s["side"]}
-        if "last" in s["side"]:  # MXDotGeneral: "a valid last block" as one register
-            out["valid_last"] = pipe.valid & s["side"]["last"]
-        return cross(out, "finish")
+        if "last" in s["side"]:  # MXDotGeneral: only a last block waits for the output
+            pipe.hold_when(s["side"]["last"])
+        return cross({"result": result, "side": s["side"]}, "finish")
 
 
 def _check_formats(fmt_a, fmt_b):
@@ -708,10 +729,10 @@ class MXDotGeneral(wiring.Component):
         pipe_ready, pipe_valid = Signal(), Signal()
         # Non-last blocks leave into the accumulator without waiting for the output.
         pipe.connect(i_valid=self.i.valid & free, i_ready=pipe_ready, o_valid=pipe_valid,
-                     o_ready=self.o.ready, o_hold=out["valid_last"])
+                     o_ready=self.o.ready)
         m.d.comb += [
             self.i.ready.eq(pipe_ready & free),
-            self.o.valid.eq(out["valid_last"]),
+            self.o.valid.eq(pipe.hold),  # "a valid last block", one register
             self.o.payload.result.eq(out["result"]),
             leave.eq(pipe_valid & (~out["side"]["last"] | self.o.ready)),
             leave_result.eq(out["result"]),
