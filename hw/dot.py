@@ -53,17 +53,18 @@ GUARD = 26
 
 #: The fused step's sections, in datapath order; a pipeline register may follow each (the last
 #: always has one), see :func:`registered_sections`.
-SECTIONS = ("decode", "product", "tree0", "tree1", "tree2", "place", "align_hi", "align_lo",
-            "add", "lzc", "shift_hi", "shift_lo", "round", "finish")
+SECTIONS = ("decode", "multiply", "product", "tree0", "tree1", "tree2", "place", "align_hi",
+            "align_lo", "add", "lzc", "shift_hi", "shift_lo", "round", "finish")
 
 #: Estimated delay of each section on ECP5 (ns, k = 32 fp8 x fp8, from nextpnr critical
-#: paths); :func:`registered_sections` balances the pipeline stages with these weights.
-SECTION_DELAY = {"decode": 6, "product": 5, "tree0": 5, "tree1": 3, "tree2": 5, "place": 5,
-                 "align_hi": 4, "align_lo": 4, "add": 6, "lzc": 5, "shift_hi": 5, "shift_lo": 5,
-                 "round": 4, "finish": 3}
+#: paths; decode timed in context, from the input port registers); :func:`registered_sections`
+#: balances the pipeline stages with these weights.
+SECTION_DELAY = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3, "tree2": 5,
+                 "place": 5, "align_hi": 4, "align_lo": 4, "add": 6, "lzc": 5, "shift_hi": 5,
+                 "shift_lo": 5, "round": 4, "finish": 3}
 
 MAX_STAGES = len(SECTIONS)
-DEFAULT_STAGES = 14
+DEFAULT_STAGES = 15
 
 
 def _check_int(name, value, lo, hi):
@@ -215,6 +216,21 @@ def wired(m: Module, tree, name: str):
     return tree if isinstance(tree, Signal) else wire(m, tree, name)
 
 
+def partial_product_sum(m: Module, x, y, name: str):
+    """``x * y`` for a signed ``x`` and an unsigned ``y`` (``len(x) + len(y)`` bits, signed) as
+    one sum of the shifted partial products ``y_j * 2^j * x``, one per bit of ``y``.
+
+    Not ``*``: yosys maps every multiply of 2 bits or more to a MULT18X18D on ECP5, whose round
+    trip through the DSP column is slower than these few bits (significands are 4 bits for
+    fp8 e4m3, at most 7 for int8); the sum becomes a carry-save tree in LUTs and one carry chain.
+    """
+    x = Value.cast(x).as_signed()
+    total = Mux(y[0], x, 0)
+    for j in range(1, len(y)):
+        total = total + Mux(y[j], x << j, 0)
+    return wire(m, total.as_signed()[:len(x) + len(y)].as_signed(), name)
+
+
 def shift_right_sticky(m: Module, value, amount, bits, name: str):
     """``value >> (amount & mask)`` for the amount bits in ``bits`` (a range of bit indices),
     and whether any 1 bit was shifted out: one log-shifter level per amount bit (a split
@@ -236,16 +252,22 @@ def shift_right_sticky(m: Module, value, amount, bits, name: str):
 
 class StallPipeline:
     """A valid/ready pipeline with registers at a chosen subset of its section boundaries,
-    all advancing together (one global enable).
+    all advancing together (one enable condition).
 
     Same interface as :class:`hw.common.StreamPipeline` (:meth:`boundary`, :meth:`connect`,
-    ``latency``), different flow control: every register loads when ``en = ~o_valid |
-    o_ready``, and ``i_ready = en``.  So the enable is one gate from the output register and
-    the output's ``ready``, however deep the pipeline (a per-stage ready chain would be a
-    combinational path through every stage).  Blocks are never lost or duplicated and the
-    throughput is one block per clock while the output is ready; under backpressure, bubbles
-    inside the pipeline wait with the blocks (they are not squeezed out).  Synchronous reset
-    clears the valid bits only; data registers are reset-less.
+    ``latency``), different flow control: every register loads when ``en = ~hold | o_ready``
+    (``hold``: a block waits at the output; see :meth:`hold_when`), and ``i_ready = en``.  So
+    the enable is one gate from a register and the output's ``ready``, however deep the
+    pipeline (a per-stage ready chain would be a combinational path through every stage).
+    Blocks are never lost or duplicated and the throughput is one block per clock while the
+    output is ready; under backpressure, bubbles inside the pipeline wait with the blocks (they
+    are not squeezed out).  Synchronous reset clears the valid and hold bits only; data
+    registers are reset-less.
+
+    The enable reaches every flip-flop of the unit.  As one net from ``o_ready`` it was the
+    critical path in context, so each registered boundary gets its own copy of the hold
+    register and its own enable gate: one net per stage, each to that stage's registers.
+    The copies see the same input under the same (equal) enable, so they always agree.
     """
 
     def __init__(self, m: Module, registered, *, name: str = "p"):
@@ -256,14 +278,27 @@ class StallPipeline:
         self._name = name
         self._index = 0
         self._valids = []
+        self._ens = []  # one enable per registered boundary, all equal
+        self._holds = []  # one hold register per enable, all equal
+        self._hold_flag = Const(1, 1)
         self._in_valid = Signal(name=f"{name}_in_valid")
-        self._en = Signal(name=f"{name}_en")
         self.latency = sum(self._registered)
 
     @property
     def valid(self):
         """Valid bit of the values at the current boundary (before it is crossed)."""
         return self._valids[-1] if self._valids else self._in_valid
+
+    @property
+    def hold(self):
+        """A valid block that waits for ``o_ready`` is at the output (a register)."""
+        return self._holds[0]
+
+    def hold_when(self, flag):
+        """Only valid blocks with ``flag`` (a Value at the last boundary, before it is crossed)
+        wait for ``o_ready`` at the output; by default every valid block does.  MXDotGeneral
+        passes "last": blocks that produce no output never wait."""
+        self._hold_flag = flag
 
     def boundary(self, tree, name: str | None = None):
         """Pass ``tree`` (a dict/list nesting of Values) over the next boundary; returns the
@@ -275,39 +310,42 @@ class StallPipeline:
         self._index += 1
         if not reg:
             return tree
+        en = Signal(name=f"{self._name}_{tag}_en")
+        self._ens.append(en)
         valid = Signal(name=f"{self._name}_{tag}_valid")
-        prev = self._valids[-1] if self._valids else self._in_valid
-        with self._m.If(self._en):
+        prev = self.valid
+        with self._m.If(en):
             self._m.d.sync += valid.eq(prev)
+        if self._index == len(self._registered):  # the output: the hold registers
+            for j, en_j in enumerate(self._ens):
+                hold = Signal(name=f"{self._name}_hold{j}")
+                with self._m.If(en_j):
+                    self._m.d.sync += hold.eq(prev & self._hold_flag)
+                self._holds.append(hold)
         self._valids.append(valid)
-        return self._register(tree, f"{self._name}_{tag}")
+        return self._register(tree, f"{self._name}_{tag}", en)
 
-    def _register(self, tree, prefix):
+    def _register(self, tree, prefix, en):
         if isinstance(tree, dict):
-            return {k: self._register(v, f"{prefix}_{k}") for k, v in tree.items()}
+            return {k: self._register(v, f"{prefix}_{k}", en) for k, v in tree.items()}
         if isinstance(tree, list):
-            return [self._register(v, f"{prefix}_{i}") for i, v in enumerate(tree)]
+            return [self._register(v, f"{prefix}_{i}", en) for i, v in enumerate(tree)]
         v = Value.cast(tree)
         r = Signal(v.shape(), name=prefix, reset_less=True)
-        with self._m.If(self._en):
+        with self._m.If(en):
             self._m.d.sync += r.eq(v)
         return r
 
-    def connect(self, *, i_valid, i_ready, o_valid, o_ready, o_hold=None):
-        """Build the handshake: drive ``i_ready``, ``o_valid`` and the global enable.
-
-        ``o_hold`` (default: the output's valid bit) is what makes the pipeline wait for
-        ``o_ready``: ``en = ~o_hold | o_ready``.  MXDotGeneral passes a register holding
-        "valid and last", so blocks that produce no output never wait.
-        """
+    def connect(self, *, i_valid, i_ready, o_valid, o_ready):
+        """Build the handshake: drive ``i_ready``, ``o_valid`` and the enables."""
         if self._index != len(self._registered):
             raise ValueError(f"{len(self._registered)} boundaries declared, "
                              f"{self._index} used")
         m = self._m
-        last = self._valids[-1]
-        hold = last if o_hold is None else o_hold
-        m.d.comb += [self._in_valid.eq(i_valid), self._en.eq(~hold | o_ready),
-                     i_ready.eq(self._en), o_valid.eq(last)]
+        m.d.comb += [en.eq(~hold | o_ready) for en, hold in zip(self._ens, self._holds,
+                                                                 strict=True)]
+        m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._ens[0]),
+                     o_valid.eq(self._valids[-1])]
 
 
 class _FusedStep:
@@ -331,35 +369,51 @@ class _FusedStep:
         def cross(tree, name):  # a section boundary: wires, then maybe a register
             return pipe.boundary(wired(m, tree, name), name)
 
-        # 1. decode: element fields, signed lane products +-sig_a*sig_b (not yet shifted), lane
-        #    specials; from the scales and c: the two candidate window frames.
-        sig_prods, shifts = [], []
-        lane_nan, lane_pinf, lane_ninf = [], [], []
+        # 1. decode: element fields; per lane the product's two factors (zero in a lane holding
+        #    a NaN or Inf: it adds nothing to S, the special result overrides the sum), its
+        #    shift, and the lane's specials; from the scales: the frame when T anchors.  c
+        #    passes undecoded (in MXDotGeneral it comes from the accumulator forwarding path).
+        lanes = []
         for i in range(k):
             x = decode_element(m, a.codes[i], fa, f"a{i}")
             y = decode_element(m, b.codes[i], fb, f"b{i}")
-            finite = ~(x["nan"] | x["inf"] | y["nan"] | y["inf"])
-            sp = wire(m, Mux(finite, x["sig"] * y["sig"], 0), f"sig_prod{i}")
             neg = x["neg"] ^ y["neg"]
-            sig_prods.append(Mux(neg, -sp, sp).as_signed()[:len(sp) + 1].as_signed())
-            shifts.append(x["shift"] + y["shift"])
             # Inf * 0 and NaN codes give NaN; otherwise an Inf operand gives a signed Inf.
-            lane_nan.append(x["nan"] | y["nan"] | (x["inf"] & y["zero"]) | (y["inf"] & x["zero"]))
-            inf = (x["inf"] | y["inf"]) & ~lane_nan[-1]
-            lane_pinf.append(inf & ~neg)
-            lane_ninf.append(inf & neg)
-        # T = S * 2^eT.  (Everything from c waits for the product section: in MXDotGeneral c
-        # comes from the accumulator forwarding path.)
+            nan = x["nan"] | y["nan"] | (x["inf"] & y["zero"]) | (y["inf"] & x["zero"])
+            inf = (x["inf"] | y["inf"]) & ~nan
+            finite = ~(x["nan"] | x["inf"] | y["nan"] | y["inf"])
+            # The product's factors: the wider significand carries the lane's sign (negated
+            # here, so the multiply is one sum), the narrower one gives the partial products.
+            wide, narrow = x["sig"], y["sig"]
+            if len(narrow) > len(wide):
+                wide, narrow = narrow, wide
+            wide = Mux(finite, Cat(wide, Const(0, 1)).as_signed(), 0)
+            lanes.append({"wide": Mux(neg, -wide, wide)[:len(wide)].as_signed(),
+                          "narrow": narrow, "shift": x["shift"] + y["shift"], "nan": nan,
+                          "pinf": inf & ~neg, "ninf": inf & neg})
         e_t = a.scale + b.scale + (g.lsb_exp - 254)
         s = cross({
-            "prods": sig_prods, "shifts": shifts,
-            "nan": Cat(*lane_nan).any() | (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN),
-            "lpinf": Cat(*lane_pinf), "lninf": Cat(*lane_ninf), "c": c,
+            "lanes": lanes,
+            "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN), "c": c,
             "a_t": (e_t - GUARD)[:12].as_signed(),  # frame when T anchors: T's lsb at bit G+1
             "side": side,
         }, "decode")
 
-        # 2. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); c's fields.
+        # 2. multiply: the signed lane products +-sig_a*sig_b (not yet shifted), in LUTs and
+        #    carry chains (see partial_product_sum); the lane specials reduced over the block.
+        lanes = s["lanes"]
+        prods = []
+        for i, ln in enumerate(lanes):
+            prods.append(partial_product_sum(m, ln["wide"], ln["narrow"], f"sig_prod{i}"))
+        s = cross({
+            "prods": prods, "shifts": [ln["shift"] for ln in lanes],
+            "nan": Cat(*(ln["nan"] for ln in lanes)).any() | s["scale_nan"],
+            "lpinf": Cat(*(ln["pinf"] for ln in lanes)),
+            "lninf": Cat(*(ln["ninf"] for ln in lanes)),
+            "c": s["c"], "a_t": s["a_t"], "side": s["side"],
+        }, "multiply")
+
+        # 3. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); c's fields.
         terms = []
         for i in range(k):
             # The signed significand product, shifted (sign-extended) into place.
@@ -379,7 +433,7 @@ class _FusedStep:
             "a_t": s["a_t"], "a_c": a_c, "side": s["side"],
         }, "product")
 
-        # 3.-5. Exact block sum: a balanced adder tree, its levels spread over three sections.
+        # 4.-6. Exact block sum: a balanced adder tree, its levels spread over three sections.
         # Alongside: the shift distance |aT - aC| (clamped to n) and the frame F = max(aT, aC),
         # from which lim = F + n + 124: normalization may shift left at most this far (the
         # result's top bit then weighs 2^-126; smaller results are subnormal, docs/dot.md).
@@ -407,7 +461,7 @@ class _FusedStep:
             s = cross({**s, "terms": level}, f"tree{j}")
         ssum = s["terms"][0]
 
-        # 6. place: |S|; the anchoring operand U and the one to shift, V, in the window.
+        # 7. place: |S|; the anchoring operand U and the one to shift, V, in the window.
         t_neg = wire(m, ssum < 0, "t_neg")
         t_mag = wire(m, ((ssum ^ t_neg.replicate(w + 1)) + t_neg)[:w], "t_mag")  # |S|
         c_sig = Cat(s["c"][:23], s["c"][23:31].any())
@@ -421,7 +475,7 @@ class _FusedStep:
             "u_neg": Mux(ta, t_neg, s["c"][31]), "v_neg": Mux(ta, s["c"][31], t_neg),
         }, "place")
 
-        # 7./8. align: V >> dist, bits shifted out of the window folded into a sticky bit.
+        # 8./9. align: V >> dist, bits shifted out of the window folded into a sticky bit.
         hi_bits = range(nb // 2, nb)
         v, lost = shift_right_sticky(m, s["v"], s["dist"], hi_bits, "align_hi")
         s = cross({**s, "v": v, "lost": lost}, "align_hi")
@@ -433,7 +487,7 @@ class _FusedStep:
             "marker": Mux(s["lim_small"], Const(1 << (n - 1), n) >> s["lim"][:nb], 0),
         }, "align_lo")
 
-        # 9. add: the window sum U +- V' as sign and magnitude (both < 2^(n-1): no overflow).
+        # 10. add: the window sum U +- V' as sign and magnitude (both < 2^(n-1): no overflow).
         u, v = s["u"], s["v"]
         same = wire(m, s["u_neg"] == s["v_neg"], "same_sign")
         total = wire(m, u + v, "win_total")
@@ -446,7 +500,7 @@ class _FusedStep:
             "mag": Mux(same, total, Mux(diff[n], back, diff))[:n],
         }, "add")
 
-        # 10. lzc: the normalization shift s = min(leading zeros, lim) = leading zeros of
+        # 11. lzc: the normalization shift s = min(leading zeros, lim) = leading zeros of
         #     mag | marker (a one at bit n-1-lim), coarse: leading all-zero 8-bit chunks hz
         #     (mag padded below to np bits), with each chunk's own leading-zero count.
         mp = Cat(Const(0, pad), s["mag"] | s["marker"])
@@ -462,7 +516,7 @@ class _FusedStep:
         s = cross({**rest, "zero": ~s["mag"].any(), "mag": Cat(Const(0, pad), s["mag"]),
                    "hz": hz, "clz": clz}, "lzc")
 
-        # 11. shift_hi: shift by 8*hz; pick the fine count of the leading chunk.
+        # 12. shift_hi: shift by 8*hz; pick the fine count of the leading chunk.
         coarse = Cat(Const(0, 3), s["hz"])
         rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("mag", "hz", "clz", "lim")}
         s = cross({
@@ -471,7 +525,7 @@ class _FusedStep:
             "lim": (s["lim"] - coarse)[:12].as_signed(),
         }, "shift_hi")
 
-        # 12. shift_lo: shift by the fine count; round bit, sticky, exponent field e0 = lim - s
+        # 13. shift_lo: shift by the fine count; round bit, sticky, exponent field e0 = lim - s
         #     (top + 126: 0 for a subnormal result, whose leading bit stays below the top).
         p1, fine = s["mag"], s["fine"]
         norm = wire(m, (p1 << fine)[:np_], "norm")
@@ -482,13 +536,13 @@ class _FusedStep:
             "e0": (s["lim"] - fine)[:11],
         }, "shift_lo")
 
-        # 13. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
+        # 14. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
         up = s["guard"] & (s["sticky"] | s["sig"][0])
         code = wire(m, Cat(Const(0, 23), s["e0"]) + s["sig"] + up, "rounded")
         rest = {k_: v_ for k_, v_ in s.items() if k_ not in ("sig", "e0", "guard", "sticky")}
         s = cross({**rest, "code": code}, "round")
 
-        # 14. finish: overflow to Inf, then the special cases in order.
+        # 15. finish: overflow to Inf, then the special cases in order.
         code = s["code"]
         code = Mux(code[23:] >= 0xFF, FP32_INF, code[:31])[:31]
         c_in = s["c"]
@@ -503,10 +557,9 @@ class _FusedStep:
             m.d.comb += result.eq(0)
         with m.Else():
             m.d.comb += result.eq(Cat(code, s["neg"]))
-        out = {"result": result, "side": s["side"]}
-        if "last" in s["side"]:  # MXDotGeneral: "a valid last block" as one register
-            out["valid_last"] = pipe.valid & s["side"]["last"]
-        return cross(out, "finish")
+        if "last" in s["side"]:  # MXDotGeneral: only a last block waits for the output
+            pipe.hold_when(s["side"]["last"])
+        return cross({"result": result, "side": s["side"]}, "finish")
 
 
 def _check_formats(fmt_a, fmt_b):
@@ -526,7 +579,7 @@ class MXDot(wiring.Component):
     block_size : int
         Elements per block, a power of two in 2..64.
     stages : int
-        Pipeline registers, 1..14 (the latency; default 14, every section boundary).  They
+        Pipeline registers, 1..15 (the latency; default 15, every section boundary).  They
         are placed to balance the sections' estimated delays (:func:`registered_sections`).
 
     Members
@@ -601,7 +654,7 @@ class MXDotGeneral(wiring.Component):
     contexts : int
         Accumulation contexts (simultaneously open runs), a power of two in 1..64.
     stages : int
-        Pipeline registers of the fused step, 1..14 (= ``latency``; default 14).
+        Pipeline registers of the fused step, 1..15 (= ``latency``; default 15).
 
     Members
     -------
@@ -676,10 +729,10 @@ class MXDotGeneral(wiring.Component):
         pipe_ready, pipe_valid = Signal(), Signal()
         # Non-last blocks leave into the accumulator without waiting for the output.
         pipe.connect(i_valid=self.i.valid & free, i_ready=pipe_ready, o_valid=pipe_valid,
-                     o_ready=self.o.ready, o_hold=out["valid_last"])
+                     o_ready=self.o.ready)
         m.d.comb += [
             self.i.ready.eq(pipe_ready & free),
-            self.o.valid.eq(out["valid_last"]),
+            self.o.valid.eq(pipe.hold),  # "a valid last block", one register
             self.o.payload.result.eq(out["result"]),
             leave.eq(pipe_valid & (~out["side"]["last"] | self.o.ready)),
             leave_result.eq(out["result"]),
