@@ -255,15 +255,14 @@ class MXQuantizer(wiring.Component):
             tree = x["tree"]
         (key_max, gt_max), = tree
 
-        # -- exp, scale: shared exponent, scale code, per-block thresholds -------------------
+        # -- exp, scale: shared exponent, scale code, per-block threshold -------------------
         # e = clamp(key_max - (key_bias + emax) + above, -127, 127), for above = 0 and above = 1
         # side by side: exp compares key_max with the clamp bounds and adds the constants of
         # every output to it (all in parallel); scale selects.
         key_max = wire(m, key_max, "amax_key")
         e0 = key_bias + fmt.emax
         e_key_off = fmt.emin + key_bias  # a lane's element binade is key - (e + e_key_off)
-        outs = {"e_key": e_key_off, "e_key_m1": e_key_off - 1, "e_key_o": e_key_off + b_ovf,
-                "e_key_k": e_key_off - keep, "code": SCALE_BIAS}
+        outs = {"e_key": e_key_off, "code": SCALE_BIAS}
         cands = []
         for a in ((0, 1) if self.scale_mode != "floor" else (0,)):
             cands.append({"lo": key_max < e0 - a + SCALE_EMIN, "hi": key_max > e0 - a + SCALE_EMAX,
@@ -286,31 +285,37 @@ class MXQuantizer(wiring.Component):
         nonfinite = x["nonfinite"]
         scale = Mux(nonfinite, SCALE_NAN, Mux(x["zero"], 0, sel_e["code"][:8]))
         y = pipe.boundary({"lanes": x["lanes"], "rounding": x["ctl"]["rounding"],
-                           "rand": x["rand"], **{n: v for n, v in sel_e.items() if n != "code"},
-                           "scale": scale, "nonfinite": nonfinite}, "scale")
+                           "rand": x["rand"], "e_key": sel_e["e_key"], "scale": scale,
+                           "nonfinite": nonfinite}, "scale")
 
-        # -- cmp: per lane element binade br = key - e_key, as comparisons of key against the
-        # per-block thresholds (parallel carry chains) and the low bits of br + 1 and -br -----
-        fw, sw = bits_for(b_ovf + 1), bits_for(keep)
+        # -- cmp: per lane element binade br = key - e_key (negative: element subnormal) ------
+        # This is the only per-lane use of a block-wide value, and e_key's register drives all
+        # k lanes, spread over the die: its routing alone takes about half a 200 MHz cycle.  So
+        # this section is one subtraction per lane and nothing else (a carry chain whose sum
+        # bits feed the cmp register directly); every test of br comes after the register, in
+        # shift, on lane-local values.  br's exact range (key in [zero_key, e_max_key], e_key
+        # within the clamp) sets its width: 10 bits for bf16/fp32 input.
+        br_lo = zero_key - (SCALE_EMAX + e_key_off)
+        br_hi = e_max_key - (SCALE_EMIN + e_key_off)
+        bw = max(bits_for(br_lo, True), bits_for(br_hi, True))
         lanes = []
         for i, ln in enumerate(y["lanes"]):
-            key = ln["key"]
-            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"],
-                          "under": key < y["e_key"],  # br < 0: element subnormal
-                          "over": key > y["e_key_o"],  # br > b_ovf: saturates
-                          "gone": key < y["e_key_k"],  # br < -keep: nothing reaches n
-                          "br1": wire(m, (key - y["e_key_m1"])[:fw], f"lane{i}_br1"),
-                          "nbr": wire(m, (y["e_key"] - key)[:sw], f"lane{i}_nbr")})
+            br = wire(m, (ln["key"] - y["e_key"])[:bw].as_signed(), f"lane{i}_br")
+            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"], "br": br})
         y = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
                            "scale": y["scale"], "nonfinite": y["nonfinite"]}, "cmp")
 
         # -- shift: exponent field (0 below emin, saturating above) and alignment shift ------
+        # Three range tests of br (br < 0: element subnormal; br > b_ovf: saturates;
+        # br < -keep: nothing reaches n) and the low bits of br + 1 and -br, in parallel.
+        fw, sw = bits_for(b_ovf + 1), bits_for(keep)
         lanes = []
         for i, ln in enumerate(y["lanes"]):
-            under = ln["under"]
-            field = Mux(under, 0, Mux(ln["over"], b_ovf + 1, ln["br1"]))
+            br = ln["br"]
+            under = br < 0
+            field = Mux(under, 0, Mux(br > b_ovf, b_ovf + 1, (br + 1)[:fw]))
             field = wire(m, field, f"lane{i}_field")
-            sh = wire(m, Mux(~under, 0, Mux(ln["gone"], keep, ln["nbr"])), f"lane{i}_sh")
+            sh = wire(m, Mux(~under, 0, Mux(br < -keep, keep, (-br)[:sw])), f"lane{i}_sh")
             lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"], "sh": sh,
                           "field": field})
         z = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
