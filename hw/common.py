@@ -14,13 +14,13 @@ dequantizer and the dot unit build on them.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.utils import bits_for, ceil_log2
 
 __all__ = ["StreamPipeline", "leading_zeros", "round_to_grid", "RNE", "RNA", "RTZ",
            "STOCHASTIC", "ROUNDING_IDS", "FLOOR", "RCEIL", "SCALE_MODE_IDS", "wire", "smax",
            "clamp", "reduce_significand", "max_tree_levels",
-           "round_up"]
+           "round_up", "less_than_const", "greater_than"]
 
 #: Rounding-mode encoding of runtime ``rounding`` fields (same ids as golden's kernels).
 RNE, RNA, RTZ, STOCHASTIC = 0, 1, 2, 3
@@ -41,6 +41,59 @@ def wire(m: Module, value, name: str) -> Signal:
     sig = Signal(value.shape(), name=name)
     m.d.comb += sig.eq(value)
     return sig
+
+
+def less_than_const(m: Module, v, c: int, name: str) -> Signal:
+    """``v < c`` for a (signed or unsigned) Value ``v`` and an int ``c``, as plain gates.
+
+    Yosys maps a ``<`` of Values to a carry chain (``$alu``), even against a constant; on ECP5
+    getting the carry out of a chain back into the fabric costs about 1 ns on its own, more
+    than the 2-3 LUT levels the same test takes as a bit-serial AND/OR expression (which abc
+    flattens into a LUT tree).  For short lane-local tests next to other logic in a section.
+    """
+    v = Value.cast(v)
+    w, signed = len(v), v.shape().signed
+    lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
+    if c <= lo:
+        return wire(m, Const(0, 1), name)
+    if c > hi:
+        return wire(m, Const(1, 1), name)
+    u = v.as_unsigned()
+    if signed:  # offset binary: flipping the sign bit adds 2^(w-1) and keeps the order
+        u, c = Cat(u[:w - 1], ~u[w - 1]), c + (1 << (w - 1))
+    lt = Const(0, 1)  # u[:j] < c[:j], from the least significant bit up
+    for j in range(w):
+        lt = (~u[j] | lt) if (c >> j) & 1 else (~u[j] & lt)
+    return wire(m, lt, name)
+
+
+def greater_than(m: Module, a, b, name: str) -> Signal:
+    """``a > b`` for two (signed or unsigned) Values, as a log-depth tree of gates.
+
+    The same test as ``a > b`` without the carry chain yosys would map it to (see
+    :func:`less_than_const`): per bit ``a_j & ~b_j`` (greater) and ``a_j == b_j`` (equal),
+    merged pairwise from the top half down, which abc packs into about log2(width) LUT levels.
+    """
+    a, b = Value.cast(a), Value.cast(b)
+    sgn = a.shape().signed or b.shape().signed
+    w = max(len(a) + (sgn and not a.shape().signed), len(b) + (sgn and not b.shape().signed))
+    ua, ub = Signal(signed(w) if sgn else unsigned(w), name=f"{name}_a"), \
+        Signal(signed(w) if sgn else unsigned(w), name=f"{name}_b")
+    m.d.comb += [ua.eq(a), ub.eq(b)]  # extended to a common width, sign-aware
+    ua, ub = ua.as_unsigned(), ub.as_unsigned()
+    if sgn:  # offset binary: flipping both sign bits keeps the order
+        ua, ub = Cat(ua[:w - 1], ~ua[w - 1]), Cat(ub[:w - 1], ~ub[w - 1])
+
+    def tree(lo, hi, tag):  # (a[lo:hi] > b[lo:hi], a[lo:hi] == b[lo:hi])
+        if hi - lo == 1:
+            return ua[lo] & ~ub[lo], ~(ua[lo] ^ ub[lo])
+        mid = (lo + hi) // 2
+        gt_h, eq_h = tree(mid, hi, tag + "h")
+        gt_l, eq_l = tree(lo, mid, tag + "l")
+        return (wire(m, gt_h | (eq_h & gt_l), f"{name}_gt{tag}"),
+                wire(m, eq_h & eq_l, f"{name}_eq{tag}"))
+
+    return wire(m, tree(0, w, "")[0], name)
 
 
 def smax(m: Module, a, b, name: str = "max") -> Signal:
@@ -326,7 +379,7 @@ def max_tree_levels(m: Module, level, levels: int, name: str = "mt"):
             tag = f"{name}_l{len(level)}_{j // 2}"
             ka = wire(m, ka, f"{tag}_a")
             kb = wire(m, kb, f"{tag}_b")
-            agt = wire(m, ka > kb, f"{tag}_gt")
+            agt = greater_than(m, ka, kb, f"{tag}_gt")  # gates, no carry chain
             key = wire(m, Mux(agt, ka, kb), tag)
             flag = None
             if fa is not None:

@@ -21,6 +21,7 @@ from .common import (
     SCALE_MODE_IDS,
     StreamPipeline,
     leading_zeros,
+    less_than_const,
     max_tree_levels,
     reduce_significand,
     round_up,
@@ -265,7 +266,9 @@ class MXQuantizer(wiring.Component):
         outs = {"e_key": e_key_off, "code": SCALE_BIAS}
         cands = []
         for a in ((0, 1) if self.scale_mode != "floor" else (0,)):
-            cands.append({"lo": key_max < e0 - a + SCALE_EMIN, "hi": key_max > e0 - a + SCALE_EMAX,
+            lo = less_than_const(m, key_max, e0 - a + SCALE_EMIN, f"exp_lo{a}")
+            hi = ~less_than_const(m, key_max, e0 - a + SCALE_EMAX + 1, f"exp_hi{a}")
+            cands.append({"lo": lo, "hi": hi,
                           **{n: key_max + (a - e0 + off) for n, off in outs.items()}})
         above = None
         if self.scale_mode != "floor":
@@ -312,10 +315,13 @@ class MXQuantizer(wiring.Component):
         lanes = []
         for i, ln in enumerate(y["lanes"]):
             br = ln["br"]
-            under = br < 0
-            field = Mux(under, 0, Mux(br > b_ovf, b_ovf + 1, (br + 1)[:fw]))
+            under = br[-1]  # br < 0
+            # gates, not carry chains: see less_than_const
+            over = ~less_than_const(m, br, b_ovf + 1, f"lane{i}_over")
+            gone = less_than_const(m, br, -keep, f"lane{i}_gone")
+            field = Mux(under, 0, Mux(over, b_ovf + 1, (br + 1)[:fw]))
             field = wire(m, field, f"lane{i}_field")
-            sh = wire(m, Mux(~under, 0, Mux(br < -keep, keep, (-br)[:sw])), f"lane{i}_sh")
+            sh = wire(m, Mux(~under, 0, Mux(gone, keep, (-br)[:sw])), f"lane{i}_sh")
             lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"], "sh": sh,
                           "field": field})
         z = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
@@ -344,8 +350,10 @@ class MXQuantizer(wiring.Component):
             code = wire(m, Cat(n, ln["field"]), f"lane{i}_code")  # IEEE-style E.M, unrounded
             up = round_up(m, frac, ln["sticky"], n[0], z["rounding"], z["rand"][i],
                           name=f"lane{i}_up")
-            inc = Mux(code >= fmt.max_code - 1, fmt.max_code, code + 1)
-            keep_ = Mux(code >= fmt.max_code, fmt.max_code, code)
+            sat_inc = ~less_than_const(m, code, fmt.max_code - 1, f"lane{i}_sat_inc")
+            sat = ~less_than_const(m, code, fmt.max_code, f"lane{i}_sat")
+            inc = Mux(sat_inc, fmt.max_code, code + 1)
+            keep_ = Mux(sat, fmt.max_code, code)
             mag = wire(m, Mux(up, inc, keep_)[:fmt.bits], f"lane{i}_mag")
             lanes.append({"neg": ln["neg"], "zero": ln["zero"], "mag": mag})
         z = pipe.boundary({"lanes": lanes, "scale": z["scale"], "nonfinite": z["nonfinite"]},
