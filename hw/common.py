@@ -259,6 +259,18 @@ class StreamPipeline:
         nothing is lost or duplicated, and the enable is one gate from the output valid
         register instead of a chain through every stage (for deep pipelines with wide stage
         registers).
+    registered_stall : bool
+        Only with ``global_stall``.  Default False.  True: the common enable is itself a
+        register, ``advance <= o.ready | ~o.valid`` (reset 1), so the net that drives every
+        stage register's enable starts at a flip-flop instead of at ``o.ready`` plus a gate
+        (in a wide unit that net spans the die, and ``o.ready`` comes from the host's logic).
+        The pipeline then learns of a stall one cycle late and moves once more: a one-entry
+        skid buffer after the last stage catches the block that would be overwritten.  While
+        ``advance`` is high the skid register copies the last stage every cycle; when it is
+        low the output shows the skid register (the last stage holds the next block) until
+        it is taken.  ``o.valid``/``o.payload`` are then a 2:1 mux of the two registers,
+        ``i.ready`` is the ``advance`` register (no longer combinational on ``o.ready``);
+        latency and throughput are unchanged.
 
     Members
     -------
@@ -267,9 +279,14 @@ class StreamPipeline:
         output in cycle ``c + latency``.
     """
 
-    def __init__(self, m: Module, registered, *, name: str = "p", global_stall: bool = False):
+    def __init__(self, m: Module, registered, *, name: str = "p", global_stall: bool = False,
+                 registered_stall: bool = False):
+        if registered_stall and not global_stall:
+            raise ValueError("registered_stall needs global_stall")
         self._m = m
         self._global_stall = global_stall
+        # the registered common enable (registered_stall), reset to 1: an empty pipeline moves
+        self._advance = Signal(name=f"{name}_advance", init=1) if registered_stall else None
         self._registered = [bool(r) for r in registered]
         if not self._registered or not self._registered[-1]:
             raise ValueError("the last pipeline boundary must be registered")
@@ -296,6 +313,8 @@ class StreamPipeline:
         self._index += 1
         if not reg:
             return tree
+        if self._advance is not None and self._index == len(self._registered):
+            return self._last_with_skid(tree, tag)
         j = len(self._valids)
         valid = Signal(name=f"{self._name}_{tag}_valid")
         load = Signal(name=f"{self._name}_{tag}_load")
@@ -305,6 +324,35 @@ class StreamPipeline:
         self._valids.append(valid)
         self._loads.append(load)
         return self._register(tree, load, f"{self._name}_{tag}", j)
+
+    def _last_with_skid(self, tree, tag):
+        """The last boundary under ``registered_stall``: its register, a skid register beside
+        it, and the 2:1 mux between them (see the class docstring)."""
+        m, adv = self._m, self._advance
+        valid = Signal(name=f"{self._name}_{tag}_valid")
+        skid_valid = Signal(name=f"{self._name}_{tag}_skid_valid")
+        prev_valid = self._valids[-1] if self._valids else self._in_valid
+        with m.If(adv):
+            m.d.sync += valid.eq(prev_valid)
+        # The skid register is full exactly when the enable is low: the cycle after the
+        # output held a block that was not taken, it holds that block.
+        m.d.comb += skid_valid.eq(~adv)
+        self._valids.append(valid)
+        self._loads.append(adv)
+        self._out_valid = wire(m, valid | skid_valid, f"{self._name}_{tag}_out_valid")
+        regs = self._register(tree, adv, f"{self._name}_{tag}", len(self._valids) - 1)
+        skid = self._register(regs, adv, f"{self._name}_{tag}_skid", len(self._valids) - 1)
+        return self._select(adv, regs, skid)
+
+    def _select(self, adv, regs, skid):
+        if isinstance(regs, dict):
+            return {k: self._select(adv, regs[k], skid[k]) for k in regs}
+        if isinstance(regs, list | tuple):
+            out = [self._select(adv, r, s) for r, s in zip(regs, skid, strict=True)]
+            return type(regs)(out) if isinstance(regs, tuple) else out
+        if regs is None or isinstance(regs, int):
+            return regs
+        return Mux(adv, regs, skid)
 
     def _register(self, tree, load, prefix, j):
         if isinstance(tree, dict):
@@ -327,6 +375,12 @@ class StreamPipeline:
                              f"{self._index} used")
         m = self._m
         m.d.comb += self._in_valid.eq(i_valid)
+        if self._advance is not None:
+            adv = self._advance
+            m.d.sync += adv.eq(o_ready | ~self._out_valid)
+            m.d.comb += [load.eq(adv) for load in self._loads[:-1]]
+            m.d.comb += [i_ready.eq(adv), o_valid.eq(self._out_valid)]
+            return
         ready_next = o_ready
         if self._global_stall:
             advance = Signal(name=f"{self._name}_advance")

@@ -123,7 +123,9 @@ class MXQuantizer(wiring.Component):
         Payload fields: ``scale`` (E8M0 code) and ``codes`` (k element codes).
 
     Latency is ``stages`` cycles: a block accepted in cycle c is presented in cycle
-    c + ``stages``; one block per clock.  ``i.ready`` depends combinationally on ``o.ready``.
+    c + ``stages``; one block per clock.  ``i.ready`` is a register (the common stage enable,
+    ``o.ready | ~o.valid`` of the cycle before); a skid register catches the block the
+    pipeline moves on in the first cycle of a stall (``docs/quantizer.md``, flow control).
     """
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, input_format="fp32", *, rounding="rne",
@@ -186,7 +188,8 @@ class MXQuantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, fi, k = self.fmt, self.input_format, self.block_size
-        pipe = StreamPipeline(m, self._registered(), name="q", global_stall=True)
+        pipe = StreamPipeline(m, self._registered(), name="q", global_stall=True,
+                              registered_stall=True)
         mag_w = fi.ebits + fi.mbits  # IEEE magnitude bits
         p = fi.mbits + 1  # input significand bits (hidden bit included)
         mb = fmt.mbits
