@@ -409,9 +409,10 @@ def reduce_significand(m: Module, sig, lz, keep: int, name: str = "red"):
         return norm
     low = p - keep  # normalized bits [0, low) fold into the sticky bit
     # normalized bit j comes from sig bit j - lz: sig bit i lands below `low` iff i + lz < low
+    # (lz < low - i as gates, not carry chains: see less_than_const)
     sticky = 0
     for i in range(low):
-        sticky = sticky | (sig[i] & (lz < low - i))
+        sticky = sticky | (sig[i] & less_than_const(m, lz, low - i, f"{name}_below{i}"))
     return wire(m, Cat(sticky, norm[low:]), f"{name}_red")
 
 

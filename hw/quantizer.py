@@ -338,8 +338,9 @@ class MXQuantizer(wiring.Component):
             sticky = 0
             for j in range(d0):  # v[j] is shifted out when j < d0 + sh
                 sticky = sticky | v[j]
-            for j in range(d0, len(v)):
-                sticky = sticky | (v[j] & (ln["sh"] > j - d0))
+            for j in range(d0, len(v)):  # sh > j - d0, as gates (see less_than_const)
+                out = ~less_than_const(m, ln["sh"], j - d0 + 1, f"lane{i}_out{j}")
+                sticky = sticky | (v[j] & out)
             lanes.append({"neg": ln["neg"], "zero": ln["zero"], "field": ln["field"],
                           "n": kept[f:f + mb], "frac": kept[:f],
                           "sticky": wire(m, sticky, f"lane{i}_sticky")})
