@@ -376,10 +376,21 @@ class StreamPipeline:
         m = self._m
         m.d.comb += self._in_valid.eq(i_valid)
         if self._advance is not None:
-            adv = self._advance
-            m.d.sync += adv.eq(o_ready | ~self._out_valid)
-            m.d.comb += [load.eq(adv) for load in self._loads[:-1]]
-            m.d.comb += [i_ready.eq(adv), o_valid.eq(self._out_valid)]
+            # advance <= o.ready | ~o.valid, with o.valid = valid_last | ~advance.  Every
+            # other registered stage gets its own copy of this register, so no single net
+            # reaches every stage register (at k = 32 that net alone took ~4 ns of routing).
+            # A copy's next value uses the copy itself in place of `advance`: equal in every
+            # reachable state (same reset value, same update), but a different function, so
+            # synthesis cannot merge the copies back into one (yosys opt_merge merges
+            # registers with identical inputs, keep attributes notwithstanding).
+            valid_last = self._valids[-1]
+            copies = [self._advance]  # the last stage's (and the skid mux's) is the original
+            for load in self._loads[:-1]:
+                copies.append(Signal(name=f"{load.name}_r", init=1))
+                m.d.comb += load.eq(copies[-1])
+            for adv in copies:
+                m.d.sync += adv.eq(o_ready | (~valid_last & adv))
+            m.d.comb += [i_ready.eq(self._loads[0]), o_valid.eq(self._out_valid)]
             return
         ready_next = o_ready
         if self._global_stall:
