@@ -261,15 +261,16 @@ class StreamPipeline:
         registers).
     registered_stall : bool
         Only with ``global_stall``.  Default False.  True: the common enable is itself a
-        register, ``advance <= o.ready | ~o.valid`` (reset 1), so the net that drives every
-        stage register's enable starts at a flip-flop instead of at ``o.ready`` plus a gate
-        (in a wide unit that net spans the die, and ``o.ready`` comes from the host's logic).
+        register, ``advance <= o.ready | ~o.valid`` (reset 1), one copy per registered stage,
+        so the enable nets start at flip-flops instead of at ``o.ready`` plus a gate and each
+        reaches one stage (in a wide unit one net to all stages spans the die, and
+        ``o.ready`` comes from the host's logic).
         The pipeline then learns of a stall one cycle late and moves once more: a one-entry
         skid buffer after the last stage catches the block that would be overwritten.  While
         ``advance`` is high the skid register copies the last stage every cycle; when it is
         low the output shows the skid register (the last stage holds the next block) until
         it is taken.  ``o.valid``/``o.payload`` are then a 2:1 mux of the two registers,
-        ``i.ready`` is the ``advance`` register (no longer combinational on ``o.ready``);
+        ``i.ready`` is the first stage's copy of ``advance`` (not combinational on ``o.ready``);
         latency and throughput are unchanged.
 
     Members
