@@ -236,7 +236,9 @@ class MXQuantizer(wiring.Component):
             s2 = wire(m, Mux(nz_e, nrm, sub), f"lane{i}_s2")
             if len(s2) < mb + 1:  # the grid is finer than the input: pad below
                 s2 = Cat(Const(0, mb + 1 - len(s2)), s2)
-            lanes.append({"neg": ln["neg"], "zero": key == zero_key, "s2": s2, "key": key})
+            # zero: key == zero_key, tested on E and lzf directly (not after the -lzf carry chain)
+            zero = wire(m, ~nz_e & (lzf == fi.mbits), f"lane{i}_zero")
+            lanes.append({"neg": ln["neg"], "zero": zero, "s2": s2, "key": key})
         x = pipe.boundary({"lanes": lanes, "ctl": x["ctl"], "rand": x["rand"]}, "norm")
         width = len(x["lanes"][0]["s2"])
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
