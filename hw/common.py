@@ -14,13 +14,13 @@ dequantizer and the dot unit build on them.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.utils import bits_for, ceil_log2
 
 __all__ = ["StreamPipeline", "leading_zeros", "round_to_grid", "RNE", "RNA", "RTZ",
            "STOCHASTIC", "ROUNDING_IDS", "FLOOR", "RCEIL", "SCALE_MODE_IDS", "wire", "smax",
            "clamp", "reduce_significand", "max_tree_levels",
-           "round_up"]
+           "round_up", "less_than_const", "greater_than"]
 
 #: Rounding-mode encoding of runtime ``rounding`` fields (same ids as golden's kernels).
 RNE, RNA, RTZ, STOCHASTIC = 0, 1, 2, 3
@@ -41,6 +41,59 @@ def wire(m: Module, value, name: str) -> Signal:
     sig = Signal(value.shape(), name=name)
     m.d.comb += sig.eq(value)
     return sig
+
+
+def less_than_const(m: Module, v, c: int, name: str) -> Signal:
+    """``v < c`` for a (signed or unsigned) Value ``v`` and an int ``c``, as plain gates.
+
+    Yosys maps a ``<`` of Values to a carry chain (``$alu``), even against a constant; on ECP5
+    getting the carry out of a chain back into the fabric costs about 1 ns on its own, more
+    than the 2-3 LUT levels the same test takes as a bit-serial AND/OR expression (which abc
+    flattens into a LUT tree).  For short lane-local tests next to other logic in a section.
+    """
+    v = Value.cast(v)
+    w, signed = len(v), v.shape().signed
+    lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
+    if c <= lo:
+        return wire(m, Const(0, 1), name)
+    if c > hi:
+        return wire(m, Const(1, 1), name)
+    u = v.as_unsigned()
+    if signed:  # offset binary: flipping the sign bit adds 2^(w-1) and keeps the order
+        u, c = Cat(u[:w - 1], ~u[w - 1]), c + (1 << (w - 1))
+    lt = Const(0, 1)  # u[:j] < c[:j], from the least significant bit up
+    for j in range(w):
+        lt = (~u[j] | lt) if (c >> j) & 1 else (~u[j] & lt)
+    return wire(m, lt, name)
+
+
+def greater_than(m: Module, a, b, name: str) -> Signal:
+    """``a > b`` for two (signed or unsigned) Values, as a log-depth tree of gates.
+
+    The same test as ``a > b`` without the carry chain yosys would map it to (see
+    :func:`less_than_const`): per bit ``a_j & ~b_j`` (greater) and ``a_j == b_j`` (equal),
+    merged pairwise from the top half down, which abc packs into about log2(width) LUT levels.
+    """
+    a, b = Value.cast(a), Value.cast(b)
+    sgn = a.shape().signed or b.shape().signed
+    w = max(len(a) + (sgn and not a.shape().signed), len(b) + (sgn and not b.shape().signed))
+    ua, ub = Signal(signed(w) if sgn else unsigned(w), name=f"{name}_a"), \
+        Signal(signed(w) if sgn else unsigned(w), name=f"{name}_b")
+    m.d.comb += [ua.eq(a), ub.eq(b)]  # extended to a common width, sign-aware
+    ua, ub = ua.as_unsigned(), ub.as_unsigned()
+    if sgn:  # offset binary: flipping both sign bits keeps the order
+        ua, ub = Cat(ua[:w - 1], ~ua[w - 1]), Cat(ub[:w - 1], ~ub[w - 1])
+
+    def tree(lo, hi, tag):  # (a[lo:hi] > b[lo:hi], a[lo:hi] == b[lo:hi])
+        if hi - lo == 1:
+            return ua[lo] & ~ub[lo], ~(ua[lo] ^ ub[lo])
+        mid = (lo + hi) // 2
+        gt_h, eq_h = tree(mid, hi, tag + "h")
+        gt_l, eq_l = tree(lo, mid, tag + "l")
+        return (wire(m, gt_h | (eq_h & gt_l), f"{name}_gt{tag}"),
+                wire(m, eq_h & eq_l, f"{name}_eq{tag}"))
+
+    return wire(m, tree(0, w, "")[0], name)
 
 
 def smax(m: Module, a, b, name: str = "max") -> Signal:
@@ -206,6 +259,19 @@ class StreamPipeline:
         nothing is lost or duplicated, and the enable is one gate from the output valid
         register instead of a chain through every stage (for deep pipelines with wide stage
         registers).
+    registered_stall : bool
+        Only with ``global_stall``.  Default False.  True: the common enable is itself a
+        register, ``advance <= o.ready | ~o.valid`` (reset 1), one copy per registered stage,
+        so the enable nets start at flip-flops instead of at ``o.ready`` plus a gate and each
+        reaches one stage (in a wide unit one net to all stages spans the die, and
+        ``o.ready`` comes from the host's logic).
+        The pipeline then learns of a stall one cycle late and moves once more: a one-entry
+        skid buffer after the last stage catches the block that would be overwritten.  While
+        ``advance`` is high the skid register copies the last stage every cycle; when it is
+        low the output shows the skid register (the last stage holds the next block) until
+        it is taken.  ``o.valid``/``o.payload`` are then a 2:1 mux of the two registers,
+        ``i.ready`` is the first stage's copy of ``advance`` (not combinational on ``o.ready``);
+        latency and throughput are unchanged.
 
     Members
     -------
@@ -214,9 +280,14 @@ class StreamPipeline:
         output in cycle ``c + latency``.
     """
 
-    def __init__(self, m: Module, registered, *, name: str = "p", global_stall: bool = False):
+    def __init__(self, m: Module, registered, *, name: str = "p", global_stall: bool = False,
+                 registered_stall: bool = False):
+        if registered_stall and not global_stall:
+            raise ValueError("registered_stall needs global_stall")
         self._m = m
         self._global_stall = global_stall
+        # the registered common enable (registered_stall), reset to 1: an empty pipeline moves
+        self._advance = Signal(name=f"{name}_advance", init=1) if registered_stall else None
         self._registered = [bool(r) for r in registered]
         if not self._registered or not self._registered[-1]:
             raise ValueError("the last pipeline boundary must be registered")
@@ -243,6 +314,8 @@ class StreamPipeline:
         self._index += 1
         if not reg:
             return tree
+        if self._advance is not None and self._index == len(self._registered):
+            return self._last_with_skid(tree, tag)
         j = len(self._valids)
         valid = Signal(name=f"{self._name}_{tag}_valid")
         load = Signal(name=f"{self._name}_{tag}_load")
@@ -252,6 +325,35 @@ class StreamPipeline:
         self._valids.append(valid)
         self._loads.append(load)
         return self._register(tree, load, f"{self._name}_{tag}", j)
+
+    def _last_with_skid(self, tree, tag):
+        """The last boundary under ``registered_stall``: its register, a skid register beside
+        it, and the 2:1 mux between them (see the class docstring)."""
+        m, adv = self._m, self._advance
+        valid = Signal(name=f"{self._name}_{tag}_valid")
+        skid_valid = Signal(name=f"{self._name}_{tag}_skid_valid")
+        prev_valid = self._valids[-1] if self._valids else self._in_valid
+        with m.If(adv):
+            m.d.sync += valid.eq(prev_valid)
+        # The skid register is full exactly when the enable is low: the cycle after the
+        # output held a block that was not taken, it holds that block.
+        m.d.comb += skid_valid.eq(~adv)
+        self._valids.append(valid)
+        self._loads.append(adv)
+        self._out_valid = wire(m, valid | skid_valid, f"{self._name}_{tag}_out_valid")
+        regs = self._register(tree, adv, f"{self._name}_{tag}", len(self._valids) - 1)
+        skid = self._register(regs, adv, f"{self._name}_{tag}_skid", len(self._valids) - 1)
+        return self._select(adv, regs, skid)
+
+    def _select(self, adv, regs, skid):
+        if isinstance(regs, dict):
+            return {k: self._select(adv, regs[k], skid[k]) for k in regs}
+        if isinstance(regs, list | tuple):
+            out = [self._select(adv, r, s) for r, s in zip(regs, skid, strict=True)]
+            return type(regs)(out) if isinstance(regs, tuple) else out
+        if regs is None or isinstance(regs, int):
+            return regs
+        return Mux(adv, regs, skid)
 
     def _register(self, tree, load, prefix, j):
         if isinstance(tree, dict):
@@ -274,6 +376,23 @@ class StreamPipeline:
                              f"{self._index} used")
         m = self._m
         m.d.comb += self._in_valid.eq(i_valid)
+        if self._advance is not None:
+            # advance <= o.ready | ~o.valid, with o.valid = valid_last | ~advance.  Every
+            # other registered stage gets its own copy of this register, so no single net
+            # reaches every stage register (at k = 32 that net alone took ~4 ns of routing).
+            # A copy's next value uses the copy itself in place of `advance`: equal in every
+            # reachable state (same reset value, same update), but a different function, so
+            # synthesis cannot merge the copies back into one (yosys opt_merge merges
+            # registers with identical inputs, keep attributes notwithstanding).
+            valid_last = self._valids[-1]
+            copies = [self._advance]  # the last stage's (and the skid mux's) is the original
+            for load in self._loads[:-1]:
+                copies.append(Signal(name=f"{load.name}_r", init=1))
+                m.d.comb += load.eq(copies[-1])
+            for adv in copies:
+                m.d.sync += adv.eq(o_ready | (~valid_last & adv))
+            m.d.comb += [i_ready.eq(self._loads[0]), o_valid.eq(self._out_valid)]
+            return
         ready_next = o_ready
         if self._global_stall:
             advance = Signal(name=f"{self._name}_advance")
@@ -302,9 +421,10 @@ def reduce_significand(m: Module, sig, lz, keep: int, name: str = "red"):
         return norm
     low = p - keep  # normalized bits [0, low) fold into the sticky bit
     # normalized bit j comes from sig bit j - lz: sig bit i lands below `low` iff i + lz < low
+    # (lz < low - i as gates, not carry chains: see less_than_const)
     sticky = 0
     for i in range(low):
-        sticky = sticky | (sig[i] & (lz < low - i))
+        sticky = sticky | (sig[i] & less_than_const(m, lz, low - i, f"{name}_below{i}"))
     return wire(m, Cat(sticky, norm[low:]), f"{name}_red")
 
 
@@ -326,7 +446,7 @@ def max_tree_levels(m: Module, level, levels: int, name: str = "mt"):
             tag = f"{name}_l{len(level)}_{j // 2}"
             ka = wire(m, ka, f"{tag}_a")
             kb = wire(m, kb, f"{tag}_b")
-            agt = wire(m, ka > kb, f"{tag}_gt")
+            agt = greater_than(m, ka, kb, f"{tag}_gt")  # gates, no carry chain
             key = wire(m, Mux(agt, ka, kb), tag)
             flag = None
             if fa is not None:

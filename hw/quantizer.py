@@ -21,6 +21,7 @@ from .common import (
     SCALE_MODE_IDS,
     StreamPipeline,
     leading_zeros,
+    less_than_const,
     max_tree_levels,
     reduce_significand,
     round_up,
@@ -122,7 +123,9 @@ class MXQuantizer(wiring.Component):
         Payload fields: ``scale`` (E8M0 code) and ``codes`` (k element codes).
 
     Latency is ``stages`` cycles: a block accepted in cycle c is presented in cycle
-    c + ``stages``; one block per clock.  ``i.ready`` depends combinationally on ``o.ready``.
+    c + ``stages``; one block per clock.  ``i.ready`` is a register (the common stage enable,
+    ``o.ready | ~o.valid`` of the cycle before); a skid register catches the block the
+    pipeline moves on in the first cycle of a stall (``docs/quantizer.md``, flow control).
     """
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, input_format="fp32", *, rounding="rne",
@@ -185,7 +188,8 @@ class MXQuantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, fi, k = self.fmt, self.input_format, self.block_size
-        pipe = StreamPipeline(m, self._registered(), name="q", global_stall=True)
+        pipe = StreamPipeline(m, self._registered(), name="q", global_stall=True,
+                              registered_stall=True)
         mag_w = fi.ebits + fi.mbits  # IEEE magnitude bits
         p = fi.mbits + 1  # input significand bits (hidden bit included)
         mb = fmt.mbits
@@ -232,7 +236,9 @@ class MXQuantizer(wiring.Component):
             s2 = wire(m, Mux(nz_e, nrm, sub), f"lane{i}_s2")
             if len(s2) < mb + 1:  # the grid is finer than the input: pad below
                 s2 = Cat(Const(0, mb + 1 - len(s2)), s2)
-            lanes.append({"neg": ln["neg"], "zero": key == zero_key, "s2": s2, "key": key})
+            # zero: key == zero_key, tested on E and lzf directly (not after the -lzf carry chain)
+            zero = wire(m, ~nz_e & (lzf == fi.mbits), f"lane{i}_zero")
+            lanes.append({"neg": ln["neg"], "zero": zero, "s2": s2, "key": key})
         x = pipe.boundary({"lanes": lanes, "ctl": x["ctl"], "rand": x["rand"]}, "norm")
         width = len(x["lanes"][0]["s2"])
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
@@ -255,18 +261,19 @@ class MXQuantizer(wiring.Component):
             tree = x["tree"]
         (key_max, gt_max), = tree
 
-        # -- exp, scale: shared exponent, scale code, per-block thresholds -------------------
+        # -- exp, scale: shared exponent, scale code, per-block threshold -------------------
         # e = clamp(key_max - (key_bias + emax) + above, -127, 127), for above = 0 and above = 1
         # side by side: exp compares key_max with the clamp bounds and adds the constants of
         # every output to it (all in parallel); scale selects.
         key_max = wire(m, key_max, "amax_key")
         e0 = key_bias + fmt.emax
         e_key_off = fmt.emin + key_bias  # a lane's element binade is key - (e + e_key_off)
-        outs = {"e_key": e_key_off, "e_key_m1": e_key_off - 1, "e_key_o": e_key_off + b_ovf,
-                "e_key_k": e_key_off - keep, "code": SCALE_BIAS}
+        outs = {"e_key": e_key_off, "code": SCALE_BIAS}
         cands = []
         for a in ((0, 1) if self.scale_mode != "floor" else (0,)):
-            cands.append({"lo": key_max < e0 - a + SCALE_EMIN, "hi": key_max > e0 - a + SCALE_EMAX,
+            lo = less_than_const(m, key_max, e0 - a + SCALE_EMIN, f"exp_lo{a}")
+            hi = ~less_than_const(m, key_max, e0 - a + SCALE_EMAX + 1, f"exp_hi{a}")
+            cands.append({"lo": lo, "hi": hi,
                           **{n: key_max + (a - e0 + off) for n, off in outs.items()}})
         above = None
         if self.scale_mode != "floor":
@@ -286,31 +293,40 @@ class MXQuantizer(wiring.Component):
         nonfinite = x["nonfinite"]
         scale = Mux(nonfinite, SCALE_NAN, Mux(x["zero"], 0, sel_e["code"][:8]))
         y = pipe.boundary({"lanes": x["lanes"], "rounding": x["ctl"]["rounding"],
-                           "rand": x["rand"], **{n: v for n, v in sel_e.items() if n != "code"},
-                           "scale": scale, "nonfinite": nonfinite}, "scale")
+                           "rand": x["rand"], "e_key": sel_e["e_key"], "scale": scale,
+                           "nonfinite": nonfinite}, "scale")
 
-        # -- cmp: per lane element binade br = key - e_key, as comparisons of key against the
-        # per-block thresholds (parallel carry chains) and the low bits of br + 1 and -br -----
-        fw, sw = bits_for(b_ovf + 1), bits_for(keep)
+        # -- cmp: per lane element binade br = key - e_key (negative: element subnormal) ------
+        # This is the only per-lane use of a block-wide value, and e_key's register drives all
+        # k lanes, spread over the die: its routing alone takes about half a 200 MHz cycle.  So
+        # this section is one subtraction per lane and nothing else (a carry chain whose sum
+        # bits feed the cmp register directly); every test of br comes after the register, in
+        # shift, on lane-local values.  br's exact range (key in [zero_key, e_max_key], e_key
+        # within the clamp) sets its width: 10 bits for bf16/fp32 input.
+        br_lo = zero_key - (SCALE_EMAX + e_key_off)
+        br_hi = e_max_key - (SCALE_EMIN + e_key_off)
+        bw = max(bits_for(br_lo, True), bits_for(br_hi, True))
         lanes = []
         for i, ln in enumerate(y["lanes"]):
-            key = ln["key"]
-            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"],
-                          "under": key < y["e_key"],  # br < 0: element subnormal
-                          "over": key > y["e_key_o"],  # br > b_ovf: saturates
-                          "gone": key < y["e_key_k"],  # br < -keep: nothing reaches n
-                          "br1": wire(m, (key - y["e_key_m1"])[:fw], f"lane{i}_br1"),
-                          "nbr": wire(m, (y["e_key"] - key)[:sw], f"lane{i}_nbr")})
+            br = wire(m, (ln["key"] - y["e_key"])[:bw].as_signed(), f"lane{i}_br")
+            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"], "br": br})
         y = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
                            "scale": y["scale"], "nonfinite": y["nonfinite"]}, "cmp")
 
         # -- shift: exponent field (0 below emin, saturating above) and alignment shift ------
+        # Three range tests of br (br < 0: element subnormal; br > b_ovf: saturates;
+        # br < -keep: nothing reaches n) and the low bits of br + 1 and -br, in parallel.
+        fw, sw = bits_for(b_ovf + 1), bits_for(keep)
         lanes = []
         for i, ln in enumerate(y["lanes"]):
-            under = ln["under"]
-            field = Mux(under, 0, Mux(ln["over"], b_ovf + 1, ln["br1"]))
+            br = ln["br"]
+            under = br[-1]  # br < 0
+            # gates, not carry chains: see less_than_const
+            over = ~less_than_const(m, br, b_ovf + 1, f"lane{i}_over")
+            gone = less_than_const(m, br, -keep, f"lane{i}_gone")
+            field = Mux(under, 0, Mux(over, b_ovf + 1, (br + 1)[:fw]))
             field = wire(m, field, f"lane{i}_field")
-            sh = wire(m, Mux(~under, 0, Mux(ln["gone"], keep, ln["nbr"])), f"lane{i}_sh")
+            sh = wire(m, Mux(~under, 0, Mux(gone, keep, (-br)[:sw])), f"lane{i}_sh")
             lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"], "sh": sh,
                           "field": field})
         z = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
@@ -324,8 +340,9 @@ class MXQuantizer(wiring.Component):
             sticky = 0
             for j in range(d0):  # v[j] is shifted out when j < d0 + sh
                 sticky = sticky | v[j]
-            for j in range(d0, len(v)):
-                sticky = sticky | (v[j] & (ln["sh"] > j - d0))
+            for j in range(d0, len(v)):  # sh > j - d0, as gates (see less_than_const)
+                out = ~less_than_const(m, ln["sh"], j - d0 + 1, f"lane{i}_out{j}")
+                sticky = sticky | (v[j] & out)
             lanes.append({"neg": ln["neg"], "zero": ln["zero"], "field": ln["field"],
                           "n": kept[f:f + mb], "frac": kept[:f],
                           "sticky": wire(m, sticky, f"lane{i}_sticky")})
@@ -339,8 +356,10 @@ class MXQuantizer(wiring.Component):
             code = wire(m, Cat(n, ln["field"]), f"lane{i}_code")  # IEEE-style E.M, unrounded
             up = round_up(m, frac, ln["sticky"], n[0], z["rounding"], z["rand"][i],
                           name=f"lane{i}_up")
-            inc = Mux(code >= fmt.max_code - 1, fmt.max_code, code + 1)
-            keep_ = Mux(code >= fmt.max_code, fmt.max_code, code)
+            sat_inc = ~less_than_const(m, code, fmt.max_code - 1, f"lane{i}_sat_inc")
+            sat = ~less_than_const(m, code, fmt.max_code, f"lane{i}_sat")
+            inc = Mux(sat_inc, fmt.max_code, code + 1)
+            keep_ = Mux(sat, fmt.max_code, code)
             mag = wire(m, Mux(up, inc, keep_)[:fmt.bits], f"lane{i}_mag")
             lanes.append({"neg": ln["neg"], "zero": ln["zero"], "mag": mag})
         z = pipe.boundary({"lanes": lanes, "scale": z["scale"], "nonfinite": z["nonfinite"]},
