@@ -73,6 +73,26 @@ def _digest(verilog: str) -> str:
     return hashlib.sha256((FLOW + "\n" + verilog).encode()).hexdigest()[:16]
 
 
+#: The issue's targets at the default depth (ECP5 speed 8, k = 32): (unit, args, Fmax MHz,
+#: LUT4 limit or None), checked against the stored results in the generated table.
+TARGETS = (
+    ("quantizer", ["--format", "fp8_e4m3", "--input", "bf16", *K], 200, 4600),
+    ("quantizer", ["--format", "fp8_e4m3", "--input", "fp32", *K], 200, None),
+    ("dot", ["--format", "fp8_e4m3", *K], 150, 12000),
+)
+
+#: Where a missed target stands: the critical path's stage and the change that would fix it
+#: (from nextpnr's report of the stored result; kept with the code that produced it).
+NEXT_STEPS = {
+    "quantizer": "the quantizer's worst paths are one level of the block-max tree (bf16: a "
+                 "9-bit key compare plus the select, 4 LUT levels) and the normalization "
+                 "shift (fp32: a 23-bit shift by the leading-zero count plus the sticky mask, "
+                 "5 LUT levels), 70-75 % of each in routing; splitting each across two "
+                 "boundaries (compare / select; shift by the count's high bits / low bits) "
+                 "adds a cycle per split.",
+}
+
+
 def _tool(name: str) -> str:
     exe = BIN / name
     return str(exe) if exe.exists() else (shutil.which(name) or name)
@@ -339,7 +359,7 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
             f"{_v(x.get('LUT'))} | {_v(x.get('FF'))} | {_v(x.get('DSP48E1'))} | "
             f"{_v(x.get('CARRY4'))} | {_v(r.get('generic_cells'))} | "
             f"{_path(e.get('critical_path'))} |")
-    lines += ["", ANCHORS]
+    lines += ["", ANCHORS, "", *targets_md(results)]
     if sweeps:
         lines += ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
                   "(stages_sweep.png)", "",
@@ -355,6 +375,31 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
                                  f"{r['latency']} | {_v(r['ecp5']['LUT4'])} | "
                                  f"{_v(r['ecp5']['FF'])} | {_v(r['ecp5']['fmax_mhz'])} |")
     return "\n".join(lines) + "\n"
+
+
+def targets_md(results: list[dict]) -> list[str]:
+    """The issue's targets against the stored results, with the next step for a miss."""
+    by_args = {(r["unit"], " ".join(r["args"])): r for r in results if "ecp5" in r}
+    lines = ["| target (default depth) | required | measured | met |", "|---|---|---|---|"]
+    missed = set()
+    for unit, args, fmax, luts in TARGETS:
+        r = by_args.get((unit, " ".join(args)))
+        label = f"{unit} {' '.join(a for a in args if a not in K)}"
+        need = f">= {fmax} MHz" + (f", <= {luts:,} LUT4" if luts else "")
+        if r is None:
+            lines.append(f"| {label} | {need} | no result yet | |")
+            continue
+        e = r["ecp5"]
+        ok = (e["fmax_mhz"] or 0) >= fmax and (luts is None or e["LUT4"] <= luts)
+        if not ok:
+            missed.add(unit)
+        lines.append(f"| {label} | {need} | {e['fmax_mhz']} MHz, {e['LUT4']:,} LUT4 | "
+                     f"{'yes' if ok else '**no**'} |")
+    lines.append("")
+    for unit in sorted(missed):
+        if unit in NEXT_STEPS:
+            lines += [f"Missed: {NEXT_STEPS[unit]}", ""]
+    return lines
 
 
 def _stored(unit: str, argv: list[str]):
