@@ -17,7 +17,8 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.utils import bits_for, ceil_log2
 
-__all__ = ["StreamPipeline", "leading_zeros", "round_to_grid", "RNE", "RNA", "RTZ",
+__all__ = ["StreamPipeline", "leading_zeros", "round_to_grid", "align_to_grid", "round_aligned",
+           "RNE", "RNA", "RTZ",
            "STOCHASTIC", "ROUNDING_IDS", "FLOOR", "RCEIL", "SCALE_MODE_IDS", "wire", "smax",
            "clamp", "reduce_significand", "max_tree_levels",
            "round_up", "less_than_const", "greater_than"]
@@ -183,6 +184,17 @@ def round_to_grid(m: Module, sig, top, *, emin, mbits, rounding, frac_bits=1, ra
         A carry out of the significand lands on the next binade by itself.  Wide enough
         never to wrap.
     """
+    aligned = align_to_grid(m, sig, top, emin=emin, mbits=mbits, frac_bits=frac_bits, name=name)
+    return round_aligned(m, aligned, mbits=mbits, rounding=rounding, rand=rand, name=name)
+
+
+def align_to_grid(m: Module, sig, top, *, emin, mbits, frac_bits=1, name: str = "rnd") -> dict:
+    """First half of :func:`round_to_grid`: shift ``sig`` onto the grid.
+
+    Returns the kept significand ``n``, the ``frac_bits`` bits below its last place
+    (``frac``), a ``sticky`` bit for everything further down and the ``binade`` field: a few
+    narrow Values, so a pipeline register can sit between this and :func:`round_aligned`.
+    """
     sig = Value.cast(sig)
     top = wire(m, top, f"{name}_top")
     if len(sig) - 1 < mbits:  # the grid is finer than sig: pad so the shift below is a right shift
@@ -201,7 +213,14 @@ def round_to_grid(m: Module, sig, top, *, emin, mbits, rounding, frac_bits=1, ra
     sticky = shifted[:w].any()
     n = kept[f:]
     frac = kept[:f]
+    binade = smax(m, top - emin, 0, name=f"{name}_binade").as_unsigned()
+    return {"n": n, "frac": frac, "sticky": sticky, "binade": binade}
 
+
+def round_aligned(m: Module, aligned: dict, *, mbits, rounding, rand=None, name: str = "rnd"):
+    """Second half of :func:`round_to_grid`: the rounding increment and the code."""
+    n, frac, sticky, binade = (aligned[k] for k in ("n", "frac", "sticky", "binade"))
+    f = len(frac)
     guard = frac[f - 1]
     below = wire(m, frac[:f - 1].any() | sticky if f > 1 else sticky, f"{name}_below")
 
@@ -225,7 +244,6 @@ def round_to_grid(m: Module, sig, top, *, emin, mbits, rounding, frac_bits=1, ra
         up = Const(0, 1)
         for mode in modes:
             up = Mux(rounding == mode, up_for(mode), up)
-    binade = smax(m, top - emin, 0, name=f"{name}_binade").as_unsigned()
     return wire(m, (binade << mbits) + n + up, name)
 
 

@@ -14,15 +14,15 @@ from amaranth.lib.wiring import In, Out
 import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
-from .common import RNE, StreamPipeline, leading_zeros, round_to_grid, wire
+from .common import RNE, StreamPipeline, align_to_grid, leading_zeros, round_aligned, wire
 from .quantizer import _check_block_size, _check_choice, _check_stages, registered_boundaries
 
 __all__ = ["MXDequantizer", "DEQUANTIZER_BOUNDARIES", "cli_units"]
 
 OUTPUTS = ("fp32", "bf16", "fp16")
 #: Stage boundaries in datapath order, and the order in which ``stages`` registers fill them.
-DEQUANTIZER_BOUNDARIES = ("input", "decode", "output")
-_FILL_ORDER = ("output", "decode", "input")
+DEQUANTIZER_BOUNDARIES = ("input", "decode", "align", "output")
+_FILL_ORDER = ("output", "decode", "align", "input")
 
 
 class MXDequantizer(wiring.Component):
@@ -38,8 +38,10 @@ class MXDequantizer(wiring.Component):
         fp32 is exact (overflow to +-Inf only from codes no fp32 quantizer writes); bf16 and
         fp16 round to nearest even, with IEEE subnormals and overflow to +-Inf.
     stages : int
-        Pipeline registers, 1..3; they fill the boundaries ``output``, ``decode``, ``input``
-        in that order.
+        Pipeline registers, 1..4 (default 3); they fill the boundaries ``output``, ``decode``,
+        ``align``, ``input`` in that order.  Sections: decode (fields, leading-zero count,
+        the result's exponent), align (the shift onto the output grid, subnormal results
+        included), round (increment, overflow, specials).
 
     Members
     -------
@@ -53,7 +55,7 @@ class MXDequantizer(wiring.Component):
     ``o.ready``.
     """
 
-    def __init__(self, fmt="fp8_e4m3", block_size=32, output_format="fp32", *, stages=2):
+    def __init__(self, fmt="fp8_e4m3", block_size=32, output_format="fp32", *, stages=3):
         self.fmt = golden.element_format(fmt)
         self.block_size = _check_block_size(block_size)
         _check_choice("output format", output_format, OUTPUTS)
@@ -121,13 +123,19 @@ class MXDequantizer(wiring.Component):
                           "nan": nan, "inf": inf})
         lanes = pipe.boundary(lanes, "decode")
 
+        # -- align onto the output grid (a right shift only for subnormal results) -----------
+        lanes = pipe.boundary([{**{k: v for k, v in ln.items() if k not in ("sig", "top")},
+                                "grid": align_to_grid(m, ln["sig"], ln["top"], emin=1 - fo.bias,
+                                                      mbits=fo.mbits, name=f"lane{i}_rnd")}
+                               for i, ln in enumerate(lanes)], "align")
+
         # -- round to the output format (exact for fp32), overflow, specials -----------------
         inf_code = ((1 << fo.ebits) - 1) << fo.mbits
         qnan = inf_code | (1 << (fo.mbits - 1))
         out = []
         for i, ln in enumerate(lanes):
-            code = round_to_grid(m, ln["sig"], ln["top"], emin=1 - fo.bias, mbits=fo.mbits,
-                                 rounding=RNE, name=f"lane{i}_rnd")
+            code = round_aligned(m, ln["grid"], mbits=fo.mbits, rounding=RNE,
+                                 name=f"lane{i}_rnd")
             mag = Mux(ln["inf"] | (code >= inf_code), inf_code, code)
             mag = Mux(ln["zero"], 0, mag)[:fo.bits - 1]
             out.append(Mux(ln["nan"], qnan, Cat(mag, ln["neg"])))
@@ -144,7 +152,7 @@ def _add_arguments(p):
     p.add_argument("--block-size", type=int, default=32, help="k, power of two 2..64")
     p.add_argument("--output", dest="output_format", default="fp32",
                    help="output format: fp32, bf16 or fp16")
-    p.add_argument("--stages", type=int, default=2, help="pipeline registers, 1..3")
+    p.add_argument("--stages", type=int, default=3, help="pipeline registers, 1..4")
 
 
 def _build(a):

@@ -59,7 +59,7 @@ def test_cli_generates_dequantizer(tmp_path):
              "fp16", "-o", str(out))
     assert r.returncode == 0, r.stderr
     meta = json.loads(out.with_suffix(".json").read_text())
-    assert meta["module"] == "mx_dequantizer_int8_k2_fp16_s2"
+    assert meta["module"] == "mx_dequantizer_int8_k2_fp16_s3"
     assert meta["parameters"]["output"] == "fp16"
     assert {p["name"]: p["width"] for p in meta["ports"]}["o__payload"] == 32
 
@@ -75,7 +75,7 @@ def test_cli_generates_dequantizer(tmp_path):
      "random_bits must be in 1..16"),
     (["quantizer", "--format", "int8", "--stages", "16"], "stages must be in 1..15"),
     (["dequantizer", "--format", "int8", "--output", "fp8"], "unknown output format"),
-    (["dequantizer", "--format", "int8", "--stages", "0"], "stages must be in 1..3"),
+    (["dequantizer", "--format", "int8", "--stages", "0"], "stages must be in 1..4"),
 ])
 def test_cli_bad_parameters(argv, message, tmp_path):
     r = _cli("generate", *argv, "-o", str(tmp_path / "x.v"))
@@ -107,7 +107,7 @@ def test_cli_defaults_in_process(tmp_path, monkeypatch):
                                                            "2"]]})
     assert cli_main(["defaults", "-o", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "mx_dequantizer_int8_k2_fp32_s2.json", "mx_dequantizer_int8_k2_fp32_s2.v",
+        "mx_dequantizer_int8_k2_fp32_s3.json", "mx_dequantizer_int8_k2_fp32_s3.v",
         "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s11.json",
         "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s11.v"]
 

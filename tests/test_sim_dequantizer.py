@@ -20,10 +20,10 @@ pytestmark = pytest.mark.sim
 
 # (format, output, block size, stages)
 DEFAULT = [
-    ("fp8_e4m3", "fp32", 32, 2),
+    ("fp8_e4m3", "fp32", 32, 3),
     ("fp8_e5m2", "fp16", 8, 3),
     ("fp6_e3m2", "bf16", 8, 1),
-    ("fp6_e2m3", "fp16", 8, 2),
+    ("fp6_e2m3", "fp16", 8, 4),
     ("fp4_e2m1", "fp32", 8, 3),
     ("int8", "bf16", 8, 2),
 ]
@@ -34,7 +34,7 @@ def _full():
     for i, fmt in enumerate(golden.FORMATS):
         for j, o in enumerate(("fp32", "bf16", "fp16")):
             for n, k in enumerate((2, 4, 8, 16, 32, 64)):
-                out.append((fmt, o, k, 1 + (i + j + n) % 3))
+                out.append((fmt, o, k, 1 + (i + j + n) % 4))
     return out
 
 
