@@ -21,7 +21,7 @@ __all__ = ["StreamPipeline", "leading_zeros", "round_to_grid", "align_to_grid", 
            "RNE", "RNA", "RTZ",
            "STOCHASTIC", "ROUNDING_IDS", "FLOOR", "RCEIL", "SCALE_MODE_IDS", "wire", "smax",
            "clamp", "reduce_significand", "max_tree_levels",
-           "round_up", "less_than_const", "greater_than"]
+           "round_up", "less_than_const", "greater_than", "register_tree"]
 
 #: Rounding-mode encoding of runtime ``rounding`` fields (same ids as golden's kernels).
 RNE, RNA, RTZ, STOCHASTIC = 0, 1, 2, 3
@@ -247,6 +247,25 @@ def round_aligned(m: Module, aligned: dict, *, mbits, rounding, rand=None, name:
     return wire(m, (binade << mbits) + n + up, name)
 
 
+def register_tree(m: Module, tree, enable, prefix: str):
+    """Register every Value in ``tree`` (a Value or a dict/list/tuple nesting of Values),
+    loading when ``enable`` is high; returns the same structure of reset-less registers named
+    ``prefix`` plus the keys/indices on the way down.  Python ints and None (elaboration-time
+    constants) pass through unchanged.  Shared by the units' pipeline classes."""
+    if isinstance(tree, dict):
+        return {k: register_tree(m, v, enable, f"{prefix}_{k}") for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        out = [register_tree(m, v, enable, f"{prefix}_{i}") for i, v in enumerate(tree)]
+        return type(tree)(out) if isinstance(tree, tuple) else out
+    if tree is None or isinstance(tree, int):
+        return tree
+    v = Value.cast(tree)
+    r = Signal(v.shape(), name=prefix, reset_less=True)
+    with m.If(enable):
+        m.d.sync += r.eq(v)
+    return r
+
+
 class StreamPipeline:
     """A valid/ready pipeline with registers at a chosen subset of its stage boundaries.
 
@@ -334,7 +353,6 @@ class StreamPipeline:
             return tree
         if self._advance is not None and self._index == len(self._registered):
             return self._last_with_skid(tree, tag)
-        j = len(self._valids)
         valid = Signal(name=f"{self._name}_{tag}_valid")
         load = Signal(name=f"{self._name}_{tag}_load")
         prev_valid = self._valids[-1] if self._valids else self._in_valid
@@ -342,7 +360,7 @@ class StreamPipeline:
             self._m.d.sync += valid.eq(prev_valid)
         self._valids.append(valid)
         self._loads.append(load)
-        return self._register(tree, load, f"{self._name}_{tag}", j)
+        return register_tree(self._m, tree, load, f"{self._name}_{tag}")
 
     def _last_with_skid(self, tree, tag):
         """The last boundary under ``registered_stall``: its register, a skid register beside
@@ -359,8 +377,8 @@ class StreamPipeline:
         self._valids.append(valid)
         self._loads.append(adv)
         self._out_valid = wire(m, valid | skid_valid, f"{self._name}_{tag}_out_valid")
-        regs = self._register(tree, adv, f"{self._name}_{tag}", len(self._valids) - 1)
-        skid = self._register(regs, adv, f"{self._name}_{tag}_skid", len(self._valids) - 1)
+        regs = register_tree(m, tree, adv, f"{self._name}_{tag}")
+        skid = register_tree(m, regs, adv, f"{self._name}_{tag}_skid")
         return self._select(adv, regs, skid)
 
     def _select(self, adv, regs, skid):
@@ -372,20 +390,6 @@ class StreamPipeline:
         if regs is None or isinstance(regs, int):
             return regs
         return Mux(adv, regs, skid)
-
-    def _register(self, tree, load, prefix, j):
-        if isinstance(tree, dict):
-            return {k: self._register(v, load, f"{prefix}_{k}", j) for k, v in tree.items()}
-        if isinstance(tree, list | tuple):
-            out = [self._register(v, load, f"{prefix}_{i}", j) for i, v in enumerate(tree)]
-            return type(tree)(out) if isinstance(tree, tuple) else out
-        if tree is None or isinstance(tree, int):  # elaboration-time constants need no register
-            return tree
-        v = Value.cast(tree)
-        r = Signal(v.shape(), name=prefix, reset_less=True)
-        with self._m.If(load):
-            self._m.d.sync += r.eq(v)
-        return r
 
     def connect(self, *, i_valid, i_ready, o_valid, o_ready):
         """Build the handshake: drive ``i_ready``, ``o_valid`` and the stage enables."""

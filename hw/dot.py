@@ -37,7 +37,7 @@ import golden
 from golden.formats import ElementFormat
 
 from .cli import UnitSpec
-from .common import leading_zeros, wire
+from .common import leading_zeros, register_tree, wire
 
 __all__ = ["DotGeometry", "MXDot", "MXDotGeneral", "operand_layout", "width_table",
            "cli_units"]
@@ -323,18 +323,7 @@ class StallPipeline:
                     self._m.d.sync += hold.eq(prev & self._hold_flag)
                 self._holds.append(hold)
         self._valids.append(valid)
-        return self._register(tree, f"{self._name}_{tag}", en)
-
-    def _register(self, tree, prefix, en):
-        if isinstance(tree, dict):
-            return {k: self._register(v, f"{prefix}_{k}", en) for k, v in tree.items()}
-        if isinstance(tree, list):
-            return [self._register(v, f"{prefix}_{i}", en) for i, v in enumerate(tree)]
-        v = Value.cast(tree)
-        r = Signal(v.shape(), name=prefix, reset_less=True)
-        with self._m.If(en):
-            self._m.d.sync += r.eq(v)
-        return r
+        return register_tree(self._m, tree, en, f"{self._name}_{tag}")
 
     def connect(self, *, i_valid, i_ready, o_valid, o_ready):
         """Build the handshake: drive ``i_ready``, ``o_valid`` and the enables."""
