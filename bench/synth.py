@@ -69,6 +69,10 @@ at 38 MHz, 12.4k LUT4 at 48 MHz without DSPs.
 """
 
 
+#: Part of every result's cache key: a change of method invalidates stored results.
+FLOW = "ecp5 in-context port ring v1"
+
+
 def _digest(verilog: str) -> str:
     return hashlib.sha256((FLOW + "\n" + verilog).encode()).hexdigest()[:16]
 
@@ -103,10 +107,6 @@ def _build(unit: str, argv: list[str]):
     p = argparse.ArgumentParser()
     spec.add_arguments(p)
     return spec.build(p.parse_args(argv))
-
-
-#: Part of every result's cache key: a change of method invalidates stored results.
-FLOW = "ecp5 in-context port ring v1"
 
 
 def _stat(log_text: str, module: str | None = None) -> dict:

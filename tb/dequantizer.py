@@ -18,7 +18,7 @@ import golden
 from golden.stimulus import dequantizer_exhaustive_inputs as exhaustive_inputs
 from golden.stimulus import dequantizer_random_inputs as random_inputs
 
-from .bulk import BulkJob, BulkRunner, run_jobs
+from .bulk import BulkJob, BulkRunner, finish_bulk_run, run_jobs
 from .quantizer import _bulk_start, _env, describe_code, describe_float
 from .report import write_summary
 from .stream import BitLayout, StreamTB, bursty_pattern, random_pattern
@@ -153,15 +153,7 @@ if cocotb is not None:
                         lambda: DBatch(model, *random_inputs(rng, 20 * n, model.fmt, model.k)),
                         idle, stall)]
         tally = await run_jobs(runner, jobs, seed=seed + 1, log=log)
-        bad += tally.mismatches
-        elements = tally.blocks * model.k
-        rate = round(elements / tally.seconds)
-        log.info("bulk: %d elements checked in %.2f s (%.3g elements/s; simulation %.2f s)",
-                 elements, tally.seconds, elements / tally.seconds, runner.sim_seconds)
-        print(f"checked_per_s={rate}")
-        blocks = tally.blocks + len(batch)
-        write_summary(config=f"{label} [bulk]", blocks=blocks, elements=blocks * model.k,
-                      mismatches=bad, seed=seed, checked_per_s=rate)
-        assert bad == 0, f"{bad} mismatching blocks"
+        finish_bulk_run(f"{label} [bulk]", model.k, seed, tally, runner, log,
+                        extra_blocks=len(batch), extra_mismatches=bad)
 
 

@@ -32,7 +32,7 @@ from golden.stimulus import quantizer_random_blocks as random_blocks
 from golden.stimulus import quantizer_sweep_blocks as sweep_blocks
 from golden.stimulus import sweep_anchors
 
-from .bulk import BulkJob, BulkRunner, run_jobs
+from .bulk import BulkJob, BulkRunner, finish_bulk_run, run_jobs
 from .report import write_summary
 from .stream import BitLayout, StreamTB, bursty_pattern, random_pattern
 
@@ -322,13 +322,5 @@ if cocotb is not None:
                                                       sweep_anchors(model.ff)), False)
                      for src in sources]
         tally = await run_jobs(runner, jobs, seed=seed + 1, log=log)
-        bad += tally.mismatches
-        elements = tally.blocks * model.k
-        rate = round(elements / tally.seconds)
-        log.info("bulk: %d elements checked in %.2f s (%.3g elements/s; simulation %.2f s)",
-                 elements, tally.seconds, elements / tally.seconds, runner.sim_seconds)
-        print(f"checked_per_s={rate}")
-        blocks = tally.blocks + len(batch)
-        write_summary(config=f"{label} [bulk]", blocks=blocks, elements=blocks * model.k,
-                      mismatches=bad, seed=seed, checked_per_s=rate)
-        assert bad == 0, f"{bad} mismatching blocks"
+        finish_bulk_run(f"{label} [bulk]", model.k, seed, tally, runner, log,
+                        extra_blocks=len(batch), extra_mismatches=bad)
