@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+import golden
 from hw.cli import describe_ports, to_verilog, units
 
 from . import perfdoc
@@ -42,7 +43,7 @@ OUT = ROOT / "build" / "synth"
 BIN = Path(sys.executable).parent
 K = ["--block-size", "32"]
 
-FORMATS = ("fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8")
+FORMATS = tuple(golden.FORMATS)
 CONFIGS = (
     [("quantizer", ["--format", f, "--input", "fp32", *K]) for f in FORMATS]
     + [("quantizer", ["--format", f, "--input", "bf16", *K])

@@ -7,10 +7,15 @@ The single source of numerical truth for this project (see ``docs/numerics.md``)
     mx.scales, mx.codes          # E8M0 scale codes, element codes (uint8)
     golden.dequantize(mx)        # back to float32
     golden.dot(mx, mx)           # fp32 dot products over the block axis
+
+The format table (:mod:`golden.formats`: formats, mode ids, E8M0 and IEEE special patterns) is
+loaded eagerly and needs only numpy and ml_dtypes.  The codec itself runs on numba kernels,
+which load (and JIT-compile on first use) only when one of its functions is first used, so
+a tool that needs only the table -- ``python -m hw`` writing Verilog -- never imports numba.
 """
 
-from .codec import decode, decode_scale, decode_table, encode, encode_scale
-from .dot import dot, dot_blocks
+import importlib
+
 from .formats import (
     BF16,
     FORMATS,
@@ -30,7 +35,14 @@ from .formats import (
     element_format,
     float_format,
 )
-from .mx import MXArray, dequantize, quantize
+
+#: The numba-backed public functions, by the submodule that defines them (loaded on first use).
+_LAZY = {
+    "decode": "codec", "decode_scale": "codec", "decode_table": "codec", "encode": "codec",
+    "encode_scale": "codec",
+    "dot": "dot_product", "dot_blocks": "dot_product",
+    "MXArray": "mx", "dequantize": "mx", "quantize": "mx",
+}
 
 __all__ = [
     "quantize", "dequantize", "dot", "dot_blocks", "MXArray",
@@ -39,3 +51,16 @@ __all__ = [
     "FORMATS", "FP8_E4M3", "FP8_E5M2", "FP6_E3M2", "FP6_E2M3", "FP4_E2M1", "INT8",
     "FP32", "BF16", "FP16", "FP64",
 ]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'golden' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

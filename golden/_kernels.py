@@ -2,8 +2,8 @@
 
 Everything here is integer arithmetic on IEEE fields: no floating-point multiply, divide or log
 touches a value on its way to a code, so the model is exact by construction and says so in
-its own code.  The public wrappers in :mod:`golden.quantize` and :mod:`golden.dot` validate
-arguments and shape arrays; these functions assume valid input.
+its own code.  The public wrappers in :mod:`golden.mx` (``quantize``, ``dequantize``) and
+:mod:`golden.dot_product` validate arguments and shape arrays; these functions assume valid input.
 
 Conventions: every integer is ``int64`` (numba would silently promote mixed uint64/int64 to
 float64).  A float input is ``sig * 2^x`` with an integer significand ``sig`` (hidden bit
@@ -15,10 +15,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# Rounding mode ids (kept in sync with golden.formats.Rounding by golden.quantize).
-RNE, RNA, RTZ, STOCHASTIC = 0, 1, 2, 3
-# Scale mode ids.
-FLOOR, RCEIL = 0, 1
+from .formats import FP32, ROUNDING_IDS, SCALE_MODE_IDS
+
+# Rounding and scale mode ids as module constants (numba folds globals into the kernels).
+RNE, RNA, RTZ, STOCHASTIC = (ROUNDING_IDS[r] for r in ("rne", "rna", "rtz", "stochastic"))
+FLOOR, RCEIL = SCALE_MODE_IDS["floor"], SCALE_MODE_IDS["rceil"]
 # Element flags in the dot-product decode tables.
 FINITE, NAN, INF = 0, 1, 2
 
@@ -249,8 +250,8 @@ def _w_ge(ah, al, bh, bl):
     return ah > bh or (ah == bh and al >= bl)
 
 
-FP32_QNAN = 0x7FC00000
-FP32_INF = 0x7F800000
+FP32_QNAN = FP32.qnan_bits
+FP32_INF = FP32.inf_bits
 
 
 @njit(**_JIT)

@@ -105,8 +105,7 @@ def rounding_mode(rounding) -> int:
     except ValueError:
         raise ValueError(f"unknown rounding {rounding!r}; expected one of "
                          f"{', '.join(m.value for m in Rounding)}") from None
-    return {Rounding.RNE: K.RNE, Rounding.RNA: K.RNA, Rounding.RTZ: K.RTZ,
-            Rounding.STOCHASTIC: K.STOCHASTIC}[r]
+    return r.id
 
 
 def check_random_bits(rounding_id, random_bits, shape, rbits):

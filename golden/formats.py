@@ -41,6 +41,10 @@ __all__ = [
     "FP64",
     "SCALE_BIAS",
     "SCALE_NAN",
+    "SCALE_EMIN",
+    "SCALE_EMAX",
+    "ROUNDING_IDS",
+    "SCALE_MODE_IDS",
 ]
 
 #: E8M0 scale: value ``2^(s - SCALE_BIAS)``; code ``SCALE_NAN`` (255) is NaN.
@@ -51,21 +55,43 @@ SCALE_EMAX = 127
 
 
 class ScaleMode(str, enum.Enum):
-    """How the shared exponent is chosen from a block's largest magnitude."""
+    """How the shared exponent is chosen from a block's largest magnitude.
+
+    ``id`` is the encoding of a runtime ``scale_mode`` field (RTL ports, the golden kernels,
+    test vectors, the JSON sidecar): :data:`SCALE_MODE_IDS`.
+    """
 
     #: ``e = floor(log2(amax)) - emax`` (OCP MX v1.0, section 6.3).
     FLOOR = "floor"
     #: ``e = ceil(log2(amax / max_normal))`` (cuBLAS/cuDNN, torchao's RCEIL): never saturates.
     RCEIL = "rceil"
 
+    @property
+    def id(self) -> int:
+        return SCALE_MODE_IDS[self.value]
+
 
 class Rounding(str, enum.Enum):
-    """Rounding of a scaled element to the element grid."""
+    """Rounding of a scaled element to the element grid.
+
+    ``id`` is the encoding of a runtime ``rounding`` field: :data:`ROUNDING_IDS`.
+    """
 
     RNE = "rne"  #: nearest, ties to even
     RNA = "rna"  #: nearest, ties away from zero
     RTZ = "rtz"  #: toward zero
     STOCHASTIC = "stochastic"  #: up iff ``f_R + r >= 2^R`` with caller-supplied random ``r``
+
+    @property
+    def id(self) -> int:
+        return ROUNDING_IDS[self.value]
+
+
+#: Encoding of a runtime ``rounding`` field, by mode name (the one definition: hw, tb, the
+#: kernels and the sidecar read it from here).
+ROUNDING_IDS: dict[str, int] = {"rne": 0, "rna": 1, "rtz": 2, "stochastic": 3}
+#: Encoding of a runtime ``scale_mode`` field, by mode name.
+SCALE_MODE_IDS: dict[str, int] = {"floor": 0, "rceil": 1}
 
 
 @dataclass(frozen=True)
@@ -215,6 +241,22 @@ class FloatFormat:
     @property
     def bias(self) -> int:
         return (1 << (self.ebits - 1)) - 1
+
+    @property
+    def sign_mask(self) -> int:
+        """The sign bit."""
+        return 1 << (self.bits - 1)
+
+    @property
+    def inf_bits(self) -> int:
+        """Bit pattern of +Inf (exponent field all ones, fraction 0); -Inf adds ``sign_mask``."""
+        return ((1 << self.ebits) - 1) << self.mbits
+
+    @property
+    def qnan_bits(self) -> int:
+        """The canonical quiet NaN every unit and golden write: +, fraction MSB only
+        (fp32 0x7FC00000, bf16 0x7FC0, fp16 0x7E00)."""
+        return self.inf_bits | (1 << (self.mbits - 1))
 
     def __str__(self) -> str:
         return self.name

@@ -33,7 +33,7 @@ def check_block_size(block_size) -> int:
 
 def _scale_mode_id(scale_mode) -> int:
     try:
-        return {ScaleMode.FLOOR: K.FLOOR, ScaleMode.RCEIL: K.RCEIL}[ScaleMode(scale_mode)]
+        return ScaleMode(scale_mode).id
     except ValueError:
         raise ValueError(f"unknown scale_mode {scale_mode!r}; expected 'floor' or 'rceil'") \
             from None

@@ -19,8 +19,9 @@ import numpy as np
 import golden
 
 from . import stimulus as S
+from .codec import rounding_mode
 from .formats import element_format, float_format
-from .mx import MXArray
+from .mx import MXArray, check_block_size
 
 UNITS = ("quantizer", "dequantizer", "dot")
 
@@ -191,10 +192,10 @@ def generate(unit: str, out_dir, *, count: int, seed: int, fmt, fmt_b=None, bloc
         raise ValueError(f"unknown unit {unit!r}; expected one of {', '.join(UNITS)}")
     if not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be a positive integer, got {count!r}")
-    golden.mx.check_block_size(block_size)
+    check_block_size(block_size)
     rng = np.random.default_rng(seed)
     if unit == "quantizer":
-        golden.codec.rounding_mode(rounding)
+        rounding_mode(rounding)
         params, fields = quantizer_vectors(rng, count, fmt, block_size, input_format, rounding,
                                            scale_mode, random_bits)
     elif unit == "dequantizer":

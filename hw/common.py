@@ -17,18 +17,17 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.utils import bits_for, ceil_log2
 
+from golden.formats import ROUNDING_IDS, SCALE_MODE_IDS
+
 __all__ = ["StreamPipeline", "leading_zeros", "round_to_grid", "align_to_grid", "round_aligned",
            "RNE", "RNA", "RTZ",
            "STOCHASTIC", "ROUNDING_IDS", "FLOOR", "RCEIL", "SCALE_MODE_IDS", "wire", "smax",
            "clamp", "reduce_significand", "max_tree_levels",
            "round_up", "less_than_const", "greater_than", "register_tree"]
 
-#: Rounding-mode encoding of runtime ``rounding`` fields (same ids as golden's kernels).
-RNE, RNA, RTZ, STOCHASTIC = 0, 1, 2, 3
-ROUNDING_IDS = {"rne": RNE, "rna": RNA, "rtz": RTZ, "stochastic": STOCHASTIC}
-#: Scale-mode encoding of runtime ``scale_mode`` fields.
-FLOOR, RCEIL = 0, 1
-SCALE_MODE_IDS = {"floor": FLOOR, "rceil": RCEIL}
+#: Rounding-mode and scale-mode ids of runtime fields (defined in golden.formats).
+RNE, RNA, RTZ, STOCHASTIC = (ROUNDING_IDS[r] for r in ("rne", "rna", "rtz", "stochastic"))
+FLOOR, RCEIL = SCALE_MODE_IDS["floor"], SCALE_MODE_IDS["rceil"]
 
 
 def wire(m: Module, value, name: str) -> Signal:

@@ -130,8 +130,7 @@ class MXDequantizer(wiring.Component):
                                for i, ln in enumerate(lanes)], "align")
 
         # -- round to the output format (exact for fp32), overflow, specials -----------------
-        inf_code = ((1 << fo.ebits) - 1) << fo.mbits
-        qnan = inf_code | (1 << (fo.mbits - 1))
+        inf_code, qnan = fo.inf_bits, fo.qnan_bits
         out = []
         for i, ln in enumerate(lanes):
             code = round_aligned(m, ln["grid"], mbits=fo.mbits, rounding=RNE,

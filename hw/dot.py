@@ -34,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 import golden
-from golden.formats import ElementFormat
+from golden.formats import FP32, SCALE_NAN, ElementFormat
 
 from .cli import UnitSpec
 from .common import leading_zeros, register_tree, wire
@@ -43,10 +43,8 @@ __all__ = ["DotGeometry", "MXDot", "MXDotGeneral", "operand_layout", "width_tabl
            "cli_units"]
 
 #: fp32 bit patterns of the special results (contract section 4).
-FP32_QNAN = 0x7FC00000
-FP32_INF = 0x7F800000
-#: Scale code that means NaN.
-SCALE_NAN = 255
+FP32_QNAN = FP32.qnan_bits
+FP32_INF = FP32.inf_bits
 
 #: Guard bits of the alignment window below the lowest bit of T (see docs/dot.md, "exactness").
 GUARD = 26

@@ -34,7 +34,7 @@ class DequantizerModel:
         self.li = BitLayout.from_sidecar(sidecar, "i__payload")
         self.lo = BitLayout.from_sidecar(sidecar, "o__payload")
         ff = self.ff
-        self.qnan = (((1 << ff.ebits) - 1) << ff.mbits) | (1 << (ff.mbits - 1))
+        self.qnan = ff.qnan_bits
 
     def expected(self, scales, codes) -> np.ndarray:
         """Output bits (n, k): golden's values, NaNs canonical."""

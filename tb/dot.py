@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 import golden
+from golden.formats import FP32
 
 # Stimulus generators are shared with `python -m golden vectors`.
 from golden.stimulus import dot_accumulators as accumulators
@@ -383,7 +384,7 @@ def random_runs(rng, tb, count, *, max_len, lengths=None):
         sa = np.clip(sa, 110, 140).astype(np.uint8) if n > 16 else sa
         sb = np.clip(sb, 110, 140).astype(np.uint8) if n > 16 else sb
         c0 = int(random_fp32(rng, 1)[0]) if rng.random() < 0.5 else 0
-        if n > 40 and (c0 & 0x7F800000) == 0x7F800000:
+        if n > 40 and (c0 & FP32.inf_bits) == FP32.inf_bits:
             c0 = 0x3F800000  # keep long runs finite
         runs.append((c0, (ca, sa, cb, sb)))
     return runs

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import golden
-from golden.formats import FloatFormat
+from golden.formats import ROUNDING_IDS, SCALE_MODE_IDS, FloatFormat
 from golden.stimulus import quantizer_directed_blocks as directed_blocks
 from golden.stimulus import quantizer_random_blocks as random_blocks
 from golden.stimulus import quantizer_sweep_blocks as sweep_blocks
@@ -36,8 +36,9 @@ from .bulk import BulkJob, BulkRunner, finish_bulk_run, run_jobs
 from .report import write_summary
 from .stream import BitLayout, StreamTB, bursty_pattern, random_pattern
 
-ROUNDINGS = ("rne", "rna", "rtz", "stochastic")
-SCALE_MODES = ("floor", "rceil")
+#: Mode names by runtime id (the ids are golden.formats' ROUNDING_IDS / SCALE_MODE_IDS).
+ROUNDINGS = tuple(sorted(ROUNDING_IDS, key=ROUNDING_IDS.get))
+SCALE_MODES = tuple(sorted(SCALE_MODE_IDS, key=SCALE_MODE_IDS.get))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,14 +93,14 @@ class QuantizerModel:
     def modes(self, rng, n):
         """Per-block rounding and scale-mode ids (random if runtime, else the fixed one)."""
         r = (rng.integers(0, 4, n) if self.rounding == "runtime"
-             else np.full(n, ROUNDINGS.index(self.rounding)))
+             else np.full(n, ROUNDING_IDS[self.rounding]))
         s = (rng.integers(0, 2, n) if self.scale_mode == "runtime"
-             else np.full(n, SCALE_MODES.index(self.scale_mode)))
+             else np.full(n, SCALE_MODE_IDS[self.scale_mode]))
         return r, s
 
     def all_modes(self):
-        rs = range(4) if self.rounding == "runtime" else [ROUNDINGS.index(self.rounding)]
-        ss = range(2) if self.scale_mode == "runtime" else [SCALE_MODES.index(self.scale_mode)]
+        rs = range(4) if self.rounding == "runtime" else [ROUNDING_IDS[self.rounding]]
+        ss = range(2) if self.scale_mode == "runtime" else [SCALE_MODE_IDS[self.scale_mode]]
         return [(r, s) for r in rs for s in ss]
 
     def stimulus(self, raw, rnd, smode, rand):
