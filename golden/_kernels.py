@@ -78,7 +78,7 @@ def shared_exponent(amax, in_ebits, in_mbits, emax, max_sig, mbits, scale_mode):
 
 
 @njit(**_INLINE)
-def round_element(mag, e, in_ebits, in_mbits, mbits, bias, max_code, rounding, rbits, r):
+def round_element(mag, e, in_ebits, in_mbits, mbits, bias, max_code, rounding, random_bits, r):
     """Quantize one finite input magnitude (IEEE bits, sign removed) at shared exponent ``e``.
 
     Returns the element's magnitude code ``E.M`` in the sign-magnitude view, saturated.
@@ -102,9 +102,9 @@ def round_element(mag, e, in_ebits, in_mbits, mbits, bias, max_code, rounding, r
         n = sig >> d
         if rounding == STOCHASTIC:
             rest = sig - (n << d)  # f = rest / 2^drop; f_R = floor(f * 2^R)
-            s = drop - rbits
+            s = drop - random_bits
             f_r = (rest >> (s if s < 63 else 63)) if s >= 0 else rest << (-s)
-            n += (f_r + r) >> rbits  # 1 iff f_R + r >= 2^R (both below 2^R)
+            n += (f_r + r) >> random_bits  # 1 iff f_R + r >= 2^R (both below 2^R)
         elif rounding == RNE:  # + half - 1, plus 1 more when the kept lsb is odd (ties to even)
             n = (sig + (np.int64(1) << (d - 1)) - 1 + (n & 1)) >> d
         elif rounding == RNA:  # + half: ties away from zero
@@ -124,7 +124,7 @@ def apply_sign(neg, code, bits, twos_complement):
 
 @njit(**_JIT)
 def quantize_blocks(raw, in_ebits, in_mbits, ebits, mbits, bias, emax, max_code, bits,
-                    twos_complement, scale_mode, rounding, rbits, rand, scales, codes):
+                    twos_complement, scale_mode, rounding, random_bits, rand, scales, codes):
     """Quantize blocks ``raw[b, :]`` (IEEE bit patterns, any unsigned dtype) in place.
 
     ``rand`` is ``(nb, k)`` (stochastic) or ignored.  Writes ``scales[b]`` and ``codes[b, :]``.
@@ -155,21 +155,21 @@ def quantize_blocks(raw, in_ebits, in_mbits, ebits, mbits, bias, emax, max_code,
         # One loop per rounding mode, so the mode is a constant inside each (speed only).
         if rounding == RNE:
             _encode_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
-                          twos_complement, RNE, rbits, rand[0], codes[b])
+                          twos_complement, RNE, random_bits, rand[0], codes[b])
         elif rounding == RNA:
             _encode_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
-                          twos_complement, RNA, rbits, rand[0], codes[b])
+                          twos_complement, RNA, random_bits, rand[0], codes[b])
         elif rounding == RTZ:
             _encode_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
-                          twos_complement, RTZ, rbits, rand[0], codes[b])
+                          twos_complement, RTZ, random_bits, rand[0], codes[b])
         else:
             _encode_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
-                          twos_complement, STOCHASTIC, rbits, rand[b], codes[b])
+                          twos_complement, STOCHASTIC, random_bits, rand[b], codes[b])
 
 
 @njit(**_INLINE)
 def _encode_block(raw, e, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_complement,
-                  rounding, rbits, rand, codes):
+                  rounding, random_bits, rand, codes):
     """codes[i] = signed code of raw[i] at shared exponent e (finite inputs)."""
     sign_shift = in_ebits + in_mbits
     mag_mask = (np.int64(1) << sign_shift) - 1
@@ -178,16 +178,16 @@ def _encode_block(raw, e, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_
         neg = (w >> sign_shift) & 1
         r = np.int64(rand[i]) if rounding == STOCHASTIC else np.int64(0)
         code = round_element(w & mag_mask, e, in_ebits, in_mbits, mbits, bias, max_code,
-                             rounding, rbits, r)
+                             rounding, random_bits, r)
         codes[i] = apply_sign(neg, code, bits, twos_complement)
 
 
 @njit(**_JIT)
 def encode_elements(raw, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_complement,
-                    rounding, rbits, rand, codes):
+                    rounding, random_bits, rand, codes):
     """Element cast at scale 2^0 (no shared exponent): ``codes[i] = Q(raw[i])``; finite input."""
     _encode_block(raw, 0, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_complement,
-                  rounding, rbits, rand, codes)
+                  rounding, random_bits, rand, codes)
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from .formats import (
 )
 
 __all__ = ["decode", "encode", "decode_scale", "encode_scale", "decode_table", "as_float_bits",
-           "rounding_mode", "check_random_bits"]
+           "rounding_mode", "check_random"]
 
 
 @functools.cache
@@ -108,28 +108,35 @@ def rounding_mode(rounding) -> int:
     return r.id
 
 
-def check_random_bits(rounding_id, random_bits, shape, rbits):
-    """Validate the stochastic-rounding inputs; returns an int64 array of ``shape``."""
+def check_random(rounding_id, random, shape, random_bits):
+    """Validate the stochastic-rounding inputs; returns an int64 array of ``shape``.
+
+    ``random`` holds the random values (one per element), ``random_bits`` is their width R:
+    the same meaning as the RTL's ``random`` payload field and ``random_bits`` parameter.
+    """
+    if np.ndim(random_bits) != 0:  # the values passed where the count belongs (pre-0.2 API)
+        raise TypeError("random_bits is R, the number of random bits per element (an int); "
+                        "pass the random values as random=")
     if rounding_id != K.STOCHASTIC:
-        if random_bits is not None:
-            raise ValueError("random_bits is only used with rounding='stochastic'")
+        if random is not None:
+            raise ValueError("random is only used with rounding='stochastic'")
         return np.zeros((1,) * len(shape), np.int64)
-    if not isinstance(rbits, (int, np.integer)) or not 1 <= rbits <= 24:
-        raise ValueError(f"rbits must be an integer in 1..24, got {rbits!r}")
-    if random_bits is None:
-        raise ValueError("rounding='stochastic' needs random_bits: an integer array of "
-                         f"the input's shape with values in [0, 2^{rbits})")
-    r = np.asarray(random_bits)
+    if not isinstance(random_bits, (int, np.integer)) or not 1 <= random_bits <= 24:
+        raise ValueError(f"random_bits must be an integer in 1..24, got {random_bits!r}")
+    if random is None:
+        raise ValueError("rounding='stochastic' needs random: an integer array of "
+                         f"the input's shape with values in [0, 2^{random_bits})")
+    r = np.asarray(random)
     if not np.issubdtype(r.dtype, np.integer):
-        raise TypeError(f"random_bits must be integers, got dtype {r.dtype}")
+        raise TypeError(f"random must be integers, got dtype {r.dtype}")
     if r.shape != tuple(shape):
-        raise ValueError(f"random_bits has shape {r.shape}, expected {tuple(shape)}")
-    if r.size and (r.min() < 0 or r.max() >= 1 << rbits):
-        raise ValueError(f"random_bits must be in [0, 2^{rbits})")
+        raise ValueError(f"random has shape {r.shape}, expected {tuple(shape)}")
+    if r.size and (r.min() < 0 or r.max() >= 1 << random_bits):
+        raise ValueError(f"random must be in [0, 2^{random_bits})")
     return r.astype(np.int64)
 
 
-def encode(values, fmt, *, rounding="rne", random_bits=None, rbits=8) -> np.ndarray:
+def encode(values, fmt, *, rounding="rne", random=None, random_bits=8) -> np.ndarray:
     """Cast finite float values to element codes at scale 2^0: round, then saturate.
 
     This is the per-element step of quantization with the shared exponent fixed at 0.
@@ -145,10 +152,10 @@ def encode(values, fmt, *, rounding="rne", random_bits=None, rbits=8) -> np.ndar
         raise ValueError("encode takes finite values only (NaN/Inf have no element code "
                          "in general; quantize() handles non-finite blocks)")
     rid = rounding_mode(rounding)
-    r = check_random_bits(rid, random_bits, x.shape, rbits)
+    r = check_random(rid, random, x.shape, random_bits)
     out = np.empty(x.size, np.uint8)
     K.encode_elements(raw.reshape(-1), ff.ebits, ff.mbits, fmt.mbits, fmt.bias,
-                      fmt.max_code, fmt.bits, fmt.twos_complement, rid, rbits,
+                      fmt.max_code, fmt.bits, fmt.twos_complement, rid, random_bits,
                       np.broadcast_to(r, x.shape).reshape(-1), out)
     return out.reshape(x.shape)
 

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from . import _kernels as K
-from .codec import as_float_bits, check_random_bits, decode_table, rounding_mode
+from .codec import as_float_bits, check_random, decode_table, rounding_mode
 from .formats import ElementFormat, ScaleMode, element_format
 
 __all__ = ["MXArray", "quantize", "dequantize", "check_block_size"]
@@ -149,7 +149,7 @@ def _as_input(x) -> np.ndarray:
 
 
 def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
-             random_bits=None, rbits=8) -> MXArray:
+             random=None, random_bits=8) -> MXArray:
     """Quantize an array to an MX format, per contract section 2.
 
     Parameters
@@ -164,9 +164,9 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
         The axis the blocks run along.
     scale_mode : {"floor", "rceil"}
     rounding : {"rne", "rna", "rtz", "stochastic"}
-    random_bits : array of int, optional
-        Stochastic rounding only: one integer in ``[0, 2^rbits)`` per element of ``x``.
-    rbits : int
+    random : array of int, optional
+        Stochastic rounding only: one integer in ``[0, 2^random_bits)`` per element of ``x``.
+    random_bits : int
         Random bits per element (R) for stochastic rounding.
     """
     fmt = element_format(fmt)
@@ -180,7 +180,7 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
     if not -a.ndim <= ax < a.ndim:
         raise ValueError(f"axis {axis} is out of range for a {a.ndim}-d array")
     ax %= a.ndim
-    r = check_random_bits(rid, random_bits, a.shape, rbits)
+    r = check_random(rid, random, a.shape, random_bits)
 
     raw, ff = as_float_bits(a)
     raw = np.moveaxis(raw, ax, -1)
@@ -201,7 +201,7 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
     scales = np.empty(blocks.shape[0], np.uint8)
     codes = np.empty(blocks.shape, np.uint8)
     K.quantize_blocks(blocks, ff.ebits, ff.mbits, fmt.ebits, fmt.mbits, fmt.bias, fmt.emax,
-                      fmt.max_code, fmt.bits, fmt.twos_complement, smode, rid, rbits, rand,
+                      fmt.max_code, fmt.bits, fmt.twos_complement, smode, rid, random_bits, rand,
                       scales, codes)
     codes = np.moveaxis(codes.reshape(*lead, nb * k), -1, ax)
     scales = np.moveaxis(scales.reshape(*lead, nb), -1, ax)

@@ -83,7 +83,7 @@ def quantizer_vectors(rng, count, fmt, k, input_format="fp32", rounding="rne",
     stochastic = rounding == "stochastic"
     rand = rng.integers(0, 1 << random_bits, raw.shape) if stochastic else None
     mx = golden.quantize(raw.view(ff.dtype), fmt, block_size=k, rounding=rounding,
-                         scale_mode=scale_mode, random_bits=rand, rbits=random_bits)
+                         scale_mode=scale_mode, random=rand, random_bits=random_bits)
     fields = [Field("in_data", "input", k, ff.bits, raw,
                     f"k={k} {ff.name} values (IEEE bit patterns)")]
     if stochastic:

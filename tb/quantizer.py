@@ -85,7 +85,7 @@ class QuantizerModel:
         self.ff = golden.float_format(p["input"])
         self.rounding = p["rounding"]
         self.scale_mode = p["scale_mode"]
-        self.rbits = p["random_bits"]
+        self.random_bits = p["random_bits"]
         self.latency = sidecar["latency"]
         self.li = BitLayout.from_sidecar(sidecar, "i__payload")
         self.lo = BitLayout.from_sidecar(sidecar, "o__payload")
@@ -129,8 +129,8 @@ class QuantizerModel:
                 stoch = ROUNDINGS[r] == "stochastic"
                 mx = golden.quantize(vals[sel], self.fmt, block_size=self.k,
                                      scale_mode=SCALE_MODES[s], rounding=ROUNDINGS[r],
-                                     random_bits=rand[sel] if stoch else None,
-                                     rbits=self.rbits if stoch else 8)
+                                     random=rand[sel] if stoch else None,
+                                     random_bits=self.random_bits if stoch else 8)
                 scales[sel] = mx.scales[:, 0]
                 codes[sel] = mx.codes
         return scales, codes
@@ -161,7 +161,7 @@ class Batch:
         n = raw.shape[0]
         self.raw = raw
         self.rnd, self.smode = model.modes(rng, n)
-        rb = max(model.rbits, 1)
+        rb = max(model.random_bits, 1)
         self.rand = rng.integers(0, 1 << rb, raw.shape)
         self.stim = model.stimulus(raw, self.rnd, self.smode, self.rand)
         self.scales, self.codes = model.expected(raw, self.rnd, self.smode, self.rand)
@@ -171,7 +171,7 @@ class Batch:
     def with_modes(cls, model, raw, rnd, smode, rng):
         b = cls.__new__(cls)
         b.model, b.raw, b.rnd, b.smode = model, raw, rnd, smode
-        b.rand = rng.integers(0, 1 << max(model.rbits, 1), raw.shape)
+        b.rand = rng.integers(0, 1 << max(model.random_bits, 1), raw.shape)
         b.stim = model.stimulus(raw, rnd, smode, b.rand)
         b.scales, b.codes = model.expected(raw, rnd, smode, b.rand)
         b.exp = model.lo.pack(raw.shape[0], scale=b.scales, codes=b.codes)

@@ -185,7 +185,7 @@ def shared_exponent(name: str, amax: Fraction, scale_mode: str) -> int:
     raise ValueError(scale_mode)
 
 
-def round_to_grid(name: str, q: Fraction, rounding: str, r: int = 0, rbits: int = 8):
+def round_to_grid(name: str, q: Fraction, rounding: str, r: int = 0, random_bits: int = 8):
     """Round a magnitude ``q >= 0`` onto the format's grid, then saturate.
 
     The grid is the table of finite magnitudes, extended by one point above max normal (one
@@ -215,15 +215,15 @@ def round_to_grid(name: str, q: Fraction, rounding: str, r: int = 0, rbits: int 
         up = False
     elif rounding == "stochastic":
         f = (q - lo) / (hi - lo)  # in (0, 1): the part below the last place
-        f_r = (f * (1 << rbits)).numerator // (f * (1 << rbits)).denominator
-        up = f_r + r >= (1 << rbits)
+        f_r = (f * (1 << random_bits)).numerator // (f * (1 << random_bits)).denominator
+        up = f_r + r >= (1 << random_bits)
     else:
         raise ValueError(rounding)
     res = hi if up else lo
     return min(res, top)
 
 
-def quantize_block(name, values, scale_mode="floor", rounding="rne", rand=None, rbits=8):
+def quantize_block(name, values, scale_mode="floor", rounding="rne", rand=None, random_bits=8):
     """One block: ``values`` is a list of (neg, magnitude) pairs.  Returns (s, [codes])."""
     fmt = FORMATS[name]
     k = len(values)
@@ -237,17 +237,17 @@ def quantize_block(name, values, scale_mode="floor", rounding="rne", rand=None, 
     out = []
     for i, (neg, mag) in enumerate(values):  # step 4
         q = mag * pow2(-e)
-        res = round_to_grid(name, q, rounding, 0 if rand is None else int(rand[i]), rbits)
+        res = round_to_grid(name, q, rounding, 0 if rand is None else int(rand[i]), random_bits)
         out.append(encode_magnitude(fmt, neg, res))
     return e + 127, out
 
 
 def quantize(x, name, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
-             random_bits=None, rbits=8):
+             random=None, random_bits=8):
     """The whole-array quantizer: (scales, codes) laid out like golden's MXArray."""
     x = np.asarray(x)
     xm = np.moveaxis(x, axis, -1)
-    rm = None if random_bits is None else np.moveaxis(np.asarray(random_bits), axis, -1)
+    rm = None if random is None else np.moveaxis(np.asarray(random), axis, -1)
     n = xm.shape[-1]
     nb = -(-n // block_size)
     lead = xm.shape[:-1]
@@ -262,7 +262,7 @@ def quantize(x, name, *, block_size=32, axis=-1, scale_mode="floor", rounding="r
         for b in range(nb):
             sl = slice(b * block_size, (b + 1) * block_size)
             s, c = quantize_block(name, vals[sl], scale_mode, rounding,
-                                  None if rr is None else rr[sl], rbits)
+                                  None if rr is None else rr[sl], random_bits)
             scales[idx + (b,)] = s
             codes[idx + (sl,)] = c
     return np.moveaxis(scales, -1, axis), np.moveaxis(codes, -1, axis)

@@ -116,24 +116,24 @@ def test_bad_scale_mode_rounding_axis():
 
 def test_stochastic_random_bits_validation():
     q = golden.quantize
-    with pytest.raises(ValueError, match="random_bits"):
+    with pytest.raises(ValueError, match="random"):
         q(X, "fp8_e4m3", rounding="stochastic")
     with pytest.raises(ValueError, match="shape"):
-        q(X, "fp8_e4m3", rounding="stochastic", random_bits=np.zeros((2, 31), int))
+        q(X, "fp8_e4m3", rounding="stochastic", random=np.zeros((2, 31), int))
     with pytest.raises(ValueError):
-        q(X, "fp8_e4m3", rounding="stochastic", random_bits=np.full(X.shape, 256))
+        q(X, "fp8_e4m3", rounding="stochastic", random=np.full(X.shape, 256))
     with pytest.raises(ValueError):
-        q(X, "fp8_e4m3", rounding="stochastic", random_bits=np.full(X.shape, -1))
+        q(X, "fp8_e4m3", rounding="stochastic", random=np.full(X.shape, -1))
     with pytest.raises(TypeError):
-        q(X, "fp8_e4m3", rounding="stochastic", random_bits=np.zeros(X.shape))
+        q(X, "fp8_e4m3", rounding="stochastic", random=np.zeros(X.shape))
     with pytest.raises(ValueError):
-        q(X, "fp8_e4m3", rounding="rne", random_bits=np.zeros(X.shape, int))
-    for rbits in (0, 25, 2.5):
+        q(X, "fp8_e4m3", rounding="rne", random=np.zeros(X.shape, int))
+    for random_bits in (0, 25, 2.5):
         with pytest.raises(ValueError):
-            q(X, "fp8_e4m3", rounding="stochastic", random_bits=np.zeros(X.shape, int),
-              rbits=rbits)
+            q(X, "fp8_e4m3", rounding="stochastic", random=np.zeros(X.shape, int),
+              random_bits=random_bits)
     # Valid: 12 random bits, values up to 2^12 - 1.
-    mx = q(X, "fp8_e4m3", rounding="stochastic", random_bits=np.full(X.shape, 4095), rbits=12)
+    mx = q(X, "fp8_e4m3", rounding="stochastic", random=np.full(X.shape, 4095), random_bits=12)
     assert mx.codes.shape == X.shape
 
 

@@ -251,7 +251,7 @@ def test_encode_vs_fraction_oracle(fmt, rounding, rng):
     sample = rng.choice(all_bf16(), 3000, replace=False).astype(np.float64)
     x = np.concatenate([x, sample])
     r = rng.integers(0, 256, x.shape) if rounding == "stochastic" else None
-    got = golden.encode(x, fmt, rounding=rounding, random_bits=r)
+    got = golden.encode(x, fmt, rounding=rounding, random=r)
     want = np.empty_like(got)
     for i, v in enumerate(x.tolist()):
         neg = bool(np.signbit(v))

@@ -90,7 +90,7 @@ def test_requantize_is_identity(xk, fmt, rounding, data):
         r = r.reshape(x.shape)
     for mode in ("floor", "rceil"):
         q = golden.quantize(x, fmt, block_size=k, scale_mode=mode, rounding=rounding,
-                            random_bits=r)
+                            random=r)
         y = golden.dequantize(q)
         q2 = golden.quantize(y, fmt, block_size=k, scale_mode=mode)
         if mode == "floor":
@@ -152,7 +152,7 @@ def test_error_bounds(xk, fmt, mode, rounding, data):
         r = np.array(data.draw(st.lists(st.integers(0, 255), min_size=x.size, max_size=x.size)))
         r = r.reshape(x.shape)
     mx = golden.quantize(x, fmt, block_size=k, scale_mode=mode, rounding=rounding,
-                         random_bits=r)
+                         random=r)
     e = np.repeat(scale_exp(mx), k, axis=1).ravel()
     res = decoded(mx)
     rows = zip(x.ravel().tolist(), exact(x), e.tolist(), res, mx.codes.ravel().tolist(),
@@ -179,17 +179,17 @@ def test_error_bounds(xk, fmt, mode, rounding, data):
 @SETTINGS
 @given(blocks(), st.sampled_from(FORMATS), st.sampled_from(["floor", "rceil"]),
        st.integers(1, 24))
-def test_stochastic_extremes(xk, fmt, mode, rbits):
+def test_stochastic_extremes(xk, fmt, mode, random_bits):
     """r = 0 gives rtz; r = 2^R - 1 rounds up exactly when f_R = floor(f * 2^R) > 0."""
     x, k = xk
     f = golden.element_format(fmt)
     kw = dict(block_size=k, scale_mode=mode)
     rtz = golden.quantize(x, fmt, rounding="rtz", **kw)
-    zero = golden.quantize(x, fmt, rounding="stochastic", random_bits=np.zeros(x.shape, int),
-                           rbits=rbits, **kw)
+    zero = golden.quantize(x, fmt, rounding="stochastic", random=np.zeros(x.shape, int),
+                           random_bits=random_bits, **kw)
     assert np.array_equal(zero.codes, rtz.codes) and np.array_equal(zero.scales, rtz.scales)
-    ones = golden.quantize(x, fmt, rounding="stochastic", rbits=rbits,
-                           random_bits=np.full(x.shape, (1 << rbits) - 1), **kw)
+    ones = golden.quantize(x, fmt, rounding="stochastic", random_bits=random_bits,
+                           random=np.full(x.shape, (1 << random_bits) - 1), **kw)
     assert np.array_equal(ones.scales, rtz.scales)
     e = np.repeat(scale_exp(rtz), k, axis=1).ravel()
     for xi, ei, d in zip(exact(x), e.tolist(), decoded(ones), strict=True):
@@ -201,6 +201,6 @@ def test_stochastic_extremes(xk, fmt, mode, rbits):
         n = q / u
         whole = n.numerator // n.denominator
         frac = n - whole
-        f_r = (frac * (1 << rbits)).numerator // (frac * (1 << rbits)).denominator
+        f_r = (frac * (1 << random_bits)).numerator // (frac * (1 << random_bits)).denominator
         want = min((whole + (1 if f_r > 0 else 0)) * u, f.max_normal)
         assert abs(d) == want

@@ -33,10 +33,10 @@ def fields(fmt, code):
 
 
 def check_quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
-                   random_bits=None):
+                   random=None):
     """Quantize with golden and with the oracle; assert identical scales and codes."""
     kw = dict(block_size=block_size, axis=axis, scale_mode=scale_mode, rounding=rounding,
-              random_bits=random_bits)
+              random=random)
     mx = golden.quantize(x, fmt, **kw)
     s, c = oracle.quantize(x, fmt, **kw)
     assert mx.scales.shape == s.shape and mx.codes.shape == c.shape
@@ -61,8 +61,8 @@ def check_quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", roundi
     raise AssertionError("mismatch not located")
 
 
-def random_bits_for(x, rounding, rng, rbits=8):
-    return rng.integers(0, 1 << rbits, np.shape(x)) if rounding == "stochastic" else None
+def random_bits_for(x, rounding, rng, random_bits=8):
+    return rng.integers(0, 1 << random_bits, np.shape(x)) if rounding == "stochastic" else None
 
 
 def random_blocks(rng, dtype, nblocks, k):
@@ -90,17 +90,17 @@ def test_random_blocks_all_dtypes(fmt, scale_mode, rounding, rng):
         x = random_blocks(rng, dtype, 512 // k + 3, k).reshape(-1)
         x = x[: x.size - int(rng.integers(0, k))]  # trailing partial block
         check_quantize(x, fmt, block_size=k, scale_mode=scale_mode, rounding=rounding,
-                       random_bits=random_bits_for(x, rounding, rng))
+                       random=random_bits_for(x, rounding, rng))
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_random_stochastic_rbits(fmt, rng):
     x = random_blocks(rng, np.float32, 16, 32)
-    for rbits in (1, 3, 12, 24):
-        r = rng.integers(0, 1 << rbits, x.shape)
-        mx = golden.quantize(x, fmt, rounding="stochastic", random_bits=r, rbits=rbits)
-        s, c = oracle.quantize(x, fmt, rounding="stochastic", random_bits=r, rbits=rbits)
-        assert np.array_equal(mx.scales, s) and np.array_equal(mx.codes, c), rbits
+    for random_bits in (1, 3, 12, 24):
+        r = rng.integers(0, 1 << random_bits, x.shape)
+        mx = golden.quantize(x, fmt, rounding="stochastic", random=r, random_bits=random_bits)
+        s, c = oracle.quantize(x, fmt, rounding="stochastic", random=r, random_bits=random_bits)
+        assert np.array_equal(mx.scales, s) and np.array_equal(mx.codes, c), random_bits
 
 
 # --- crafted blocks ------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def test_zero_blocks_both_signs(fmt):
         for mode, rnd in itertools.product(MODES, ROUNDINGS):
             r = np.full(x.shape, 255) if rnd == "stochastic" else None
             mx = check_quantize(x, fmt, block_size=4, scale_mode=mode, rounding=rnd,
-                                random_bits=r)
+                                random=r)
             # Contract 2.2: s = 0 and each code the signed zero of its input (int8: 0).
             assert mx.scales.tolist() == [[0], [0], [0]]
             assert mx.codes.tolist() == [[0, neg0, 0, neg0], [neg0] * 4, [0] * 4]
@@ -245,7 +245,7 @@ def test_ties_at_every_boundary(fmt, scale_mode, rounding, rng):
         # Shuffle lanes so the anchor is not always lane 0.
         x = np.take_along_axis(x, rng.permuted(np.tile(np.arange(16), (len(x), 1)), axis=1), 1)
         check_quantize(x, fmt, block_size=16, scale_mode=scale_mode, rounding=rounding,
-                       random_bits=random_bits_for(x, rounding, rng))
+                       random=random_bits_for(x, rounding, rng))
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -266,11 +266,11 @@ def test_scale_clamps(fmt, rounding, rng):
         for x in rows32 + rows64:
             x = x.reshape(1, -1)
             mx = check_quantize(x, fmt, block_size=8, scale_mode=mode, rounding=rounding,
-                                random_bits=random_bits_for(x, rounding, rng))
+                                random=random_bits_for(x, rounding, rng))
             big = float(np.abs(x).max()) > 1
             assert mx.scales[0, 0] == (254 if big else 0)
         check_quantize(extra32, fmt, block_size=8, scale_mode=mode, rounding=rounding,
-                       random_bits=random_bits_for(extra32, rounding, rng))
+                       random=random_bits_for(extra32, rounding, rng))
         big = golden.quantize(rows64[1], fmt, block_size=8, scale_mode=mode)
         f = golden.element_format(fmt)
         top = golden.decode(big.codes[:1], fmt)[0]
@@ -305,7 +305,7 @@ def test_one_huge_among_tiny(fmt, rng):
         x = x.astype(dtype)
         for mode, rnd in itertools.product(MODES, ROUNDINGS):
             mx = check_quantize(x, fmt, scale_mode=mode, rounding=rnd,
-                                random_bits=random_bits_for(x, rnd, rng))
+                                random=random_bits_for(x, rnd, rng))
             if rnd != "stochastic":
                 vals = golden.decode(mx.codes, fmt)
                 small = np.abs(x.astype(np.float64)) < hi / 2
@@ -322,7 +322,7 @@ def test_all_equal_blocks(fmt, rng):
     x = np.repeat(v[:, None], 16, axis=1).astype(np.float32)
     for mode, rnd in itertools.product(MODES, ROUNDINGS):
         mx = check_quantize(x, fmt, block_size=16, scale_mode=mode, rounding=rnd,
-                            random_bits=random_bits_for(x, rnd, rng))
+                            random=random_bits_for(x, rnd, rng))
         if rnd != "stochastic":
             assert (mx.codes == mx.codes[:, :1]).all()
 
@@ -354,7 +354,7 @@ def test_other_axes(axis, rng):
         assert np.array_equal(np.moveaxis(mx.scales, ax, -1), ref.scales)
         assert np.array_equal(np.moveaxis(mx.codes, ax, -1), ref.codes)
         r = rng.integers(0, 256, x.shape)
-        check_quantize(x, fmt, block_size=4, axis=axis, rounding="stochastic", random_bits=r)
+        check_quantize(x, fmt, block_size=4, axis=axis, rounding="stochastic", random=r)
 
 
 # --- dequantization (contract section 3) -----------------------------------------------------

@@ -32,8 +32,8 @@ def test_quantizer_vectors_match_oracle(tmp_path, seed, rounding):
     assert meta["count"] == 40 and meta["parameters"]["input"] == "bf16"
     raw = V.read_field(out, "in_data").astype(np.uint16).view(ml_dtypes.bfloat16)
     rand = V.read_field(out, "in_random") if rounding == "stochastic" else None
-    s, c = oracle.quantize(raw, "fp6_e2m3", block_size=8, rounding=rounding, random_bits=rand,
-                           rbits=5)
+    s, c = oracle.quantize(raw, "fp6_e2m3", block_size=8, rounding=rounding, random=rand,
+                           random_bits=5)
     assert np.array_equal(V.read_field(out, "expected_scale")[:, 0], s.reshape(-1))
     assert np.array_equal(V.read_field(out, "expected_codes"), c)
 
