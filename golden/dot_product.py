@@ -1,4 +1,4 @@
-"""MX dot products, per contract section 4: exact block sums, one fp32 rounding per block."""
+"""MX dot products (docs/numerics.md section 5): exact block sums, one fp32 rounding per block."""
 
 from __future__ import annotations
 

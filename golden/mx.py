@@ -78,7 +78,7 @@ class MXArray:
     def dequantize(self, dtype=np.float32) -> np.ndarray:
         return dequantize(self, dtype)
 
-    # -- storage layout (contract section 5) -------------------------------------------------
+    # -- storage layout (docs/numerics.md section 6) -----------------------------------------------
     def pack(self) -> np.ndarray:
         """Element codes in the contract's byte layout, blocks in order (block axis last,
         C order); fp4 two per byte (even element low), fp6 four per three bytes."""
@@ -150,7 +150,7 @@ def _as_input(x) -> np.ndarray:
 
 def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
              random=None, random_bits=8) -> MXArray:
-    """Quantize an array to an MX format, per contract section 2.
+    """Quantize an array to an MX format, per docs/numerics.md section 3.
 
     Parameters
     ----------
@@ -224,7 +224,7 @@ _SCALE_F32 = np.where(np.arange(256) == 255, np.nan,
 
 
 def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
-    """MX to float32, bfloat16 or float16, per contract section 3; returns the original shape.
+    """MX to float32, bfloat16 or float16 (docs/numerics.md section 4); keeps the original shape.
 
     fp32 is exact (only values beyond fp32's range become Inf); bf16/fp16 are the RNE cast of
     that exact value.  Every NaN is the canonical quiet NaN (fp32 0x7FC00000, bf16 0x7FC0,

