@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from .vectors import UNITS, generate
@@ -33,7 +34,9 @@ def main(argv=None) -> int:
         out = generate(a.unit, a.out_dir, count=a.count, seed=a.seed, fmt=a.format,
                        fmt_b=a.format_b, block_size=a.block_size, input_format=a.input,
                        output_format=a.output, rounding=a.rounding, scale_mode=a.scale_mode,
-                       random_bits=a.random_bits)
+                       random_bits=a.random_bits,
+                       command="python -m golden "
+                       + shlex.join(sys.argv[1:] if argv is None else argv))
     except (ValueError, TypeError) as e:
         print(f"python -m golden: error: {e}", file=sys.stderr)
         return 2

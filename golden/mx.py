@@ -39,7 +39,7 @@ def _scale_mode_id(scale_mode) -> int:
             from None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class MXArray:
     """A tensor in an MX format.
 
@@ -68,6 +68,18 @@ class MXArray:
     @property
     def n_blocks(self) -> int:
         return self.scales.shape[self.axis]
+
+    def __repr__(self) -> str:
+        """One line, like numpy's summaries: format, shape, blocks and the scale range (the
+        arrays themselves are ``.scales`` and ``.codes``)."""
+        s = self.scales.astype(np.int64)
+        finite = s[s != 255] - 127
+        scale_range = (f"scales 2^{finite.min()}..2^{finite.max()}" if finite.size
+                       else "no finite scale")
+        nan = int(np.count_nonzero(s == 255))
+        return (f"MXArray({self.fmt.name}, shape={self.shape}, block_size={self.block_size}, "
+                f"axis={self.axis}, {s.size} block{'s' if s.size != 1 else ''}, {scale_range}"
+                + (f", {nan} NaN block{'s' if nan != 1 else ''}" if nan else "") + ")")
 
     def blocks(self):
         """(codes, scales) with the block axis last: shapes (..., n, k) and (..., n)."""

@@ -10,8 +10,11 @@ mixed (corner cases from :mod:`golden.stimulus`), and every expected value comes
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -149,13 +152,32 @@ def dot_vectors(rng, count, fmt_a, fmt_b, k):
     return {"format_a": fa.name, "format_b": fb.name, "block_size": k}, fields
 
 
-def write_vectors(out_dir, unit: str, params: dict, fields: list[Field], *, seed: int) -> Path:
+def generator_version() -> str:
+    """The installed project's version (``ocp-mx-hdl``), or ``"unknown"`` when golden runs from a
+    source tree that was never installed."""
+    try:
+        return metadata.version("ocp-mx-hdl")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def write_vectors(out_dir, unit: str, params: dict, fields: list[Field], *, seed: int,
+                  command: str | None = None) -> Path:
+    """Write the hex files, ``vectors.json`` and ``README.txt`` of one vector set.
+
+    ``vectors.json`` is the set's manifest and provenance: the generator (project version,
+    command line, numpy version), the unit, its parameters, count and seed, and per file its
+    bit layout and SHA-256, so a user can cite exactly the set their design passed.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     n = len(fields[0].values)
     desc = ", ".join(f"{k}={v}" for k, v in params.items())
     manifest = {"unit": unit, "parameters": params, "count": n, "seed": seed,
-                "generator": f"python -m golden vectors (golden {golden.__name__})", "files": {}}
+                "generator": {"name": "ocp-mx-hdl golden", "version": generator_version(),
+                              "command": command or "golden.vectors.write_vectors",
+                              "python": sys.version.split()[0], "numpy": np.__version__},
+                "files": {}}
     readme = [f"MX test vectors: unit {unit}; {desc}; {n} blocks; seed {seed}.",
               "Written by `python -m golden vectors`; expected values are the golden model's.",
               "Each .hex file: one block per line, a fixed-width hex number for $readmemh;",
@@ -167,9 +189,11 @@ def write_vectors(out_dir, unit: str, params: dict, fields: list[Field], *, seed
                   f"// {f.role}; {f.lanes} lane(s) x {f.lane_width} bits = {f.width} bits per "
                   f"line, lane i at bits [{f.lane_width}*i, {f.lane_width}*(i+1))",
                   f"// unit {unit}; {desc}; {n} blocks; seed {seed}"]
-        (out / name).write_text("\n".join(header + to_hex_lines(f.values, f.lane_width)) + "\n")
+        text = "\n".join(header + to_hex_lines(f.values, f.lane_width)) + "\n"
+        (out / name).write_text(text)
         manifest["files"][name] = {"role": f.role, "lanes": f.lanes, "lane_width": f.lane_width,
-                                   "width": f.width, "meaning": f.meaning}
+                                   "width": f.width, "meaning": f.meaning,
+                                   "sha256": hashlib.sha256(text.encode()).hexdigest()}
         readme.append(f"{name} | {f.role} | {f.lanes} x {f.lane_width} | {f.meaning}")
     (out / "vectors.json").write_text(json.dumps(manifest, indent=2) + "\n")
     (out / "README.txt").write_text("\n".join(readme) + "\n")
@@ -186,8 +210,9 @@ def read_field(out_dir, name: str) -> np.ndarray:
 
 def generate(unit: str, out_dir, *, count: int, seed: int, fmt, fmt_b=None, block_size=32,
              input_format="fp32", output_format="fp32", rounding="rne", scale_mode="floor",
-             random_bits=8) -> Path:
-    """Generate and write one vector set; returns the folder."""
+             random_bits=8, command: str | None = None) -> Path:
+    """Generate and write one vector set; returns the folder (``command``: the command line
+    recorded in the manifest)."""
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}; expected one of {', '.join(UNITS)}")
     if not isinstance(count, int) or count < 1:
@@ -202,4 +227,4 @@ def generate(unit: str, out_dir, *, count: int, seed: int, fmt, fmt_b=None, bloc
         params, fields = dequantizer_vectors(rng, count, fmt, block_size, output_format)
     else:
         params, fields = dot_vectors(rng, count, fmt, fmt_b or fmt, block_size)
-    return write_vectors(out_dir, unit, params, fields, seed=seed)
+    return write_vectors(out_dir, unit, params, fields, seed=seed, command=command)

@@ -308,3 +308,14 @@ def test_dequantize_writes_one_canonical_nan(dtype, nan_bits, fmt, nan_codes):
     out = golden.dequantize(mx, dtype)
     bits = out.view(np.uint32 if out.itemsize == 4 else np.uint16)
     assert [int(b) for b in bits.ravel()] == [nan_bits] * codes.size
+
+
+def test_mxarray_repr_is_a_one_line_summary():
+    x = np.zeros((3, 64), np.float32)
+    x[0, :32] = 1.0  # block scale 2^(0 - emax) = 2^-8 for fp8_e4m3
+    x[1, 32:] = 2.0**20  # 2^12
+    x[2, 5] = np.inf  # a NaN block; the other blocks of row 2 are zero blocks (2^-127)
+    text = repr(golden.quantize(x, "fp8_e4m3", block_size=32))
+    assert "\n" not in text and len(text) < 160
+    assert text == ("MXArray(fp8_e4m3, shape=(3, 64), block_size=32, axis=1, 6 blocks, "
+                    "scales 2^-127..2^12, 1 NaN block)")

@@ -70,3 +70,27 @@ def test_cli_errors_are_one_line(tmp_path):
                         "fp9", "-o", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "unknown element format" in r.stderr
+
+
+def test_manifest_records_provenance(tmp_path):
+    """vectors.json names the generator, its version and command line, and the SHA-256 of
+    every hex file, hashed here from the bytes on disk."""
+    import hashlib
+
+    r = subprocess.run([sys.executable, "-m", "golden", "vectors", "--unit", "dequantizer",
+                        "--format", "fp6_e2m3", "--block-size", "4", "--count", "5",
+                        "--seed", "3", "-o", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((tmp_path / "vectors.json").read_text())
+    gen = manifest["generator"]
+    assert gen["command"].startswith("python -m golden vectors --unit dequantizer")
+    assert gen["version"] and gen["numpy"] == np.__version__
+    hexes = sorted(p.name for p in tmp_path.glob("*.hex"))
+    assert sorted(manifest["files"]) == hexes and hexes
+    for name in hexes:
+        want = hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
+        assert manifest["files"][name]["sha256"] == want, name
+    # a changed file no longer matches its recorded hash
+    f = tmp_path / hexes[0]
+    f.write_text(f.read_text().replace("0", "1", 1))
+    assert hashlib.sha256(f.read_bytes()).hexdigest() != manifest["files"][hexes[0]]["sha256"]
