@@ -23,10 +23,7 @@ from golden.stimulus import dequantizer_random_inputs as random_inputs
 from . import standard_tests
 from .batch import Batch
 from .bulk import BulkJob
-from .describe import describe_code, describe_float, describe_scale
-
-#: Lanes of a mismatching block reported in full.
-MAX_LANES = 4
+from .describe import MAX_LANES, describe_code, describe_float, describe_scale
 
 
 class DequantizerBatch(Batch):

@@ -7,7 +7,10 @@ import numpy as np
 import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN, ElementFormat, FloatFormat
 
-__all__ = ["describe_float", "describe_code", "describe_scale"]
+__all__ = ["describe_float", "describe_code", "describe_scale", "MAX_LANES"]
+
+#: Wrong lanes of a mismatching block reported in full (the rest are counted).
+MAX_LANES = 4
 
 
 def describe_float(bits: int, float_format: FloatFormat) -> str:

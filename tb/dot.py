@@ -36,7 +36,7 @@ from .bulk import DEPTH, BulkJob
 from .describe import describe_float
 
 #: Non-zero lanes of a block shown in a mismatch report.
-MAX_LANES = 8
+MAX_SHOWN_LANES = 8
 
 
 def describe_block(fmt_a, fmt_b, sa, ca, sb, cb, c) -> str:
@@ -44,8 +44,8 @@ def describe_block(fmt_a, fmt_b, sa, ca, sb, cb, c) -> str:
     va, vb = golden.decode(np.asarray(ca), fmt_a), golden.decode(np.asarray(cb), fmt_b)
     nz = [i for i in range(len(ca)) if int(ca[i]) or int(cb[i])]
     lanes = ", ".join(f"[{i}] {int(ca[i]):#x}({va[i]:g})*{int(cb[i]):#x}({vb[i]:g})"
-                      for i in nz[:MAX_LANES])
-    more = f" (+{len(nz) - MAX_LANES} more)" if len(nz) > MAX_LANES else ""
+                      for i in nz[:MAX_SHOWN_LANES])
+    more = f" (+{len(nz) - MAX_SHOWN_LANES} more)" if len(nz) > MAX_SHOWN_LANES else ""
     return (f"sa={int(sa)} sb={int(sb)} c={describe_float(c, FP32)}; non-zero lanes: "
             f"{lanes or 'none'}{more}")
 

@@ -22,14 +22,11 @@ from golden.stimulus import sweep_anchors
 from . import standard_tests
 from .batch import Batch
 from .bulk import BulkJob
-from .describe import describe_code, describe_float, describe_scale
+from .describe import MAX_LANES, describe_code, describe_float, describe_scale
 
 #: Mode names by runtime id (the ids are golden.formats' ROUNDING_IDS / SCALE_MODE_IDS).
 ROUNDINGS = tuple(sorted(ROUNDING_IDS, key=ROUNDING_IDS.get))
 SCALE_MODES = tuple(sorted(SCALE_MODE_IDS, key=SCALE_MODE_IDS.get))
-
-#: Lanes of a mismatching block reported in full.
-MAX_LANES = 4
 
 
 class QuantizerBatch(Batch):

@@ -1,5 +1,7 @@
-"""``python -m tb.bulk SIDECAR -o WRAPPER.v``: write the bulk wrapper for any unit with the
-``i``/``o`` stream convention, for use without cocotb::
+"""Write the bulk wrapper of a unit with the ``i``/``o`` stream convention, from its JSON
+sidecar, for use without cocotb.
+
+Usage::
 
     python -m hw generate quantizer ... -o build/verilog/unit.v     # also writes unit.json
     python -m tb.bulk build/verilog/unit.json -o unit_bulk.v
