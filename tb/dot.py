@@ -269,9 +269,10 @@ class DotModel(standard_tests.UnitModel):
     def exhaustive_product_jobs(self, rng) -> list[BulkJob]:
         """Every pair of codes (a, b) in one lane (rotating over the lanes), the others zero,
         at several scale pairs and accumulators: one bulk job per wrapper-memory load."""
-        fa, fb = golden.element_format(self.fmt_a), golden.element_format(self.fmt_b)
+        bits_a = golden.element_format(self.fmt_a).bits
+        bits_b = golden.element_format(self.fmt_b).bits
         k = self.k
-        xa, xb = np.meshgrid(np.arange(1 << fa.bits), np.arange(1 << fb.bits), indexing="ij")
+        xa, xb = np.meshgrid(np.arange(1 << bits_a), np.arange(1 << bits_b), indexing="ij")
         xa, xb = xa.ravel().astype(np.uint8), xb.ravel().astype(np.uint8)
         npairs = len(xa)
         lane = np.arange(npairs) % k
