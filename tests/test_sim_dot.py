@@ -14,15 +14,26 @@ SEED, BLOCKS (random blocks per bulk run), WAVES and SIM_FULL (booleans, see
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 import golden
-from hw.dot import DEFAULT_STAGES
+from hw.cli import units
 from tb.options import env_flag, env_int
 from tb.runner import run_unit
 
+
+def _default_stages(unit: str) -> int:
+    """The unit's default pipeline depth, from its command line (hw.cli's public API)."""
+    p = argparse.ArgumentParser()
+    units()[unit].add_arguments(p)
+    return p.get_default("stages")
+
+
 FULL = env_flag("SIM_FULL")
 FMTS = list(golden.FORMATS)
+DEFAULT_STAGES = _default_stages("dot")
 
 # (unit, fmt_a, fmt_b, k, stages, contexts, exhaustive)
 DEFAULT = [

@@ -21,7 +21,10 @@ def prepare_unit(unit: str, argv: list[str], outdir: Path, depth: int = DEPTH):
     from hw.cli import sidecar as make_sidecar
     from hw.cli import to_verilog, units
 
-    spec = units()[unit]
+    specs = units()
+    if unit not in specs:
+        raise ValueError(f"unknown unit {unit!r}; known: {', '.join(specs)}")
+    spec = specs[unit]
     p = argparse.ArgumentParser()
     spec.add_arguments(p)
     comp = spec.build(p.parse_args(argv))
