@@ -89,6 +89,7 @@ class DotModel(standard_tests.UnitModel):
         self.general = config.sidecar["unit"] == "dot-general"
         self.contexts = p.get("contexts", 1)
         self.drain = 4 * self.latency + 8  # an extra output would come within a few latencies
+        self.throughput_blocks = min(config.blocks, 4096) or 256  # MXDot back to back
         self.long_k = 8192 if config.full else 1024
 
     # -- payloads --------------------------------------------------------------------------
