@@ -1,16 +1,18 @@
-"""cocotb testbench of the MX dequantizer, checked bit for bit against golden.
+"""cocotb testbench of the MX dequantizer, checked bit for bit against ``golden.dequantize``.
 
-Same structure and environment as :mod:`tb.quantizer` (toplevel: the unit's bulk wrapper).
-NaN: the RTL writes the canonical quiet NaN of the output format (0x7FC00000, 0x7FC0,
-0x7E00).  golden's NaN results carry whatever sign and payload numpy's arithmetic produced
-(e.g. 0xFFC00000 for a negative fp8_e4m3 NaN code), which the contract does not define, so the
-expectation is golden's value with every NaN replaced by the canonical one: NaN-ness is
-compared through golden, the exact NaN pattern against the RTL's documented choice.
+The model of the standard tests (:mod:`tb.standard_tests`): random codes and scales
+(``MX_BLOCKS`` blocks in the stream test, 20 times that in bulk) and every code at every
+scale (the exhaustive sweep).
+
+NaN: the RTL writes the canonical quiet NaN of the output format
+(``FloatFormat.qnan_bits``: 0x7FC00000, 0x7FC0, 0x7E00).  golden's NaN results carry whatever
+sign and payload numpy's arithmetic produced (e.g. 0xFFC00000 for a negative fp8_e4m3 NaN
+code), which the contract does not define, so the expectation is golden's value with every
+NaN replaced by the canonical one: NaN-ness is compared through golden, the exact NaN pattern
+against the RTL's documented choice.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -18,23 +20,45 @@ import golden
 from golden.stimulus import dequantizer_exhaustive_inputs as exhaustive_inputs
 from golden.stimulus import dequantizer_random_inputs as random_inputs
 
-from .bulk import BulkJob, BulkRunner, finish_bulk_run, run_jobs
-from .quantizer import _bulk_start, _env, describe_code, describe_float
-from .report import write_summary
-from .stream import BitLayout, StreamTB, bursty_pattern, random_pattern
+from . import standard_tests
+from .batch import Batch
+from .bulk import BulkJob
+from .describe import MAX_LANES, describe_code, describe_float, describe_scale
 
 
-class DequantizerModel:
-    def __init__(self, sidecar: dict):
-        p = sidecar["parameters"]
-        self.fmt = golden.element_format(p["format"])
-        self.k = p["block_size"]
-        self.ff = golden.float_format(p["output"])
-        self.latency = sidecar["latency"]
-        self.li = BitLayout.from_sidecar(sidecar, "i__payload")
-        self.lo = BitLayout.from_sidecar(sidecar, "o__payload")
-        ff = self.ff
-        self.qnan = ff.qnan_bits
+class DequantizerBatch(Batch):
+    """Blocks of scales and codes and golden's output values."""
+
+    def __init__(self, model: DequantizerModel, scales, codes):
+        self.model, self.scales, self.codes = model, scales, codes
+        n = scales.shape[0]
+        self.values = model.expected(scales, codes)
+        super().__init__(model.in_layout.pack(n, scale=scales, codes=codes),
+                         model.out_layout.pack(n, data=self.values))
+
+    def describe(self, row, got):
+        m = self.model
+        got_values = m.out_layout.unpack(got[None, :])["data"][0]
+        scale = int(self.scales[row])
+        lines = [f"block {row}: scale {describe_scale(scale)}"]
+        bad = np.flatnonzero(got_values != self.values[row])
+        for lane in bad[:MAX_LANES]:
+            lines.append(
+                f"  lane {lane}: code {describe_code(self.codes[row, lane], m.fmt, scale)}"
+                f"\n    expected {describe_float(self.values[row, lane], m.output_format)}"
+                f"\n    actual   {describe_float(got_values[lane], m.output_format)}")
+        if len(bad) > MAX_LANES:
+            lines.append(f"  ... {len(bad) - MAX_LANES} more lanes")
+        return "\n".join(lines)
+
+
+class DequantizerModel(standard_tests.UnitModel):
+    """Unit parameters (from the sidecar), stimulus and golden expectations."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.fmt = golden.element_format(self.parameters["format"])
+        self.output_format = golden.float_format(self.parameters["output"])
 
     def expected(self, scales, codes) -> np.ndarray:
         """Output bits (n, k): golden's values, NaNs canonical."""
@@ -42,118 +66,52 @@ class DequantizerModel:
         mx = golden.MXArray(scales.astype(np.uint8)[:, None], codes.astype(np.uint8),
                             self.fmt, self.k, 1, (n, self.k))
         with np.errstate(over="ignore"):
-            vals = golden.dequantize(mx, self.ff.dtype)
-        nan = np.isnan(vals.astype(np.float32))
-        return np.where(nan, self.qnan, vals.view(self.ff.uint)).astype(np.uint64)
+            values = golden.dequantize(mx, self.output_format.dtype)
+        nan = np.isnan(values.astype(np.float32))
+        return np.where(nan, self.output_format.qnan_bits,
+                        values.view(self.output_format.uint)).astype(np.uint64)
 
+    def random_batch(self, rng, n):
+        return DequantizerBatch(self, *random_inputs(rng, n, self.fmt, self.k))
 
-class DBatch:
-    def __init__(self, model: DequantizerModel, scales, codes):
-        self.model, self.scales, self.codes = model, scales, codes
-        n = scales.shape[0]
-        self.stim = model.li.pack(n, scale=scales, codes=codes)
-        self.values = model.expected(scales, codes)
-        self.exp = model.lo.pack(n, data=self.values)
+    def stream_phases(self, rng):
+        """Random blocks; the first half under random patterns, the second under bursty
+        ones."""
+        scales, codes = random_inputs(rng, self.config.blocks, self.fmt, self.k)
+        half = scales.shape[0] // 2
+        return [("random", DequantizerBatch(self, scales[:half], codes[:half])),
+                ("bursty", DequantizerBatch(self, scales[half:], codes[half:]))]
 
-    def __len__(self):
-        return self.scales.shape[0]
-
-    def describe_row(self, b, got_row):
-        m = self.model
-        got = m.lo.unpack(got_row[None, :])["data"][0]
-        s = int(self.scales[b])
-        lines = [f"block {b}: scale {s} (2^{s - 127})" if s != 255 else f"block {b}: scale 255"]
-        bad = np.nonzero(got != self.values[b])[0]
-        for lane in bad[:4]:
-            lines.append(f"  lane {lane}: code {describe_code(self.codes[b, lane], m.fmt, s)}"
-                         f"\n    expected {describe_float(int(self.values[b, lane]), m.ff)}"
-                         f"\n    actual   {describe_float(int(got[lane]), m.ff)}")
-        if len(bad) > 4:
-            lines.append(f"  ... {len(bad) - 4} more lanes")
-        return "\n".join(lines)
-
-    def check(self, got_bits, log, max_reports=5) -> int:
-        bad = np.nonzero((got_bits != self.exp).any(axis=1))[0]
-        for b in bad[:max_reports]:
-            log.error("MISMATCH %s", self.describe_row(b, got_bits[b]))
-        return int(bad.size)
+    def bulk_jobs(self, rng):
+        """Every code x every scale with the stream kept full (the throughput case); a large
+        random batch with random gaps and backpressure."""
+        idle, stall = (int(x) for x in rng.integers(0, 100, 2))
+        jobs = [BulkJob("random", lambda: self.random_batch(rng, 20 * self.config.blocks),
+                        idle, stall, drain=self.drain)]
+        if self.config.sweeps:
+            jobs.insert(0, BulkJob("every code x every scale", lambda: DequantizerBatch(
+                self, *exhaustive_inputs(self.fmt, self.k)), drain=self.drain))
+        return jobs
 
 
 try:
     import cocotb
-except ImportError:
+except ImportError:  # imported outside a simulator (docs, tools)
     cocotb = None
 
 if cocotb is not None:
 
     @cocotb.test()
-    async def stream_random(dut):
+    async def stream(dut):
         """Random codes and scales under random and bursty idle cycles and backpressure."""
-        sidecar, seed, label, n = _env()
-        rng = np.random.default_rng(seed)
-        model = DequantizerModel(sidecar)
-        await _bulk_start(dut)
-        batch = DBatch(model, *random_inputs(rng, n, model.fmt, model.k))
-        tb = StreamTB(dut, idle=random_pattern(rng, 0.3), backpressure=random_pattern(rng, 0.3))
-        tb.scoreboard.describe = lambda i, e, a, ctx: batch.describe_row(
-            ctx, model.lo.from_ints([a])[0])
-        await tb.reset()
-        t0 = time.perf_counter()
-        ints, exp = model.li.to_ints(batch.stim), model.lo.to_ints(batch.exp)
-        half = len(batch) // 2
-        tb.send(ints[:half], zip(exp[:half], range(half), strict=True))
-        await tb.drain(40 * len(batch) + 100)
-        tb.source.idle = bursty_pattern(rng)
-        tb.sink.backpressure = bursty_pattern(rng, 7)
-        tb.send(ints[half:], zip(exp[half:], range(half, len(batch)), strict=True))
-        await tb.drain(40 * len(batch) + 100)
-        tb.finish_stream_run(f"{label} [stream]", model.k, seed, time.perf_counter() - t0)
+        await standard_tests.stream(dut, DequantizerModel)
 
     @cocotb.test()
     async def reset_in_traffic(dut):
         """Reset with blocks in flight leaves the unit empty."""
-        sidecar, seed, label, n = _env()
-        rng = np.random.default_rng(seed + 1)
-        model = DequantizerModel(sidecar)
-        await _bulk_start(dut)
-        batch = DBatch(model, *random_inputs(rng, 40, model.fmt, model.k))
-        tb = StreamTB(dut, backpressure=random_pattern(rng, 0.5))
-        await tb.reset()
-        batch2 = DBatch(model, *random_inputs(rng, 30, model.fmt, model.k))
-        after = await tb.check_reset_in_traffic(
-            (model.li.to_ints(batch.stim), model.lo.to_ints(batch.exp)),
-            (model.li.to_ints(batch2.stim), model.lo.to_ints(batch2.exp)))
-        write_summary(config=f"{label} [reset]", blocks=after, elements=after * model.k,
-                      mismatches=0, seed=seed)
+        await standard_tests.reset_in_traffic(dut, DequantizerModel)
 
     @cocotb.test()
-    async def bulk_throughput_exhaustive(dut):
+    async def bulk(dut):
         """Back-to-back throughput; every code x every scale; a large random batch."""
-        sidecar, seed, label, n = _env()
-        rng = np.random.default_rng(seed + 2)
-        model = DequantizerModel(sidecar)
-        await _bulk_start(dut)
-        runner = BulkRunner(dut, model.li, model.lo)
-        await runner.reset()
-        log = dut._log
-
-        batch = DBatch(model, *random_inputs(rng, 1000, model.fmt, model.k))
-        got, cycles = await runner.run(batch.stim, seed=seed)
-        bad = batch.check(got, log)
-        assert cycles == len(batch) + model.latency + 1, \
-            f"{len(batch)} blocks took {cycles} cycles, expected {len(batch)} + latency " \
-            f"{model.latency} + 1"
-        # Every code x every scale with the stream kept full (the throughput case); a large
-        # random batch with random gaps and backpressure (tb.bulk.run_jobs overlaps building
-        # and checking the batches with the simulation).
-        idle, stall = (int(x) for x in rng.integers(0, 100, 2))
-        jobs = [BulkJob("every code x every scale",
-                        lambda: DBatch(model, *exhaustive_inputs(model.fmt, model.k))),
-                BulkJob("random",
-                        lambda: DBatch(model, *random_inputs(rng, 20 * n, model.fmt, model.k)),
-                        idle, stall)]
-        tally = await run_jobs(runner, jobs, seed=seed + 1, log=log)
-        finish_bulk_run(f"{label} [bulk]", model.k, seed, tally, runner, log,
-                        extra_blocks=len(batch), extra_mismatches=bad)
-
-
+        await standard_tests.bulk(dut, DequantizerModel)

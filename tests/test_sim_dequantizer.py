@@ -2,23 +2,24 @@
 
 Default: every element format, every output format, block sizes 32 and 8, each build checked
 on every code at every scale plus random traffic; ``SIM_FULL=1`` runs formats x outputs x
-block sizes 2..64 x stages.  Knobs: SEED, BLOCKS, WAVES=1.
+block sizes 2..64 x stages.  The cocotb module ``tb.dequantizer`` runs the standard tests
+(:mod:`tb.standard_tests`).  Knobs: SEED, BLOCKS, WAVES and SIM_FULL (booleans, see
+:mod:`tb.options`).
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import golden
-from tb.bulk import VERILATOR_ARGS, prepare_unit
-from tb.report import SUMMARY_ENV, read_summary
-from tb.runner import BUILD, run_cocotb
+from tb.options import env_flag, env_int
+from tb.runner import run_unit
 
 pytestmark = pytest.mark.sim
 
-# (format, output, block size, stages)
+FULL = env_flag("SIM_FULL")
+
+# (format, output format, block size, stages)
 DEFAULT = [
     ("fp8_e4m3", "fp32", 32, 3),
     ("fp8_e5m2", "fp16", 8, 3),
@@ -32,35 +33,26 @@ DEFAULT = [
 def _full():
     out = []
     for i, fmt in enumerate(golden.FORMATS):
-        for j, o in enumerate(("fp32", "bf16", "fp16")):
+        for j, output_format in enumerate(("fp32", "bf16", "fp16")):
             for n, k in enumerate((2, 4, 8, 16, 32, 64)):
-                out.append((fmt, o, k, 1 + (i + j + n) % 4))
+                out.append((fmt, output_format, k, 1 + (i + j + n) % 4))
     return out
 
 
-CONFIGS = _full() if os.environ.get("SIM_FULL") == "1" else DEFAULT
+CONFIGS = _full() if FULL else DEFAULT
 
 
 def config_id(c):
-    fmt, o, k, st = c
-    return f"{fmt}-{o}-k{k}-s{st}"
+    fmt, output_format, k, st = c
+    return f"{fmt}-{output_format}-k{k}-s{st}"
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_dequantizer_sim(config, seed, sim_record):
-    fmt, o, k, stages = config
-    argv = ["--format", fmt, "--output", o, "--block-size", str(k), "--stages", str(stages)]
-    name = f"dequantizer_{config_id(config)}"
-    sources, top, sidecar = prepare_unit("dequantizer", argv, BUILD / name / "rtl")
-    summary = BUILD / name / f"summary-{seed}.jsonl"
-    summary.unlink(missing_ok=True)
-    try:
-        run_cocotb(sources=sources, toplevel=top, test_module="tb.dequantizer", name=name,
-                   seed=seed, waves=os.environ.get("WAVES") == "1", build_args=VERILATOR_ARGS,
-                   extra_env={"MX_SIDECAR": sidecar,
-                              "MX_CONFIG": f"dequantizer {config_id(config)}",
-                              "MX_BLOCKS": os.environ.get("BLOCKS") or 200, "MX_SEED": seed,
-                              SUMMARY_ENV: summary})
-    finally:
-        for row in read_summary(summary):
-            sim_record(**row)
+    fmt, output_format, k, stages = config
+    argv = ["--format", fmt, "--output", output_format, "--block-size", str(k),
+            "--stages", str(stages)]
+    run_unit("dequantizer", argv, test_module="tb.dequantizer",
+             name=f"dequantizer_{config_id(config)}", seed=seed,
+             label=f"dequantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
+             full=FULL, record=sim_record)

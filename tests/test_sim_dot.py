@@ -1,34 +1,39 @@
 """Bit-exact RTL regression of the MX dot-product units (cocotb on Verilator vs golden).
 
-One Verilator build per configuration runs two cocotb tests (``tb/dot.py``): stream mode
-(directed corner cases and random blocks under three flow-control patterns) and bulk mode
-(exhaustive one-lane product sweeps where configured, long random runs, throughput checks).
+One Verilator build per configuration runs the stream and bulk tests of ``tb.dot`` (the
+standard tests of :mod:`tb.standard_tests` with the dot model): stream mode (directed corner
+cases and random blocks under three flow-control patterns) and bulk mode (throughput,
+exhaustive one-lane product sweeps where configured, long random runs).
 
 ``make sim`` covers every same-format pair, the two mixed default pairs and MXDotGeneral;
 ``SIM_FULL=1`` (``make sim-full``) adds all 36 format pairs (exhaustively swept), other block
-sizes, pipeline depths and context counts, and DotGeneral runs of K = 8192 blocks.
+sizes, pipeline depths and context counts, and DotGeneral runs of K = 8192 blocks.  Knobs:
+SEED, BLOCKS (random blocks per bulk run), WAVES and SIM_FULL (booleans, see
+:mod:`tb.options`).
 """
 
 from __future__ import annotations
 
-import json
-import os
+import argparse
 
 import pytest
 
 import golden
-from hw.dot import DEFAULT_STAGES
-from tb.bulk import VERILATOR_ARGS, prepare_unit
-from tb.report import SUMMARY_ENV, read_summary
-from tb.runner import BUILD, run_cocotb
+from hw.cli import units
+from tb.options import env_flag, env_int
+from tb.runner import run_unit
 
-FULL = bool(os.environ.get("SIM_FULL"))
+
+def _default_stages(unit: str) -> int:
+    """The unit's default pipeline depth, from its command line (hw.cli's public API)."""
+    p = argparse.ArgumentParser()
+    units()[unit].add_arguments(p)
+    return p.get_default("stages")
+
+
+FULL = env_flag("SIM_FULL")
 FMTS = list(golden.FORMATS)
-
-
-def _blocks(default: int) -> int:
-    return int(os.environ.get("BLOCKS") or default)
-
+DEFAULT_STAGES = _default_stages("dot")
 
 # (unit, fmt_a, fmt_b, k, stages, contexts, exhaustive)
 DEFAULT = [
@@ -51,30 +56,25 @@ FULL_EXTRA = [
 CONFIGS = DEFAULT + (FULL_EXTRA if FULL else [])
 
 
-def _id(c):
-    unit, fa, fb, k, stages, ctx, _ = c
-    return f"{unit}-{fa}-{fb}-k{k}-s{stages}" + (f"-c{ctx}" if unit == "dot-general" else "")
+def config_id(c):
+    unit, fmt_a, fmt_b, k, stages, contexts, _ = c
+    return (f"{unit}-{fmt_a}-{fmt_b}-k{k}-s{stages}"
+            + (f"-c{contexts}" if unit == "dot-general" else ""))
+
+
+def label(c):
+    unit, fmt_a, fmt_b, k, stages, contexts, _ = c
+    return (f"{unit} {fmt_a} x {fmt_b} k={k} s={stages}"
+            + (f" ctx={contexts}" if unit == "dot-general" else ""))
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("config", CONFIGS, ids=[_id(c) for c in CONFIGS])
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_dot_rtl_matches_golden(config, seed, sim_record):
-    unit, fa, fb, k, stages, ctx, exhaustive = config
-    argv = ["--format-a", fa, "--format-b", fb, "--block-size", str(k), "--stages", str(stages),
-            *(["--contexts", str(ctx)] if unit == "dot-general" else [])]
-    name = _id(config)
-    sources, top, side = prepare_unit(unit, argv, BUILD / name / "src")
-    summary = BUILD / name / "summary.jsonl"
-    summary.unlink(missing_ok=True)
-    blocks = _blocks(20000 if FULL else 3000)
-    cfg = {"unit": unit, "fmt_a": fa, "fmt_b": fb, "k": k, "stages": stages,
-           "contexts": ctx, "sidecar": str(side), "blocks": blocks,
-           "exhaustive": exhaustive, "full": FULL, "long_k": 8192 if FULL else 1024}
-    try:
-        run_cocotb(sources=sources, toplevel=top, test_module="tb.dot", name=name, seed=seed,
-                   waves=bool(os.environ.get("WAVES")), build_args=VERILATOR_ARGS,
-                   extra_env={"MX_DOT": json.dumps(cfg), "MX_DOT_SEED": seed,
-                              SUMMARY_ENV: summary})
-    finally:
-        for row in read_summary(summary):
-            sim_record(**row)
+    unit, fmt_a, fmt_b, k, stages, contexts, exhaustive = config
+    argv = ["--format-a", fmt_a, "--format-b", fmt_b, "--block-size", str(k),
+            "--stages", str(stages),
+            *(["--contexts", str(contexts)] if unit == "dot-general" else [])]
+    run_unit(unit, argv, test_module="tb.dot", name=config_id(config), seed=seed,
+             label=label(config), blocks=env_int("BLOCKS", 20000 if FULL else 3000),
+             full=FULL, sweeps=exhaustive, record=sim_record)

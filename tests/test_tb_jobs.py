@@ -19,7 +19,8 @@ class FakeRunner:
         self.corrupt = set(corrupt)
         self.calls = []
 
-    async def run(self, stim, *, seed, idle, stall, drain):
+    async def run(self, stim, *, seed, idle, stall, out_count, drain):
+        assert out_count is None
         self.calls.append((stim.shape[0], seed, idle, stall, threading.current_thread().name))
         got = stim.copy()
         for row in self.corrupt:
@@ -30,6 +31,8 @@ class FakeRunner:
 
 
 class EchoBatch:
+    out_count = None  # one output per input row
+
     def __init__(self, rows, log):
         self.stim = np.arange(rows * 2, dtype=np.uint8).reshape(rows, 2)
         self.log = log

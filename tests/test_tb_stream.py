@@ -1,4 +1,4 @@
-"""The testbench's payload codecs: BitLayout field packing and the bulk wrapper's file formats.
+"""The testbench's payload codec: BitLayout's memory-file formats.
 
 A wrong codec here would make every simulation compare the wrong bits, so the formats are
 checked against an independent re-statement (Python ints and ``format``), not only round-trip.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb.bulk import bulk_wrapper, public_control
+from tb.bulk import public_control
 from tb.stream import BitLayout
 
 
@@ -49,9 +49,5 @@ def test_from_hex_rejects_x():
         _layout(8).from_hex(b"xx\n")
 
 
-def test_bulk_wrapper_file_io():
-    v = bulk_wrapper("dut", 1061, 264, depth=1024)
-    assert "$fread(stim, fd, 0, count)" in v
-    assert "got != count * 133" in v  # ceil(1061 / 8) bytes per payload
-    assert '$fwrite(fd, "%u", resp[got])' in v
+def test_public_control_names_the_wrapper():
     assert public_control("dut_bulk").split("\n")[1] == 'public_flat_rw -module "dut_bulk" -var "*"'

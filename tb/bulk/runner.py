@@ -1,0 +1,135 @@
+"""cocotb side of bulk mode: write a batch as the wrapper's stimulus image, run it through
+``<dut>_bulk`` self-clocked, read the outputs back and check the transfer counts."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..stream.payload import BitLayout
+from .wrapper import DEPTH
+
+__all__ = ["BulkRunner", "pass_through"]
+
+#: :meth:`BulkRunner.run` fails if a batch is not done within this many cycles per payload
+#: (inputs plus outputs) plus :data:`MAX_CYCLES_MIN`.
+MAX_CYCLES_PER_PAYLOAD = 1000
+MAX_CYCLES_MIN = 100_000
+
+
+def pass_through(dut) -> None:
+    """Drive the wrapper's bulk-engine inputs idle, so that its stream ports pass straight
+    through to the unit (``bulk = 0``) and the unit runs on ``clk`` (``osc_en = 0``): the
+    setting for cocotb's stream drivers."""
+    dut.osc_en.value = 0
+    dut.bulk.value = 0
+    dut.start.value = 0
+    dut.count.value = 0
+    dut.seed.value = 1
+    dut.idle_thresh.value = 0
+    dut.stall_thresh.value = 0
+
+
+class BulkRunner:
+    """cocotb side of bulk mode: write a batch, run it through the wrapper, read it back.
+
+    Parameters
+    ----------
+    dut
+        Handle of the ``<unit>_bulk`` wrapper (the cocotb toplevel).
+    in_layout, out_layout : BitLayout
+        Payload layouts of the unit (from its sidecar).
+    workdir : Path
+        Where the stimulus and output images go (the simulator's working directory by default).
+    """
+
+    def __init__(self, dut, in_layout: BitLayout, out_layout: BitLayout, workdir=None):
+        self.dut = dut
+        self.in_layout = in_layout
+        self.out_layout = out_layout
+        self.workdir = Path(workdir or os.getcwd())
+        self.depth = DEPTH
+        self.sim_seconds = 0.0
+        self.period_steps = None  # measured by reset()
+
+    async def reset(self, cycles: int = 3):
+        """Switch to the internal oscillator and reset the unit."""
+        from cocotb.triggers import ClockCycles
+        from cocotb.utils import get_sim_time
+
+        dut = self.dut
+        dut.bulk.value = 0
+        dut.start.value = 0
+        dut.osc_en.value = 1
+        dut.rst.value = 1
+        await ClockCycles(dut.uclk, 1)
+        t0 = get_sim_time()
+        await ClockCycles(dut.uclk, cycles)
+        # the oscillator's period, to bound the wait for `done` in simulation time
+        self.period_steps = (get_sim_time() - t0) // cycles
+        dut.rst.value = 0
+
+    async def run(self, in_bits: np.ndarray, *, seed: int = 1, idle: int = 0, stall: int = 0,
+                  out_count: int | None = None, drain: int = 16):
+        """Stream ``in_bits`` (payload byte matrix) through the unit (after :meth:`reset`).
+
+        Returns ``(out_bits, cycles)``; ``idle``/``stall`` are the 0..255 thresholds.  Units
+        with one output per input need no ``out_count``; others (e.g. a dot unit that answers
+        once per run of blocks) give the number of outputs the batch must produce, and the
+        batch then has to fit in one memory load.  After the last expected output the wrapper
+        keeps accepting for ``drain`` cycles; an extra output or an input left untaken fails
+        the run.
+        """
+        from cocotb.triggers import RisingEdge, SimTimeoutError, with_timeout
+
+        dut = self.dut
+        if self.period_steps is None:
+            raise RuntimeError("BulkRunner.run before BulkRunner.reset")
+        if out_count is not None and in_bits.shape[0] > self.depth:
+            raise ValueError(f"a batch with out_count holds at most {self.depth} payloads")
+        outs, total_cycles = [], 0
+        for lo in range(0, in_bits.shape[0], self.depth):
+            chunk = in_bits[lo:lo + self.depth]
+            n_out = chunk.shape[0] if out_count is None else out_count
+            (self.workdir / "bulk_stim.bin").write_bytes(self.in_layout.to_bin(chunk))
+            out_path = self.workdir / "bulk_out.bin"
+            if out_path.exists():
+                out_path.unlink()
+            t0 = time.perf_counter()
+            dut.bulk.value = 1
+            dut.count.value = chunk.shape[0]
+            dut.out_count.value = n_out
+            dut.drain.value = drain
+            dut.seed.value = (seed + lo) & 0xFFFFFFFF
+            dut.idle_thresh.value = idle
+            dut.stall_thresh.value = stall
+            dut.start.value = 1
+            await RisingEdge(dut.uclk)
+            dut.start.value = 0
+            await RisingEdge(dut.uclk)
+            # Bounded: far more cycles than any batch needs (a block per latency at worst,
+            # stretched by idle and stall cycles), so a hung unit fails instead of hanging.
+            limit = MAX_CYCLES_PER_PAYLOAD * (chunk.shape[0] + n_out) + MAX_CYCLES_MIN
+            try:
+                while not int(dut.done.value):
+                    await with_timeout(RisingEdge(dut.done), limit * self.period_steps, "step")
+            except SimTimeoutError:
+                raise AssertionError(
+                    f"bulk: no `done` within {limit} cycles ({int(dut.sent.value)} of "
+                    f"{chunk.shape[0]} payloads taken, {int(dut.received.value)} of {n_out} "
+                    "outputs)") from None
+            self.sim_seconds += time.perf_counter() - t0
+            if int(dut.load_error.value):
+                raise AssertionError(f"bulk: the wrapper could not load {chunk.shape[0]} "
+                                     f"payloads from {self.workdir / 'bulk_stim.bin'}")
+            total_cycles += int(dut.cycles.value)
+            sent, received = int(dut.sent.value), int(dut.received.value)
+            if sent != chunk.shape[0] or received != n_out:
+                raise AssertionError(f"bulk: the unit took {sent} of {chunk.shape[0]} payloads "
+                                     f"and gave {received} outputs, expected {n_out}")
+            outs.append(self.out_layout.from_bin(out_path.read_bytes()))
+            dut.bulk.value = 0
+        return np.concatenate(outs), total_cycles

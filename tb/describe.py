@@ -1,0 +1,46 @@
+"""Decoding for humans: the bit patterns of a mismatch report as fields and values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import golden
+from golden.formats import SCALE_BIAS, SCALE_NAN, ElementFormat, FloatFormat
+
+__all__ = ["describe_float", "describe_code", "describe_scale", "MAX_LANES"]
+
+#: Wrong lanes of a mismatching block reported in full (the rest are counted).
+MAX_LANES = 4
+
+
+def describe_float(bits: int, float_format: FloatFormat) -> str:
+    """``0x3f800000 = 1.0 (s0 e0x7f m0x0)`` for an IEEE pattern of ``float_format``."""
+    bits = int(bits)
+    s = bits >> (float_format.bits - 1)
+    e = (bits >> float_format.mbits) & ((1 << float_format.ebits) - 1)
+    m = bits & ((1 << float_format.mbits) - 1)
+    v = np.array([bits], float_format.uint).view(float_format.dtype)[0]
+    return f"{bits:#0{float_format.bits // 4 + 2}x} = {float(v)!r} (s{s} e{e:#x} m{m:#x})"
+
+
+def describe_scale(scale: int) -> str:
+    """``130 (2^3)`` or ``255 (NaN)`` for an E8M0 scale code."""
+    scale = int(scale)
+    return f"{scale} (NaN)" if scale == SCALE_NAN else f"{scale} (2^{scale - SCALE_BIAS})"
+
+
+def describe_code(code: int, fmt: ElementFormat, scale: int | None = None) -> str:
+    """``0x38 = s0 e0111 m000 = 1.0 [x 2^-3 = 0.125]`` (int8: two's complement)."""
+    code = int(code)
+    v = float(golden.decode(np.array([code], np.uint8), fmt)[0])
+    if fmt.twos_complement:
+        n = code - (1 << fmt.bits) if code >> (fmt.bits - 1) else code
+        head = f"{code:#04x} = int {n} = {v!r}"
+    else:
+        s = code >> (fmt.bits - 1)
+        e = (code >> fmt.mbits) & ((1 << fmt.ebits) - 1)
+        m = code & ((1 << fmt.mbits) - 1)
+        head = f"{code:#04x} = s{s} e{e:0{fmt.ebits}b} m{m:0{fmt.mbits}b} = {v!r}"
+    if scale is not None and scale != SCALE_NAN:
+        head += f" x 2^{scale - SCALE_BIAS} = {v * 2.0 ** (scale - SCALE_BIAS)!r}"
+    return head

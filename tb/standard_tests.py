@@ -1,0 +1,223 @@
+"""The standard cocotb tests every unit runs, and the model interface a unit plugs into them.
+
+A unit's testbench module (``tb.quantizer``, ``tb.dequantizer``, ``tb.dot``) defines a
+:class:`UnitModel` -- which batches to build, golden's expectation for them, how to decode a
+mismatch -- and registers the tests it wants as a few cocotb one-liners::
+
+    @cocotb.test()
+    async def stream(dut):
+        await standard_tests.stream(dut, QuantizerModel)
+
+The tests run on the unit inside its bulk wrapper (:mod:`tb.bulk`), so one Verilator build
+serves the cycle-level stream tests (``bulk = 0``) and the bulk sweeps (``bulk = 1``):
+
+* :func:`stream` -- the model's stream phases (random and directed batches), each under an
+  idle/backpressure pattern of :data:`PATTERNS`, through :class:`tb.stream.StreamTB`;
+* :func:`reset_in_traffic` -- reset with data in flight; the unit must come back empty;
+* :func:`bulk` -- the model's throughput check (by default: blocks back to back take exactly
+  blocks + latency + 1 cycles), then its bulk jobs (:func:`tb.bulk.run_jobs`).
+
+Each test writes one row of the closing simulation summary (:mod:`tb.report`) before it
+fails on a mismatch.  Configuration comes from the environment (set by
+``tests/test_sim_*.py`` and ``bench/sim_bench.py``):
+
+``MX_SIDECAR``  the unit's JSON sidecar (parameters, latency, payload layouts)
+``MX_SEED``     the test's seed (default: cocotb's ``RANDOM_SEED``); logged by every test
+``MX_CONFIG``   label for the summary table (default: the module name)
+``MX_BLOCKS``   the random block budget (its meaning is the model's; default 200)
+``MX_FULL``     boolean: the SIM_FULL variant of the model's sets
+``MX_SWEEPS``   boolean: the exhaustive sweeps (default on)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .batch import Batch
+from .bulk import BulkJob, BulkRunner, run_jobs
+from .bulk.runner import pass_through
+from .options import env_flag, env_int
+from .report import write_summary
+from .stream import BitLayout, StreamTB, bursty_pattern, never, random_pattern
+
+__all__ = ["UnitConfig", "UnitModel", "PATTERNS", "stream", "reset_in_traffic", "bulk",
+           "back_to_back"]
+
+#: Idle and backpressure patterns of the stream test by name: ``(idle, backpressure)``.
+PATTERNS: dict[str, Callable] = {
+    "random": lambda rng: (random_pattern(rng, 0.3), random_pattern(rng, 0.3)),
+    "bursty": lambda rng: (bursty_pattern(rng), bursty_pattern(rng, 7)),
+    "none": lambda rng: (never(), never()),
+}
+
+
+@dataclass(frozen=True)
+class UnitConfig:
+    """A test's configuration, read from the environment by :meth:`from_env`."""
+
+    sidecar: dict
+    seed: int
+    label: str
+    blocks: int
+    full: bool
+    sweeps: bool
+
+    @classmethod
+    def from_env(cls) -> UnitConfig:
+        if not os.environ.get("MX_SIDECAR"):
+            raise RuntimeError("MX_SIDECAR is not set: run the testbench through "
+                               "tests/test_sim_*.py or tb.runner.run_cocotb with it")
+        sidecar = json.loads(Path(os.environ["MX_SIDECAR"]).read_text())
+        import cocotb
+
+        return cls(sidecar=sidecar, seed=env_int("MX_SEED", cocotb.RANDOM_SEED),
+                   label=os.environ.get("MX_CONFIG") or sidecar["module"],
+                   blocks=env_int("MX_BLOCKS", 200), full=env_flag("MX_FULL"),
+                   sweeps=env_flag("MX_SWEEPS", default=True))
+
+
+class UnitModel:
+    """What a unit's testbench provides to the standard tests (subclass and override).
+
+    Parameters
+    ----------
+    config : UnitConfig
+
+    Attributes
+    ----------
+    k : int
+        Elements per block (the summary table counts ``blocks * k`` elements).
+    latency : int
+        Cycles from input to output (the sidecar's).
+    in_layout, out_layout : BitLayout
+        Payload codecs of the unit's ``i`` and ``o`` ports.
+    drain : int
+        Cycles the bulk wrapper keeps ``ready`` high after the last expected output (an
+        extra output within them fails the run).
+    throughput_blocks : int
+        Blocks of the default back-to-back throughput check.
+    """
+
+    drain = 16
+    throughput_blocks = 1000
+
+    def __init__(self, config: UnitConfig):
+        self.config = config
+        self.parameters = config.sidecar["parameters"]
+        self.k = self.parameters["block_size"]
+        self.latency = config.sidecar["latency"]
+        self.in_layout = BitLayout.from_sidecar(config.sidecar, "i__payload")
+        self.out_layout = BitLayout.from_sidecar(config.sidecar, "o__payload")
+
+    def stream_phases(self, rng: np.random.Generator) -> list[tuple[str, Batch]]:
+        """The stream test's batches, each with the name of its pattern in :data:`PATTERNS`."""
+        raise NotImplementedError
+
+    def random_batch(self, rng: np.random.Generator, n: int) -> Batch:
+        """About ``n`` random blocks (the reset test and the default throughput check)."""
+        raise NotImplementedError
+
+    def bulk_jobs(self, rng: np.random.Generator) -> list[BulkJob]:
+        """The bulk sweeps, in order (built and checked by :func:`tb.bulk.run_jobs`)."""
+        raise NotImplementedError
+
+    async def throughput(self, runner: BulkRunner, rng: np.random.Generator, seed: int,
+                         log) -> tuple[int, int]:
+        """Check the unit's throughput; returns ``(blocks, mismatches)`` checked on the way.
+
+        Default: :func:`back_to_back` with :attr:`throughput_blocks` random blocks."""
+        batch = self.random_batch(rng, self.throughput_blocks)
+        return len(batch), await back_to_back(runner, batch, self.latency, seed=seed,
+                                              drain=self.drain, log=log)
+
+
+def _start(dut, model_class, seed_offset: int):
+    config = UnitConfig.from_env()
+    model = model_class(config)
+    seed = config.seed + seed_offset
+    dut._log.info("%s: seed %d (MX_SEED=%d)", config.label, seed, config.seed)
+    pass_through(dut)
+    return config, model, np.random.default_rng(seed)
+
+
+def _record(config: UnitConfig, model: UnitModel, test: str, blocks: int, mismatches: int,
+            *, elements_per_s: float | None = None) -> None:
+    """One row of the closing simulation summary table."""
+    row = {"config": f"{config.label} [{test}]", "blocks": blocks, "elements": blocks * model.k,
+           "mismatches": mismatches, "seed": config.seed}
+    if elements_per_s is not None:
+        row["checked_per_s"] = round(elements_per_s)
+    write_summary(**row)
+
+
+async def stream(dut, model_class: type[UnitModel]) -> None:
+    """Random and directed batches under random, bursty or no idle cycles and backpressure;
+    a scoreboard compares every output with golden."""
+    config, model, rng = _start(dut, model_class, 0)
+    phases = model.stream_phases(rng)
+    tb = StreamTB(dut, model.in_layout, model.out_layout)
+    await tb.reset()
+    t0 = time.perf_counter()
+    try:
+        for pattern, batch in phases:
+            idle, backpressure = PATTERNS[pattern](rng)
+            await tb.run_batch(batch, idle=idle, backpressure=backpressure)
+    finally:
+        blocks = sum(len(b) for _, b in phases)
+        _record(config, model, "stream", blocks, tb.scoreboard.mismatches,
+                elements_per_s=blocks * model.k / (time.perf_counter() - t0))
+    tb.scoreboard.assert_clean()
+
+
+async def reset_in_traffic(dut, model_class: type[UnitModel]) -> None:
+    """Reset while blocks are in flight (with backpressure): nothing comes out afterwards until
+    new input, and new blocks come out right."""
+    config, model, rng = _start(dut, model_class, 1)
+    before, after = model.random_batch(rng, 40), model.random_batch(rng, 30)
+    tb = StreamTB(dut, model.in_layout, model.out_layout,
+                  backpressure=random_pattern(rng, 0.5))
+    await tb.reset()
+    await tb.reset_with_data_in_flight(before, after)
+    _record(config, model, "reset", len(after), 0)
+
+
+async def back_to_back(runner: BulkRunner, batch: Batch, latency: int, *, seed: int,
+                       drain: int, log) -> int:
+    """Run ``batch`` with valid held high and ready never stalled: n blocks must take exactly
+    n + latency + 1 cycles (+1: the wrapper notices completion one cycle after the last
+    output).  Returns the number of mismatching outputs."""
+    got, cycles = await runner.run(batch.stim, seed=seed, out_count=batch.out_count,
+                                   drain=drain)
+    bad = batch.check(got, log)
+    n = batch.stim.shape[0]
+    assert cycles == n + latency + 1, \
+        f"{n} blocks took {cycles} cycles, expected {n} + latency {latency} + 1"
+    return bad
+
+
+async def bulk(dut, model_class: type[UnitModel]) -> None:
+    """The model's throughput check, then its bulk jobs, built, simulated and checked as a
+    pipeline (:func:`tb.bulk.run_jobs`)."""
+    config, model, rng = _start(dut, model_class, 2)
+    log = dut._log
+    runner = BulkRunner(dut, model.in_layout, model.out_layout)
+    await runner.reset()
+    blocks, bad = await model.throughput(runner, rng, config.seed, log)
+    tally = await run_jobs(runner, model.bulk_jobs(rng), seed=config.seed + 1, log=log)
+    # The rate is the jobs' elements over their wall time (stimulus, golden, simulation and
+    # checks); the throughput blocks are counted but not timed.
+    rate = tally.blocks * model.k / tally.seconds if tally.blocks else None
+    log.info("bulk: %d elements checked in %.2f s (%s elements/s; simulation %.2f s)",
+             tally.blocks * model.k, tally.seconds, f"{rate:.3g}" if rate else "-",
+             runner.sim_seconds)
+    blocks += tally.blocks
+    bad += tally.mismatches
+    _record(config, model, "bulk", blocks, bad, elements_per_s=rate)
+    assert bad == 0, f"{bad} mismatching outputs"
