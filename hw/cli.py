@@ -8,8 +8,8 @@ Usage::
     python -m hw list                             # units and their options
 
 Each unit family module (``hw.quantizer``, ``hw.dequantizer``, ``hw.dot``) contributes
-:class:`UnitSpec` entries through a ``cli_units()`` function; this module only holds the
-shared machinery: argument parsing, error reporting (one line, exit status 2), Verilog
+:class:`UnitSpec` entries through its public ``cli_units()`` function; this module only holds
+the shared machinery: argument parsing, error reporting (one line, exit status 2), Verilog
 conversion and the sidecar.
 
 A generated component must provide ``module_name`` (a Verilog identifier that encodes its
@@ -56,14 +56,10 @@ class UnitSpec:
 
 
 def units() -> dict[str, UnitSpec]:
+    """Every ``generate`` subcommand, by name, from the unit family modules."""
     found = {}
     for mod_name in UNIT_MODULES:
-        try:
-            mod = importlib.import_module(mod_name)
-        except ModuleNotFoundError as e:
-            if e.name == mod_name:  # a unit family not written yet
-                continue
-            raise
+        mod = importlib.import_module(mod_name)
         for spec in mod.cli_units():
             found[spec.name] = spec
     return found

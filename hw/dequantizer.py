@@ -14,15 +14,25 @@ from amaranth.lib.wiring import In, Out
 import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
-from .common import RNE, StreamPipeline, align_to_grid, leading_zeros, round_aligned, wire
-from .quantizer import _check_block_size, _check_choice, _check_stages, registered_boundaries
+from .arith import leading_zeros, wire
+from .elements import decode_element
+from .params import check_block_size, check_choice, check_stages
+from .pipeline import Pipeline, registered_boundaries
+from .rounding import RNE, align_to_grid, round_aligned
 
-__all__ = ["MXDequantizer", "DEQUANTIZER_BOUNDARIES", "cli_units"]
+__all__ = ["MXDequantizer", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
 
 OUTPUTS = ("fp32", "bf16", "fp16")
-#: Stage boundaries in datapath order, and the order in which ``stages`` registers fill them.
-DEQUANTIZER_BOUNDARIES = ("input", "decode", "align", "output")
-_FILL_ORDER = ("output", "decode", "align", "input")
+
+#: Sections in datapath order with their estimated delays (ns, ECP5 speed 8, k = 32 fp8_e4m3
+#: -> fp32, in context).  ``input``: no logic, the routing from the ring of port flip-flops.
+#: decode (element fields, a 4-bit leading-zero count, the result exponent: a short adder) and
+#: align (the subnormal shift and its sticky OR) from their logic depth; the 3-stage build's
+#: critical path runs from the exponent through the shift into the sticky bit (3.4 ns logic
+#: + 6.3 ns routing, ``docs/performance.md``), split here between align and output (the
+#: rounding increment, overflow and specials).
+DEQUANTIZER_SECTIONS = {"input": 1.0, "decode": 5.0, "align": 6.0, "output": 5.0}
+DEFAULT_STAGES = 3
 
 
 class MXDequantizer(wiring.Component):
@@ -38,10 +48,11 @@ class MXDequantizer(wiring.Component):
         fp32 is exact (overflow to +-Inf only from codes no fp32 quantizer writes); bf16 and
         fp16 round to nearest even, with IEEE subnormals and overflow to +-Inf.
     stages : int
-        Pipeline registers, 1..4 (default 3); they fill the boundaries ``output``, ``decode``,
-        ``align``, ``input`` in that order.  Sections: decode (fields, leading-zero count,
-        the result's exponent), align (the shift onto the output grid, subnormal results
-        included), round (increment, overflow, specials).
+        Pipeline registers, 1..4 (default 3), placed by
+        :func:`hw.pipeline.place_registers` on :data:`DEQUANTIZER_SECTIONS` (3: ``decode``,
+        ``align``, ``output``; 2: ``decode``, ``output``).  Sections: decode (fields,
+        leading-zero count, the result's exponent), align (the shift onto the output grid,
+        subnormal results included), output (rounding increment, overflow, specials).
 
     Members
     -------
@@ -51,16 +62,18 @@ class MXDequantizer(wiring.Component):
         Payload field ``data``: k values, element i at bits ``[w*i, w*(i+1))``.  A scale of 255,
         an fp8_e4m3 NaN code or an fp8_e5m2 NaN code give the canonical quiet NaN.
 
-    Latency is ``stages`` cycles, one block per clock; ``i.ready`` depends combinationally on
-    ``o.ready``.
+    Latency is ``stages`` cycles, one block per clock.  Flow control: the common stall enable
+    of :class:`hw.pipeline.Pipeline`; ``i.ready = ~hold | o.ready`` (one gate from
+    ``o.ready`` and a register).
     """
 
-    def __init__(self, fmt="fp8_e4m3", block_size=32, output_format="fp32", *, stages=3):
+    def __init__(self, fmt="fp8_e4m3", block_size=32, output_format="fp32", *,
+                 stages=DEFAULT_STAGES):
         self.fmt = golden.element_format(fmt)
-        self.block_size = _check_block_size(block_size)
-        _check_choice("output format", output_format, OUTPUTS)
-        self.output_format = golden.float_format(output_format)
-        self.stages = _check_stages(stages, len(DEQUANTIZER_BOUNDARIES))
+        self.block_size = check_block_size(block_size)
+        self.output_format = golden.float_format(check_choice("output format", output_format,
+                                                              OUTPUTS))
+        self.stages = check_stages(stages, len(DEQUANTIZER_SECTIONS))
         self.latency = self.stages
         k = self.block_size
         self.in_layout = data.StructLayout({
@@ -84,63 +97,52 @@ class MXDequantizer(wiring.Component):
     def parameters(self) -> dict:
         return {"format": self.fmt.name, "block_size": self.block_size,
                 "output": self.output_format.name, "stages": self.stages,
-                "registered_boundaries": [b for b, r in zip(
-                    DEQUANTIZER_BOUNDARIES, self._registered(), strict=True) if r]}
-
-    def _registered(self):
-        return registered_boundaries(self.stages, DEQUANTIZER_BOUNDARIES, _FILL_ORDER)
+                "registered_boundaries": list(registered_boundaries(DEQUANTIZER_SECTIONS,
+                                                                    self.stages))}
 
     def elaborate(self, platform):
         m = Module()
-        fmt, fo, k = self.fmt, self.output_format, self.block_size
-        pipe = StreamPipeline(m, self._registered(), name="d")
+        fmt, output_format, k = self.fmt, self.output_format, self.block_size
+        pipe = Pipeline(m, DEQUANTIZER_SECTIONS, self.stages, name="d")
 
-        p = pipe.boundary(self.i.payload.as_value(), "input")
-        payload = self.in_layout(p)
+        payload = pipe.boundary(self.i.payload, "input")
         scale = payload.scale
 
-        # -- decode: sign, magnitude code, normalized significand and exponent ----------------
+        # -- decode: sign, specials, normalized significand and its exponent -----------------
         lanes = []
         for i in range(k):
-            c = payload.codes[i]
-            neg = c[fmt.bits - 1]
-            if fmt.twos_complement:  # |n|, 0..128 (code 0x80 is -2.0: magnitude 128)
-                mag = wire(m, Mux(neg, -c, c)[:fmt.bits], f"lane{i}_mag")
-            else:
-                mag = c[:fmt.bits - 1]
-            e, frac = mag[fmt.mbits:], mag[:fmt.mbits]
-            sig = wire(m, Cat(frac, e != 0), f"lane{i}_sig")
-            lz = leading_zeros(m, sig, name=f"lane{i}_lz")
-            norm = (sig << lz)[:len(sig)]
-            top = Mux(e == 0, 1, e) - fmt.bias - lz + (scale - SCALE_BIAS)
-            nan = scale == SCALE_NAN
-            for x in fmt.nan_codes:
-                nan = nan | (mag == x)
-            inf = 0
-            for x in fmt.inf_codes:
-                inf = inf | (mag == x)
-            lanes.append({"neg": neg, "zero": mag == 0, "sig": norm, "top": top,
-                          "nan": nan, "inf": inf})
-        lanes = pipe.boundary(lanes, "decode")
+            el = decode_element(m, payload.codes[i], fmt, f"lane{i}")
+            lz = leading_zeros(m, el.sig, name=f"lane{i}_lz")
+            norm = (el.sig << lz)[:len(el.sig)]
+            # exponent of norm's top bit: the element's lowest binade is emin = 1 - bias
+            top = el.shift + (1 - fmt.bias) - lz + (scale - SCALE_BIAS)
+            lanes.append({"neg": el.neg, "zero": el.zero, "sig": norm, "top": top,
+                          "nan": el.nan | (scale == SCALE_NAN), "inf": el.inf})
+        lanes = pipe.boundary(wire(m, lanes, "d_decode_in"), "decode")
 
         # -- align onto the output grid (a right shift only for subnormal results) -----------
-        lanes = pipe.boundary([{**{k: v for k, v in ln.items() if k not in ("sig", "top")},
-                                "grid": align_to_grid(m, ln["sig"], ln["top"], emin=1 - fo.bias,
-                                                      mbits=fo.mbits, name=f"lane{i}_rnd")}
-                               for i, ln in enumerate(lanes)], "align")
+        aligned = []
+        for i in range(k):
+            ln = lanes[i]
+            aligned.append({
+                "neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
+                "grid": align_to_grid(m, ln.sig, ln.top, emin=1 - output_format.bias,
+                                      mbits=output_format.mbits, name=f"lane{i}_rnd")})
+        lanes = pipe.boundary(wire(m, aligned, "d_align_in"), "align")
 
-        # -- round to the output format (exact for fp32), overflow, specials -----------------
-        inf_code, qnan = fo.inf_bits, fo.qnan_bits
+        # -- output: round to the output format (exact for fp32), overflow, specials ---------
+        inf_code, qnan = output_format.inf_bits, output_format.qnan_bits
         out = []
-        for i, ln in enumerate(lanes):
-            code = round_aligned(m, ln["grid"], mbits=fo.mbits, rounding=RNE,
+        for i in range(k):
+            ln = lanes[i]
+            code = round_aligned(m, ln.grid, mbits=output_format.mbits, rounding=RNE,
                                  name=f"lane{i}_rnd")
-            mag = Mux(ln["inf"] | (code >= inf_code), inf_code, code)
-            mag = Mux(ln["zero"], 0, mag)[:fo.bits - 1]
-            out.append(Mux(ln["nan"], qnan, Cat(mag, ln["neg"])))
-        res = pipe.boundary(Cat(*out), "output")
+            mag = Mux(ln.inf | (code >= inf_code), inf_code, code)
+            mag = Mux(ln.zero, 0, mag)[:output_format.bits - 1]
+            out.append(Mux(ln.nan, qnan, Cat(mag, ln.neg)))
+        res = pipe.boundary(wire(m, {"data": out}, "d_output_in"), "output")
 
-        m.d.comb += self.o.payload.data.as_value().eq(res)
+        m.d.comb += self.o.payload.eq(res)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready,
                      o_valid=self.o.valid, o_ready=self.o.ready)
         return m
@@ -151,7 +153,7 @@ def _add_arguments(p):
     p.add_argument("--block-size", type=int, default=32, help="k, power of two 2..64")
     p.add_argument("--output", dest="output_format", default="fp32",
                    help="output format: fp32, bf16 or fp16")
-    p.add_argument("--stages", type=int, default=3, help="pipeline registers, 1..4")
+    p.add_argument("--stages", type=int, default=DEFAULT_STAGES, help="pipeline registers, 1..4")
 
 
 def _build(a):

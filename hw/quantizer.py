@@ -13,77 +13,49 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 import golden
-from golden.formats import SCALE_BIAS, SCALE_EMAX, SCALE_EMIN, SCALE_NAN
-
-from .common import (
-    RCEIL,
+from golden.formats import (
     ROUNDING_IDS,
+    SCALE_BIAS,
+    SCALE_EMAX,
+    SCALE_EMIN,
     SCALE_MODE_IDS,
-    StreamPipeline,
-    leading_zeros,
-    less_than_const,
-    max_tree_levels,
-    reduce_significand,
-    round_up,
-    wire,
+    SCALE_NAN,
 )
 
-__all__ = ["MXQuantizer", "quantizer_boundaries", "cli_units"]
+from .arith import leading_zeros, less_than_const, max_tree_levels, reduce_significand, wire
+from .elements import encode_element
+from .params import check_block_size, check_choice, check_int, check_stages
+from .pipeline import Pipeline, registered_boundaries
+from .rounding import round_increment
+
+__all__ = ["MXQuantizer", "quantizer_sections", "cli_units"]
 
 ROUNDINGS = (*ROUNDING_IDS, "runtime")
 SCALE_MODES = (*SCALE_MODE_IDS, "runtime")
 INPUTS = ("fp32", "bf16", "fp16")
-MAX_BLOCK = 64
 MAX_RANDOM_BITS = 16
 
 
+def quantizer_sections(block_size: int) -> dict[str, float]:
+    """The quantizer's sections for blocks of ``block_size`` values, in datapath order, with
+    their estimated delays in ns (the boundary after a section has its name): ``input``,
+    ``decode``, ``norm``, one ``amax<j>`` per level of the block-max tree (log2 k of them),
+    ``exp``, ``scale``, ``cmp``, ``shift``, ``align``, ``round``, ``output``.
 
-def quantizer_boundaries(block_size):
-    """Stage boundaries of a quantizer for blocks of ``block_size`` values, in datapath order:
-    ``input``, ``decode``, ``norm``, one ``amax<j>`` per level of the block-max tree
-    (log2 k of them), ``exp``, ``scale``, ``cmp``, ``shift``, ``align``, ``round``,
-    ``output``."""
+    The delays are ECP5 (speed 8) estimates for k = 32, in context (``docs/quantizer.md``,
+    ``docs/performance.md``): ``norm`` (5.5) and ``amax<j>`` (5.2) are the measured critical
+    paths of the 15-stage build (1.3 ns logic + 3.8-4.2 ns routing); ``cmp`` is the ``e_key``
+    fan-out to all lanes (2-2.5 ns routing) plus a 10-bit carry chain; the others are their
+    logic depth at about 1.2 ns per LUT level with local routing (decode: a leading-zero tree;
+    exp/shift: comparisons as gates; align: a short shifter and a sticky mask; round: the
+    increment and the saturation select; scale/output: muxes).  ``input`` carries no logic:
+    only the routing from the ring of port flip-flops the unit is timed in.
+    """
     levels = (block_size - 1).bit_length()
-    return ("input", "decode", "norm", *(f"amax{j}" for j in range(1, levels + 1)), "exp",
-            "scale", "cmp", "shift", "align", "round", "output")
-
-
-def _fill_order(block_size):
-    """The order in which ``stages`` registers fill the boundaries (first: always registered)."""
-    levels = (block_size - 1).bit_length()
-    tree = [f"amax{j}" for j in range(1, levels)]
-    return ("output", "scale", f"amax{levels}", "shift", "round", "cmp", "exp", "decode", "align",
-            *tree[1::2], "norm", *tree[0::2], "input")
-
-
-def _check_block_size(k):
-    if not isinstance(k, int) or isinstance(k, bool):
-        raise TypeError(f"block size must be an int, not {type(k).__name__}")
-    if k < 2 or k > MAX_BLOCK or k & (k - 1):
-        raise ValueError(f"block size must be a power of two in 2..{MAX_BLOCK}, got {k}")
-    return k
-
-
-def _check_choice(what, value, choices):
-    if value not in choices:
-        raise ValueError(f"unknown {what} {value!r}; expected one of {', '.join(choices)}")
-    return value
-
-
-def _check_stages(stages, n):
-    if stages is None:  # default: every boundary registered
-        return n
-    if not isinstance(stages, int) or isinstance(stages, bool):
-        raise TypeError(f"stages must be an int, not {type(stages).__name__}")
-    if not 1 <= stages <= n:
-        raise ValueError(f"stages must be in 1..{n}, got {stages}")
-    return stages
-
-
-def registered_boundaries(stages, boundaries, fill_order):
-    """Which of ``boundaries`` get a register for a pipeline of ``stages`` registers."""
-    chosen = set(fill_order[:stages])
-    return [b in chosen for b in boundaries]
+    return {"input": 1.0, "decode": 3.5, "norm": 5.5,
+            **{f"amax{j}": 5.2 for j in range(1, levels + 1)},
+            "exp": 4.0, "scale": 3.5, "cmp": 4.5, "shift": 4.0, "align": 4.5, "round": 4.5,
+            "output": 3.0}
 
 
 class MXQuantizer(wiring.Component):
@@ -107,11 +79,9 @@ class MXQuantizer(wiring.Component):
         ``"stochastic"`` or ``"runtime"``.
     stages : int or None
         Pipeline registers, 1..10 + log2(k); None (the default) registers every boundary
-        (15 for k = 32), the fastest clock.  Fewer registers fill the boundaries in the order
-        ``output``, ``scale``, ``amax<L>``, ``shift``, ``round``, ``cmp``, ``exp``, ``decode``,
-        ``align``, the even then the odd inner ``amax<j>`` with ``norm`` between, ``input``
-        last (datapath order: :func:`quantizer_boundaries`; stage contents in
-        ``docs/quantizer.md``).
+        (15 for k = 32), the fastest clock.  Fewer registers are placed by
+        :func:`hw.pipeline.place_registers` on the delays of :func:`quantizer_sections`
+        (stage contents in ``docs/quantizer.md``).
 
     Members
     -------
@@ -123,33 +93,31 @@ class MXQuantizer(wiring.Component):
         Payload fields: ``scale`` (E8M0 code) and ``codes`` (k element codes).
 
     Latency is ``stages`` cycles: a block accepted in cycle c is presented in cycle
-    c + ``stages``; one block per clock.  ``i.ready`` is a register (the common stage enable,
-    ``o.ready | ~o.valid`` of the cycle before); a skid register catches the block the
-    pipeline moves on in the first cycle of a stall (``docs/quantizer.md``, flow control).
+    c + ``stages``; one block per clock.  Flow control: :class:`hw.pipeline.Pipeline` with
+    ``registered_stall``: ``i.ready`` is a register (the common stage enable, ``o.ready |
+    ~o.valid`` of the cycle before); a skid register catches the block the pipeline moves on
+    in the first cycle of a stall (``docs/quantizer.md``, flow control).
     """
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, input_format="fp32", *, rounding="rne",
                  scale_mode="floor", random_bits=8, stages=None):
         self.fmt = golden.element_format(fmt)
-        self.block_size = _check_block_size(block_size)
-        _check_choice("input format", input_format, INPUTS)
-        self.input_format = golden.float_format(input_format)
-        self.rounding = _check_choice("rounding", rounding, ROUNDINGS)
-        self.scale_mode = _check_choice("scale mode", scale_mode, SCALE_MODES)
+        self.block_size = check_block_size(block_size)
+        self.input_format = golden.float_format(check_choice("input format", input_format,
+                                                             INPUTS))
+        self.rounding = check_choice("rounding", rounding, ROUNDINGS)
+        self.scale_mode = check_choice("scale mode", scale_mode, SCALE_MODES)
         self.stochastic = rounding in ("stochastic", "runtime")
         if self.stochastic:
-            if not isinstance(random_bits, int) or isinstance(random_bits, bool):
-                raise TypeError(f"random_bits must be an int, not {type(random_bits).__name__}")
-            if not 1 <= random_bits <= MAX_RANDOM_BITS:
-                raise ValueError(f"random_bits must be in 1..{MAX_RANDOM_BITS}, "
-                                 f"got {random_bits}")
+            check_int("random_bits", random_bits, 1, MAX_RANDOM_BITS)
         self.random_bits = random_bits if self.stochastic else 0
-        self.boundaries = quantizer_boundaries(self.block_size)
-        self.stages = _check_stages(stages, len(self.boundaries))
+        self.sections = quantizer_sections(self.block_size)
+        self.stages = check_stages(len(self.sections) if stages is None else stages,
+                                   len(self.sections))
         self.latency = self.stages
 
-        k, fi = self.block_size, self.input_format
-        fields = {"data": data.ArrayLayout(fi.bits, k)}
+        k = self.block_size
+        fields = {"data": data.ArrayLayout(self.input_format.bits, k)}
         if self.stochastic:
             fields["random"] = data.ArrayLayout(self.random_bits, k)
         if rounding == "runtime":
@@ -178,57 +146,61 @@ class MXQuantizer(wiring.Component):
                 "input": self.input_format.name, "rounding": self.rounding,
                 "scale_mode": self.scale_mode, "random_bits": self.random_bits,
                 "stages": self.stages,
-                "registered_boundaries": [b for b, r in zip(
-                    self.boundaries, self._registered(), strict=True) if r]}
-
-    def _registered(self):
-        return registered_boundaries(self.stages, self.boundaries,
-                                     _fill_order(self.block_size))
+                "registered_boundaries": list(registered_boundaries(self.sections,
+                                                                    self.stages))}
 
     def elaborate(self, platform):
         m = Module()
-        fmt, fi, k = self.fmt, self.input_format, self.block_size
-        pipe = StreamPipeline(m, self._registered(), name="q", global_stall=True,
-                              registered_stall=True)
-        mag_w = fi.ebits + fi.mbits  # IEEE magnitude bits
-        p = fi.mbits + 1  # input significand bits (hidden bit included)
+        fmt, input_format, k = self.fmt, self.input_format, self.block_size
+        pipe = Pipeline(m, self.sections, self.stages, name="q", registered_stall=True)
+
+        def cross(fields, name):  # a section boundary: one struct signal, maybe registered
+            return pipe.boundary(wire(m, fields, f"q_{name}_in"), name)
+
+        mag_w = input_format.ebits + input_format.mbits  # IEEE magnitude bits
+        p = input_format.mbits + 1  # input significand bits (hidden bit included)
         mb = fmt.mbits
         f = self.random_bits if self.stochastic else 1  # fraction bits kept below the grid
         keep = mb + 1 + f  # normalized significand bits that can reach n or the fraction
         # key = floor(log2 |v|) + bias (signed): E for a normal, -lzf for a subnormal (lzf:
         # leading zeros of the fraction), 1 - p for a zero; it orders the lanes like their
         # magnitudes' binades.
-        key_bias = fi.bias
+        key_bias = input_format.bias
         zero_key = 1 - p
-        e_max_key = (1 << fi.ebits) - 1  # exponent field all ones: Inf or NaN
+        e_max_key = (1 << input_format.ebits) - 1  # exponent field all ones: Inf or NaN
         # the element exponent field saturates at b_ovf + 1: any code there is >= max_code
         b_ovf = -(-fmt.max_code // (1 << mb)) - 1
+        runtime_rounding = self.rounding == "runtime"
+        runtime_scale = self.scale_mode == "runtime"
+        rceil_built = self.scale_mode != "floor"
+
+        # Per-stage state is a struct; values fixed at elaboration (a fixed rounding or scale
+        # mode) are Python ints and never fields.  ``ctl`` carries the runtime modes and the
+        # random bits along the lanes' sections.
+        def ctl_fields(x, scale_mode=True):
+            return {"rounding": x.rounding if runtime_rounding else None,
+                    "scale_mode": x.scale_mode if runtime_scale and scale_mode else None,
+                    "random": x.random if self.stochastic else None}
 
         # -- input -----------------------------------------------------------------------------
-        p_in = pipe.boundary(self.i.payload.as_value(), "input")
-        payload = self.in_layout(p_in)
-        rounding = (payload.rounding if self.rounding == "runtime"
-                    else ROUNDING_IDS[self.rounding])
-        scale_mode = (payload.scale_mode if self.scale_mode == "runtime"
-                      else SCALE_MODE_IDS[self.scale_mode])
-        rand = [payload.random[i] for i in range(k)] if self.stochastic else [None] * k
-        ctl = {"rounding": rounding, "scale_mode": scale_mode}
+        payload = pipe.boundary(self.i.payload, "input")
 
         # -- decode: per lane exponent field, E != 0, leading zeros of the fraction ------------
         lanes = []
         for i in range(k):
             w = payload.data[i]
-            e, frac = w[fi.mbits:mag_w], w[:fi.mbits]
+            e, frac = w[input_format.mbits:mag_w], w[:input_format.mbits]
             lanes.append({"neg": w[mag_w], "e": e, "nz_e": e != 0, "frac": frac,
                           "lzf": leading_zeros(m, frac, name=f"lane{i}_lz")})
-        x = pipe.boundary({"lanes": lanes, "ctl": ctl, "rand": rand}, "decode")
+        x = cross({"lanes": lanes, **ctl_fields(payload)}, "decode")
 
         # -- norm: binade key; normalize, keep the top bits plus a sticky bit ------------------
         # A normal's significand 1.frac is already normalized; a subnormal's frac moves up by
         # lzf + 1 (lzf = its leading zeros), i.e. (frac << 1) << lzf.
         lanes = []
-        for i, ln in enumerate(x["lanes"]):
-            e, nz_e, frac, lzf = ln["e"], ln["nz_e"], ln["frac"], ln["lzf"]
+        for i in range(k):
+            ln = x.lanes[i]
+            e, nz_e, frac, lzf = ln.e, ln.nz_e, ln.frac, ln.lzf
             key = wire(m, Mux(nz_e, e, -lzf), f"lane{i}_key")
             sub = reduce_significand(m, Cat(Const(0, 1), frac), lzf, keep, name=f"lane{i}_s")
             nrm = reduce_significand(m, Cat(frac, Const(1, 1)), Const(0, 1), keep,
@@ -237,28 +209,29 @@ class MXQuantizer(wiring.Component):
             if len(s2) < mb + 1:  # the grid is finer than the input: pad below
                 s2 = Cat(Const(0, mb + 1 - len(s2)), s2)
             # zero: key == zero_key, tested on E and lzf directly (not after the -lzf carry chain)
-            zero = wire(m, ~nz_e & (lzf == fi.mbits), f"lane{i}_zero")
-            lanes.append({"neg": ln["neg"], "zero": zero, "s2": s2, "key": key})
-        x = pipe.boundary({"lanes": lanes, "ctl": x["ctl"], "rand": x["rand"]}, "norm")
-        width = len(x["lanes"][0]["s2"])
+            zero = wire(m, ~nz_e & (lzf == input_format.mbits), f"lane{i}_zero")
+            lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key})
+        x = cross({"lanes": lanes, **ctl_fields(x)}, "norm")
+        width = len(x.lanes[0].s2)
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
 
         # -- block amax: max tree over the keys (rceil: and whether 1.f > max_normal's 1.g) ----
-        leaves = []
-        for i, ln in enumerate(x["lanes"]):
+        tree = []
+        for i in range(k):
+            ln = x.lanes[i]
             gt = None
-            if self.scale_mode != "floor":
-                top, rest = ln["s2"][d0:], ln["s2"][:d0]
+            if rceil_built:
+                top, rest = ln.s2[d0:], ln.s2[:d0]
                 gt = wire(m, (top > fmt.max_significand)
                           | ((top == fmt.max_significand) & rest.any()), f"lane{i}_gt")
-            leaves.append((ln["key"], gt))
+            tree.append((ln.key, gt))
         levels = (k - 1).bit_length()
-        tree = leaves
         for j in range(1, levels + 1):  # one tree level per boundary
             tree = max_tree_levels(m, tree, 1, name=f"amax{j}")
-            x = pipe.boundary({"lanes": x["lanes"], "ctl": x["ctl"], "rand": x["rand"],
-                               "tree": tree}, f"amax{j}")
-            tree = x["tree"]
+            x = cross({"lanes": x.lanes, **ctl_fields(x),
+                       "tree": [{"key": key, "flag": flag} for key, flag in tree]}, f"amax{j}")
+            tree = [(x.tree[t].key, x.tree[t].flag if rceil_built else None)
+                    for t in range(len(tree))]
         (key_max, gt_max), = tree
 
         # -- exp, scale: shared exponent, scale code, per-block threshold -------------------
@@ -269,32 +242,32 @@ class MXQuantizer(wiring.Component):
         e0 = key_bias + fmt.emax
         e_key_off = fmt.emin + key_bias  # a lane's element binade is key - (e + e_key_off)
         outs = {"e_key": e_key_off, "code": SCALE_BIAS}
-        cands = []
-        for a in ((0, 1) if self.scale_mode != "floor" else (0,)):
+        cands = {}
+        for a in ((0, 1) if rceil_built else (0,)):
             lo = less_than_const(m, key_max, e0 - a + SCALE_EMIN, f"exp_lo{a}")
             hi = ~less_than_const(m, key_max, e0 - a + SCALE_EMAX + 1, f"exp_hi{a}")
-            cands.append({"lo": lo, "hi": hi,
-                          **{n: key_max + (a - e0 + off) for n, off in outs.items()}})
+            cands[f"above{a}"] = {"lo": lo, "hi": hi,
+                                  **{n: key_max + (a - e0 + off) for n, off in outs.items()}}
         above = None
-        if self.scale_mode != "floor":
+        if rceil_built:
             above = gt_max
-            if self.scale_mode == "runtime":
-                above = above & (x["ctl"]["scale_mode"] == RCEIL)
-        x = pipe.boundary({"lanes": x["lanes"], "ctl": x["ctl"], "rand": x["rand"],
-                           "cands": cands, "above": above, "nonfinite": key_max == e_max_key,
-                           "zero": key_max == zero_key}, "exp")
+            if runtime_scale:
+                above = above & (x.scale_mode == SCALE_MODE_IDS["rceil"])
+        x = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False), "cands": cands,
+                   "above": above, "nonfinite": key_max == e_max_key,
+                   "zero": key_max == zero_key}, "exp")
         sel = []
-        for c in x["cands"]:
-            sel.append({n: Mux(c["lo"], SCALE_EMIN + off, Mux(c["hi"], SCALE_EMAX + off, c[n]))
+        for a in ((0, 1) if rceil_built else (0,)):
+            c = x.cands[f"above{a}"]
+            sel.append({n: Mux(c.lo, SCALE_EMIN + off, Mux(c.hi, SCALE_EMAX + off, c[n]))
                         for n, off in outs.items()})
         sel_e = sel[0]
-        if x["above"] is not None:
-            sel_e = {n: Mux(x["above"], sel[1][n], sel[0][n]) for n in outs}
-        nonfinite = x["nonfinite"]
-        scale = Mux(nonfinite, SCALE_NAN, Mux(x["zero"], 0, sel_e["code"][:8]))
-        y = pipe.boundary({"lanes": x["lanes"], "rounding": x["ctl"]["rounding"],
-                           "rand": x["rand"], "e_key": sel_e["e_key"], "scale": scale,
-                           "nonfinite": nonfinite}, "scale")
+        if rceil_built:
+            sel_e = {n: Mux(x.above, sel[1][n], sel[0][n]) for n in outs}
+        scale = Mux(x.nonfinite, SCALE_NAN, Mux(x.zero, 0, sel_e["code"][:8]))
+        y = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False),
+                   "e_key": sel_e["e_key"], "scale": scale, "nonfinite": x.nonfinite},
+                  "scale")
 
         # -- cmp: per lane element binade br = key - e_key (negative: element subnormal) ------
         # This is the only per-lane use of a block-wide value, and e_key's register drives all
@@ -307,19 +280,21 @@ class MXQuantizer(wiring.Component):
         br_hi = e_max_key - (SCALE_EMIN + e_key_off)
         bw = max(bits_for(br_lo, True), bits_for(br_hi, True))
         lanes = []
-        for i, ln in enumerate(y["lanes"]):
-            br = wire(m, (ln["key"] - y["e_key"])[:bw].as_signed(), f"lane{i}_br")
-            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"], "br": br})
-        y = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
-                           "scale": y["scale"], "nonfinite": y["nonfinite"]}, "cmp")
+        for i in range(k):
+            ln = y.lanes[i]
+            br = wire(m, (ln.key - y.e_key)[:bw].as_signed(), f"lane{i}_br")
+            lanes.append({"neg": ln.neg, "zero": ln.zero, "s2": ln.s2, "br": br})
+        y = cross({"lanes": lanes, **ctl_fields(y, scale_mode=False), "scale": y.scale,
+                   "nonfinite": y.nonfinite}, "cmp")
 
         # -- shift: exponent field (0 below emin, saturating above) and alignment shift ------
         # Three range tests of br (br < 0: element subnormal; br > b_ovf: saturates;
         # br < -keep: nothing reaches n) and the low bits of br + 1 and -br, in parallel.
         fw, sw = bits_for(b_ovf + 1), bits_for(keep)
         lanes = []
-        for i, ln in enumerate(y["lanes"]):
-            br = ln["br"]
+        for i in range(k):
+            ln = y.lanes[i]
+            br = ln.br
             under = br[-1]  # br < 0
             # gates, not carry chains: see less_than_const
             over = ~less_than_const(m, br, b_ovf + 1, f"lane{i}_over")
@@ -327,59 +302,55 @@ class MXQuantizer(wiring.Component):
             field = Mux(under, 0, Mux(over, b_ovf + 1, (br + 1)[:fw]))
             field = wire(m, field, f"lane{i}_field")
             sh = wire(m, Mux(~under, 0, Mux(gone, keep, (-br)[:sw])), f"lane{i}_sh")
-            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "s2": ln["s2"], "sh": sh,
+            lanes.append({"neg": ln.neg, "zero": ln.zero, "s2": ln.s2, "sh": sh,
                           "field": field})
-        z = pipe.boundary({"lanes": lanes, "rounding": y["rounding"], "rand": y["rand"],
-                           "scale": y["scale"], "nonfinite": y["nonfinite"]}, "shift")
+        z = cross({"lanes": lanes, **ctl_fields(y, scale_mode=False), "scale": y.scale,
+                   "nonfinite": y.nonfinite}, "shift")
 
         # -- align: right shift onto the grid: n (hidden bit included), fraction, sticky -----
         lanes = []
-        for i, ln in enumerate(z["lanes"]):
-            v = Cat(Const(0, f), ln["s2"])  # s2 with f fraction bits below
-            kept = wire(m, v[d0:] >> ln["sh"], f"lane{i}_kept")  # keep = mb + 1 + f bits
+        for i in range(k):
+            ln = z.lanes[i]
+            v = Cat(Const(0, f), ln.s2)  # s2 with f fraction bits below
+            kept = wire(m, v[d0:] >> ln.sh, f"lane{i}_kept")  # keep = mb + 1 + f bits
             sticky = 0
             for j in range(d0):  # v[j] is shifted out when j < d0 + sh
                 sticky = sticky | v[j]
             for j in range(d0, len(v)):  # sh > j - d0, as gates (see less_than_const)
-                out = ~less_than_const(m, ln["sh"], j - d0 + 1, f"lane{i}_out{j}")
+                out = ~less_than_const(m, ln.sh, j - d0 + 1, f"lane{i}_out{j}")
                 sticky = sticky | (v[j] & out)
-            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "field": ln["field"],
+            lanes.append({"neg": ln.neg, "zero": ln.zero, "field": ln.field,
                           "n": kept[f:f + mb], "frac": kept[:f],
                           "sticky": wire(m, sticky, f"lane{i}_sticky")})
-        z = pipe.boundary({"lanes": lanes, "rounding": z["rounding"], "rand": z["rand"],
-                           "scale": z["scale"], "nonfinite": z["nonfinite"]}, "align")
+        z = cross({"lanes": lanes, **ctl_fields(z, scale_mode=False), "scale": z.scale,
+                   "nonfinite": z.nonfinite}, "align")
 
         # -- round: increment, saturate (code + 1 and both saturation tests in parallel) ----
+        rounding = z.rounding if runtime_rounding else ROUNDING_IDS[self.rounding]
         lanes = []
-        for i, ln in enumerate(z["lanes"]):
-            n, frac = ln["n"], ln["frac"]
-            code = wire(m, Cat(n, ln["field"]), f"lane{i}_code")  # IEEE-style E.M, unrounded
-            up = round_up(m, frac, ln["sticky"], n[0], z["rounding"], z["rand"][i],
-                          name=f"lane{i}_up")
+        for i in range(k):
+            ln = z.lanes[i]
+            n, frac = ln.n, ln.frac
+            code = wire(m, Cat(n, ln.field), f"lane{i}_code")  # IEEE-style E.M, unrounded
+            up = round_increment(m, frac, ln.sticky, n[0], rounding,
+                                 z.random[i] if self.stochastic else None, name=f"lane{i}_up")
             sat_inc = ~less_than_const(m, code, fmt.max_code - 1, f"lane{i}_sat_inc")
             sat = ~less_than_const(m, code, fmt.max_code, f"lane{i}_sat")
             inc = Mux(sat_inc, fmt.max_code, code + 1)
-            keep_ = Mux(sat, fmt.max_code, code)
-            mag = wire(m, Mux(up, inc, keep_)[:fmt.bits], f"lane{i}_mag")
-            lanes.append({"neg": ln["neg"], "zero": ln["zero"], "mag": mag})
-        z = pipe.boundary({"lanes": lanes, "scale": z["scale"], "nonfinite": z["nonfinite"]},
-                          "round")
+            same = Mux(sat, fmt.max_code, code)
+            mag = wire(m, Mux(up, inc, same)[:fmt.bits], f"lane{i}_mag")
+            lanes.append({"neg": ln.neg, "zero": ln.zero, "mag": mag})
+        z = cross({"lanes": lanes, "scale": z.scale, "nonfinite": z.nonfinite}, "round")
 
         # -- output: zero, sign, NaN/Inf block ------------------------------------------------
-        out_codes = []
-        for ln in z["lanes"]:
-            mag = Mux(ln["zero"], 0, ln["mag"])
-            if fmt.twos_complement:
-                signed_code = Mux(ln["neg"], -mag, mag)[:fmt.bits]
-            else:
-                signed_code = Cat(mag[:fmt.bits - 1], ln["neg"])
-            out_codes.append(Mux(z["nonfinite"], 0, signed_code))
-        out = pipe.boundary({"scale": z["scale"], "codes": Cat(*out_codes)}, "output")
+        codes = []
+        for i in range(k):
+            ln = z.lanes[i]
+            code = encode_element(m, ln.neg, Mux(ln.zero, 0, ln.mag), fmt, f"lane{i}_out")
+            codes.append(Mux(z.nonfinite, 0, code))
+        out = cross({"scale": z.scale, "codes": codes}, "output")
 
-        m.d.comb += [
-            self.o.payload.scale.eq(out["scale"]),
-            self.o.payload.codes.as_value().eq(out["codes"]),
-        ]
+        m.d.comb += self.o.payload.eq(out)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready,
                      o_valid=self.o.valid, o_ready=self.o.ready)
         return m

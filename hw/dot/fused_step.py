@@ -1,0 +1,258 @@
+"""The fused block step of the dot units, section by section over a :class:`Pipeline`.
+
+``RNE_fp32(c + 2^(sa+sb-254) * sum_i a_i*b_i)`` for one block pair (contract section 4); the
+arithmetic is the bit-level statement of ``golden._kernels.dot_step`` and is explained, with
+the exactness argument of the window, in ``docs/dot.md``.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.utils import bits_for
+
+from golden.formats import FP32, SCALE_NAN
+
+from ..arith import leading_zeros, partial_product_sum, shift_right_sticky, wire
+from ..elements import decode_element
+from ..pipeline import Pipeline
+from ..rounding import RNE, round_increment
+from .geometry import GUARD, DotGeometry
+
+__all__ = ["DOT_SECTIONS", "build_fused_step"]
+
+#: The fused step's sections in datapath order, with their estimated delays on ECP5 (ns,
+#: k = 32 fp8 x fp8, from nextpnr critical paths of per-section builds; decode timed in
+#: context, from the input port registers).  :func:`hw.pipeline.place_registers` balances the
+#: pipeline stages with these weights.
+DOT_SECTIONS = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3, "tree2": 5,
+                "place": 5, "align_hi": 4, "align_lo": 4, "add": 6, "lzc": 5, "shift_hi": 5,
+                "shift_lo": 5, "round": 4, "finish": 3}
+
+
+def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, side=None):
+    """Build the fused step into ``m``, crossing every boundary of :data:`DOT_SECTIONS` on
+    ``pipe``.
+
+    Parameters
+    ----------
+    m : Module
+    pipe : Pipeline
+        Declared with :data:`DOT_SECTIONS`; its ``connect`` is left to the caller.
+    geometry : DotGeometry
+    a, b : View
+        One block of each operand (:func:`hw.dot.operand_layout`).
+    c : Value
+        fp32 bits of the accumulator input.
+    side : dict of str to Value, optional
+        Values that ride along unchanged (MXDotGeneral: ``ctx``, ``last``); a ``last`` field
+        also makes only last blocks wait at the output (:meth:`Pipeline.hold_when`).
+
+    Returns
+    -------
+    View
+        ``result`` (fp32 bits) and ``side`` (if given), after the last boundary.
+    """
+    g = geometry
+    fmt_a, fmt_b, k = g.fmt_a, g.fmt_b, g.block_size
+    wp, w = g.product_bits, g.sum_bits
+    n = g.window_bits
+    nb = bits_for(n)  # bits of a shift amount 0..n
+    np_ = -(-n // 8) * 8  # the window padded below to whole 8-bit chunks for normalizing
+    pad, nc = np_ - n, np_ // 8
+
+    def cross(fields, name):  # a section boundary: one struct signal, maybe a register
+        return pipe.boundary(wire(m, fields, name), name)
+
+    def specials(s):  # the special-value summary and c, carried from `product` to `round`
+        return {"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "c": s.c,
+                "side": s.side if side else None}
+
+    # 1. decode: element fields; per lane the product's two factors (zero in a lane holding
+    #    a NaN or Inf: it adds nothing to S, the special result overrides the sum), its
+    #    shift, and the lane's specials; from the scales: the frame when T anchors.  c
+    #    passes undecoded (in MXDotGeneral it comes from the accumulator forwarding path).
+    lanes = []
+    for i in range(k):
+        x = decode_element(m, a.codes[i], fmt_a, f"a{i}")
+        y = decode_element(m, b.codes[i], fmt_b, f"b{i}")
+        neg = x.neg ^ y.neg
+        # Inf * 0 and NaN codes give NaN; otherwise an Inf operand gives a signed Inf.
+        nan = x.nan | y.nan | (x.inf & y.zero) | (y.inf & x.zero)
+        inf = (x.inf | y.inf) & ~nan
+        finite = ~(x.nan | x.inf | y.nan | y.inf)
+        # The product's factors: the wider significand carries the lane's sign (negated
+        # here, so the multiply is one sum), the narrower one gives the partial products.
+        wide, narrow = x.sig, y.sig
+        if len(narrow) > len(wide):
+            wide, narrow = narrow, wide
+        wide = Mux(finite, Cat(wide, Const(0, 1)).as_signed(), 0)
+        lanes.append({"wide": Mux(neg, -wide, wide)[:len(wide)].as_signed(),
+                      "narrow": narrow, "shift": x.shift + y.shift, "nan": nan,
+                      "pinf": inf & ~neg, "ninf": inf & neg})
+    e_t = a.scale + b.scale + (g.lsb_exp - 254)
+    s = cross({
+        "lanes": lanes,
+        "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN), "c": c,
+        "a_t": (e_t - GUARD)[:12].as_signed(),  # frame when T anchors: T's lsb at bit G+1
+        "side": side,
+    }, "decode")
+
+    # 2. multiply: the signed lane products +-sig_a*sig_b (not yet shifted), in LUTs and
+    #    carry chains (see partial_product_sum); the lane specials reduced over the block.
+    lanes = [s.lanes[i] for i in range(k)]
+    s = cross({
+        "prods": [partial_product_sum(m, ln.wide, ln.narrow, f"sig_prod{i}")
+                  for i, ln in enumerate(lanes)],
+        "shifts": [ln.shift for ln in lanes],
+        "nan": Cat(*(ln.nan for ln in lanes)).any() | s.scale_nan,
+        "lpinf": Cat(*(ln.pinf for ln in lanes)),
+        "lninf": Cat(*(ln.ninf for ln in lanes)),
+        "c": s.c, "a_t": s.a_t, "side": s.side if side else None,
+    }, "multiply")
+
+    # 3. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); c's fields.
+    #    Each term is the signed significand product, shifted (sign-extended) into place.
+    terms = [(s.prods[i] << s.shifts[i]).as_signed()[:wp + 1].as_signed() for i in range(k)]
+    pinf, ninf = s.lpinf.any(), s.lninf.any()
+    cbits = s.c
+    c_neg, c_exp, c_man = cbits[31], cbits[23:31], cbits[:23]
+    c_nan = (c_exp == 0xFF) & c_man.any()
+    c_inf = (c_exp == 0xFF) & ~c_man.any()
+    nan = s.nan | c_nan | (pinf & ninf) | (c_inf & Mux(c_neg, pinf, ninf))
+    # c = C * 2^eC with its 24-bit field's top at cTop (-126 for exponent field 0); the
+    # frame when c anchors puts that top at window bit n-2: aC = cTop - (n-3).
+    a_c = Mux(c_exp == 0, -126 - (n - 3), c_exp - (127 + n - 3))[:12].as_signed()
+    s = cross({
+        "terms": terms, "nan": nan, "inf": pinf | ninf | c_inf,
+        "inf_neg": ninf | (c_inf & c_neg), "c": cbits,
+        "a_t": s.a_t, "a_c": a_c, "side": s.side if side else None,
+    }, "product")
+
+    # 4.-6. Exact block sum: a balanced adder tree, its levels spread over three sections.
+    # Alongside: the shift distance |aT - aC| (clamped to n) and the frame F = max(aT, aC),
+    # from which lim = F + n + 124: normalization may shift left at most this far (the
+    # result's top bit then weighs 2^-126; smaller results are subnormal, docs/dot.md).
+    depth = (k - 1).bit_length()
+    level = [s.terms[i] for i in range(k)]
+    for j in range(3):
+        lo, hi = round(j * depth / 3), round((j + 1) * depth / 3)
+        for _ in range(lo, hi):
+            level = [(level[i] + level[i + 1]).as_signed() if i + 1 < len(level)
+                     else level[i] for i in range(0, len(level), 2)]
+        level = [v.as_signed()[:w + 1].as_signed() for v in level]
+        if j == 0:
+            d = wire(m, (s.a_t - s.a_c)[:13].as_signed(), "anchor_diff")
+            frame = {"a_t": s.a_t, "a_c": s.a_c, "t_anchors": d >= 0,
+                     "d": d.as_unsigned()[:12], "d_back": (s.a_c - s.a_t)[:12]}
+        elif j == 1:
+            ta = s.t_anchors
+            frame = {"t_anchors": ta, "dist": Mux(ta, s.d, s.d_back),
+                     "frame": Mux(ta, s.a_t, s.a_c)[:12].as_signed()}
+        else:
+            frame = {"t_anchors": s.t_anchors, "dist": Mux(s.dist >= n, n, s.dist)[:nb],
+                     "lim": (s.frame + (n + 124))[:12].as_signed()}
+        s = cross({**specials(s), **frame, "terms": level}, f"tree{j}")
+        level = [s.terms[i] for i in range(len(level))]
+    ssum = level[0]
+
+    # 7. place: |S|; the anchoring operand U and the one to shift, V, in the window.
+    t_neg = wire(m, ssum < 0, "t_neg")
+    t_mag = wire(m, ((ssum ^ t_neg.replicate(w + 1)) + t_neg)[:w], "t_mag")  # |S|
+    c_sig = Cat(s.c[:23], s.c[23:31].any())
+    t_win = wire(m, Cat(Const(0, GUARD + 1), t_mag, Const(0, n - GUARD - 1 - w)), "t_win")
+    c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), "c_win")
+    ta = s.t_anchors
+    s = cross({
+        **specials(s), "dist": s.dist, "lim": s.lim,
+        "t_zero": ~ssum.any(), "lim_small": s.lim < n,
+        "u": Mux(ta, t_win, c_win), "v": Mux(ta, c_win, t_win),
+        "u_neg": Mux(ta, t_neg, s.c[31]), "v_neg": Mux(ta, s.c[31], t_neg),
+    }, "place")
+
+    # 8./9. align: V >> dist, bits shifted out of the window folded into a sticky bit.
+    def window(s):  # U and the frame, carried through align
+        return {"lim": s.lim, "t_zero": s.t_zero, "u": s.u, "u_neg": s.u_neg,
+                "v_neg": s.v_neg}
+
+    v, lost = shift_right_sticky(m, s.v, s.dist, range(nb // 2, nb), "align_hi")
+    s = cross({**specials(s), **window(s), "dist": s.dist, "lim_small": s.lim_small,
+               "v": v, "lost": lost}, "align_hi")
+    v, lost = shift_right_sticky(m, s.v, s.dist, range(nb // 2), "align_lo")
+    s = cross({
+        **specials(s), **window(s), "v": Cat(v[0] | lost | s.lost, v[1:]),
+        "marker": Mux(s.lim_small, Const(1 << (n - 1), n) >> s.lim[:nb], 0),
+    }, "align_lo")
+
+    # 10. add: the window sum U +- V' as sign and magnitude (both < 2^(n-1): no overflow).
+    u, v = s.u, s.v
+    same = wire(m, s.u_neg == s.v_neg, "same_sign")
+    total = wire(m, u + v, "win_total")
+    diff = wire(m, u - v, "win_diff")  # n+1 bits: bit n set iff V' > U
+    back = wire(m, v - u, "win_back")
+    v_wins = ~same & diff[n]
+    s = cross({
+        **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
+        "neg": Mux(v_wins, s.v_neg, s.u_neg),
+        "mag": Mux(same, total, Mux(diff[n], back, diff))[:n],
+    }, "add")
+
+    # 11. lzc: the normalization shift s = min(leading zeros, lim) = leading zeros of
+    #     mag | marker (a one at bit n-1-lim), coarse: leading all-zero 8-bit chunks hz
+    #     (mag padded below to np bits), with each chunk's own leading-zero count.
+    mp = Cat(Const(0, pad), s.mag | s.marker)
+    nz, clz = [], []
+    for j in range(nc):
+        chunk = wire(m, mp[np_ - 8 * (j + 1):np_ - 8 * j], f"chunk{j}")
+        nz.append(chunk.any())
+        clz.append(leading_zeros(m, chunk, f"clz{j}")[:3])
+    hz = Const(nc - 1, 4)
+    for j in reversed(range(nc - 1)):
+        hz = Mux(nz[j], j, hz)
+    s = cross({
+        **specials(s), "lim": s.lim, "t_zero": s.t_zero, "neg": s.neg,
+        "zero": ~s.mag.any(), "mag": Cat(Const(0, pad), s.mag), "hz": hz, "clz": clz,
+    }, "lzc")
+
+    # 12. shift_hi: shift by 8*hz; pick the fine count of the leading chunk.
+    coarse = Cat(Const(0, 3), s.hz)
+    s = cross({
+        **specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero,
+        "mag": (s.mag << coarse)[:np_],
+        "fine": Array([*(s.clz[j] for j in range(nc)), *[Const(0, 3)] * (16 - nc)])[s.hz],
+        "lim": (s.lim - coarse)[:12].as_signed(),
+    }, "shift_hi")
+
+    # 13. shift_lo: shift by the fine count; round bit, sticky, exponent field e0 = lim - s
+    #     (top + 126: 0 for a subnormal result, whose leading bit stays below the top).
+    p1, fine = s.mag, s.fine
+    norm = wire(m, (p1 << fine)[:np_], "norm")
+    sticky = p1[:np_ - 32].any() | (p1[np_ - 32:np_ - 25] & (Const(0x7F, 7) >> fine)).any()
+    s = cross({
+        **specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero,
+        "sig": norm[np_ - 24:], "guard": norm[np_ - 25], "sticky": sticky,
+        "e0": (s.lim - fine)[:11],
+    }, "shift_lo")
+
+    # 14. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
+    up = round_increment(m, s.guard, s.sticky, s.sig[0], RNE, name="round_up")
+    code = wire(m, Cat(Const(0, 23), s.e0) + s.sig + up, "rounded")
+    s = cross({**specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero, "code": code},
+              "round")
+
+    # 15. finish: overflow to Inf, then the special cases in order.
+    code = Mux(s.code[23:] >= 0xFF, FP32.inf_bits, s.code[:31])[:31]
+    c_in = s.c
+    result = Signal(32)
+    with m.If(s.nan):
+        m.d.comb += result.eq(FP32.qnan_bits)
+    with m.Elif(s.inf):
+        m.d.comb += result.eq(Cat(Const(FP32.inf_bits, 31), s.inf_neg))
+    with m.Elif(s.t_zero):  # T = 0: c passes unchanged, a zero c becomes +0
+        m.d.comb += result.eq(Mux(c_in[:31].any(), c_in, 0))
+    with m.Elif(s.zero):  # exact cancellation: +0
+        m.d.comb += result.eq(0)
+    with m.Else():
+        m.d.comb += result.eq(Cat(code, s.neg))
+    if side and "last" in side:  # MXDotGeneral: only a last block waits for the output
+        pipe.hold_when(s.side.last)
+    return cross({"result": result, "side": s.side if side else None}, "finish")

@@ -1,0 +1,286 @@
+"""MX dot-product units over the fused block step ``RNE_fp32(c + 2^(sa+sb-254) * sum a_i*b_i)``.
+
+* :class:`MXDot` -- one block pair (formats ``fmt_a`` x ``fmt_b``, block size ``k``) and an fp32
+  accumulator input per clock, one fp32 result per block pair (contract section 4).
+* :class:`MXDotGeneral` -- the OCP DotGeneral: runs of block pairs chained through the same
+  fused step, one rounding per block, in order; interleaved runs keep it busy every clock.
+
+The arithmetic (:func:`hw.dot.fused_step.build_fused_step`) is the bit-level statement of
+``golden._kernels.dot_step``:
+
+1. Each element decodes to ``(-1)^neg * sig * 2^(shift + lsb_exp)`` (int8 as sign-magnitude
+   "E1M6", :func:`hw.elements.decode_element`).  ``sig_a * sig_b << (shift_a + shift_b)``
+   is the exact product in units of ``2^(lsb_a + lsb_b)``.
+2. The ``k`` products add up exactly in a signed fixed-point sum ``S`` whose width
+   (:attr:`DotGeometry.sum_bits`) is derived from the formats' largest finite magnitudes.
+3. ``T = S * 2^eT`` and ``c`` are placed exactly in an ``N``-bit window (``N = W + G + 2``,
+   ``G = 26``), anchored on whichever of the two reaches higher; bits of the other operand that
+   fall below the window fold into a sticky bit.  ``docs/dot.md`` proves this never changes
+   the rounded result.
+4. The window sum is normalized (the shift clamped so that subnormal results come out
+   denormalized) and rounded once at a fixed place (RNE, overflow to Inf).
+
+Special values (NaN scale, NaN/Inf codes, Inf*0, opposite Infs, NaN/Inf ``c``) are summarized
+per lane and override the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from amaranth.hdl import Array, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+import golden
+
+from ..cli import UnitSpec
+from ..params import check_block_size, check_power_of_two, check_stages
+from ..pipeline import Pipeline
+from .fused_step import DOT_SECTIONS, build_fused_step
+from .geometry import DotGeometry, operand_layout
+
+__all__ = ["MXDot", "MXDotGeneral", "cli_units", "DEFAULT_STAGES", "MAX_STAGES"]
+
+MAX_STAGES = len(DOT_SECTIONS)
+DEFAULT_STAGES = 15
+
+
+class MXDot(wiring.Component):
+    """Fused MX block dot product: one block pair and an fp32 accumulator in per clock.
+
+    ``o.payload = RNE_fp32(c + 2^(sa+sb-254) * sum_i a_i*b_i)`` with the contract's special
+    values (section 4): NaN results are 0x7FC00000, an exact zero is +0.
+
+    Parameters
+    ----------
+    fmt_a, fmt_b : str or ElementFormat
+        Element formats of A and B (any of the six; mixed pairs allowed).
+    block_size : int
+        Elements per block, a power of two in 2..64.
+    stages : int
+        Pipeline registers, 1..15 (the latency; default 15, every section boundary).  They
+        are placed by :func:`hw.pipeline.place_registers` on the delays of
+        :data:`hw.dot.fused_step.DOT_SECTIONS`.
+
+    Members
+    -------
+    i : In(stream.Signature(StructLayout))
+        ``a``, ``b``: :func:`operand_layout` (scale, codes); ``c``: fp32 bits.
+    o : Out(stream.Signature(unsigned(32)))
+        fp32 bits of the result.
+
+    Attributes
+    ----------
+    latency : int
+        ``stages``: a block accepted in cycle t leaves in cycle t + latency (without
+        backpressure).  Initiation interval 1; lossless under any valid/ready pattern (all
+        registers share one enable, see :class:`hw.pipeline.Pipeline`).
+    """
+
+    def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
+                 stages: int = DEFAULT_STAGES):
+        fmt_a = golden.element_format(fmt_a)
+        fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
+        self.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
+        self.stages = check_stages(stages, MAX_STAGES)
+        self.fmt_a, self.fmt_b, self.block_size = fmt_a, fmt_b, block_size
+        self.latency = stages
+        self.max_stages = MAX_STAGES  # the deepest pipeline (bench.synth sweeps 1..max_stages)
+        self.module_name = f"mx_dot_{fmt_a.name}_{fmt_b.name}_k{block_size}_s{stages}"
+        self.parameters = {"format_a": fmt_a.name, "format_b": fmt_b.name,
+                           "block_size": block_size,
+                           "stages": stages, "sum_bits": self.geometry.sum_bits + 1,
+                           "window_bits": self.geometry.window_bits}
+        layout = data.StructLayout({
+            "a": operand_layout(fmt_a, block_size),
+            "b": operand_layout(fmt_b, block_size),
+            "c": unsigned(32),
+        })
+        super().__init__({
+            "i": In(stream.Signature(layout)),
+            "o": Out(stream.Signature(unsigned(32))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        pipe = Pipeline(m, DOT_SECTIONS, self.stages, name="dot")
+        p = self.i.payload
+        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c)
+        m.d.comb += self.o.payload.eq(out.result)
+        pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready, o_valid=self.o.valid,
+                     o_ready=self.o.ready)
+        return m
+
+
+class MXDotGeneral(wiring.Component):
+    """MX DotGeneral: runs of block pairs chained through the fused step, one rounding per
+    block, in order (contract section 4), with interleaved accumulation contexts.
+
+    Each input beat is one block pair of run ``ctx``.  ``first`` starts a run from ``c0``
+    (``c0`` is ignored otherwise); blocks of one run must arrive in order; ``last`` ends the run
+    and emits ``acc`` with the run's ``ctx``.  A single-block run sets both ``first`` and
+    ``last``.  Several runs may be open at once, one per context.
+
+    A block may only enter when its context has no block still in the pipeline (a per-context
+    busy bit; the result of a block leaving the pipeline is forwarded to a block of the same
+    context entering in that cycle).  Hence:
+
+    * one run alone: one block every ``latency`` cycles;
+    * ``>= latency`` runs interleaved round-robin: one block per clock.
+
+    Parameters
+    ----------
+    fmt_a, fmt_b : str or ElementFormat
+    block_size : int
+        A power of two in 2..64.
+    contexts : int
+        Accumulation contexts (simultaneously open runs), a power of two in 1..64.
+    stages : int
+        Pipeline registers of the fused step, 1..15 (= ``latency``; default 15).
+
+    Members
+    -------
+    i : In(stream.Signature(StructLayout))
+        ``a``, ``b``: :func:`operand_layout`; ``c0``: fp32 initial accumulator (used with
+        ``first``); ``first``, ``last``: run markers; ``ctx``: context id.
+    o : Out(stream.Signature(StructLayout))
+        ``result``: fp32 bits; ``ctx``: the run's context.  One beat per run (on ``last``).
+
+    Attributes
+    ----------
+    latency : int
+        ``stages``: a run's ``last`` block accepted in cycle t is presented in cycle
+        t + latency (without backpressure).
+    """
+
+    def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
+                 stages: int = DEFAULT_STAGES):
+        fmt_a = golden.element_format(fmt_a)
+        fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
+        self.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
+        self.stages = check_stages(stages, MAX_STAGES)
+        check_power_of_two("contexts", contexts, 1, 64)
+        self.fmt_a, self.fmt_b, self.block_size = fmt_a, fmt_b, block_size
+        self.stages, self.contexts = stages, contexts
+        self.ctx_bits = (contexts - 1).bit_length()
+        self.latency = stages
+        self.max_stages = MAX_STAGES
+        self.module_name = (f"mx_dot_general_{fmt_a.name}_{fmt_b.name}_k{block_size}"
+                            f"_c{contexts}_s{stages}")
+        self.parameters = {"format_a": fmt_a.name, "format_b": fmt_b.name,
+                           "block_size": block_size, "contexts": contexts, "stages": stages,
+                           "sum_bits": self.geometry.sum_bits + 1,
+                           "window_bits": self.geometry.window_bits}
+        layout = data.StructLayout({
+            "a": operand_layout(fmt_a, block_size),
+            "b": operand_layout(fmt_b, block_size),
+            "c0": unsigned(32),
+            "first": unsigned(1),
+            "last": unsigned(1),
+            "ctx": unsigned(self.ctx_bits),
+        })
+        out_layout = data.StructLayout({"result": unsigned(32), "ctx": unsigned(self.ctx_bits)})
+        super().__init__({
+            "i": In(stream.Signature(layout)),
+            "o": Out(stream.Signature(out_layout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        nctx = self.contexts
+        p = self.i.payload
+        pipe = Pipeline(m, DOT_SECTIONS, self.stages, name="dotg")
+
+        acc = Array(Signal(32, name=f"acc{j}", reset_less=True) for j in range(nctx))
+        busy = Signal(nctx)
+        # The block leaving the fused step this cycle (its result is the context's new acc).
+        leave = Signal()
+        leave_ctx = Signal(self.ctx_bits)
+        leave_result = Signal(32)
+
+        ctx = p.ctx if self.ctx_bits else Const(0, 1)
+        onehot = Const(1, nctx) << ctx if self.ctx_bits else Const(1, 1)
+        handoff = leave & (leave_ctx == p.ctx) if self.ctx_bits else leave
+        free = ~(busy & onehot).any() | handoff
+        current = Mux(handoff, leave_result, acc[ctx] if self.ctx_bits else acc[0])
+        c = Mux(p.first, p.c0, current)
+
+        side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
+        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, c, side)
+        pipe_ready, pipe_valid = Signal(), Signal()
+        # Non-last blocks leave into the accumulator without waiting for the output.
+        pipe.connect(i_valid=self.i.valid & free, i_ready=pipe_ready, o_valid=pipe_valid,
+                     o_ready=self.o.ready)
+        m.d.comb += [
+            self.i.ready.eq(pipe_ready & free),
+            self.o.valid.eq(pipe.hold),  # "a valid last block", one register
+            self.o.payload.result.eq(out.result),
+            leave.eq(pipe_valid & (~out.side.last | self.o.ready)),
+            leave_result.eq(out.result),
+        ]
+        if self.ctx_bits:
+            m.d.comb += [self.o.payload.ctx.eq(out.side.ctx),
+                         leave_ctx.eq(out.side.ctx)]
+        leave_onehot = (Const(1, nctx) << leave_ctx) if self.ctx_bits else Const(1, 1)
+        enter = self.i.valid & self.i.ready
+        m.d.sync += busy.eq((busy & ~Mux(leave, leave_onehot, 0)[:nctx])
+                            | Mux(enter, onehot, 0)[:nctx])
+        for j in range(nctx):  # one write enable per context (no partial case statement)
+            with m.If(leave & (leave_ctx == j if self.ctx_bits else 1)):
+                m.d.sync += acc[j].eq(leave_result)
+        return m
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+def _add_common(p: argparse.ArgumentParser):
+    p.add_argument("--format-a", help="element format of A")
+    p.add_argument("--format-b", help="element format of B")
+    p.add_argument("--format", help="element format of both A and B")
+    p.add_argument("--block-size", type=int, default=32, help="elements per block (2..64)")
+    p.add_argument("--stages", type=int, default=DEFAULT_STAGES,
+                   help=f"pipeline registers = latency (1..{MAX_STAGES})")
+
+
+def _formats(args):
+    fmt_a, fmt_b = args.format_a or args.format, args.format_b or args.format
+    if args.format and ((args.format_a and args.format_a != args.format)
+                        or (args.format_b and args.format_b != args.format)):
+        raise ValueError("--format sets both formats; do not combine it with a different "
+                         "--format-a/--format-b")
+    if fmt_a is None or fmt_b is None:
+        raise ValueError("give --format, or both --format-a and --format-b")
+    return fmt_a, fmt_b
+
+
+def _build_dot(args):
+    fmt_a, fmt_b = _formats(args)
+    return MXDot(fmt_a, fmt_b, block_size=args.block_size, stages=args.stages)
+
+
+def _add_general(p):
+    _add_common(p)
+    p.add_argument("--contexts", type=int, default=4,
+                   help="accumulation contexts (power of two, 1..64)")
+
+
+def _build_general(args):
+    fmt_a, fmt_b = _formats(args)
+    return MXDotGeneral(fmt_a, fmt_b, block_size=args.block_size, contexts=args.contexts,
+                        stages=args.stages)
+
+
+def cli_units() -> list[UnitSpec]:
+    same = [["--format", f, "--block-size", "32"] for f in golden.FORMATS]
+    mixed = [["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", "--block-size", "32"],
+             ["--format-a", "int8", "--format-b", "fp6_e2m3", "--block-size", "32"]]
+    return [
+        UnitSpec("dot", "fused MX block dot product: RNE_fp32(c + sum a*b) per block pair",
+                 _add_common, _build_dot, same + mixed),
+        UnitSpec("dot-general", "MX DotGeneral: runs of blocks chained, interleaved contexts",
+                 _add_general, _build_general,
+                 [["--format", "fp8_e4m3", "--block-size", "32"]]),
+    ]

@@ -1,0 +1,75 @@
+"""The element codec of the MX units: element code <-> sign and magnitude.
+
+Every element format is read as sign-magnitude ``E.M`` (:class:`golden.ElementFormat`'s
+``ebits``/``mbits``/``bias``): int8's two's complement codes become an 8-bit magnitude
+0..128 read as "E1M6" (exponent field 0..2, 128 decodes as ``64 << 1``; see the module doc of
+:mod:`golden.formats`), so one decoder and one encoder serve all six formats.
+
+* :func:`decode_element` -- code -> sign, magnitude code, significand, shift, zero/NaN/Inf
+  (the dequantizer, the dot unit).
+* :func:`encode_element` -- sign and magnitude code -> code (the quantizer's output).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Value
+
+from golden.formats import ElementFormat
+
+from .arith import wire
+
+__all__ = ["decode_element", "encode_element"]
+
+
+def decode_element(m: Module, code, fmt: ElementFormat, name: str):
+    """Decode one element code: ``value = (-1)^neg * sig * 2^(shift + fmt.lsb_exp)``.
+
+    Parameters
+    ----------
+    m : Module
+    code : Value
+        ``fmt.bits`` bits.
+    fmt : golden.ElementFormat
+    name : str
+        Prefix of the generated signals.
+
+    Returns
+    -------
+    View
+        ``neg`` (sign bit), ``mag`` (magnitude code, ``fmt.bits - 1`` bits; int8: 8 bits,
+        0..128), ``sig`` (significand ``normal.M``, ``mbits + 1`` bits, not normalized for a
+        subnormal), ``shift`` (``max(E, 1) - 1``: the binade above the lowest one),
+        ``zero``, ``nan`` and ``inf`` (the format's special magnitude codes; int8 has none).
+    """
+    code = Value.cast(code)
+    neg = code[fmt.bits - 1]
+    if fmt.twos_complement:  # |n|, 0..128 (code 0x80 is -2.0: magnitude 128)
+        mag = wire(m, Mux(neg, (-code.as_signed()).as_unsigned()[:fmt.bits], code),
+                   f"{name}_mag")
+    else:
+        mag = wire(m, code[:fmt.bits - 1], f"{name}_mag")
+    nan = Const(0, 1)
+    for c in fmt.nan_codes:
+        nan = nan | (mag == c)
+    inf = Const(0, 1)
+    for c in fmt.inf_codes:
+        inf = inf | (mag == c)
+    e = mag[fmt.mbits:]
+    normal = e.any()
+    return wire(m, {
+        "neg": neg, "mag": mag, "sig": Cat(mag[:fmt.mbits], normal),
+        "shift": Mux(normal, e - 1, 0).as_unsigned()[:len(e)],
+        "zero": ~mag.any(), "nan": nan, "inf": inf,
+    }, name)
+
+
+def encode_element(m: Module, neg, mag, fmt: ElementFormat, name: str):
+    """The code of sign ``neg`` and magnitude code ``mag`` (< 2^(bits-1); int8: 0..127):
+    two's complement for int8, sign-magnitude otherwise (a zero magnitude keeps its sign
+    there: the caller clears ``neg`` for +0)."""
+    mag = Value.cast(mag)
+    if fmt.twos_complement:
+        code = Mux(neg, -mag, mag)[:fmt.bits]
+    else:
+        code = Cat(mag[:fmt.bits - 1], neg)
+    return wire(m, code, name)

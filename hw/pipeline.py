@@ -1,0 +1,218 @@
+"""The valid/ready pipeline every MX unit is built on, and where its registers go.
+
+A unit writes its datapath as combinational *sections*, each followed by a named *boundary*
+(:meth:`Pipeline.boundary`); ``stages`` chooses how many boundaries hold a register, and
+:func:`place_registers` chooses which, from per-section delay estimates the unit declares.
+All registers advance together on one stall enable (with one copy of it per stage, so no net
+from ``o.ready`` reaches every stage); see :class:`Pipeline` for the two flavours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from amaranth.hdl import Const, Module, Mux, Signal, Value
+from amaranth.lib import data
+
+from .params import check_stages
+
+__all__ = ["Pipeline", "place_registers", "registered_boundaries"]
+
+
+def place_registers(delays: Sequence[float], stages: int) -> tuple[bool, ...]:
+    """Which of the boundaries after ``len(delays)`` sections hold a register.
+
+    The last boundary (the output) is always registered.  The others are placed so that the
+    largest summed delay between two registers (the unit's critical stage) is as small as
+    possible; ties go to the earliest such placement (lexicographically smallest boundary
+    indices).  ``stages = len(delays)`` registers every boundary.
+
+    Parameters
+    ----------
+    delays : sequence of float
+        Estimated delay of each section, in datapath order (ns).
+    stages : int
+        Registers to place, ``1..len(delays)``.
+
+    Returns
+    -------
+    tuple of bool
+        One flag per boundary, ``stages`` of them True, the last True.
+    """
+    n = len(delays)
+    check_stages(stages, n)
+    # best[j][i]: (worst stage delay, cut list) covering sections [0, i) with j registers,
+    # the last one after section i - 1 (min: smallest worst delay, then the earliest cuts).
+    best = [{0: (0, ())}] + [{} for _ in range(stages)]
+    for j in range(1, stages + 1):
+        for i in range(j, n + 1):
+            cands = [(max(cost, sum(delays[p:i])), cuts + (i,))
+                     for p, (cost, cuts) in best[j - 1].items() if p < i]
+            if cands:
+                best[j][i] = min(cands)
+    cuts = set(best[stages][n][1])
+    return tuple(i + 1 in cuts for i in range(n))
+
+
+def registered_boundaries(sections: Mapping[str, float], stages: int) -> tuple[str, ...]:
+    """Names of the registered boundaries of a unit with ``sections`` (name -> delay, in
+    datapath order) at depth ``stages``, in datapath order (the sidecar's
+    ``registered_boundaries``)."""
+    flags = place_registers(list(sections.values()), stages)
+    return tuple(name for name, reg in zip(sections, flags, strict=True) if reg)
+
+
+class Pipeline:
+    """A valid/ready pipeline with registers at ``stages`` of its section boundaries.
+
+    The datapath is written as sections separated by calls to :meth:`boundary`, one per
+    entry of ``sections`` and in that order; each call either registers the value passed
+    through it (if that boundary was chosen by :func:`place_registers`) or returns it
+    unchanged.  :meth:`connect` then builds the handshake.
+
+    Flow control: every register loads on one common enable, computed separately for each
+    registered stage (one enable net per stage: as one net from ``o.ready`` to every flip-flop
+    of a k = 32 unit it was the critical path in context).  Blocks are never lost or
+    duplicated; throughput is one block per clock while the output is ready; under
+    backpressure bubbles inside the pipeline wait with the blocks (they are not squeezed out).
+    Synchronous reset clears the valid, hold and enable bits only; data registers are
+    reset-less.
+
+    * Default: a stage's enable is ``~hold | o_ready``, ``hold`` ("a block waits at the
+      output") a register of which every stage has its own copy; ``i_ready`` is the first
+      stage's enable, one gate from ``o_ready``.  :meth:`hold_when` narrows which blocks wait.
+    * ``registered_stall=True``: the enable is itself a register, ``advance <= o_ready |
+      ~o_valid`` (reset 1), one copy per stage, so enables start at flip-flops and
+      ``i_ready`` is a register.  The pipeline learns of a stall one cycle late and moves once
+      more: a one-entry skid register after the last stage catches that block.  While
+      ``advance`` is high the skid register copies the last stage; while it is low the output
+      shows the skid register until it is taken (``o_valid``/payload are a 2:1 mux of the
+      two).  A copy's update uses the copy itself in place of ``advance``: equal in every
+      reachable state, but a different function, so synthesis cannot merge the copies back
+      into one net (yosys ``opt_merge`` merges flip-flops with identical inputs).
+
+    Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
+    presented on the output in cycle ``c + latency`` (without backpressure).
+
+    Parameters
+    ----------
+    m : Module
+    sections : mapping of str to float
+        Section name -> estimated delay (ns), in datapath order; the boundary after a section
+        has the section's name.
+    stages : int
+        Registered boundaries, ``1..len(sections)``; the last boundary is always one.
+    name : str
+        Prefix of the generated signal names.
+    registered_stall : bool
+        The registered-enable flavour above (default False).
+
+    Members
+    -------
+    latency : int
+        ``stages``.
+    registered : tuple of bool
+        Per boundary, whether it holds a register.
+    """
+
+    def __init__(self, m: Module, sections: Mapping[str, float], stages: int, *,
+                 name: str = "p", registered_stall: bool = False):
+        self._m = m
+        self._names = tuple(sections)
+        self._registered = place_registers(list(sections.values()), stages)
+        self._name = name
+        self._registered_stall = bool(registered_stall)
+        self._index = 0
+        self._valids = []  # valid bit of each registered stage
+        self._enables = []  # load enable of each registered stage (driven in connect)
+        self._holds = []  # default flavour: one hold register per stage
+        self._hold_flag = Const(1, 1)
+        self._in_valid = Signal(name=f"{name}_in_valid")
+        self._out_valid = None
+
+    @property
+    def latency(self) -> int:
+        return sum(self._registered)
+
+    @property
+    def registered(self) -> tuple[bool, ...]:
+        return self._registered
+
+    @property
+    def hold(self) -> Signal:
+        """A valid block (with the :meth:`hold_when` flag) waits at the output: a register
+        (default flavour only)."""
+        return self._holds[0]
+
+    def hold_when(self, flag):
+        """Only valid blocks with ``flag`` (a 1-bit Value before the last boundary) wait for
+        ``o_ready`` at the output; by default every valid block does.  MXDotGeneral passes
+        "last": blocks that produce no output never wait.  Default flavour only."""
+        if self._registered_stall:
+            raise ValueError("hold_when needs the default flow control, not registered_stall")
+        self._hold_flag = flag
+
+    def boundary(self, value, name: str):
+        """Carry ``value`` (a Value or a :class:`~amaranth.lib.data.View`) over the boundary
+        ``name`` (the next one of ``sections``); returns it registered or unchanged."""
+        if self._index >= len(self._names):
+            raise ValueError(f"more boundaries than the {len(self._names)} declared")
+        if name != self._names[self._index]:
+            raise ValueError(f"boundary {name!r} crossed where {self._names[self._index]!r} "
+                             f"is declared")
+        registered = self._registered[self._index]
+        self._index += 1
+        if not registered:
+            return value
+        m, tag = self._m, f"{self._name}_{name}"
+        last = self._index == len(self._names)
+        prev_valid = self._valids[-1] if self._valids else self._in_valid
+        enable = Signal(name=f"{tag}_en")
+        valid = Signal(name=f"{tag}_valid")
+        with m.If(enable):
+            m.d.sync += valid.eq(prev_valid)
+        self._enables.append(enable)
+        self._valids.append(valid)
+        reg = self._register(value, enable, tag)
+        if not last:
+            return reg
+        if not self._registered_stall:
+            for j, en_j in enumerate(self._enables):  # one hold copy per stage enable
+                hold = Signal(name=f"{self._name}_hold{j}")
+                with m.If(en_j):
+                    m.d.sync += hold.eq(prev_valid & self._hold_flag)
+                self._holds.append(hold)
+            self._out_valid = valid
+            return reg
+        # registered_stall: the skid register beside the last stage.  It is full exactly when
+        # the enable is low: the cycle after the output held a block that was not taken.
+        skid = self._register(reg, enable, f"{tag}_skid")
+        self._out_valid = Signal(name=f"{tag}_out_valid")
+        m.d.comb += self._out_valid.eq(valid | ~enable)
+        if isinstance(reg, data.View):
+            return reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
+        return Mux(enable, reg, skid)
+
+    def _register(self, value, enable, name):
+        shape = value.shape() if isinstance(value, data.View) else Value.cast(value).shape()
+        reg = Signal(shape, name=name, reset_less=True)
+        with self._m.If(enable):
+            self._m.d.sync += reg.eq(value)
+        return reg
+
+    def connect(self, *, i_valid, i_ready, o_valid, o_ready):
+        """Build the handshake: drive ``i_ready``, ``o_valid`` and the stage enables."""
+        if self._index != len(self._names):
+            raise ValueError(f"{len(self._names)} boundaries declared, {self._index} crossed")
+        m = self._m
+        if self._registered_stall:
+            valid_last = self._valids[-1]
+            for enable in self._enables:
+                advance = Signal(name=f"{enable.name}_advance", init=1)
+                m.d.sync += advance.eq(o_ready | (~valid_last & advance))
+                m.d.comb += enable.eq(advance)
+        else:
+            m.d.comb += [en.eq(~hold | o_ready)
+                         for en, hold in zip(self._enables, self._holds, strict=True)]
+        m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._enables[0]),
+                     o_valid.eq(self._out_valid)]
