@@ -1,8 +1,8 @@
 """MX dequantizer: one E8M0 scale and k element codes -> k fp32, bf16 or fp16 values.
 
-Implements section 3 of the numerics contract bit for bit (``golden.dequantize`` is the
-reference); NaN results are the canonical quiet NaN of the output format (0x7FC00000, 0x7FC0,
-0x7E00).  Architecture and verification: ``docs/quantizer.md``.
+Implements section 4 of ``docs/numerics.md`` (dequantization) bit for bit
+(``golden.dequantize`` is the reference); NaN results are the canonical quiet NaN of the output
+format (0x7FC00000, 0x7FC0, 0x7E00).  Architecture and verification: ``docs/quantizer.md``.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ class MXDequantizer(wiring.Component):
         self.block_size = check_block_size(block_size)
         self.output_format = golden.float_format(check_choice("output format", output_format,
                                                               OUTPUTS))
-        self.stages = check_stages(stages, len(DEQUANTIZER_SECTIONS))
+        self.max_stages = len(DEQUANTIZER_SECTIONS)  # the deepest pipeline
+        self.stages = check_stages(stages, self.max_stages)
         self.latency = self.stages
         k = self.block_size
         self.in_layout = data.StructLayout({

@@ -1,6 +1,6 @@
 """MX quantizer: a block of k floating-point values -> one E8M0 scale and k element codes.
 
-Implements section 2 of the numerics contract (restated in ``docs/numerics.md``) bit for bit;
+Implements section 3 of ``docs/numerics.md`` (quantization) bit for bit;
 ``golden._kernels.quantize_blocks`` is the reference.
 Architecture, interface timing and verification: ``docs/quantizer.md``.
 """
@@ -112,8 +112,9 @@ class MXQuantizer(wiring.Component):
             check_int("random_bits", random_bits, 1, MAX_RANDOM_BITS)
         self.random_bits = random_bits if self.stochastic else 0
         self.sections = quantizer_sections(self.block_size)
-        self.stages = check_stages(len(self.sections) if stages is None else stages,
-                                   len(self.sections))
+        self.max_stages = len(self.sections)  # the deepest pipeline: every boundary registered
+        self.stages = check_stages(self.max_stages if stages is None else stages,
+                                   self.max_stages)
         self.latency = self.stages
 
         k = self.block_size

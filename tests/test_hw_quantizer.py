@@ -17,7 +17,6 @@ from hw.cli import main as cli_main
 from hw.cli import sidecar, to_verilog, units
 from hw.dequantizer import MXDequantizer
 from hw.quantizer import MXQuantizer, quantizer_sections
-from tb.bulk import bulk_wrapper
 from tb.runner import ROOT
 
 
@@ -141,14 +140,6 @@ def test_default_stages_register_every_boundary():
     assert q.parameters["registered_boundaries"] == list(quantizer_sections(32))
     with pytest.raises(ValueError, match="stages must be in 1..11"):
         MXQuantizer("int8", 2, stages=12)
-
-
-def test_bulk_wrapper_text():
-    v = bulk_wrapper("dut", 40, 24, depth=1024)
-    assert "module dut_bulk" in v and "module dut_bulk_main" in v
-    assert "$fread(stim, fd" in v and '$fwrite(fd, "%u"' in v
-    with pytest.raises(ValueError):
-        bulk_wrapper("dut", 8, 8, depth=1000)
 
 
 # -- synthesis smoke test ------------------------------------------------------------------

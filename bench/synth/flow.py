@@ -191,8 +191,7 @@ def sweep_points(default: int, max_stages: int, points: int) -> list[int]:
 
 def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6) -> list[dict]:
     base = build(unit, argv)
-    max_stages = (getattr(base, "max_stages", None) or len(getattr(base, "boundaries", ()))
-                  or 8)
+    max_stages = base.max_stages
     out = []
     with cf.ThreadPoolExecutor(jobs) as ex:
         futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log, ecp5_only=True)

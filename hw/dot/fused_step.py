@@ -1,8 +1,8 @@
 """The fused block step of the dot units, section by section over a :class:`Pipeline`.
 
-``RNE_fp32(c + 2^(sa+sb-254) * sum_i a_i*b_i)`` for one block pair (contract section 4); the
-arithmetic is the bit-level statement of ``golden._kernels.dot_step`` and is explained, with
-the exactness argument of the window, in ``docs/dot.md``.
+``RNE_fp32(c + 2^(sa+sb-254) * sum_i a_i*b_i)`` for one block pair (``docs/numerics.md``
+section 5); the arithmetic is the bit-level statement of ``golden._kernels.dot_step`` and is
+explained, with the exactness argument of the window, in ``docs/dot.md``.
 """
 
 from __future__ import annotations

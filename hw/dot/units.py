@@ -1,7 +1,7 @@
 """MX dot-product units over the fused block step ``RNE_fp32(c + 2^(sa+sb-254) * sum a_i*b_i)``.
 
 * :class:`MXDot` -- one block pair (formats ``fmt_a`` x ``fmt_b``, block size ``k``) and an fp32
-  accumulator input per clock, one fp32 result per block pair (contract section 4).
+  accumulator input per clock, one fp32 result per block pair (``docs/numerics.md`` section 5).
 * :class:`MXDotGeneral` -- the OCP DotGeneral: runs of block pairs chained through the same
   fused step, one rounding per block, in order; interleaved runs keep it busy every clock.
 
@@ -115,7 +115,7 @@ class MXDot(wiring.Component):
 
 class MXDotGeneral(wiring.Component):
     """MX DotGeneral: runs of block pairs chained through the fused step, one rounding per
-    block, in order (contract section 4), with interleaved accumulation contexts.
+    block, in order (``docs/numerics.md`` section 5), with interleaved accumulation contexts.
 
     Each input beat is one block pair of run ``ctx``.  ``first`` starts a run from ``c0``
     (``c0`` is ignored otherwise); blocks of one run must arrive in order; ``last`` ends the run
