@@ -94,24 +94,5 @@ class DequantizerModel(standard_tests.UnitModel):
         return jobs
 
 
-try:
-    import cocotb
-except ImportError:  # imported outside a simulator (docs, tools)
-    cocotb = None
-
-if cocotb is not None:
-
-    @cocotb.test()
-    async def stream(dut):
-        """Random codes and scales under random and bursty idle cycles and backpressure."""
-        await standard_tests.stream(dut, DequantizerModel)
-
-    @cocotb.test()
-    async def reset_in_traffic(dut):
-        """Reset with blocks in flight leaves the unit empty."""
-        await standard_tests.reset_in_traffic(dut, DequantizerModel)
-
-    @cocotb.test()
-    async def bulk(dut):
-        """Back-to-back throughput; every code x every scale; a large random batch."""
-        await standard_tests.bulk(dut, DequantizerModel)
+# The cocotb tests of this testbench: the standard tests on this unit's model.
+standard_tests.register(globals(), DequantizerModel)

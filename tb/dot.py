@@ -310,21 +310,5 @@ class DotModel(standard_tests.UnitModel):
                 for sa0, sb0, ckind in settings for sl in chunks]
 
 
-try:
-    import cocotb
-except ImportError:  # imported outside a simulator (docs, tools)
-    cocotb = None
-
-if cocotb is not None:
-
-    @cocotb.test()
-    async def stream(dut):
-        """Directed corner cases and random blocks (MXDotGeneral: short interleaved runs),
-        one payload per beat, under three flow-control patterns."""
-        await standard_tests.stream(dut, DotModel)
-
-    @cocotb.test()
-    async def bulk(dut):
-        """Throughput, exhaustive one-lane product sweeps (if configured) and long random
-        runs with idle input cycles and output stalls."""
-        await standard_tests.bulk(dut, DotModel)
+# The cocotb tests of this testbench: the standard tests on this unit's model.
+standard_tests.register(globals(), DotModel, ("stream", "bulk"))

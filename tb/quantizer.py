@@ -177,24 +177,5 @@ class QuantizerModel(standard_tests.UnitModel):
         return jobs
 
 
-try:
-    import cocotb
-except ImportError:  # imported outside a simulator (docs, tools)
-    cocotb = None
-
-if cocotb is not None:
-
-    @cocotb.test()
-    async def stream(dut):
-        """Random and directed blocks under random and bursty idle cycles and backpressure."""
-        await standard_tests.stream(dut, QuantizerModel)
-
-    @cocotb.test()
-    async def reset_in_traffic(dut):
-        """Reset while blocks are in flight: nothing comes out afterwards until new input."""
-        await standard_tests.reset_in_traffic(dut, QuantizerModel)
-
-    @cocotb.test()
-    async def bulk(dut):
-        """Back-to-back throughput, then bulk random / directed / exhaustive sweeps."""
-        await standard_tests.bulk(dut, QuantizerModel)
+# The cocotb tests of this testbench: the standard tests on this unit's model.
+standard_tests.register(globals(), QuantizerModel)

@@ -48,7 +48,7 @@ from .report import write_summary
 from .stream import BitLayout, StreamTB, bursty_pattern, never, random_pattern
 
 __all__ = ["UnitConfig", "UnitModel", "PATTERNS", "stream", "reset_in_traffic", "bulk",
-           "back_to_back"]
+           "back_to_back", "STANDARD_TESTS", "register"]
 
 #: Idle and backpressure patterns of the stream test by name: ``(idle, backpressure)``.
 PATTERNS: dict[str, Callable] = {
@@ -221,3 +221,34 @@ async def bulk(dut, model_class: type[UnitModel]) -> None:
     bad += tally.mismatches
     _record(config, model, "bulk", blocks, bad, elements_per_s=rate)
     assert bad == 0, f"{bad} mismatching outputs"
+
+
+#: The standard tests by name, in the order a testbench runs them.
+STANDARD_TESTS: dict[str, Callable] = {"stream": stream, "reset_in_traffic": reset_in_traffic,
+                                       "bulk": bulk}
+
+
+def register(namespace: dict, model_class: type[UnitModel],
+             names=tuple(STANDARD_TESTS)) -> None:
+    """Add one cocotb test per standard test ``names`` on ``model_class`` to a testbench
+    module's ``namespace`` (its ``globals()``: cocotb collects ``Test`` objects from there).
+
+    Imported outside a simulator (docs, offline model tests) it adds nothing.
+    """
+    try:
+        import cocotb
+    except ImportError:
+        return
+    for name in names:
+        if name not in STANDARD_TESTS:
+            raise ValueError(f"unknown standard test {name!r}; expected one of "
+                             f"{', '.join(STANDARD_TESTS)}")
+        run = STANDARD_TESTS[name]
+
+        async def test(dut, run=run):
+            await run(dut, model_class)
+
+        test.__name__ = test.__qualname__ = name
+        test.__module__ = namespace["__name__"]
+        test.__doc__ = run.__doc__
+        namespace[name] = cocotb.test()(test)
