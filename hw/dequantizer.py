@@ -7,7 +7,7 @@ format (0x7FC00000, 0x7FC0, 0x7E00).  Architecture and verification: ``docs/quan
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, unsigned
+from amaranth.hdl import Cat, Module, Mux
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,7 +15,7 @@ import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
 from .arith import leading_zeros, wire
-from .elements import decode_element
+from .elements import block_layout, decode_element
 from .params import check_block_size, check_choice, check_stages
 from .pipeline import Pipeline, registered_boundaries
 from .rounding import RNE, align_to_grid, round_aligned
@@ -77,10 +77,7 @@ class MXDequantizer(wiring.Component):
         self.stages = check_stages(stages, self.max_stages)
         self.latency = self.stages
         k = self.block_size
-        self.in_layout = data.StructLayout({
-            "scale": unsigned(8),
-            "codes": data.ArrayLayout(self.fmt.bits, k),
-        })
+        self.in_layout = block_layout(self.fmt, k)
         self.out_layout = data.StructLayout({
             "data": data.ArrayLayout(self.output_format.bits, k),
         })

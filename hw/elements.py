@@ -8,17 +8,20 @@ Every element format is read as sign-magnitude ``E.M`` (:class:`golden.ElementFo
 * :func:`decode_element` -- code -> sign, magnitude code, significand, shift, zero/NaN/Inf
   (the dequantizer, the dot unit).
 * :func:`encode_element` -- sign and magnitude code -> code (the quantizer's output).
+* :func:`block_layout` -- one MX block (E8M0 scale and element codes) as a payload layout: the
+  quantizer's output, the dequantizer's input, each operand of the dot units.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Value, unsigned
+from amaranth.lib import data
 
 from golden.formats import ElementFormat
 
 from .arith import wire
 
-__all__ = ["decode_element", "encode_element"]
+__all__ = ["decode_element", "encode_element", "block_layout"]
 
 
 def decode_element(m: Module, code, fmt: ElementFormat, name: str):
@@ -73,3 +76,12 @@ def encode_element(m: Module, neg, mag, fmt: ElementFormat, name: str):
     else:
         code = Cat(mag[:fmt.bits - 1], neg)
     return wire(m, code, name)
+
+
+def block_layout(fmt: ElementFormat, block_size: int) -> data.StructLayout:
+    """One MX block: ``scale`` (E8M0 code) and ``codes`` (``block_size`` element codes,
+    element i at bits ``[bits*i, bits*(i+1))``)."""
+    return data.StructLayout({
+        "scale": unsigned(8),
+        "codes": data.ArrayLayout(unsigned(fmt.bits), block_size),
+    })

@@ -23,7 +23,7 @@ from golden.formats import (
 )
 
 from .arith import leading_zeros, less_than_const, max_tree_levels, reduce_significand, wire
-from .elements import encode_element
+from .elements import block_layout, encode_element
 from .params import check_block_size, check_choice, check_int, check_stages
 from .pipeline import Pipeline, registered_boundaries
 from .rounding import round_increment
@@ -126,10 +126,7 @@ class MXQuantizer(wiring.Component):
         if scale_mode == "runtime":
             fields["scale_mode"] = unsigned(1)
         self.in_layout = data.StructLayout(fields)
-        self.out_layout = data.StructLayout({
-            "scale": unsigned(8),
-            "codes": data.ArrayLayout(self.fmt.bits, k),
-        })
+        self.out_layout = block_layout(self.fmt, k)
         super().__init__({
             "i": In(stream.Signature(self.in_layout)),
             "o": Out(stream.Signature(self.out_layout)),

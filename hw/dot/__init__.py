@@ -1,12 +1,12 @@
 """MX dot-product units (:class:`MXDot`, :class:`MXDotGeneral`) and their geometry.
 
-* :mod:`hw.dot.geometry` -- widths derived from the formats, the operand payload layout.
+* :mod:`hw.dot.geometry` -- widths derived from the formats.
 * :mod:`hw.dot.fused_step` -- the fused block step, section by section.
 * :mod:`hw.dot.units` -- the two components and their command-line entries.
 """
 
-from .geometry import DotGeometry, operand_layout, units_max, width_table
+from .geometry import DotGeometry, units_max, width_table
 from .units import DEFAULT_STAGES, MAX_STAGES, MXDot, MXDotGeneral, cli_units
 
-__all__ = ["MXDot", "MXDotGeneral", "DotGeometry", "operand_layout", "width_table",
+__all__ = ["MXDot", "MXDotGeneral", "DotGeometry", "width_table",
            "units_max", "cli_units", "DEFAULT_STAGES", "MAX_STAGES"]

@@ -40,7 +40,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         Declared with :data:`DOT_SECTIONS`; its ``connect`` is left to the caller.
     geometry : DotGeometry
     a, b : View
-        One block of each operand (:func:`hw.dot.operand_layout`).
+        One block of each operand (:func:`hw.elements.block_layout`).
     c : Value
         fp32 bits of the accumulator input.
     side : dict of str to Value, optional

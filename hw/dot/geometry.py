@@ -3,20 +3,16 @@
 * :class:`DotGeometry` -- product, sum and window widths for a format pair and block size.
 * :func:`units_max` -- an element format's largest magnitude in units of its lsb.
 * :func:`width_table` -- the width table of ``docs/dot.md``.
-* :func:`operand_layout` -- one operand block (scale and codes) as a payload layout.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import unsigned
-from amaranth.lib import data
-
 import golden
 from golden.formats import ElementFormat
 
-__all__ = ["GUARD", "DotGeometry", "units_max", "width_table", "operand_layout"]
+__all__ = ["GUARD", "DotGeometry", "units_max", "width_table"]
 
 #: Guard bits of the alignment window below the lowest bit of T (see docs/dot.md, "exactness").
 GUARD = 26
@@ -83,12 +79,3 @@ def width_table(block_size: int = 32) -> str:
             cells.append(f"{g.product_bits}/{g.sum_bits + 1}/{g.window_bits}")
         lines.append(f"| {a} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def operand_layout(fmt: ElementFormat, block_size: int) -> data.StructLayout:
-    """One block of one operand: E8M0 scale and ``block_size`` element codes (element i at
-    bits ``[bits*i, bits*(i+1))`` of ``codes``)."""
-    return data.StructLayout({
-        "scale": unsigned(8),
-        "codes": data.ArrayLayout(unsigned(fmt.bits), block_size),
-    })

@@ -35,10 +35,11 @@ from amaranth.lib.wiring import In, Out
 import golden
 
 from ..cli import UnitSpec
+from ..elements import block_layout
 from ..params import check_block_size, check_power_of_two, check_stages
 from ..pipeline import Pipeline
 from .fused_step import DOT_SECTIONS, build_fused_step
-from .geometry import DotGeometry, operand_layout
+from .geometry import DotGeometry
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "DEFAULT_STAGES", "MAX_STAGES"]
 
@@ -66,7 +67,7 @@ class MXDot(wiring.Component):
     Members
     -------
     i : In(stream.Signature(StructLayout))
-        ``a``, ``b``: :func:`operand_layout` (scale, codes); ``c``: fp32 bits.
+        ``a``, ``b``: :func:`hw.elements.block_layout` (scale, codes); ``c``: fp32 bits.
     o : Out(stream.Signature(unsigned(32)))
         fp32 bits of the result.
 
@@ -93,8 +94,8 @@ class MXDot(wiring.Component):
                            "stages": stages, "sum_bits": self.geometry.sum_bits + 1,
                            "window_bits": self.geometry.window_bits}
         layout = data.StructLayout({
-            "a": operand_layout(fmt_a, block_size),
-            "b": operand_layout(fmt_b, block_size),
+            "a": block_layout(fmt_a, block_size),
+            "b": block_layout(fmt_b, block_size),
             "c": unsigned(32),
         })
         super().__init__({
@@ -142,7 +143,7 @@ class MXDotGeneral(wiring.Component):
     Members
     -------
     i : In(stream.Signature(StructLayout))
-        ``a``, ``b``: :func:`operand_layout`; ``c0``: fp32 initial accumulator (used with
+        ``a``, ``b``: :func:`hw.elements.block_layout`; ``c0``: fp32 initial accumulator (used with
         ``first``); ``first``, ``last``: run markers; ``ctx``: context id.
     o : Out(stream.Signature(StructLayout))
         ``result``: fp32 bits; ``ctx``: the run's context.  One beat per run (on ``last``).
@@ -173,8 +174,8 @@ class MXDotGeneral(wiring.Component):
                            "sum_bits": self.geometry.sum_bits + 1,
                            "window_bits": self.geometry.window_bits}
         layout = data.StructLayout({
-            "a": operand_layout(fmt_a, block_size),
-            "b": operand_layout(fmt_b, block_size),
+            "a": block_layout(fmt_a, block_size),
+            "b": block_layout(fmt_b, block_size),
             "c0": unsigned(32),
             "first": unsigned(1),
             "last": unsigned(1),
