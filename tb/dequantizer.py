@@ -23,7 +23,7 @@ from golden.stimulus import dequantizer_random_inputs as random_inputs
 from . import standard_tests
 from .batch import Batch
 from .bulk import BulkJob
-from .describe import MAX_LANES, describe_code, describe_float, describe_scale
+from .describe import describe_code, describe_float, describe_lanes, describe_scale
 
 
 class DequantizerBatch(Batch):
@@ -41,14 +41,13 @@ class DequantizerBatch(Batch):
         got_values = m.out_layout.unpack(got[None, :])["data"][0]
         scale = int(self.scales[row])
         lines = [f"block {row}: scale {describe_scale(scale)}"]
-        bad = np.flatnonzero(got_values != self.values[row])
-        for lane in bad[:MAX_LANES]:
-            lines.append(
-                f"  lane {lane}: code {describe_code(self.codes[row, lane], m.fmt, scale)}"
-                f"\n    expected {describe_float(self.values[row, lane], m.output_format)}"
-                f"\n    actual   {describe_float(got_values[lane], m.output_format)}")
-        if len(bad) > MAX_LANES:
-            lines.append(f"  ... {len(bad) - MAX_LANES} more lanes")
+
+        def lane_lines(lane):
+            return (f"  lane {lane}: code {describe_code(self.codes[row, lane], m.fmt, scale)}"
+                    f"\n    expected {describe_float(self.values[row, lane], m.output_format)}"
+                    f"\n    actual   {describe_float(got_values[lane], m.output_format)}")
+
+        lines += describe_lanes(np.flatnonzero(got_values != self.values[row]), lane_lines)
         return "\n".join(lines)
 
 

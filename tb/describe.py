@@ -7,7 +7,7 @@ import numpy as np
 import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN, ElementFormat, FloatFormat
 
-__all__ = ["describe_float", "describe_code", "describe_scale", "MAX_LANES"]
+__all__ = ["describe_float", "describe_code", "describe_scale", "describe_lanes", "MAX_LANES"]
 
 #: Wrong lanes of a mismatching block reported in full (the rest are counted).
 MAX_LANES = 4
@@ -44,3 +44,12 @@ def describe_code(code: int, fmt: ElementFormat, scale: int | None = None) -> st
     if scale is not None and scale != SCALE_NAN:
         head += f" x 2^{scale - SCALE_BIAS} = {v * 2.0 ** (scale - SCALE_BIAS)!r}"
     return head
+
+
+def describe_lanes(bad_lanes, describe_lane) -> list[str]:
+    """Report lines for the wrong lanes of one block: ``describe_lane(lane)`` for the first
+    :data:`MAX_LANES` of ``bad_lanes``, then a count of the rest."""
+    lines = [describe_lane(int(lane)) for lane in bad_lanes[:MAX_LANES]]
+    if len(bad_lanes) > MAX_LANES:
+        lines.append(f"  ... {len(bad_lanes) - MAX_LANES} more lanes")
+    return lines

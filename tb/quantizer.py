@@ -22,7 +22,7 @@ from golden.stimulus import sweep_anchors
 from . import standard_tests
 from .batch import Batch
 from .bulk import BulkJob
-from .describe import MAX_LANES, describe_code, describe_float, describe_scale
+from .describe import describe_code, describe_float, describe_lanes, describe_scale
 
 #: Mode names by runtime id (the ids are golden.formats' ROUNDING_IDS / SCALE_MODE_IDS).
 ROUNDINGS = tuple(sorted(ROUNDING_IDS, key=ROUNDING_IDS.get))
@@ -62,17 +62,16 @@ class QuantizerBatch(Batch):
         lines = [f"block {row} (rounding={rounding}, "
                  f"scale_mode={SCALE_MODES[self.scale_mode_ids[row]]}): scale expected "
                  f"{describe_scale(self.scales[row])} got {describe_scale(got_scale)}"]
-        bad = np.flatnonzero(self.codes[row] != got_codes)
-        for lane in bad[:MAX_LANES]:
-            lines.append(
-                f"  lane {lane}: input {describe_float(self.raw[row, lane], m.input_format)}"
-                + (f", random {int(self.random[row, lane])}" if rounding == "stochastic"
-                   else "")
-                + f"\n    expected "
-                  f"{describe_code(self.codes[row, lane], m.fmt, int(self.scales[row]))}"
-                + f"\n    actual   {describe_code(got_codes[lane], m.fmt, got_scale)}")
-        if len(bad) > MAX_LANES:
-            lines.append(f"  ... {len(bad) - MAX_LANES} more lanes")
+
+        def lane_lines(lane):
+            return (f"  lane {lane}: input {describe_float(self.raw[row, lane], m.input_format)}"
+                    + (f", random {int(self.random[row, lane])}" if rounding == "stochastic"
+                       else "")
+                    + f"\n    expected "
+                      f"{describe_code(self.codes[row, lane], m.fmt, int(self.scales[row]))}"
+                    + f"\n    actual   {describe_code(got_codes[lane], m.fmt, got_scale)}")
+
+        lines += describe_lanes(np.flatnonzero(self.codes[row] != got_codes), lane_lines)
         return "\n".join(lines)
 
 

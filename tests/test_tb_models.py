@@ -86,3 +86,12 @@ def test_the_standard_tests_sets_build(unit, seed):
     assert jobs
     first = jobs[0].make()
     assert first.stim.shape[0] == len(first) > 0
+
+
+def test_describe_lanes_reports_the_first_lanes_and_counts_the_rest():
+    from tb.describe import MAX_LANES, describe_lanes
+
+    bad = np.arange(MAX_LANES + 3)
+    lines = describe_lanes(bad, lambda lane: f"lane {lane}")
+    assert lines == [f"lane {j}" for j in range(MAX_LANES)] + ["  ... 3 more lanes"]
+    assert describe_lanes(bad[:2], lambda lane: f"lane {lane}") == ["lane 0", "lane 1"]
