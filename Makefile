@@ -22,7 +22,7 @@ help:  ## List the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[dev,synth]'
+	$(VPY) -m pip install -q -e '.[dev,synth,formal]'
 	@touch $@
 
 install: $(STAMP)  ## Create .venv and install the project with all tools (first use only)
