@@ -9,14 +9,31 @@ JOBS    ?= 2
 SEED    ?=
 BLOCKS  ?=
 WAVES   ?=
+SHARD   ?=
 PYTEST  := $(VPY) -m pytest
 export SEED BLOCKS WAVES
 
+# make sim-full SHARD=i/N: shard i of N (pytest-split, balanced by the committed durations
+# file); each shard writes its JUnit XML and session report under build/shards/ for sim-merge.
+SIM_DURATIONS := tests/sim_durations.json
+SHARD_DIR     := build/shards
+ifneq ($(SHARD),)
+SHARD_I   := $(word 1,$(subst /, ,$(SHARD)))
+SHARD_N   := $(word 2,$(subst /, ,$(SHARD)))
+SHARD_OUT := $(SHARD_DIR)/shard-$(SHARD_I)-of-$(SHARD_N)
+SHARD_ARGS := --splits $(SHARD_N) --group $(SHARD_I) --splitting-algorithm least_duration \
+	--durations-path $(SIM_DURATIONS) --junitxml $(SHARD_OUT)/junit.xml \
+	--sim-report $(SHARD_OUT)/session.json
+else
+SHARD_ARGS := --junitxml build/sim-full/junit.xml --sim-report build/sim-full/session.json
+endif
+
 .DEFAULT_GOAL := help
-.PHONY: help install test test-golden sim sim-full lint verilog bench synth clean
+.PHONY: help install test test-golden sim sim-full sim-merge sim-durations lint verilog bench \
+	synth clean
 
 help:  ## List the targets
-	@echo "ocp-mx-hdl targets (options: SEED=n  BLOCKS=n  WAVES=1  JOBS=n):"
+	@echo "ocp-mx-hdl targets (options: SEED=n  BLOCKS=n  WAVES=1  JOBS=n  SHARD=i/N):"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
@@ -36,8 +53,14 @@ test-golden: $(STAMP)  ## Only the golden-model tests (no simulation)
 sim: $(STAMP)  ## Default bit-exact RTL regression (cocotb on Verilator) with a summary table
 	$(PYTEST) -n $(JOBS) -m sim tests
 
-sim-full: $(STAMP)  ## Whole parameter matrix of the RTL regression (long; parallel)
-	SIM_FULL=1 $(PYTEST) -n $(JOBS) -m sim tests
+sim-full: $(STAMP)  ## Whole parameter matrix of the RTL regression (hours; SHARD=i/N runs one shard)
+	SIM_FULL=1 $(PYTEST) -n $(JOBS) -m sim tests $(SHARD_ARGS)
+
+sim-merge: $(STAMP)  ## Merge the shards' reports and JUnit XML under build/shards/ into build/shards/merged/
+	$(VPY) -m tb.report merge $(SHARD_DIR)
+
+sim-durations: $(STAMP)  ## Re-record tests/sim_durations.json (runs the whole sim-full matrix)
+	SIM_FULL=1 $(PYTEST) -n $(JOBS) -m sim tests --store-durations --durations-path $(SIM_DURATIONS)
 
 lint: $(STAMP)  ## ruff on the Python, verilator --lint-only -Wall on generated RTL
 	$(VPY) -m ruff check golden hw tb tests bench

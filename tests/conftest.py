@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 import zlib
 
 import numpy as np
@@ -49,26 +50,41 @@ def sim_record(request):
     return add
 
 
-SUMMARY_COLUMNS = ["config", "blocks", "elements", "mismatches", "seed", "checked_per_s"]
+def pytest_addoption(parser):
+    parser.addoption("--sim-report", default=None, metavar="PATH",
+                     help="also write the simulation summary rows as a JSON session report "
+                          "(merged across shards by `python -m tb.report merge`)")
+
+
+def _shard(config) -> str | None:
+    """``"i/N"`` when pytest-split runs one group of a split suite, else None."""
+    splits = getattr(config.option, "splits", None)
+    group = getattr(config.option, "group", None)
+    return f"{group}/{splits}" if splits and group else None
+
+
+def pytest_sessionstart(session):
+    session.config._mx_t0 = time.monotonic()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    rows = []
+    from tb.report import format_table, write_session_report
+
+    rows, failed = [], []
     for key in ("passed", "failed"):
         for rep in terminalreporter.stats.get(key, []):
             if getattr(rep, "when", "call") != "call":
                 continue
+            if key == "failed":
+                failed.append(rep.nodeid)
             rows += [v for k, v in getattr(rep, "user_properties", []) if k == "sim_record"]
+    if config.option.sim_report:
+        write_session_report(config.option.sim_report, rows, seed=base_seed(), failed=failed,
+                             shard=_shard(config),
+                             duration_s=round(time.monotonic() - config._mx_t0, 1))
     if not rows:
         return
-    table = [[str(r.get(c, "")) for c in SUMMARY_COLUMNS] for r in rows]
-    widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(SUMMARY_COLUMNS)]
-    tr = terminalreporter
-    tr.section("simulation summary")
-    tr.write_line("  ".join(c.ljust(w) for c, w in zip(SUMMARY_COLUMNS, widths, strict=True)))
-    for t in table:
-        tr.write_line("  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)))
-    blocks = sum(int(r.get("blocks") or 0) for r in rows)
-    bad = sum(int(r.get("mismatches") or 0) for r in rows)
-    tr.write_line(f"{len(rows)} runs, {blocks} blocks checked, {bad} mismatches, "
-                  f"SEED={base_seed()}")
+    terminalreporter.section("simulation summary")
+    for line in format_table(rows):
+        terminalreporter.write_line(line)
+    terminalreporter.write_line(f"SEED={base_seed()}")
