@@ -141,10 +141,6 @@ def write_component(component, unit: str, out: Path) -> Path:
     return out
 
 
-def write_unit(spec: UnitSpec, args, out: Path) -> Path:
-    return write_component(spec.build(args), spec.name, out)
-
-
 # -- the command line ------------------------------------------------------------------------
 def format_help(what: str = "element format") -> str:
     """Help text of a format option: the names of :data:`golden.FORMATS`."""
@@ -159,7 +155,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
     """Every option's help ends with its default; descriptions and epilogs keep their lines.
 
     An option whose default is ``None`` (computed from other options, or none) says so in its
-    own help, so "(default: None)" is left out.
+    own help, so "(default: None)" is left out; ``_get_help_string`` is the hook argparse's
+    own ``ArgumentDefaultsHelpFormatter`` overrides.
     """
 
     def _get_help_string(self, action):
