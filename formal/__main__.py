@@ -19,7 +19,8 @@ def _parse(argv):
     p.add_argument("--quick", action="store_true",
                    help="k = 2 only, no miter at the deepest setting (a few minutes)")
     p.add_argument("--all", dest="full", action="store_true",
-                   help="also the dot units' miters at k = 4 (slow, see docs/verification.md)")
+                   help="also the dot units' miters (no verdict in minutes, "
+                        "see docs/verification.md)")
     p.add_argument("--only", metavar="PATTERN",
                    help="run the jobs whose name matches a shell pattern, e.g. 'dot-k2-*' "
                         "or '*-miter' (names: UNIT-kK-sSTAGES-PROPERTY)")
