@@ -289,11 +289,12 @@ class OrderHarness(_Harness):
         count_out = Signal(self.tag_bits, reset_less=True)
         last = self.i_last if unit.runs else 1
         x = Cat(count_in, last)
-        for name in self.sections:
+        names = list(self.sections)
+        for name in names:
+            if unit.runs and name == names[-1]:  # the flag is read before the last boundary
+                pipe.hold_when(x[self.tag_bits])
             x = pipe.boundary(x, name)
-        tag, out_last = x[:self.tag_bits], x[self.tag_bits]
-        if unit.runs:
-            pipe.hold_when(out_last)
+        tag = x[:self.tag_bits]
         i_ready, pipe_valid = Signal(), Signal()
         pipe.connect(i_valid=self.i_valid, i_ready=i_ready, o_valid=pipe_valid,
                      o_ready=self.o_ready)
