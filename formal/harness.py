@@ -37,7 +37,7 @@ from amaranth.utils import bits_for
 
 from hw.pipeline import Pipeline
 
-from .units import FormalUnit
+from .units import FormalUnit, pipeline_probes
 
 __all__ = ["FlowHarness", "MiterHarness", "OrderHarness"]
 
@@ -63,6 +63,27 @@ class _Harness(Elaboratable):
         m.d.sync += [started.eq(1), past_rst.eq(rst)]
         m.d.comb += Assume(started | rst, "the first cycle is a reset")
         return rst, started, past_rst
+
+
+def _probe_fields(probe, names: dict[str, list[str]], widths: dict[str, int]):
+    """Slice the ``probe`` input into the probed registers: kind -> list of Values, in the
+    order of ``names`` (bit 0 of ``probe`` first; a kind in ``widths`` is that many bits per
+    register, the others one bit)."""
+    fields, at = {}, 0
+    for kind, wires in names.items():
+        w = widths.get(kind, 1)
+        fields[kind] = [probe[at + w * j:at + w * (j + 1)] for j in range(len(wires))]
+        at += w * len(wires)
+    return fields
+
+
+def _probe_bits(names: dict[str, list[str]], widths: dict[str, int]) -> list[str]:
+    """The netlist bits behind ``probe`` (bit 0 first), for :func:`formal.sby.run_sby`."""
+    bits = []
+    for kind, wires in names.items():
+        w = widths.get(kind, 1)
+        bits += [f"{wire}[{j}]" if kind in widths else wire for wire in wires for j in range(w)]
+    return bits
 
 
 def _held(m, name, valid, ready, payload):
@@ -118,7 +139,7 @@ class FlowHarness(_Harness):
     @property
     def probe_wires(self) -> list[str]:
         """Netlist names behind ``probe``, bit 0 first."""
-        return [n for names in self.probe_names.values() for n in names]
+        return _probe_bits(self.probe_names, {})
 
     def elaborate(self, platform):
         m = Module()
@@ -181,10 +202,7 @@ class FlowHarness(_Harness):
         return m
 
     def _invariants(self, m, started, inflight):
-        bits, at = {}, 0
-        for kind, names in self.probe_names.items():
-            bits[kind] = [self.probe[at + j] for j in range(len(names))]
-            at += len(names)
+        bits = _probe_fields(self.probe, self.probe_names, {})
         valid = bits["valid"]
         stall = bits.get("hold") or bits["advance"]
         checks = [Assert(s == stall[0], "inv_stall_copies_equal") for s in stall[1:]]
@@ -266,18 +284,36 @@ class OrderHarness(_Harness):
     are numbered and emitted, and the others leave without waiting.  Legitimate because every
     unit's data registers load on the same enables as these valid bits: the unit's ordering is
     the pipeline's.
+
+    Induction invariants (``probes``; default flavour without ``hold_when`` only): the hold
+    copies are equal, the hold bit is the last stage's valid bit, and the valid stages hold
+    consecutive tags: a valid stage's tag is ``count_out`` plus the number of valid stages
+    ahead of it, and ``count_in - count_out`` is the number of valid stages.
     """
 
-    def __init__(self, unit: FormalUnit, k: int, stages: int):
+    def __init__(self, unit: FormalUnit, k: int, stages: int, *, probes: bool = True):
         super().__init__()
         self.unit, self.stages = unit, stages
         self.sections = dict(unit.sections(k))
         self.tag_bits = bits_for(unit.capacity(stages)) + 1
         self.i_last = Signal()
+        self.probe_names = {}
+        if probes:
+            if unit.runs or unit.registered_stall:
+                raise ValueError("order invariants are stated for the default flow control "
+                                 "without hold_when only")
+            self.probe_names = pipeline_probes(self.sections, stages, "t", False, data=True)
+        self.widths = {"data": self.tag_bits}
+        self.probe = Signal(max(1, len(self.probe_wires)))
 
     @property
     def ports(self):
-        return [self.i_valid, self.i_last, self.o_ready]
+        return [self.i_valid, self.i_last, self.o_ready, self.probe]
+
+    @property
+    def probe_wires(self) -> list[str]:
+        """Netlist names behind ``probe``, bit 0 first."""
+        return _probe_bits(self.probe_names, self.widths)
 
     def elaborate(self, platform):
         m = Module()
@@ -308,4 +344,21 @@ class OrderHarness(_Harness):
                          count_out.eq(count_out + produce)]
         with m.If(started & produce):
             m.d.comb += Assert(tag == count_out, "order_tag_is_next")
+        if self.probe_names:
+            self._invariants(m, started, count_in, count_out)
         return m
+
+    def _invariants(self, m, started, count_in, count_out):
+        f = _probe_fields(self.probe, self.probe_names, self.widths)
+        valid, data, hold = f["valid"], f["data"], f["hold"]
+        checks = [Assert(h == hold[0], "inv_stall_copies_equal") for h in hold[1:]]
+        checks.append(Assert(hold[0] == valid[-1], "inv_hold_is_last_valid"))
+        ahead = 0  # valid stages nearer the output than stage j
+        for j in reversed(range(len(valid))):
+            expect = (count_out + ahead)[:self.tag_bits]
+            checks.append(Assert(~valid[j] | (data[j] == expect), "inv_stage_tags_consecutive"))
+            ahead = ahead + valid[j]
+        checks.append(Assert(count_in == (count_out + ahead)[:self.tag_bits],
+                             "inv_count_in_is_out_plus_held"))
+        with m.If(started):
+            m.d.comb += checks

@@ -61,7 +61,8 @@ class Job:
             h = FlowHarness(self.unit, self.k, self.stages, probes=self.mode == "prove")
             return h, {"probe": h.probe_wires}
         if self.prop == "order":
-            return OrderHarness(self.unit, self.k, self.stages), {}
+            h = OrderHarness(self.unit, self.k, self.stages, probes=self.mode == "prove")
+            return h, {"probe": h.probe_wires}
         return MiterHarness(self.unit, self.k, self.stages), {}
 
     def run(self, outdir: Path, timeout: float) -> SbyResult:
@@ -77,7 +78,10 @@ def _jobs_for(unit: FormalUnit, k: int, stages: int) -> list[Job]:
         jobs.append(Job(unit, k, stages, "flow", "bmc", drain + BMC_MARGIN["flow"]))
     else:  # induction needs the exact-latency window inside its unrolling
         jobs.append(Job(unit, k, stages, "flow", "prove", drain + 3))
-    jobs.append(Job(unit, k, stages, "order", "bmc", drain + BMC_MARGIN["order"]))
+    if unit.runs or unit.registered_stall:  # order invariants: default flow control only
+        jobs.append(Job(unit, k, stages, "order", "bmc", drain + BMC_MARGIN["order"]))
+    else:
+        jobs.append(Job(unit, k, stages, "order", "prove", 3))
     if stages > 1:
         jobs.append(Job(unit, k, stages, "miter", "bmc", stages + BMC_MARGIN["miter"]))
     return jobs

@@ -18,7 +18,7 @@ from hw.dot.fused_step import DOT_SECTIONS
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "unit_by_name"]
+__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes"]
 
 
 @dataclass(frozen=True)
@@ -71,18 +71,34 @@ class FormalUnit:
         return stages + int(self.registered_stall)
 
     def control_probes(self, k: int, stages: int) -> dict[str, list[str]]:
-        """Names (in the flattened netlist, under the instance ``dut``) of the pipeline's
-        control registers: ``valid`` (one per registered stage, in datapath order) and either
-        ``hold`` (default flavour: the per-stage hold copies) or ``advance`` (registered
-        stall: the per-stage enable copies)."""
-        p = self.prefix
-        stage_names = registered_boundaries(self.sections(k), stages)
-        probes = {"valid": [f"dut.{p}_{b}_valid" for b in stage_names]}
-        if self.registered_stall:
-            probes["advance"] = [f"dut.{p}_{b}_en_advance" for b in stage_names]
-        else:
-            probes["hold"] = [f"dut.{p}_hold{j}" for j in range(stages)]
-        return probes
+        """The unit's pipeline control registers, under the harness's instance ``dut``
+        (:func:`pipeline_probes`)."""
+        return pipeline_probes(self.sections(k), stages, self.prefix, self.registered_stall,
+                               scope="dut.")
+
+
+def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
+                    registered_stall: bool, *, scope: str = "",
+                    data: bool = False) -> dict[str, list[str]]:
+    """Names, in the flattened netlist, of the registers of a :class:`hw.pipeline.Pipeline`
+    named ``prefix`` (as its ``name``) built in the module at ``scope`` (``"dut."``, or ``""``
+    for the top module).
+
+    Returns ``valid`` (one per registered stage, in datapath order) and either ``hold``
+    (default flavour: the per-stage hold copies) or ``advance`` (registered stall: the
+    per-stage enable copies); with ``data``, also ``data`` (each stage's data register).
+    The names follow :class:`Pipeline`'s naming; a name that does not exist makes the Yosys
+    script fail.
+    """
+    tags = [f"{scope}{prefix}_{b}" for b in registered_boundaries(sections, stages)]
+    probes = {"valid": [f"{t}_valid" for t in tags]}
+    if registered_stall:
+        probes["advance"] = [f"{t}_en_advance" for t in tags]
+    else:
+        probes["hold"] = [f"{scope}{prefix}_hold{j}" for j in range(stages)]
+    if data:
+        probes["data"] = tags
+    return probes
 
 
 def _dot_sections(k: int) -> Mapping[str, float]:
