@@ -151,6 +151,11 @@ def _assertion_name(path: str, line: int) -> str:
 def _parse(log: str, mode: str, depth: int, seconds: float, workdir: Path) -> SbyResult:
     done = _DONE.search(log)
     status = done.group(1) if done else "ERROR"
+    prep = workdir / "job" / "model" / "design_prep.log"
+    if prep.is_file() and "has no driver" in prep.read_text():
+        # SymbiYosys would make the undriven wire a free input: the design proven would not
+        # be the unit (e.g. a probe connection went wrong).  Not a verdict.
+        status = "ERROR"
     failed = sorted({_assertion_name(path, int(line)) for path, line in _FAILED.findall(log)})
     traces = sorted((workdir / "job").glob("engine_*/trace*.vcd"))
     return SbyResult(status, mode, depth, seconds, failed, traces[0] if traces else None,
