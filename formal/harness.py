@@ -285,10 +285,11 @@ class OrderHarness(_Harness):
     unit's data registers load on the same enables as these valid bits: the unit's ordering is
     the pipeline's.
 
-    Induction invariants (``probes``; default flavour without ``hold_when`` only): the hold
-    copies are equal, the hold bit is the last stage's valid bit, and the valid stages hold
-    consecutive tags: a valid stage's tag is ``count_out`` plus the number of valid stages
-    ahead of it, and ``count_in - count_out`` is the number of valid stages.
+    Induction invariants (``probes``; not with ``hold_when``): the stall-state copies are
+    equal; default flavour: the hold bit is the last stage's valid bit; registered stall: the
+    skid register is full exactly when ``advance`` is low and then holds the oldest block
+    (tag ``count_out``); a valid stage's tag is ``count_out`` plus the number of valid blocks
+    nearer the output, and ``count_in - count_out`` is the number of blocks held.
     """
 
     def __init__(self, unit: FormalUnit, k: int, stages: int, *, probes: bool = True):
@@ -299,11 +300,11 @@ class OrderHarness(_Harness):
         self.i_last = Signal()
         self.probe_names = {}
         if probes:
-            if unit.runs or unit.registered_stall:
-                raise ValueError("order invariants are stated for the default flow control "
-                                 "without hold_when only")
-            self.probe_names = pipeline_probes(self.sections, stages, "t", False, data=True)
-        self.widths = {"data": self.tag_bits}
+            if unit.runs:
+                raise ValueError("order invariants are not stated for hold_when")
+            self.probe_names = pipeline_probes(self.sections, stages, "t",
+                                               unit.registered_stall, data=True)
+        self.widths = {"data": self.tag_bits, "skid": self.tag_bits}
         self.probe = Signal(max(1, len(self.probe_wires)))
 
     @property
@@ -350,10 +351,17 @@ class OrderHarness(_Harness):
 
     def _invariants(self, m, started, count_in, count_out):
         f = _probe_fields(self.probe, self.probe_names, self.widths)
-        valid, data, hold = f["valid"], f["data"], f["hold"]
-        checks = [Assert(h == hold[0], "inv_stall_copies_equal") for h in hold[1:]]
-        checks.append(Assert(hold[0] == valid[-1], "inv_hold_is_last_valid"))
-        ahead = 0  # valid stages nearer the output than stage j
+        valid, data = f["valid"], f["data"]
+        stall = f.get("hold") or f["advance"]
+        checks = [Assert(s == stall[0], "inv_stall_copies_equal") for s in stall[1:]]
+        ahead = 0  # valid blocks nearer the output than stage j
+        if "skid" in f:  # registered stall: the skid register is full exactly when advance is low
+            skid_full = Signal(name="inv_skid_full")
+            m.d.comb += skid_full.eq(~stall[0])
+            checks.append(Assert(~skid_full | (f["skid"][0] == count_out), "inv_skid_tag"))
+            ahead = skid_full
+        else:
+            checks.append(Assert(stall[0] == valid[-1], "inv_hold_is_last_valid"))
         for j in reversed(range(len(valid))):
             expect = (count_out + ahead)[:self.tag_bits]
             checks.append(Assert(~valid[j] | (data[j] == expect), "inv_stage_tags_consecutive"))

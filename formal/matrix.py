@@ -6,7 +6,8 @@ Property groups (the harnesses of :mod:`formal.harness`):
   together by k-induction (they and the control-register invariants support each other);
   MXDotGeneral by BMC (its scoreboard counts runs, and the invariant relating runs to the
   stages' ``last`` bits is not stated);
-* ``order`` -- no reordering, on the datapath-free pipeline with sequence-number tags (BMC);
+* ``order`` -- no reordering, on the datapath-free pipeline with sequence-number tags
+  (k-induction; MXDotGeneral's ``hold_when`` pipeline by BMC);
 * ``miter`` -- property 4, depth ``stages`` against depth 1 (BMC; ``stages`` > 1).
 """
 
@@ -78,7 +79,7 @@ def _jobs_for(unit: FormalUnit, k: int, stages: int) -> list[Job]:
         jobs.append(Job(unit, k, stages, "flow", "bmc", drain + BMC_MARGIN["flow"]))
     else:  # induction needs the exact-latency window inside its unrolling
         jobs.append(Job(unit, k, stages, "flow", "prove", drain + 3))
-    if unit.runs or unit.registered_stall:  # order invariants: default flow control only
+    if unit.runs:  # no order invariants with hold_when
         jobs.append(Job(unit, k, stages, "order", "bmc", drain + BMC_MARGIN["order"]))
     else:
         jobs.append(Job(unit, k, stages, "order", "prove", 3))

@@ -84,8 +84,10 @@ def _script(harness, top_wires: dict[str, list[str]]) -> str:
         lines.append(f"setattr -unset init w:{instance}.*")
     for port, wires in top_wires.items():
         if wires:
+            # -nomap: connect exactly these wires (with alias mapping, connecting the probe
+            # once left a harness wire undriven)
             lines += [f"delete -input w:{port}", "cd top"]
-            lines += [f"connect -set {port}[{j}] \\{w}" for j, w in enumerate(wires)]
+            lines += [f"connect -nomap -set {port}[{j}] \\{w}" for j, w in enumerate(wires)]
             lines.append("cd ..")
     return "\n".join(lines)
 

@@ -98,6 +98,8 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
         probes["hold"] = [f"{scope}{prefix}_hold{j}" for j in range(stages)]
     if data:
         probes["data"] = tags
+        if registered_stall:
+            probes["skid"] = [f"{tags[-1]}_skid"]
     return probes
 
 
