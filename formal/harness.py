@@ -13,7 +13,10 @@ Every harness has the same conventions:
 * the unit's own registers start from any value (:mod:`formal.sby` removes their ``init``):
   only the reset brings them to a known state;
 * a check about "the previous cycle" uses harness registers (``*_prev``) and is skipped in the
-  cycle after a reset (``past_rst``).
+  cycle after a reset (``past_rst``);
+* induction invariants read registers inside the pipeline through a ``probe`` input, which
+  the Yosys script (:func:`formal.sby.run_sby`) disconnects from the ports and connects to
+  the named registers (:func:`formal.units.pipeline_probes`).
 
 * :class:`FlowHarness` -- properties 1-3 (stream rules, scoreboard, reset) on one unit.
 * :class:`MiterHarness` -- property 4: the unit at ``stages`` against the unit at 1.
