@@ -132,6 +132,8 @@ def report_table(results: list[tuple[Job, SbyResult]]) -> str:
     head = "| unit | k | stages | " + " | ".join(PROPERTIES.values()) + " |"
     lines = [head, "|---" * (3 + len(PROPERTIES)) + "|"]
     for (name, k, stages), cells in rows.items():
+        missing = {"miter": "n/a (stages = 1)" if stages == 1 else "`--all` only"}
         lines.append(f"| {name} | {k} | {stages} | "
-                     + " | ".join(cells.get(p, "-") for p in PROPERTIES) + " |")
+                     + " | ".join(cells.get(p, missing.get(p, "-")) for p in PROPERTIES)
+                     + " |")
     return "\n".join(lines)
