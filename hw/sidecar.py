@@ -206,10 +206,10 @@ def _check_fields(fields: list[dict], lo: int, hi: int, where: str) -> None:
     if dup:
         raise SidecarError(f"{where}: duplicate field names {sorted(dup)}")
     spans = sorted((f["lsb"], f["lsb"] + f["width"], f["name"]) for f in fields if f["width"])
-    for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
+    for (_, end, a), (start, _, b) in zip(spans, spans[1:], strict=False):
         if start < end:
             raise SidecarError(f"{where}: fields {a} and {b} overlap")
-    by_name = dict(zip(names, fields))
+    by_name = dict(zip(names, fields, strict=True))
     for f in fields:
         here = f"{where}.{f['name']}"
         if f["lsb"] < lo or f["lsb"] + f["width"] > hi:
