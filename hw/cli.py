@@ -13,7 +13,8 @@ the shared machinery: argument parsing, error reporting (one line, exit status 2
 conversion; the sidecar is :mod:`hw.sidecar`.
 
 A generated component must provide ``module_name`` (a Verilog identifier that encodes its
-parameters), ``parameters`` (a JSON-able dict) and ``latency`` (cycles, int) attributes.
+parameters), ``parameters`` (a JSON-able dict), ``latency`` (cycles, int) and
+``registered_stall`` (bool) attributes (:mod:`hw.sidecar`).
 """
 
 from __future__ import annotations

@@ -161,6 +161,12 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
     except AssertionError as e:
         passed = False
         out(f"FAILED: {e}")
+    except SystemExit as e:
+        # cocotb's runner exits instead of returning when the simulator fails, and when a test
+        # fails while PYTEST_CURRENT_TEST is set (the check run from a pytest test)
+        passed = False
+        out(f"FAILED: cocotb's runner stopped with exit status {e.code} (a failed test or a "
+            "simulator error)")
     except Exception as e:  # a build failure: cocotb's runner raises CalledProcessError
         passed = False
         out(f"FAILED: {type(e).__name__}: {e}")

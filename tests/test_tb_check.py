@@ -100,12 +100,15 @@ def test_check_ports_accepts_the_same_ports_and_lists_each_difference(unit):
 
 
 def test_failure_reports_joins_continuation_lines():
-    log = ("     1.00ns ERROR    cocotb.tb    MISMATCH block 3: scale expected 1 got 2\n"
-           "                                    lane 0: expected 0x1\n"
+    """cocotb indents a record's further lines to its message column; the report keeps only
+    the message's own indentation."""
+    prefix = "     1.00ns ERROR    cocotb.tb    "
+    log = (f"{prefix}MISMATCH block 3: scale expected 1 got 2\n"
+           f"{' ' * len(prefix)}  lane 0: expected 0x1\n"
            "     2.00ns INFO     cocotb       next record\n"
            "AssertionError: 1 mismatching outputs\n")
     assert failure_reports(log) == ["MISMATCH block 3: scale expected 1 got 2\n"
-                                    "lane 0: expected 0x1",
+                                    "  lane 0: expected 0x1",
                                     "AssertionError: 1 mismatching outputs"]
 
 
