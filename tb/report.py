@@ -23,8 +23,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 SUMMARY_ENV = "MX_SUMMARY_FILE"
-SUMMARY_COLUMNS = ["config", "blocks", "elements", "mismatches", "seed", "checked_per_s"]
 SESSION_FORMAT = 1
+
+#: Columns of the summary table, in order.
+SUMMARY_COLUMNS = ["config", "blocks", "elements", "mismatches", "seed", "checked_per_s"]
 
 
 def write_summary(**fields) -> None:
@@ -55,7 +57,8 @@ def format_table(rows: list[dict]) -> list[str]:
     table = [[str(r.get(c, "")) for c in SUMMARY_COLUMNS] for r in rows]
     widths = [max([len(c)] + [len(t[i]) for t in table]) for i, c in enumerate(SUMMARY_COLUMNS)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(SUMMARY_COLUMNS, widths, strict=True))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)) for t in table]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)).rstrip()
+              for t in table]
     t = totals(rows)
     lines.append(f"{t['runs']} runs, {t['blocks']} blocks ({t['elements']} elements) checked, "
                  f"{t['mismatches']} mismatches")

@@ -11,10 +11,11 @@ import logging
 import numpy as np
 import pytest
 
-from hw.cli import sidecar, units
+from hw.cli import units
+from hw.sidecar import sidecar
 from tb.dequantizer import DequantizerModel
 from tb.dot import DotModel
-from tb.quantizer import QuantizerModel
+from tb.quantizer import ROUNDINGS, QuantizerModel
 from tb.standard_tests import PATTERNS, UnitConfig
 
 UNITS = {
@@ -95,3 +96,28 @@ def test_describe_lanes_reports_the_first_lanes_and_counts_the_rest():
     lines = describe_lanes(bad, lambda lane: f"lane {lane}")
     assert lines == [f"lane {j}" for j in range(MAX_LANES)] + ["  ... 3 more lanes"]
     assert describe_lanes(bad[:2], lambda lane: f"lane {lane}") == ["lane 0", "lane 1"]
+
+
+def _runtime_field(meta, name):
+    port = next(p for p in meta["ports"] if p["role"] == "i.payload")
+    return next(f for f in port["fields"] if f["name"] == name)
+
+
+def test_quantizer_drives_runtime_fields_in_the_sidecar_encoding(seed):
+    """A user's RTL may encode the modes its own way (and leave some out): the model drives
+    the sidecar's codes, only for the modes listed, and golden still sees the mode."""
+    model_class, argv = UNITS["quantizer"]
+    spec = units()["quantizer"]
+    p = argparse.ArgumentParser()
+    spec.add_arguments(p)
+    meta = sidecar(spec.build(p.parse_args(argv)), "quantizer")
+    _runtime_field(meta, "rounding")["encoding"] = {"rtz": 0, "rne": 3, "rna": 1}
+    _runtime_field(meta, "scale_mode")["encoding"] = {"rceil": 0, "floor": 1}
+    model = model_class(UnitConfig(sidecar=meta, seed=seed, label="quantizer", blocks=40,
+                                   full=False, sweeps=True))
+    batch = model.random_batch(np.random.default_rng(seed), 200)
+    fields = model.in_layout.unpack(batch.stim)
+    names = [ROUNDINGS[r] for r in batch.rounding_ids]
+    assert set(names) == {"rtz", "rne", "rna"}  # 200 random blocks: all three, no stochastic
+    assert list(fields["rounding"]) == [{"rtz": 0, "rne": 3, "rna": 1}[n] for n in names]
+    assert list(fields["scale_mode"]) == [1 - int(s) for s in batch.scale_mode_ids]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb.bulk import public_control
 from tb.stream import BitLayout
+from tb.verilator import ports_only_args, public_control
 
 
 def _layout(width: int) -> BitLayout:
@@ -51,3 +51,14 @@ def test_from_hex_rejects_x():
 
 def test_public_control_names_the_wrapper():
     assert public_control("dut_bulk").split("\n")[1] == 'public_flat_rw -module "dut_bulk" -var "*"'
+
+
+def test_ports_only_args_writes_a_control_file_for_the_named_ports(tmp_path):
+    args = ports_only_args("unit", ["clk", "i__payload"], tmp_path / "b")
+    control = tmp_path / "b" / "unit_public.vlt"
+    assert args == ["--no-public-flat-rw", str(control.resolve())]
+    assert control.read_text().splitlines() == [
+        "`verilator_config", 'public_flat_rw -module "unit" -var "clk"',
+        'public_flat_rw -module "unit" -var "i__payload"']
+    with pytest.raises(ValueError, match="no signals"):
+        public_control("unit", [])

@@ -1,5 +1,5 @@
-"""Write the bulk wrapper of a unit with the ``i``/``o`` stream convention, from its JSON
-sidecar, for use without cocotb.
+"""Write the bulk wrapper of a unit with the ``i``/``o`` stream roles, from its schema-1 JSON
+sidecar (:mod:`hw.sidecar`), for use without cocotb.
 
 Usage::
 
@@ -25,7 +25,9 @@ def main(argv=None):
     p.add_argument("-o", "--output", type=Path, required=True, help="wrapper Verilog to write")
     p.add_argument("--depth", type=int, default=DEPTH, help="payloads per memory load")
     a = p.parse_args(argv)
-    top = write_bulk_wrapper(json.loads(a.sidecar.read_text()), a.output, a.depth)
+    from hw.sidecar import validate
+
+    top = write_bulk_wrapper(validate(json.loads(a.sidecar.read_text())), a.output, a.depth)
     print(f"wrote {a.output} (modules {top}, {top}_main)")
 
 
