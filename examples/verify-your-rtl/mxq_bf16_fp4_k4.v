@@ -19,8 +19,9 @@ module mxq_bf16_fp4_k4 (
   input  wire [63:0] in_data,    // lane i: bf16 bits in_data[16*i +: 16]
   output reg         out_valid,
   input  wire        out_ready,
-  output reg  [7:0]  out_scale,  // E8M0: 2^(out_scale - 127); 255 = NaN block
-  output reg  [15:0] out_codes   // lane i: fp4_e2m1 code out_codes[4*i +: 4]
+  output wire [23:0] out_block   // {scale, codes}: the E8M0 scale in bits [23:16] (value
+                                 // 2^(scale - 127), 255 = NaN block), lane i's fp4_e2m1
+                                 // code in bits [4*i +: 4]
 );
   localparam [7:0] SCALE_NAN = 8'd255;
   localparam [7:0] FP4_EMAX = 8'd2;  // fp4_e2m1's largest binade is [4, 8)
@@ -78,6 +79,10 @@ module mxq_bf16_fp4_k4 (
       );
     end
   endgenerate
+
+  reg [7:0]  out_scale;
+  reg [15:0] out_codes;
+  assign out_block = {out_scale, out_codes};
 
   always @(posedge clk) begin
     if (rst) begin
