@@ -1,0 +1,92 @@
+"""The worked example of docs/verify-your-rtl.md: a hand-written MX quantizer
+(``examples/verify-your-rtl``) under ``python -m tb check``.
+
+The example is a third party's design: bf16 in, fp4_e2m1 out, k = 4, rne, floor, latency 2.
+``mxq_lane.v`` rounds to nearest even; ``planted-bug/mxq_lane.v`` is the same lane with ties
+rounded away from zero.  The check must pass the first and find the second, with a mismatch
+report that shows a tie.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from fractions import Fraction
+
+import pytest
+
+from hw.sidecar import validate
+from tb.runner import ROOT, verilator_env
+
+EXAMPLE = ROOT / "examples" / "verify-your-rtl"
+SIDECAR = EXAMPLE / "mxq_bf16_fp4_k4.json"
+TOP = EXAMPLE / "mxq_bf16_fp4_k4.v"
+FIXED_LANE = EXAMPLE / "mxq_lane.v"
+BUGGY_LANE = EXAMPLE / "planted-bug" / "mxq_lane.v"
+
+
+def test_example_sidecar_validates():
+    meta = validate(json.loads(SIDECAR.read_text()))
+    assert meta["module"] == "mxq_bf16_fp4_k4"
+    assert meta["unit"] == "quantizer"
+
+
+def test_example_sidecar_matches_the_verilog_ports():
+    """Every port the sidecar names is a port of the module, with that direction and width."""
+    text = TOP.read_text()
+    header = text[text.index("module mxq_bf16_fp4_k4"):text.index(");")]
+    declared = {}
+    for direction, msb, name in re.findall(
+            r"\b(input|output)\s+(?:wire|reg)\s*(?:\[(\d+):0\])?\s*(\w+)", header):
+        declared[name] = ("in" if direction == "input" else "out", int(msb or 0) + 1)
+    meta = json.loads(SIDECAR.read_text())
+    assert {p["name"]: (p["direction"], p["width"]) for p in meta["ports"]} == declared
+
+
+@pytest.mark.parametrize("lane", [FIXED_LANE, BUGGY_LANE], ids=["fixed", "planted-bug"])
+def test_example_lints_clean(lane):
+    exe = verilator_env()
+    r = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", "mxq_bf16_fp4_k4",
+                        str(TOP), str(lane)], capture_output=True, text=True)
+    assert r.returncode == 0 and "%Warning" not in r.stderr, r.stderr
+
+
+def run_check(lane, seed, tmp_path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "tb", "check", "--sidecar", str(SIDECAR), str(TOP), str(lane),
+           "--seed", str(seed), "--build-dir", str(tmp_path / "build")]
+    print(" ".join(cmd))
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    print(r.stdout[-6000:], r.stderr[-6000:], sep="\n")
+    return r
+
+
+@pytest.mark.sim
+def test_check_passes_the_fixed_example(seed, tmp_path):
+    r = run_check(FIXED_LANE, seed, tmp_path)
+    assert r.returncode == 0
+    assert "mismatch" not in r.stdout.lower().replace("0 mismatches", "")
+
+
+# A mismatch report's lane: the input and, per side, the decoded code and its scaled value
+# (tb.describe: "expected 0x6 = s0 e11 m0 = 4.0 x 2^-2 = 1.0").
+LANE = re.compile(r"lane (\d+): input 0x[0-9a-f]+ = (\S+) .*?\n"
+                  r"\s+expected .*? x 2\^(-?\d+) = (\S+)\n"
+                  r"\s+actual .*? x 2\^-?\d+ = (\S+)")
+
+
+@pytest.mark.sim
+def test_check_finds_the_planted_tie_bug(seed, tmp_path):
+    r = run_check(BUGGY_LANE, seed, tmp_path)
+    assert r.returncode != 0
+    report = r.stdout + r.stderr
+    assert "rounding=rne" in report
+    lanes = LANE.findall(report)
+    assert lanes, "no decoded lane in the mismatch report"
+    for _, given, _, expected, actual in lanes:
+        x, want, got = (Fraction(float(v)) for v in (given, expected, actual))
+        # The bug only touches ties: the input is the exact midpoint of the two candidates,
+        # and the buggy lane took the one farther from zero.
+        assert x == (want + got) / 2, (given, expected, actual)
+        assert abs(got) > abs(want)
