@@ -41,7 +41,7 @@ UNITS = (
 
 #: Vector field name (without in_/expected_) -> payload field name where they differ.
 FIELD_NAMES = {"scale_a": "a.scale", "codes_a": "a.codes", "scale_b": "b.scale",
-               "codes_b": "b.codes", "result": "value"}
+               "codes_b": "b.codes"}
 
 
 def _payload(layout: BitLayout, vec_dir: Path, role: str, n: int) -> dict:
@@ -73,8 +73,8 @@ def run_one(label, unit, argv, vunit, vkw, log=print) -> dict:
                     *map(str, sources)], check=True, capture_output=True, text=True)
     build_s = time.perf_counter() - t0
     vec = vectors.generate(vunit, d / "vectors", count=COUNT, seed=1, block_size=K, **vkw)
-    in_l = BitLayout.from_sidecar(meta, "i__payload")
-    out_l = BitLayout.from_sidecar(meta, "o__payload")
+    in_l = BitLayout.from_sidecar(meta, "i.payload")
+    out_l = BitLayout.from_sidecar(meta, "o.payload")
     (d / "stim.bin").write_bytes(in_l.to_bin(in_l.pack(COUNT, **_payload(in_l, vec, "input",
                                                                         COUNT))))
     out_file = d / "out.bin"

@@ -10,7 +10,7 @@ Usage::
 Each unit family module (``hw.quantizer``, ``hw.dequantizer``, ``hw.dot``) contributes
 :class:`UnitSpec` entries through its public ``cli_units()`` function; this module only holds
 the shared machinery: argument parsing, error reporting (one line, exit status 2), Verilog
-conversion and the sidecar.
+conversion; the sidecar is :mod:`hw.sidecar`.
 
 A generated component must provide ``module_name`` (a Verilog identifier that encodes its
 parameters), ``parameters`` (a JSON-able dict) and ``latency`` (cycles, int) attributes.
@@ -26,6 +26,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .sidecar import sidecar
 
 UNIT_MODULES = ("hw.quantizer", "hw.dequantizer", "hw.dot")
 
@@ -78,54 +80,13 @@ def to_verilog(component, name: str | None = None) -> str:
     return _SRC_ATTR.sub("", text)
 
 
-def describe_ports(component) -> list[dict]:
-    """Top-level ports as in the Verilog (``path__joined``), with widths and payload layout."""
-    from amaranth.hdl import Shape
-    from amaranth.lib import data
-
-    def layout_fields(layout, offset=0, prefix=""):
-        out = []
-        if isinstance(layout, data.StructLayout | data.UnionLayout):
-            for fname, fld in layout:
-                out += layout_fields(fld.shape, offset + fld.offset, f"{prefix}{fname}.")
-        elif isinstance(layout, data.ArrayLayout):
-            w = Shape.cast(layout.elem_shape).width
-            out.append({"name": prefix.rstrip(".") or "value", "lsb": offset,
-                        "width": w * layout.length, "array": {"length": layout.length,
-                                                             "elem_width": w}})
-        else:
-            out.append({"name": prefix.rstrip(".") or "value", "lsb": offset,
-                        "width": Shape.cast(layout).width})
-        return out
-
-    ports = []
-    for path, member, _value in component.signature.flatten(component):
-        shape = member.shape
-        entry = {"name": "__".join(str(p) for p in path), "direction": member.flow.value,
-                 "width": Shape.cast(shape).width}
-        if isinstance(shape, data.Layout):
-            entry["fields"] = layout_fields(shape)
-        ports.append(entry)
-    return ports
-
-
-def sidecar(component, unit: str) -> dict:
-    return {
-        "module": component.module_name,
-        "unit": unit,
-        "parameters": component.parameters,
-        "latency": component.latency,
-        "initiation_interval": 1,
-        "clock": "clk", "reset": "rst (synchronous, active high)",
-        "ports": describe_ports(component),
-    }
-
-
 def write_component(component, unit: str, out: Path) -> Path:
     """Write ``out`` (Verilog) and its ``.json`` sidecar for an elaborated-ready component."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(to_verilog(component))
-    out.with_suffix(".json").write_text(json.dumps(sidecar(component, unit), indent=2) + "\n")
+    verilog = to_verilog(component)
+    out.write_text(verilog)
+    meta = sidecar(component, unit, verilog)
+    out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
     return out
 
 

@@ -67,6 +67,9 @@ class MXDequantizer(wiring.Component):
     ``o.ready`` and a register).
     """
 
+    #: ``i.ready`` is one gate from ``o.ready`` (the sidecar's ``flow_control``).
+    registered_stall = False
+
     def __init__(self, fmt="fp8_e4m3", block_size=32, output_format="fp32", *,
                  stages=DEFAULT_STAGES):
         self.fmt = golden.element_format(fmt)
@@ -101,7 +104,8 @@ class MXDequantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, output_format, k = self.fmt, self.output_format, self.block_size
-        pipe = Pipeline(m, DEQUANTIZER_SECTIONS, self.stages, name="d")
+        pipe = Pipeline(m, DEQUANTIZER_SECTIONS, self.stages, name="d",
+                        registered_stall=self.registered_stall)
 
         payload = pipe.boundary(self.i.payload, "input")
         scale = payload.scale

@@ -99,6 +99,9 @@ class MXQuantizer(wiring.Component):
     in the first cycle of a stall (``docs/quantizer.md``, flow control).
     """
 
+    #: ``i.ready`` is a register (the sidecar's ``flow_control``).
+    registered_stall = True
+
     def __init__(self, fmt="fp8_e4m3", block_size=32, input_format="fp32", *, rounding="rne",
                  scale_mode="floor", random_bits=8, stages=None):
         self.fmt = golden.element_format(fmt)
@@ -150,7 +153,8 @@ class MXQuantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, input_format, k = self.fmt, self.input_format, self.block_size
-        pipe = Pipeline(m, self.sections, self.stages, name="q", registered_stall=True)
+        pipe = Pipeline(m, self.sections, self.stages, name="q",
+                        registered_stall=self.registered_stall)
 
         def cross(fields, name):  # a section boundary: one struct signal, maybe registered
             return pipe.boundary(wire(m, fields, f"q_{name}_in"), name)

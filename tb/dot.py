@@ -107,7 +107,7 @@ class DotModel(standard_tests.UnitModel):
     def expected_rows(self, results, ctx=None) -> np.ndarray:
         """Output payload rows of fp32 results (MXDotGeneral: with their contexts)."""
         if not self.general:
-            return self.out_layout.pack(len(results), value=results)
+            return self.out_layout.pack(len(results), result=results)
         fields = {"result": results}
         if "ctx" in self.out_layout.fields:
             fields["ctx"] = ctx
@@ -115,7 +115,7 @@ class DotModel(standard_tests.UnitModel):
 
     def describe_output(self, row, exp_row, got_row, context) -> str:
         rows = self.out_layout.unpack(np.stack([exp_row, got_row]))
-        results = rows["result" if self.general else "value"]
+        results = rows["result"]
         ctx = ""
         if "ctx" in rows:
             ctx = f" ctx exp {int(rows['ctx'][0])} got {int(rows['ctx'][1])}"

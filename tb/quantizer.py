@@ -47,8 +47,8 @@ class QuantizerBatch(Batch):
         self.model, self.raw = model, raw
         self.rounding_ids, self.scale_mode_ids, self.random = rounding_ids, scale_mode_ids, random
         n = raw.shape[0]
-        fields = {"data": raw, "random": random, "rounding": rounding_ids,
-                  "scale_mode": scale_mode_ids}
+        fields = {"data": raw, "random": random,
+                  **model.runtime_fields(rounding_ids, scale_mode_ids)}
         stim = model.in_layout.pack(n, **{f: v for f, v in fields.items()
                                           if f in model.in_layout.fields})
         self.scales, self.codes = model.expected(raw, rounding_ids, scale_mode_ids, random)
@@ -86,23 +86,46 @@ class QuantizerModel(standard_tests.UnitModel):
         self.rounding = p["rounding"]
         self.scale_mode = p["scale_mode"]
         self.random_bits = p["random_bits"]
+        # golden ids of the modes the build supports: the fixed one, or those the runtime
+        # field's encoding lists; and the RTL's code for each golden id (the encoding's).
+        self.rounding_modes = self._modes("rounding", self.rounding, ROUNDING_IDS)
+        self.scale_modes = self._modes("scale_mode", self.scale_mode, SCALE_MODE_IDS)
+        self.rtl_codes = {field: np.array([encoding.get(name, -1) for name in names])
+                          for field, names in (("rounding", ROUNDINGS),
+                                               ("scale_mode", SCALE_MODES))
+                          if (encoding := self.in_layout.fields.get(field, {})
+                              .get("encoding")) is not None}
+
+    def _modes(self, field: str, setting: str, ids: dict[str, int]) -> list[int]:
+        if setting != "runtime":
+            return [ids[setting]]
+        if field not in self.in_layout.fields:
+            raise ValueError(f"{field} is 'runtime' but the input payload has no {field} field")
+        encoding = self.in_layout.fields[field].get("encoding", {})
+        unknown = sorted(set(encoding) - set(ids))
+        if unknown or not encoding:
+            raise ValueError(f"the {field} field's encoding must name modes of "
+                             f"{', '.join(ids)}; got {sorted(encoding)}")
+        return [ids[name] for name in sorted(encoding, key=ids.get)]
+
+    def runtime_fields(self, rounding_ids, scale_mode_ids) -> dict:
+        """The runtime payload fields of blocks in these modes (golden ids), in the RTL's
+        encoding."""
+        ids = {"rounding": rounding_ids, "scale_mode": scale_mode_ids}
+        return {field: codes[np.asarray(ids[field])] for field, codes in self.rtl_codes.items()}
 
     # -- modes and batches -----------------------------------------------------------------
     def random_modes(self, rng, n):
         """Per-block rounding and scale-mode ids (random if runtime, else the fixed one)."""
-        r = (rng.integers(0, len(ROUNDINGS), n) if self.rounding == "runtime"
-             else np.full(n, ROUNDING_IDS[self.rounding]))
-        s = (rng.integers(0, len(SCALE_MODES), n) if self.scale_mode == "runtime"
-             else np.full(n, SCALE_MODE_IDS[self.scale_mode]))
+        r = (rng.choice(self.rounding_modes, n) if self.rounding == "runtime"
+             else np.full(n, self.rounding_modes[0]))
+        s = (rng.choice(self.scale_modes, n) if self.scale_mode == "runtime"
+             else np.full(n, self.scale_modes[0]))
         return r, s
 
     def all_modes(self):
         """Every (rounding id, scale mode id) combination the build supports."""
-        rs = (range(len(ROUNDINGS)) if self.rounding == "runtime"
-              else [ROUNDING_IDS[self.rounding]])
-        ss = (range(len(SCALE_MODES)) if self.scale_mode == "runtime"
-              else [SCALE_MODE_IDS[self.scale_mode]])
-        return [(r, s) for r in rs for s in ss]
+        return [(r, s) for r in self.rounding_modes for s in self.scale_modes]
 
     def batch(self, rng, raw, rounding_ids=None, scale_mode_ids=None) -> QuantizerBatch:
         """A batch of ``raw`` blocks in the given modes (default: :meth:`random_modes`), with

@@ -21,7 +21,8 @@ Each test writes one row of the closing simulation summary (:mod:`tb.report`) be
 fails on a mismatch.  Configuration comes from the environment (set by
 ``tests/test_sim_*.py`` and ``bench/sim_bench.py``):
 
-``MX_SIDECAR``  the unit's JSON sidecar (parameters, latency, payload layouts)
+``MX_SIDECAR``  the unit's JSON sidecar, schema 1 (:mod:`hw.sidecar`; parameters, latency,
+               payload layouts)
 ``MX_SEED``     the test's seed (default: cocotb's ``RANDOM_SEED``); logged by every test
 ``MX_CONFIG``   label for the summary table (default: the module name)
 ``MX_BLOCKS``   the random block budget (its meaning is the model's; default 200)
@@ -39,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from hw.sidecar import validate
 
 from .batch import Batch
 from .bulk import BulkJob, BulkRunner, run_jobs
@@ -74,7 +77,7 @@ class UnitConfig:
         if not os.environ.get("MX_SIDECAR"):
             raise RuntimeError("MX_SIDECAR is not set: run the testbench through "
                                "tests/test_sim_*.py or tb.runner.run_cocotb with it")
-        sidecar = json.loads(Path(os.environ["MX_SIDECAR"]).read_text())
+        sidecar = validate(json.loads(Path(os.environ["MX_SIDECAR"]).read_text()))
         import cocotb
 
         return cls(sidecar=sidecar, seed=env_int("MX_SEED", cocotb.RANDOM_SEED),
@@ -113,8 +116,8 @@ class UnitModel:
         self.parameters = config.sidecar["parameters"]
         self.k = self.parameters["block_size"]
         self.latency = config.sidecar["latency"]
-        self.in_layout = BitLayout.from_sidecar(config.sidecar, "i__payload")
-        self.out_layout = BitLayout.from_sidecar(config.sidecar, "o__payload")
+        self.in_layout = BitLayout.from_sidecar(config.sidecar, "i.payload")
+        self.out_layout = BitLayout.from_sidecar(config.sidecar, "o.payload")
 
     def stream_phases(self, rng: np.random.Generator) -> list[tuple[str, Batch]]:
         """The stream test's batches, each with the name of its pattern in :data:`PATTERNS`."""

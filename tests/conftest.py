@@ -9,6 +9,8 @@ import zlib
 import numpy as np
 import pytest
 
+from tb.report import summary_table
+
 
 def pytest_configure(config):
     # Choose the session seed once, in the controller; xdist workers inherit it via the env.
@@ -49,8 +51,6 @@ def sim_record(request):
     return add
 
 
-SUMMARY_COLUMNS = ["config", "blocks", "elements", "mismatches", "seed", "checked_per_s"]
-
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     rows = []
@@ -61,14 +61,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             rows += [v for k, v in getattr(rep, "user_properties", []) if k == "sim_record"]
     if not rows:
         return
-    table = [[str(r.get(c, "")) for c in SUMMARY_COLUMNS] for r in rows]
-    widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(SUMMARY_COLUMNS)]
     tr = terminalreporter
     tr.section("simulation summary")
-    tr.write_line("  ".join(c.ljust(w) for c, w in zip(SUMMARY_COLUMNS, widths, strict=True)))
-    for t in table:
-        tr.write_line("  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)))
-    blocks = sum(int(r.get("blocks") or 0) for r in rows)
-    bad = sum(int(r.get("mismatches") or 0) for r in rows)
-    tr.write_line(f"{len(rows)} runs, {blocks} blocks checked, {bad} mismatches, "
-                  f"SEED={base_seed()}")
+    *lines, total = summary_table(rows)
+    for line in lines:
+        tr.write_line(line)
+    tr.write_line(f"{total}, SEED={base_seed()}")

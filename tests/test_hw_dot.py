@@ -138,9 +138,12 @@ def test_cli_generates_verilog_and_sidecar(tmp_path):
     assert side["unit"] == "dot" and side["latency"] == 2
     ports = {p["name"]: p for p in side["ports"]}
     fields = {f["name"]: f for f in ports["i__payload"]["fields"]}
-    assert fields["a.codes"]["array"] == {"length": 8, "elem_width": 8}
-    assert fields["b.codes"]["array"] == {"length": 8, "elem_width": 4}
-    assert fields["c"]["width"] == 32 and ports["o__payload"]["width"] == 32
+    a_fields = {f["name"]: f for f in fields["a"]["fields"]}
+    b_fields = {f["name"]: f for f in fields["b"]["fields"]}
+    assert a_fields["codes"]["array"] == {"length": 8, "elem_width": 8}
+    assert b_fields["codes"]["array"] == {"length": 8, "elem_width": 4}
+    assert fields["c"]["width"] == 32
+    assert ports["o__payload"]["fields"] == [{"name": "result", "lsb": 0, "width": 32}]
 
 
 def test_cli_dot_general(tmp_path):

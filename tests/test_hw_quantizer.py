@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from hw.cli import main as cli_main
-from hw.cli import sidecar, to_verilog, units
+from hw.cli import to_verilog, units
 from hw.dequantizer import MXDequantizer
 from hw.quantizer import MXQuantizer, quantizer_sections
+from hw.sidecar import sidecar
 from tb.runner import ROOT
 
 
@@ -50,7 +51,7 @@ def test_cli_generates_quantizer(tmp_path):
     out_fields = {f["name"]: f for f in ports["o__payload"]["fields"]}
     assert out_fields["scale"] == {"name": "scale", "lsb": 0, "width": 8}
     assert out_fields["codes"]["array"] == {"length": 4, "elem_width": 4}
-    assert ports["i__ready"]["direction"] == "Out" and ports["o__ready"]["direction"] == "In"
+    assert ports["i__ready"]["direction"] == "out" and ports["o__ready"]["direction"] == "in"
 
 
 def test_cli_generates_dequantizer(tmp_path):

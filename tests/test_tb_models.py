@@ -11,7 +11,8 @@ import logging
 import numpy as np
 import pytest
 
-from hw.cli import sidecar, units
+from hw.cli import units
+from hw.sidecar import sidecar
 from tb.dequantizer import DequantizerModel
 from tb.dot import DotModel
 from tb.quantizer import QuantizerModel

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb.bulk import public_control
 from tb.stream import BitLayout
+from tb.verilator import public_control
 
 
 def _layout(width: int) -> BitLayout:

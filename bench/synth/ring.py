@@ -3,7 +3,7 @@ unit as a host design would see it."""
 
 from __future__ import annotations
 
-from hw.cli import describe_ports
+from hw.sidecar import describe_ports
 
 __all__ = ["port_ring"]
 
@@ -18,9 +18,11 @@ def port_ring(component, name: str) -> tuple[str, str]:
     top = f"{name}_ring"
     decl, regs, conn = ["input clk", "input rst"], [], [".clk(clk)", ".rst(rst)"]
     for p in describe_ports(component):
+        if p["role"] in ("clk", "rst"):
+            continue
         n, w = p["name"], p["width"]
         rng = f"[{w - 1}:0] " if w > 1 else ""
-        if p["direction"] == "In":
+        if p["direction"] == "in":
             decl.append(f"input {rng}{n}")
             regs.append(f"  reg {rng}r_{n};\n  always @(posedge clk) r_{n} <= {n};")
         else:

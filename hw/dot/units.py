@@ -68,8 +68,8 @@ class MXDot(wiring.Component):
     -------
     i : In(stream.Signature(StructLayout))
         ``a``, ``b``: :func:`hw.elements.block_layout` (scale, codes); ``c``: fp32 bits.
-    o : Out(stream.Signature(unsigned(32)))
-        fp32 bits of the result.
+    o : Out(stream.Signature(StructLayout))
+        ``result``: fp32 bits of the result.
 
     Attributes
     ----------
@@ -78,6 +78,9 @@ class MXDot(wiring.Component):
         backpressure).  Initiation interval 1; lossless under any valid/ready pattern (all
         registers share one enable, see :class:`hw.pipeline.Pipeline`).
     """
+
+    #: ``i.ready`` is one gate from ``o.ready`` (the sidecar's ``flow_control``).
+    registered_stall = False
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
                  stages: int = DEFAULT_STAGES):
@@ -100,15 +103,16 @@ class MXDot(wiring.Component):
         })
         super().__init__({
             "i": In(stream.Signature(layout)),
-            "o": Out(stream.Signature(unsigned(32))),
+            "o": Out(stream.Signature(data.StructLayout({"result": unsigned(32)}))),
         })
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipeline(m, DOT_SECTIONS, self.stages, name="dot")
+        pipe = Pipeline(m, DOT_SECTIONS, self.stages, name="dot",
+                        registered_stall=self.registered_stall)
         p = self.i.payload
         out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c)
-        m.d.comb += self.o.payload.eq(out.result)
+        m.d.comb += self.o.payload.result.eq(out.result)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready, o_valid=self.o.valid,
                      o_ready=self.o.ready)
         return m
@@ -155,6 +159,9 @@ class MXDotGeneral(wiring.Component):
         t + latency (without backpressure).
     """
 
+    #: ``i.ready`` depends on ``o.ready`` in the same cycle (the sidecar's ``flow_control``).
+    registered_stall = False
+
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
                  stages: int = DEFAULT_STAGES):
         fmt_a = golden.element_format(fmt_a)
@@ -191,7 +198,8 @@ class MXDotGeneral(wiring.Component):
         m = Module()
         nctx = self.contexts
         p = self.i.payload
-        pipe = Pipeline(m, DOT_SECTIONS, self.stages, name="dotg")
+        pipe = Pipeline(m, DOT_SECTIONS, self.stages, name="dotg",
+                        registered_stall=self.registered_stall)
 
         acc = Array(Signal(32, name=f"acc{j}", reset_less=True) for j in range(nctx))
         busy = Signal(nctx)

@@ -1,4 +1,6 @@
-"""Build orchestration: generate a unit with ``hw`` and wrap it for simulation."""
+"""Build orchestration: wrap a unit for simulation (:func:`wrap_unit`), after generating it
+with ``hw`` (:func:`prepare_unit`) or from anyone's Verilog and sidecar (``python -m tb
+check``)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,30 @@ import argparse
 import json
 from pathlib import Path
 
-from .wrapper import DEPTH, bulk_wrapper, public_control
+from ..verilator import public_control
+from .wrapper import DEPTH, sidecar_wrapper
 
-__all__ = ["prepare_unit"]
+__all__ = ["prepare_unit", "wrap_unit"]
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Rewrite only on a change, so an unchanged design does not trigger a Verilator rebuild."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def wrap_unit(sidecar: dict, verilog: list[Path], outdir: Path, depth: int = DEPTH):
+    """Write the bulk wrapper of the unit a schema-1 ``sidecar`` describes, and its Verilator
+    control file, into ``outdir``; returns ``(sources, toplevel)`` for
+    :func:`tb.runner.run_cocotb` (the control file, ``verilog``, the wrapper)."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    top = f"{sidecar['module']}_bulk"
+    w_path, c_path = outdir / f"{top}.v", outdir / f"{top}.vlt"
+    _write_if_changed(w_path, sidecar_wrapper(sidecar, depth))
+    # cocotb touches the wrapper's signals only (its ports and the clock `uclk`).
+    _write_if_changed(c_path, public_control(top))
+    return [c_path, *map(Path, verilog), w_path], top
 
 
 def prepare_unit(unit: str, argv: list[str], outdir: Path, depth: int = DEPTH):
@@ -18,8 +41,8 @@ def prepare_unit(unit: str, argv: list[str], outdir: Path, depth: int = DEPTH):
     Files are rewritten only when their content changes, so an unchanged design does not
     trigger a Verilator rebuild.
     """
-    from hw.cli import sidecar as make_sidecar
     from hw.cli import to_verilog, units
+    from hw.sidecar import sidecar
 
     specs = units()
     if unit not in specs:
@@ -30,19 +53,11 @@ def prepare_unit(unit: str, argv: list[str], outdir: Path, depth: int = DEPTH):
     comp = spec.build(p.parse_args(argv))
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    meta = make_sidecar(comp, unit)
-    files = {
-        outdir / f"{comp.module_name}.v": None,
-        outdir / f"{comp.module_name}.json": json.dumps(meta, indent=2) + "\n",
-        outdir / f"{comp.module_name}_bulk.v": None,
-        outdir / f"{comp.module_name}_bulk.vlt": public_control(f"{comp.module_name}_bulk"),
-    }
-    v_path, j_path, w_path, c_path = files
-    widths = {q["name"]: q["width"] for q in meta["ports"]}
-    files[w_path] = bulk_wrapper(comp.module_name, widths["i__payload"], widths["o__payload"],
-                                 depth)
-    files[v_path] = to_verilog(comp)
-    for path, text in files.items():
-        if text is not None and (not path.exists() or path.read_text() != text):
-            path.write_text(text)
-    return [c_path, v_path, w_path], f"{comp.module_name}_bulk", j_path
+    verilog = to_verilog(comp)
+    meta = sidecar(comp, unit, verilog)
+    v_path = outdir / f"{comp.module_name}.v"
+    j_path = outdir / f"{comp.module_name}.json"
+    _write_if_changed(v_path, verilog)
+    _write_if_changed(j_path, json.dumps(meta, indent=2) + "\n")
+    sources, top = wrap_unit(meta, [v_path], outdir, depth)
+    return sources, top, j_path

@@ -1,7 +1,7 @@
 """Payload codec: named bit fields of a stream payload <-> numpy arrays, Python ints and the
 bulk wrapper's memory files.
 
-:class:`BitLayout` maps named fields (from the unit's JSON sidecar, see ``hw/cli.py``) to
+:class:`BitLayout` maps named fields (from the unit's JSON sidecar, see :mod:`hw.sidecar`) to
 payload byte matrices with vectorized numpy, and converts them to Python integers (cocotb
 drivers) or ``$readmemh`` text / binary images (bulk mode).
 """
@@ -28,7 +28,8 @@ class BitLayout:
         Total payload width in bits.
     fields : list of dict
         ``{"name", "lsb", "width"}`` and, for an array of lanes, ``"array": {"length",
-        "elem_width"}`` -- the format of the ``fields`` entries of a sidecar port.
+        "elem_width"}`` -- the leaf fields of a sidecar port (:func:`hw.sidecar.flat_fields`);
+        other keys are kept (e.g. a runtime field's ``"encoding"``).
     """
 
     def __init__(self, width: int, fields: list[dict]):
@@ -37,13 +38,16 @@ class BitLayout:
         self.fields = {f["name"]: f for f in fields}
 
     @classmethod
-    def from_sidecar(cls, sidecar: dict, port: str) -> BitLayout:
-        """Layout of port ``port`` (e.g. ``"i__payload"``) of a unit's sidecar dict."""
-        for p in sidecar["ports"]:
-            if p["name"] == port:
-                return cls(p["width"], p.get("fields") or [{"name": "value", "lsb": 0,
-                                                             "width": p["width"]}])
-        raise KeyError(f"no port {port!r} in sidecar of {sidecar.get('module')}")
+    def from_sidecar(cls, sidecar: dict, role: str) -> BitLayout:
+        """Layout of the payload port with ``role`` (``"i.payload"`` or ``"o.payload"``) of a
+        schema-1 sidecar dict (:mod:`hw.sidecar`); nested fields are named by their path
+        (``a.scale``)."""
+        from hw.sidecar import flat_fields, port_by_role
+
+        if role not in ("i.payload", "o.payload"):
+            raise ValueError(f"role must be 'i.payload' or 'o.payload', got {role!r}")
+        port = port_by_role(sidecar, role)
+        return cls(port["width"], flat_fields(port["fields"]))
 
     def _geometry(self, name):
         f = self.fields[name]

