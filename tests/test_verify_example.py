@@ -62,29 +62,40 @@ def run_check(lane, seed, tmp_path) -> subprocess.CompletedProcess:
     return r
 
 
+# A row of the check's summary table: config [test], blocks, elements, mismatches, seed, ...
+ROW = re.compile(r"^mxq_bf16_fp4_k4 \[(\w+)\]\s+(\d+)\s+(\d+)\s+(\d+)\s", re.M)
+
+
 @pytest.mark.sim
 def test_check_passes_the_fixed_example(seed, tmp_path):
     r = run_check(FIXED_LANE, seed, tmp_path)
     assert r.returncode == 0
-    assert "mismatch" not in r.stdout.lower().replace("0 mismatches", "")
+    assert r.stdout.rstrip().endswith("PASS")
+    rows = {test: (int(blocks), int(bad)) for test, blocks, _, bad in ROW.findall(r.stdout)}
+    assert set(rows) == {"stream", "reset", "bulk"}, rows
+    assert all(bad == 0 for _, bad in rows.values()), rows
+    # the bulk sets include the exhaustive sweep: every bf16 value in every lane
+    assert rows["bulk"][0] >= (1 << 16), rows
 
 
 # A mismatch report's lane: the input and, per side, the decoded code and its scaled value
-# (tb.describe: "expected 0x6 = s0 e11 m0 = 4.0 x 2^-2 = 1.0").
-LANE = re.compile(r"lane (\d+): input 0x[0-9a-f]+ = (\S+) .*?\n"
-                  r"\s+expected .*? x 2\^(-?\d+) = (\S+)\n"
-                  r"\s+actual .*? x 2\^-?\d+ = (\S+)")
+# (tb.describe: "lane 3: input 0x3ea0 = 0.3125 (...)", "expected 0x02 = s0 e01 m0 = 1.0 x 2^-2 =
+# 0.25", "actual   0x03 = ... = 0.375").
+LANE = re.compile(r"lane \d+: input 0x[0-9a-f]+ = (\S+) .*\n"
+                  r"\s+expected .* x 2\^-?\d+ = (\S+)\n"
+                  r"\s+actual .* x 2\^-?\d+ = (\S+)")
 
 
 @pytest.mark.sim
 def test_check_finds_the_planted_tie_bug(seed, tmp_path):
     r = run_check(BUGGY_LANE, seed, tmp_path)
-    assert r.returncode != 0
+    assert r.returncode == 1  # 1: a test failed (2 would be a usage error)
+    assert r.stdout.rstrip().endswith("FAIL")
     report = r.stdout + r.stderr
     assert "rounding=rne" in report
     lanes = LANE.findall(report)
     assert lanes, "no decoded lane in the mismatch report"
-    for _, given, _, expected, actual in lanes:
+    for given, expected, actual in lanes:
         x, want, got = (Fraction(float(v)) for v in (given, expected, actual))
         # The bug only touches ties: the input is the exact midpoint of the two candidates,
         # and the buggy lane took the one farther from zero.
