@@ -10,6 +10,7 @@ report that shows a tie.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -57,7 +58,11 @@ def run_check(lane, seed, tmp_path) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "tb", "check", "--sidecar", str(SIDECAR), str(TOP), str(lane),
            "--seed", str(seed), "--build-dir", str(tmp_path / "build")]
     print(" ".join(cmd))
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    # Run the check as a user's shell would: cocotb's runner sees pytest's PYTEST_CURRENT_TEST
+    # and then exits the process on a failed test instead of returning, so the check could
+    # not print its summary and report.
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     print(r.stdout[-6000:], r.stderr[-6000:], sep="\n")
     return r
 
