@@ -30,7 +30,8 @@ DEFAULT = [
 ]
 
 
-def _full():
+def full_configs():
+    """The SIM_FULL matrix (tests/test_sidecar.py validates the sidecar of each)."""
     out = []
     for i, fmt in enumerate(golden.FORMATS):
         for j, output_format in enumerate(("fp32", "bf16", "fp16")):
@@ -39,7 +40,7 @@ def _full():
     return out
 
 
-CONFIGS = _full() if FULL else DEFAULT
+CONFIGS = full_configs() if FULL else DEFAULT
 
 
 def config_id(c):
@@ -47,12 +48,16 @@ def config_id(c):
     return f"{fmt}-{output_format}-k{k}-s{st}"
 
 
+def argv(config) -> list[str]:
+    """``python -m hw generate dequantizer`` arguments of a configuration."""
+    fmt, output_format, k, stages = config
+    return ["--format", fmt, "--output", output_format, "--block-size", str(k),
+            "--stages", str(stages)]
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_dequantizer_sim(config, seed, sim_record):
-    fmt, output_format, k, stages = config
-    argv = ["--format", fmt, "--output", output_format, "--block-size", str(k),
-            "--stages", str(stages)]
-    run_unit("dequantizer", argv, test_module="tb.dequantizer",
+    run_unit("dequantizer", argv(config), test_module="tb.dequantizer",
              name=f"dequantizer_{config_id(config)}", seed=seed,
              label=f"dequantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
              full=FULL, record=sim_record)

@@ -53,7 +53,9 @@ FULL_EXTRA = [
     ("dot-general", "fp4_e2m1", "fp4_e2m1", 32, 3, 1, False),
     ("dot-general", "fp8_e4m3", "fp8_e4m3", 32, 4, 4, False),
 ]
-CONFIGS = DEFAULT + (FULL_EXTRA if FULL else [])
+#: The SIM_FULL matrix (tests/test_sidecar.py validates the sidecar of each).
+FULL_CONFIGS = DEFAULT + FULL_EXTRA
+CONFIGS = FULL_CONFIGS if FULL else DEFAULT
 
 
 def config_id(c):
@@ -68,13 +70,18 @@ def label(c):
             + (f" ctx={contexts}" if unit == "dot-general" else ""))
 
 
+def argv(config) -> list[str]:
+    """``python -m hw generate <unit>`` arguments of a configuration (unit: ``config[0]``)."""
+    unit, fmt_a, fmt_b, k, stages, contexts, _ = config
+    return ["--format-a", fmt_a, "--format-b", fmt_b, "--block-size", str(k),
+            "--stages", str(stages),
+            *(["--contexts", str(contexts)] if unit == "dot-general" else [])]
+
+
 @pytest.mark.sim
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_dot_rtl_matches_golden(config, seed, sim_record):
-    unit, fmt_a, fmt_b, k, stages, contexts, exhaustive = config
-    argv = ["--format-a", fmt_a, "--format-b", fmt_b, "--block-size", str(k),
-            "--stages", str(stages),
-            *(["--contexts", str(contexts)] if unit == "dot-general" else [])]
-    run_unit(unit, argv, test_module="tb.dot", name=config_id(config), seed=seed,
+    unit, *_, exhaustive = config
+    run_unit(unit, argv(config), test_module="tb.dot", name=config_id(config), seed=seed,
              label=label(config), blocks=env_int("BLOCKS", 20000 if FULL else 3000),
              full=FULL, sweeps=exhaustive, record=sim_record)

@@ -32,7 +32,8 @@ DEFAULT = [
 ]
 
 
-def _full():
+def full_configs():
+    """The SIM_FULL matrix (tests/test_sidecar.py validates the sidecar of each)."""
     configs = []
     for i, fmt in enumerate(golden.FORMATS):
         for j, input_format in enumerate(("fp32", "bf16", "fp16")):
@@ -45,7 +46,7 @@ def _full():
     return configs
 
 
-CONFIGS = _full() if FULL else DEFAULT
+CONFIGS = full_configs() if FULL else DEFAULT
 
 
 def config_id(c):
@@ -53,12 +54,16 @@ def config_id(c):
     return f"{fmt}-{input_format}-k{k}-{r}-{s}-s{st}"
 
 
+def argv(config) -> list[str]:
+    """``python -m hw generate quantizer`` arguments of a configuration."""
+    fmt, input_format, k, r, s, stages = config
+    return ["--format", fmt, "--input", input_format, "--block-size", str(k), "--rounding", r,
+            "--scale-mode", s, "--stages", str(stages)]
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_quantizer_sim(config, seed, sim_record):
-    fmt, input_format, k, r, s, stages = config
-    argv = ["--format", fmt, "--input", input_format, "--block-size", str(k), "--rounding", r,
-            "--scale-mode", s, "--stages", str(stages)]
-    run_unit("quantizer", argv, test_module="tb.quantizer",
+    run_unit("quantizer", argv(config), test_module="tb.quantizer",
              name=f"quantizer_{config_id(config)}", seed=seed,
              label=f"quantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
              full=FULL, record=sim_record)

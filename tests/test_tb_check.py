@@ -1,0 +1,148 @@
+"""``python -m tb check``: bad inputs give one-line errors (exit 2); in simulation, a generated
+unit passes and the same unit with a planted fault fails with decoded mismatch reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from hw.sidecar import port_by_role
+from tb.check import CheckError, check_ports, failure_reports
+from tb.runner import ROOT
+
+#: A small generated unit: quantizer fp8_e4m3, k = 4, bf16 input (a quick Verilator build).
+UNIT = ["quantizer", "--format", "fp8_e4m3", "--block-size", "4", "--input", "bf16",
+        "--stages", "3"]
+
+
+def _python(*args, cwd):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.fixture
+def unit(tmp_path):
+    """(Verilog path, sidecar path, sidecar dict) of :data:`UNIT` in ``tmp_path``."""
+    out = tmp_path / "unit.v"
+    r = _python("-m", "hw", "generate", *UNIT, "-o", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    side = out.with_suffix(".json")
+    return out, side, json.loads(side.read_text())
+
+
+def _check(*args, cwd):
+    return _python("-m", "tb", "check", *map(str, args), cwd=cwd)
+
+
+def _one_error_line(r, pattern: str) -> None:
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+# -- bad inputs (no simulation) ------------------------------------------------------------------
+def test_missing_files(unit, tmp_path):
+    verilog, side, _ = unit
+    _one_error_line(_check("--sidecar", tmp_path / "nope.json", verilog, cwd=tmp_path),
+                    r"^python -m tb check: error: no such file: .*nope\.json$")
+    _one_error_line(_check("--sidecar", side, tmp_path / "nope.v", cwd=tmp_path),
+                    r"error: no such file: .*nope\.v$")
+
+
+def test_invalid_sidecar(unit, tmp_path):
+    verilog, _, meta = unit
+    del meta["latency"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(meta))
+    _one_error_line(_check("--sidecar", bad, verilog, cwd=tmp_path),
+                    r"bad\.json: sidecar \(top level\): 'latency' is a required property")
+    bad.write_text("{not json")
+    _one_error_line(_check("--sidecar", bad, verilog, cwd=tmp_path), r"bad\.json: not JSON")
+
+
+def test_sidecar_ports_must_match_the_verilog(unit, tmp_path):
+    verilog, _, meta = unit
+    port_by_role(meta, "i.payload")["width"] += 1
+    port_by_role(meta, "o.valid")["name"] = "out_valid"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(meta))
+    r = _check("--sidecar", bad, verilog, cwd=tmp_path)
+    _one_error_line(r, r"ports of mx_quantizer_\w+ do not match the sidecar")
+    assert "i__payload is 64 bits in the Verilog, 65 in the sidecar" in r.stderr
+    assert "out_valid (o.valid) is not a port of the Verilog" in r.stderr
+    assert "Verilog ports not in the sidecar: o__valid" in r.stderr
+
+
+def test_module_not_in_the_verilog(unit, tmp_path):
+    verilog, _, meta = unit
+    meta["module"] = "my_quantizer"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(meta))
+    _one_error_line(_check("--sidecar", bad, verilog, cwd=tmp_path),
+                    r"Verilator cannot read my_quantizer .*'my_quantizer' was not found")
+
+
+def test_check_ports_accepts_the_same_ports_and_lists_each_difference(unit):
+    _, _, meta = unit
+    ports = {p["name"]: (p["direction"], p["width"]) for p in meta["ports"]}
+    check_ports(meta, ports)
+    ports["i__ready"] = ("in", 1)
+    ports["spare"] = ("in", 3)
+    with pytest.raises(CheckError, match="i__ready is 'in' in the Verilog, 'out' in the "
+                                         "sidecar; Verilog ports not in the sidecar: spare"):
+        check_ports(meta, ports)
+
+
+def test_failure_reports_joins_continuation_lines():
+    log = ("     1.00ns ERROR    cocotb.tb    MISMATCH block 3: scale expected 1 got 2\n"
+           "                                    lane 0: expected 0x1\n"
+           "     2.00ns INFO     cocotb       next record\n"
+           "AssertionError: 1 mismatching outputs\n")
+    assert failure_reports(log) == ["MISMATCH block 3: scale expected 1 got 2\n"
+                                    "lane 0: expected 0x1",
+                                    "AssertionError: 1 mismatching outputs"]
+
+
+# -- simulation ----------------------------------------------------------------------------------
+@pytest.mark.sim
+def test_generated_unit_passes(unit, tmp_path, seed):
+    verilog, side, meta = unit
+    r = _check("--sidecar", side, verilog, "--seed", seed, "--blocks", 20, cwd=tmp_path)
+    print(r.stdout[-3000:], r.stderr[-3000:])
+    assert r.returncode == 0
+    assert r.stdout.rstrip().endswith("PASS")
+    for test in ("stream", "reset", "bulk"):
+        assert re.search(rf"^{meta['module']} \[{test}\]\s+\d+\s+\d+\s+0\s+{seed}", r.stdout,
+                         re.M), test
+    # the default build directory is under the working directory
+    assert (tmp_path / "build" / "check" / meta["module"] / "sim.log").is_file()
+
+
+@pytest.mark.sim
+def test_planted_fault_fails_with_decoded_mismatches(unit, tmp_path, seed):
+    """One Verilog line changed: lane 0's code comes out with its low bit flipped."""
+    verilog, side, meta = unit
+    out = port_by_role(meta, "o.payload")
+    codes = next(f for f in out["fields"] if f["name"] == "codes")
+    text, n = re.subn(rf"^(\s*assign {out['name']} = )(.*);$",
+                      rf"\1(\2) ^ {out['width']}'d{1 << codes['lsb']};", verilog.read_text(),
+                      flags=re.M)
+    assert n == 1
+    verilog.write_text(text)
+    r = _check("--sidecar", side, verilog, "--seed", seed, "--blocks", 20, "--build-dir",
+               tmp_path / "faulty", cwd=tmp_path)
+    print(r.stdout[-3000:], r.stderr[-3000:])
+    assert r.returncode == 1
+    assert r.stdout.rstrip().endswith("FAIL")
+    assert "note: the sidecar's verilog_sha256 matches none of the Verilog files" in r.stdout
+    assert re.search(rf"^{meta['module']} \[stream\]\s+(\d+)\s+\d+\s+\1\s", r.stdout, re.M), \
+        "every stream block must mismatch"
+    assert "first failures (decoded):" in r.stdout
+    assert re.search(r"MISMATCH block \d+ \(rounding=rne, scale_mode=floor\).*\n"
+                     r"  lane 0: input .*\n    expected .*\n    actual ", r.stdout)
