@@ -46,6 +46,8 @@ def main(argv=None) -> int:
                         help="hw source files to mutate (default: every hw/**/*.py)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="mutants evaluated in parallel (default 1: the machine is shared)")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="time budget: start no new mutant after this many minutes")
     parser.add_argument("--list", action="store_true",
                         help="print the first --sample proposed mutants and their diffs, "
                              "run nothing")
@@ -66,7 +68,7 @@ def main(argv=None) -> int:
             print(mutation.diff((ROOT / mutation.path).read_text()))
         return 0
     campaign = Campaign(ROOT, files, sample=args.sample, seed=seed, jobs=args.jobs,
-                        log=lambda text: print(text, flush=True))
+                        minutes=args.minutes, log=lambda text: print(text, flush=True))
     campaign.run()
     print(f"report: {campaign.out / 'report.md'} (and report.json)")
     return 0

@@ -99,18 +99,21 @@ class Campaign:
         Shuffles the mutations and is the ``SEED`` of every simulation.
     jobs : int
         Mutants evaluated in parallel (one sandbox each).
+    minutes : float, optional
+        Time budget: no new mutant is started after this many minutes.
     log : callable(str)
         Progress output.
     """
 
     def __init__(self, repo: Path, files: list[str], *, sample: int, seed: int, jobs: int = 1,
-                 log=print):
+                 minutes: float | None = None, log=print):
         if not isinstance(sample, int) or sample < 1:
             raise ValueError(f"sample must be a positive int, got {sample!r}")
         if not isinstance(jobs, int) or jobs < 1:
             raise ValueError(f"jobs must be a positive int, got {jobs!r}")
         self.repo = Path(repo).resolve()
         self.sample, self.seed, self.jobs, self.log = sample, seed, jobs, log
+        self.minutes = minutes
         self.sources = {f: (self.repo / f).read_text() for f in files}
         by_file = {f: find_mutations(f, text) for f, text in self.sources.items()}
         self.sampler = StratifiedSampler(by_file, seed)
@@ -208,6 +211,9 @@ class Campaign:
                 effective = sum(r.effective for r in self.results) + self.in_flight
                 if effective >= self.sample:
                     return
+                if self.minutes and time.time() - self.started > 60 * self.minutes:
+                    self.log(f"time budget of {self.minutes} min reached")
+                    return
                 mutation = self.sampler.next()
                 if mutation is None:
                     return
@@ -259,11 +265,14 @@ class Campaign:
         wall = (getattr(self, "finished", None) or time.time()) - self.started
         load_now = os.getloadavg()
         meta = {"seed": self.seed, "sample": self.sample, "jobs": self.jobs,
+                "minutes": self.minutes,
                 "files": list(self.sources), "wall_seconds": round(wall),
                 "load_start": self.load_start, "load_end": load_now,
                 "cpus": os.cpu_count(), "complete": final,
                 "command": f"python -m mutate --seed {self.seed} --sample {self.sample} "
-                           f"--jobs {self.jobs} --files {' '.join(self.sources)}"}
+                           f"--jobs {self.jobs}"
+                           + (f" --minutes {self.minutes:g}" if self.minutes else "")
+                           + f" --files {' '.join(self.sources)}"}
         (self.out / "report.json").write_text(json.dumps(
             {"meta": meta, "results": [asdict(r) for r in self.results]}, indent=1))
         (self.out / "report.md").write_text(self.markdown(meta))

@@ -4,7 +4,8 @@ A :class:`Mutation` is one edit of the source text (a span replaced by new text)
 mutant differs from the original only where it was changed and its diff stays one or two
 lines.  The operators (:data:`OPERATORS`):
 
-* ``arith``     ``+`` <-> ``-``, ``<<`` <-> ``>>`` (also in augmented assignments);
+* ``arith``     ``+`` <-> ``-``, ``<<`` <-> ``>>`` (also in augmented assignments, but not
+  in Amaranth's ``m.d.<domain> += ...``);
 * ``bitwise``   ``&`` <-> ``|``, ``^`` -> ``|``;
 * ``compare``   ``<`` <-> ``<=``, ``>`` <-> ``>=``, ``==`` <-> ``!=``;
 * ``constant``  an integer literal ``n`` -> ``n + 1`` and ``n - 1`` (never below 0);
@@ -156,6 +157,10 @@ class _Finder(ast.NodeVisitor):
 
     def visit_AugAssign(self, node):
         swap = _BINOP_SWAPS.get(type(node.op))
+        target = node.target
+        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute)
+                and target.value.attr == "d"):
+            swap = None  # ``m.d.comb += ...`` is Amaranth's assignment, not an addition
         if swap:
             _, target_end = self.span(node.target)
             value_start, _ = self.span(node.value)
