@@ -199,8 +199,8 @@ class Campaign:
                     result.killed_by, result.message = config.nodeid, outcome.message
                     break
             return result
-        finally:
-            sandbox.restore(mutation.path)
+        finally:  # the text read at the start: the checkout may change meanwhile
+            sandbox.write(mutation.path, source)
             result.seconds = round(time.monotonic() - t0, 1)
 
     # -- the campaign ------------------------------------------------------------------------

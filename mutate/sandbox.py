@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -92,11 +93,8 @@ class Sandbox:
 
     # -- mutants -----------------------------------------------------------------------------
     def write(self, relpath: str, text: str) -> None:
-        """Replace a file of the copy (a mutant, or the original to restore it)."""
+        """Replace a file of the copy (a mutant, or the original text to restore it)."""
         (self.root / relpath).write_text(text)
-
-    def restore(self, relpath: str) -> None:
-        shutil.copy2(self.repo / relpath, self.root / relpath)
 
     # -- generation --------------------------------------------------------------------------
     def fingerprints(self, configs: list[SimConfig], timeout: float) -> dict:
@@ -144,8 +142,20 @@ class Sandbox:
         return SimOutcome("fail", seconds, _failure_message(report, log))
 
 
+#: What says why a simulation failed, in order of preference: the testbench's own messages
+#: (a mismatch, a timeout), then any assertion or other error.
+_REASONS = (r"MISMATCH .*", r"timeout waiting .*", r"bulk: .*", r"AssertionError: .*",
+            r"\w+Error: .*")
+
+
 def _failure_message(report: Path, log: Path) -> str:
-    """The first line of the failure from pytest's JUnit XML (or the log's last line)."""
+    """Why the run failed: the first testbench message in the log (a mismatch, a timeout, a
+    failed assertion), else the first line of the failure in pytest's JUnit XML."""
+    text = log.read_text(errors="replace")
+    for pattern in _REASONS:
+        found = re.search(pattern, text)
+        if found:
+            return " ".join(found.group(0).split())[:300]
     try:
         for case in ET.parse(report).getroot().iter("testcase"):
             for tag in ("failure", "error"):
@@ -154,5 +164,5 @@ def _failure_message(report: Path, log: Path) -> str:
                     return (node.get("message") or node.text or tag).strip().splitlines()[0]
     except (ET.ParseError, OSError):
         pass
-    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    lines = [ln for ln in text.splitlines() if ln.strip()]
     return lines[-1] if lines else "pytest failed"
