@@ -19,9 +19,12 @@ from .operators import find_mutations
 from .sample import StratifiedSampler
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Mutants that change the Verilog simulated by default: about 30 minutes on 2 cores with
-#: the baseline times cached (see docs/verification.md, "Mutation score").
+#: Mutants that change the Verilog simulated by default, and the time budget after which no
+#: new one starts: a mutant costs 2-7 minutes on 2 shared cores (generation of the default
+#: configurations, a Verilator build, the simulation; see docs/verification.md, "Mutation
+#: score"), so the default campaign ends after about 30 minutes.
 DEFAULT_SAMPLE = 12
+DEFAULT_MINUTES = 30.0
 
 
 def hw_files(root: Path) -> list[str]:
@@ -46,14 +49,17 @@ def main(argv=None) -> int:
                         help="hw source files to mutate (default: every hw/**/*.py)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="mutants evaluated in parallel (default 1: the machine is shared)")
-    parser.add_argument("--minutes", type=float, default=None,
-                        help="time budget: start no new mutant after this many minutes")
+    parser.add_argument("--minutes", type=float, default=DEFAULT_MINUTES,
+                        help="time budget: start no new mutant after this many minutes "
+                             f"(default {DEFAULT_MINUTES:g}; 0: none)")
     parser.add_argument("--list", action="store_true",
                         help="print the first --sample proposed mutants and their diffs, "
                              "run nothing")
     args = parser.parse_args(argv)
     if args.sample < 1 or args.jobs < 1:
         parser.error("--sample and --jobs must be >= 1")
+    if args.minutes < 0:
+        parser.error("--minutes must be >= 0")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     files = args.files or hw_files(ROOT)
     for f in files:
@@ -68,7 +74,7 @@ def main(argv=None) -> int:
             print(mutation.diff((ROOT / mutation.path).read_text()))
         return 0
     campaign = Campaign(ROOT, files, sample=args.sample, seed=seed, jobs=args.jobs,
-                        minutes=args.minutes, log=lambda text: print(text, flush=True))
+                        minutes=args.minutes or None, log=lambda text: print(text, flush=True))
     campaign.run()
     print(f"report: {campaign.out / 'report.md'} (and report.json)")
     return 0
