@@ -15,9 +15,10 @@ from .wrapper import DEPTH
 __all__ = ["BulkRunner", "pass_through"]
 
 #: :meth:`BulkRunner.run` fails if a batch is not done within this many times the cycles it
-#: should take (every input and output, stretched by the idle and the stall probability: a
-#: cycle idles or stalls when a byte of the wrapper's generator is below the 0..255
-#: threshold), plus the latency, the drain and :data:`MAX_CYCLES_MIN`.
+#: may take: every input one latency at worst (MXDotGeneral takes the next block of a run
+#: only when the previous one's sum is back) and every output one cycle, both stretched by
+#: the idle and the stall probability (a cycle idles or stalls when a byte of the wrapper's
+#: generator is below the 0..255 threshold); plus the drain and :data:`MAX_CYCLES_MIN`.
 CYCLES_MARGIN = 4
 MAX_CYCLES_MIN = 10_000
 
@@ -80,8 +81,9 @@ class BulkRunner:
 
     def cycle_limit(self, n_in: int, n_out: int, idle: int, stall: int, drain: int) -> int:
         """Cycles :meth:`run` waits for a batch of ``n_in`` inputs and ``n_out`` outputs."""
-        expected = (n_in + n_out) * 256 / (256 - idle) * 256 / (256 - stall)
-        return int(CYCLES_MARGIN * expected) + self.latency + drain + MAX_CYCLES_MIN
+        worst = n_in * max(1, self.latency) + n_out
+        expected = worst * 256 / (256 - idle) * 256 / (256 - stall)
+        return int(CYCLES_MARGIN * expected) + drain + MAX_CYCLES_MIN
 
     async def run(self, in_bits: np.ndarray, *, seed: int = 1, idle: int = 0, stall: int = 0,
                   out_count: int | None = None, drain: int = 16):

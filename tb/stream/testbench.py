@@ -19,9 +19,10 @@ from .scoreboard import Scoreboard
 __all__ = ["StreamTB", "DRAIN_CYCLES_PER_OUTPUT", "DRAIN_CYCLES_MIN",
            "STALL_CYCLES_MAX"]
 
-#: :meth:`StreamTB.run_batch` waits at most this many cycles per payload, plus the latency
-#: and :data:`DRAIN_CYCLES_MIN`, for a batch to come out (generous for any idle and
-#: backpressure pattern of :mod:`tb.stream.patterns`) ...
+#: :meth:`StreamTB.run_batch` waits at most this many cycles plus the latency per payload,
+#: plus :data:`DRAIN_CYCLES_MIN`, for a batch to come out (generous for any idle and
+#: backpressure pattern of :mod:`tb.stream.patterns`, also when each block waits for the
+#: previous one's result, as a run in MXDotGeneral does) ...
 DRAIN_CYCLES_PER_OUTPUT = 200
 DRAIN_CYCLES_MIN = 1000
 #: ... and fails sooner, after the latency plus this many cycles without a transfer on
@@ -96,11 +97,11 @@ class StreamTB:
     async def drain(self, rows: int):
         """Wait until every expected output arrived; fail after the latency plus
         :data:`STALL_CYCLES_MAX` cycles without a transfer, or after
-        ``DRAIN_CYCLES_PER_OUTPUT * rows`` plus the latency plus :data:`DRAIN_CYCLES_MIN`
-        cycles in all (``rows``: the batch's payloads)."""
+        ``(DRAIN_CYCLES_PER_OUTPUT + latency) * rows + DRAIN_CYCLES_MIN`` cycles in all
+        (``rows``: the batch's payloads)."""
         from cocotb.triggers import RisingEdge
 
-        limit = DRAIN_CYCLES_PER_OUTPUT * rows + self.latency + DRAIN_CYCLES_MIN
+        limit = (DRAIN_CYCLES_PER_OUTPUT + self.latency) * rows + DRAIN_CYCLES_MIN
         stall_limit = self.latency + STALL_CYCLES_MAX
         sent, received = self.source.sent, self.sink.received
         queued, expected = len(self.source.queue), len(self.scoreboard.expected)
