@@ -29,8 +29,8 @@ SHARD_ARGS := --junitxml build/sim-full/junit.xml --sim-report build/sim-full/se
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-golden sim sim-full sim-merge sim-durations formal lint verilog \
-	bench synth clean
+.PHONY: help install test test-golden sim sim-full sim-merge sim-durations formal mutate lint \
+	verilog bench synth clean
 
 help:  ## List the targets
 	@echo "ocp-mx-hdl targets (options: SEED=n  BLOCKS=n  WAVES=1  JOBS=n  SHARD=i/N):"
@@ -65,8 +65,11 @@ sim-durations: $(STAMP)  ## Re-record tests/sim_durations.json (runs the whole s
 formal: $(STAMP)  ## SymbiYosys proofs: stream rules, no loss/reorder, reset, depth miters -> build/formal/
 	$(VPY) -m formal --jobs $(JOBS)
 
+mutate: $(STAMP)  ## Mutation campaign over hw/ vs the default sim regression -> build/mutate/ (SEED= SAMPLE= MINUTES=)
+	$(VPY) -m mutate $(if $(SEED),--seed $(SEED)) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(MINUTES),--minutes $(MINUTES))
+
 lint: $(STAMP)  ## ruff on the Python, verilator --lint-only -Wall on generated RTL
-	$(VPY) -m ruff check golden hw tb tests bench formal
+	$(VPY) -m ruff check golden hw tb tests bench formal mutate
 	$(PYTEST) -q tests/test_lint.py
 
 verilog: $(STAMP)  ## Write the default set of generated Verilog into build/verilog/

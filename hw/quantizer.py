@@ -170,7 +170,8 @@ class MXQuantizer(wiring.Component):
         key_bias = input_format.bias
         zero_key = 1 - p
         e_max_key = (1 << input_format.ebits) - 1  # exponent field all ones: Inf or NaN
-        # the element exponent field saturates at b_ovf + 1: any code there is >= max_code
+        # exponent fields 0 .. b_ovf + 1 (the field of max_code, rounded up: any code with
+        # field b_ovf + 1 is >= max_code); b_ovf + 1 sets the field's width
         b_ovf = -(-fmt.max_code // (1 << mb)) - 1
         runtime_rounding = self.rounding == "runtime"
         runtime_scale = self.scale_mode == "runtime"
@@ -289,19 +290,23 @@ class MXQuantizer(wiring.Component):
         y = cross({"lanes": lanes, **ctl_fields(y, scale_mode=False), "scale": y.scale,
                    "nonfinite": y.nonfinite}, "cmp")
 
-        # -- shift: exponent field (0 below emin, saturating above) and alignment shift ------
-        # Three range tests of br (br < 0: element subnormal; br > b_ovf: saturates;
-        # br < -keep: nothing reaches n) and the low bits of br + 1 and -br, in parallel.
+        # -- shift: exponent field (0 below emin) and alignment shift ------------------------
+        # Two range tests of br (br < 0: element subnormal; br < -keep: nothing reaches n) and
+        # the low bits of br + 1 and -br, in parallel.  No test for br above the element's
+        # range: the block's scale puts the largest lane in the top normal binade or below
+        # (br <= emax - emin; the scale's clamp at 2^127 only ever raises br of rceil's
+        # a = 1 back to that of a = 0), so br + 1 <= b_ovf + 1 always fits the field, and
+        # codes above max_code are clamped by the round section's `sat` test.  (An early
+        # saturation `br > b_ovf` was here: it could never fire.  docs/verification.md.)
         fw, sw = bits_for(b_ovf + 1), bits_for(keep)
         lanes = []
         for i in range(k):
             ln = y.lanes[i]
             br = ln.br
             under = br[-1]  # br < 0
-            # gates, not carry chains: see less_than_const
-            over = ~less_than_const(m, br, b_ovf + 1, f"lane{i}_over")
+            # gates, not a carry chain: see less_than_const
             gone = less_than_const(m, br, -keep, f"lane{i}_gone")
-            field = Mux(under, 0, Mux(over, b_ovf + 1, (br + 1)[:fw]))
+            field = Mux(under, 0, (br + 1)[:fw])
             field = wire(m, field, f"lane{i}_field")
             sh = wire(m, Mux(~under, 0, Mux(gone, keep, (-br)[:sw])), f"lane{i}_sh")
             lanes.append({"neg": ln.neg, "zero": ln.zero, "s2": ln.s2, "sh": sh,

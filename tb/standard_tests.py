@@ -165,7 +165,7 @@ async def stream(dut, model_class: type[UnitModel]) -> None:
     a scoreboard compares every output with golden."""
     config, model, rng = _start(dut, model_class, 0)
     phases = model.stream_phases(rng)
-    tb = StreamTB(dut, model.in_layout, model.out_layout)
+    tb = StreamTB(dut, model.in_layout, model.out_layout, latency=model.latency)
     await tb.reset()
     t0 = time.perf_counter()
     try:
@@ -185,7 +185,7 @@ async def reset_in_traffic(dut, model_class: type[UnitModel]) -> None:
     config, model, rng = _start(dut, model_class, 1)
     before, after = model.random_batch(rng, 40), model.random_batch(rng, 30)
     tb = StreamTB(dut, model.in_layout, model.out_layout,
-                  backpressure=random_pattern(rng, 0.5))
+                  backpressure=random_pattern(rng, 0.5), latency=model.latency)
     await tb.reset()
     await tb.reset_with_data_in_flight(before, after)
     _record(config, model, "reset", len(after), 0)
@@ -210,7 +210,7 @@ async def bulk(dut, model_class: type[UnitModel]) -> None:
     pipeline (:func:`tb.bulk.run_jobs`)."""
     config, model, rng = _start(dut, model_class, 2)
     log = dut._log
-    runner = BulkRunner(dut, model.in_layout, model.out_layout)
+    runner = BulkRunner(dut, model.in_layout, model.out_layout, latency=model.latency)
     await runner.reset()
     blocks, bad = await model.throughput(runner, rng, config.seed, log)
     tally = await run_jobs(runner, model.bulk_jobs(rng), seed=config.seed + 1, log=log)

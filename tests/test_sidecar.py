@@ -43,9 +43,9 @@ def _build(unit: str, argv: list[str]):
 
 def _matrix():
     """(unit, argv) of every configuration of the SIM_FULL matrix."""
-    out = [("quantizer", sim_quantizer.argv(c)) for c in sim_quantizer.full_configs()]
-    out += [("dequantizer", sim_dequantizer.argv(c)) for c in sim_dequantizer.full_configs()]
-    out += [(c[0], sim_dot.argv(c)) for c in sim_dot.FULL_CONFIGS]
+    out = [sim_quantizer.unit_args(c) for c in sim_quantizer.full_configs()]
+    out += [sim_dequantizer.unit_args(c) for c in sim_dequantizer.full_configs()]
+    out += [sim_dot.unit_args(c) for c in sim_dot.FULL_CONFIGS]
     return out
 
 

@@ -48,16 +48,17 @@ def config_id(c):
     return f"{fmt}-{output_format}-k{k}-s{st}"
 
 
-def argv(config) -> list[str]:
-    """``python -m hw generate dequantizer`` arguments of a configuration."""
+def unit_args(config) -> tuple[str, list[str]]:
+    """The unit and its ``python -m hw generate`` arguments for a configuration."""
     fmt, output_format, k, stages = config
-    return ["--format", fmt, "--output", output_format, "--block-size", str(k),
-            "--stages", str(stages)]
+    return "dequantizer", ["--format", fmt, "--output", output_format, "--block-size", str(k),
+                           "--stages", str(stages)]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_dequantizer_sim(config, seed, sim_record):
-    run_unit("dequantizer", argv(config), test_module="tb.dequantizer",
+    unit, argv = unit_args(config)
+    run_unit(unit, argv, test_module="tb.dequantizer",
              name=f"dequantizer_{config_id(config)}", seed=seed,
              label=f"dequantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
              full=FULL, record=sim_record)

@@ -70,18 +70,19 @@ def label(c):
             + (f" ctx={contexts}" if unit == "dot-general" else ""))
 
 
-def argv(config) -> list[str]:
-    """``python -m hw generate <unit>`` arguments of a configuration (unit: ``config[0]``)."""
+def unit_args(config) -> tuple[str, list[str]]:
+    """The unit and its ``python -m hw generate`` arguments for a configuration."""
     unit, fmt_a, fmt_b, k, stages, contexts, _ = config
-    return ["--format-a", fmt_a, "--format-b", fmt_b, "--block-size", str(k),
-            "--stages", str(stages),
-            *(["--contexts", str(contexts)] if unit == "dot-general" else [])]
+    return unit, ["--format-a", fmt_a, "--format-b", fmt_b, "--block-size", str(k),
+                  "--stages", str(stages),
+                  *(["--contexts", str(contexts)] if unit == "dot-general" else [])]
 
 
 @pytest.mark.sim
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_dot_rtl_matches_golden(config, seed, sim_record):
-    unit, *_, exhaustive = config
-    run_unit(unit, argv(config), test_module="tb.dot", name=config_id(config), seed=seed,
+    unit, argv = unit_args(config)
+    exhaustive = config[-1]
+    run_unit(unit, argv, test_module="tb.dot", name=config_id(config), seed=seed,
              label=label(config), blocks=env_int("BLOCKS", 20000 if FULL else 3000),
              full=FULL, sweeps=exhaustive, record=sim_record)

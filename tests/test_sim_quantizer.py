@@ -54,16 +54,17 @@ def config_id(c):
     return f"{fmt}-{input_format}-k{k}-{r}-{s}-s{st}"
 
 
-def argv(config) -> list[str]:
-    """``python -m hw generate quantizer`` arguments of a configuration."""
+def unit_args(config) -> tuple[str, list[str]]:
+    """The unit and its ``python -m hw generate`` arguments for a configuration."""
     fmt, input_format, k, r, s, stages = config
-    return ["--format", fmt, "--input", input_format, "--block-size", str(k), "--rounding", r,
-            "--scale-mode", s, "--stages", str(stages)]
+    return "quantizer", ["--format", fmt, "--input", input_format, "--block-size", str(k),
+                         "--rounding", r, "--scale-mode", s, "--stages", str(stages)]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_quantizer_sim(config, seed, sim_record):
-    run_unit("quantizer", argv(config), test_module="tb.quantizer",
+    unit, argv = unit_args(config)
+    run_unit(unit, argv, test_module="tb.quantizer",
              name=f"quantizer_{config_id(config)}", seed=seed,
              label=f"quantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
              full=FULL, record=sim_record)

@@ -14,10 +14,13 @@ from .wrapper import DEPTH
 
 __all__ = ["BulkRunner", "pass_through"]
 
-#: :meth:`BulkRunner.run` fails if a batch is not done within this many cycles per payload
-#: (inputs plus outputs) plus :data:`MAX_CYCLES_MIN`.
-MAX_CYCLES_PER_PAYLOAD = 1000
-MAX_CYCLES_MIN = 100_000
+#: :meth:`BulkRunner.run` fails if a batch is not done within this many times the cycles it
+#: may take: every input one latency at worst (MXDotGeneral takes the next block of a run
+#: only when the previous one's sum is back) and every output one cycle, both stretched by
+#: the idle and the stall probability (a cycle idles or stalls when a byte of the wrapper's
+#: generator is below the 0..255 threshold); plus the drain and :data:`MAX_CYCLES_MIN`.
+CYCLES_MARGIN = 4
+MAX_CYCLES_MIN = 10_000
 
 
 def pass_through(dut) -> None:
@@ -44,10 +47,14 @@ class BulkRunner:
         Payload layouts of the unit (from its sidecar).
     workdir : Path
         Where the stimulus and output images go (the simulator's working directory by default).
+    latency : int
+        The unit's latency in cycles (bounds the wait for a batch).
     """
 
-    def __init__(self, dut, in_layout: BitLayout, out_layout: BitLayout, workdir=None):
+    def __init__(self, dut, in_layout: BitLayout, out_layout: BitLayout, workdir=None, *,
+                 latency: int = 0):
         self.dut = dut
+        self.latency = latency
         self.in_layout = in_layout
         self.out_layout = out_layout
         self.workdir = Path(workdir or os.getcwd())
@@ -71,6 +78,12 @@ class BulkRunner:
         # the oscillator's period, to bound the wait for `done` in simulation time
         self.period_steps = (get_sim_time() - t0) // cycles
         dut.rst.value = 0
+
+    def cycle_limit(self, n_in: int, n_out: int, idle: int, stall: int, drain: int) -> int:
+        """Cycles :meth:`run` waits for a batch of ``n_in`` inputs and ``n_out`` outputs."""
+        worst = n_in * max(1, self.latency) + n_out
+        expected = worst * 256 / (256 - idle) * 256 / (256 - stall)
+        return int(CYCLES_MARGIN * expected) + drain + MAX_CYCLES_MIN
 
     async def run(self, in_bits: np.ndarray, *, seed: int = 1, idle: int = 0, stall: int = 0,
                   out_count: int | None = None, drain: int = 16):
@@ -110,17 +123,17 @@ class BulkRunner:
             await RisingEdge(dut.uclk)
             dut.start.value = 0
             await RisingEdge(dut.uclk)
-            # Bounded: far more cycles than any batch needs (a block per latency at worst,
-            # stretched by idle and stall cycles), so a hung unit fails instead of hanging.
-            limit = MAX_CYCLES_PER_PAYLOAD * (chunk.shape[0] + n_out) + MAX_CYCLES_MIN
+            # Bounded by what the batch should take, so a hung unit fails instead of hanging.
+            limit = self.cycle_limit(chunk.shape[0], n_out, idle, stall, drain)
             try:
                 while not int(dut.done.value):
                     await with_timeout(RisingEdge(dut.done), limit * self.period_steps, "step")
             except SimTimeoutError:
                 raise AssertionError(
-                    f"bulk: no `done` within {limit} cycles ({int(dut.sent.value)} of "
-                    f"{chunk.shape[0]} payloads taken, {int(dut.received.value)} of {n_out} "
-                    "outputs)") from None
+                    f"bulk: no `done` within {limit} cycles (latency {self.latency}, idle "
+                    f"{idle}/256, stall {stall}/256): {int(dut.sent.value)} of "
+                    f"{chunk.shape[0]} blocks sent, {int(dut.received.value)} of {n_out} "
+                    "outputs received") from None
             self.sim_seconds += time.perf_counter() - t0
             if int(dut.load_error.value):
                 raise AssertionError(f"bulk: the wrapper could not load {chunk.shape[0]} "

@@ -16,13 +16,19 @@ from .drivers import StreamSink, StreamSource
 from .payload import BitLayout
 from .scoreboard import Scoreboard
 
-__all__ = ["StreamTB", "DRAIN_CYCLES_PER_OUTPUT", "DRAIN_CYCLES_MIN"]
+__all__ = ["StreamTB", "DRAIN_CYCLES_PER_OUTPUT", "DRAIN_CYCLES_MIN",
+           "STALL_CYCLES_MAX"]
 
-#: :meth:`StreamTB.run_batch` waits at most this many cycles per payload, plus
-#: :data:`DRAIN_CYCLES_MIN`, for a batch to come out (generous for any idle and backpressure
-#: pattern of :mod:`tb.stream.patterns`; a unit that stops answering fails well before).
+#: :meth:`StreamTB.run_batch` waits at most this many cycles plus the latency per payload,
+#: plus :data:`DRAIN_CYCLES_MIN`, for a batch to come out (generous for any idle and
+#: backpressure pattern of :mod:`tb.stream.patterns`, also when each block waits for the
+#: previous one's result, as a run in MXDotGeneral does) ...
 DRAIN_CYCLES_PER_OUTPUT = 200
 DRAIN_CYCLES_MIN = 1000
+#: ... and fails sooner, after the latency plus this many cycles without a transfer on
+#: either port (a deadlock: the longest idle or stall run of the random and bursty patterns
+#: is 16 cycles; 500 in a row at p = 0.3 has probability 0.3^500).
+STALL_CYCLES_MAX = 500
 
 
 class StreamTB:
@@ -38,15 +44,19 @@ class StreamTB:
         Initial patterns (changed per batch by :meth:`run_batch`).
     period_ns : int
         Clock period.
+    latency : int
+        The unit's latency in cycles (bounds the waits of :meth:`drain`).
     """
 
     def __init__(self, dut, in_layout: BitLayout, out_layout: BitLayout, *,
                  idle: Iterator[bool] | None = None,
-                 backpressure: Iterator[bool] | None = None, period_ns: int = 10):
+                 backpressure: Iterator[bool] | None = None, period_ns: int = 10,
+                 latency: int = 0):
         import cocotb
         from cocotb.clock import Clock
 
         self.dut = dut
+        self.latency = latency
         self.in_layout = in_layout
         self.out_layout = out_layout
         self.log = logging.getLogger("cocotb.tb")
@@ -84,23 +94,43 @@ class StreamTB:
         self.scoreboard.expect((e, (batch, j)) for j, e in enumerate(outs))
         self.source.send(self.in_layout.to_ints(batch.stim))
 
-    async def drain(self, timeout_cycles: int):
-        """Wait until every expected output arrived (or fail after ``timeout_cycles``)."""
+    async def drain(self, rows: int):
+        """Wait until every expected output arrived; fail after the latency plus
+        :data:`STALL_CYCLES_MAX` cycles without a transfer, or after
+        ``(DRAIN_CYCLES_PER_OUTPUT + latency) * rows + DRAIN_CYCLES_MIN`` cycles in all
+        (``rows``: the batch's payloads)."""
         from cocotb.triggers import RisingEdge
 
-        for _ in range(timeout_cycles):
+        limit = (DRAIN_CYCLES_PER_OUTPUT + self.latency) * rows + DRAIN_CYCLES_MIN
+        stall_limit = self.latency + STALL_CYCLES_MAX
+        sent, received = self.source.sent, self.sink.received
+        queued, expected = len(self.source.queue), len(self.scoreboard.expected)
+        last_progress, progress = 0, (sent, received)
+        for cycle in range(limit):
             if self.scoreboard.done and self.source.idle_now:
                 return
+            if (self.source.sent, self.sink.received) != progress:
+                last_progress, progress = cycle, (self.source.sent, self.sink.received)
+            elif cycle - last_progress >= stall_limit:
+                self._timeout(f"no transfer for {cycle - last_progress} cycles (latency "
+                              f"{self.latency})", cycle, sent, received, queued, expected)
             await RisingEdge(self.clock)
-        raise AssertionError(f"timeout: {len(self.scoreboard.expected)} outputs outstanding, "
-                             f"{len(self.source.queue)} inputs not accepted")
+        self._timeout(f"{limit} cycles", limit, sent, received, queued, expected)
+
+    def _timeout(self, why, cycles, sent, received, queued, expected):
+        ports = " ".join(f"{name}={int(getattr(self.dut, name).value)}"
+                         for name in ("i__valid", "i__ready", "o__valid", "o__ready")
+                         if hasattr(self.dut, name))
+        raise AssertionError(
+            f"timeout waiting for a batch to drain: {why}, after {cycles} cycles: "
+            f"{self.source.sent - sent} of {queued} blocks sent, "
+            f"{self.sink.received - received} of {expected} outputs received ({ports})")
 
     async def run_batch(self, batch, *, idle: Iterator[bool], backpressure: Iterator[bool]):
         """Stream one batch under the given patterns and wait (bounded) until it is out."""
         self.source.idle, self.sink.backpressure = idle, backpressure
         self.send(batch)
-        rows = max(batch.stim.shape[0], batch.exp.shape[0])
-        await self.drain(DRAIN_CYCLES_PER_OUTPUT * rows + DRAIN_CYCLES_MIN)
+        await self.drain(max(batch.stim.shape[0], batch.exp.shape[0]))
 
     async def reset_with_data_in_flight(self, before, after, *, quiet_cycles: int = 30) -> int:
         """Reset with a batch in flight; the unit must come back empty and work again.
@@ -129,8 +159,7 @@ class StreamTB:
         self.source.paused = False
         checked = self.scoreboard.checked
         self.send(after)
-        rows = max(after.stim.shape[0], after.exp.shape[0])
-        await self.drain(DRAIN_CYCLES_PER_OUTPUT * rows + DRAIN_CYCLES_MIN)
+        await self.drain(max(after.stim.shape[0], after.exp.shape[0]))
         self.scoreboard.assert_clean()
         checked = self.scoreboard.checked - checked
         expected = after.exp.shape[0]

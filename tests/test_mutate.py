@@ -1,0 +1,160 @@
+"""The mutation-campaign tool (``mutate/``): operators, sampling and no-effect detection.
+No simulation: the Verilog fingerprints of one small dequantizer configuration stand for the
+regression."""
+
+from __future__ import annotations
+
+import ast
+import random
+from pathlib import Path
+
+import pytest
+
+from mutate.operators import OPERATORS, find_mutations
+from mutate.regression import SimConfig, default_configs, unit_sources
+from mutate.sample import StratifiedSampler
+from mutate.sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SOURCE = '''\
+"""Docstring with 1 + 2 in it."""
+__all__ = ["f"]
+
+
+def f(m, a, b, sel):
+    if a < 0:
+        raise ValueError(f"a must be >= 0, got {a + 1}")
+    x = wire(m, (a + b) & sel, name="lane3")
+    with m.If(x == 7):
+        m.d.comb += Mux(sel, a, ~b)
+    return x >> 2
+'''
+
+
+def mutants(source=SOURCE):
+    return {(mu.operator, mu.description, mu.apply(source).splitlines()[mu.line - 1].strip())
+            for mu in find_mutations("x.py", source)}
+
+
+def test_operators_produce_the_expected_changes():
+    found = mutants()
+    expected = {
+        ("compare", "'<' -> '<='", "if a <= 0:"),
+        ("constant", "0 -> 1", "if a < 1:"),
+        ("arith", "'+' -> '-'", 'x = wire(m, (a - b) & sel, name="lane3")'),
+        ("bitwise", "'&' -> '|'", 'x = wire(m, (a + b) | sel, name="lane3")'),
+        ("compare", "'==' -> '!='", "with m.If(x != 7):"),
+        ("constant", "7 -> 8", "with m.If(x == 8):"),
+        ("constant", "7 -> 6", "with m.If(x == 6):"),
+        ("if", "If condition negated", "with m.If((x == 7) == 0):"),
+        ("mux", "Mux arms swapped", "m.d.comb += Mux(sel, ~b, a)"),
+        ("invert", "'~' removed", "m.d.comb += Mux(sel, a, b)"),
+        ("arith", "'>>' -> '<<'", "return x << 2"),
+        ("constant", "2 -> 3", "return x >> 3"),
+        ("constant", "2 -> 1", "return x >> 1"),
+    }
+    assert found == expected, (found - expected, expected - found)
+    # nothing in the docstring, __all__, the raise statement or the name= keyword
+    assert {op for op, _, _ in found} == set(OPERATORS)
+
+
+def test_every_mutant_parses_and_differs_only_at_its_span():
+    source = (ROOT / "hw" / "rounding.py").read_text()
+    found = find_mutations("hw/rounding.py", source)
+    assert found
+    for mu in found:
+        text = mu.apply(source)
+        ast.parse(text)
+        assert text != source
+        assert text[:mu.start] == source[:mu.start]
+        body = mu.diff(source).splitlines()[2:]  # after the ---/+++ header
+        removed = [ln for ln in body if ln.startswith("-")]
+        added = [ln for ln in body if ln.startswith("+")]
+        assert len(removed) == len(added) >= 1
+
+
+def test_shift_and_comparison_tokens_are_not_confused():
+    found = mutants("y = (a << 1) <= b\n")
+    descriptions = {d for _, d, _ in found}
+    assert "'<<' -> '>>'" in descriptions and "'<=' -> '<'" in descriptions
+    assert all("'<' ->" not in d for d in descriptions)
+
+
+def by_file():
+    files = ["hw/arith.py", "hw/params.py", "hw/rounding.py"]
+    return {f: find_mutations(f, (ROOT / f).read_text()) for f in files}
+
+
+def test_sampler_is_deterministic_for_a_seed_and_stratified(seed):
+    print(f"sampler seed {seed}")
+    mutations = by_file()
+    first = [mu.key for mu in StratifiedSampler(mutations, seed).take(9)]
+    again = [mu.key for mu in StratifiedSampler(mutations, seed).take(9)]
+    assert first == again
+    assert {key.split(":")[0] for key in first[:3]} == set(mutations)  # one per file first
+    others = {tuple(mu.key for mu in StratifiedSampler(mutations, s).take(9))
+              for s in random.Random(seed).sample(range(2**31), 5)}
+    assert len(others | {tuple(first)}) > 1
+
+
+def test_sampler_evens_out_effective_mutants_per_file(seed):
+    print(f"sampler seed {seed}")
+    sampler = StratifiedSampler(by_file(), seed)
+    for _ in range(12):
+        mu = sampler.next()
+        sampler.record(mu, mu.path != "hw/arith.py")  # pretend arith mutants have no effect
+    # arith.py keeps being proposed until it catches up; the others have one each at most
+    # one ahead of each other
+    assert sampler.effective["hw/arith.py"] == 0 and sampler.drawn["hw/arith.py"] >= 10
+    assert abs(sampler.effective["hw/params.py"] - sampler.effective["hw/rounding.py"]) <= 1
+
+
+def test_sampler_validates_its_arguments():
+    with pytest.raises(TypeError):
+        StratifiedSampler(by_file(), "1")
+    with pytest.raises(ValueError):
+        StratifiedSampler(by_file(), 1).take(-1)
+
+
+def test_the_regression_map_matches_the_simulation_tests():
+    configs = default_configs(ROOT)
+    assert {c.unit for c in configs} == {"quantizer", "dequantizer", "dot", "dot-general"}
+    uses = unit_sources(ROOT)
+    assert "hw/quantizer.py" in uses["quantizer"] and "hw/quantizer.py" not in uses["dot"]
+    assert "hw/pipeline.py" in uses["dot-general"] and "hw/cli.py" in uses["dequantizer"]
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    return Sandbox(ROOT, "test-mutate", sim_seed=1)
+
+
+SMALL = SimConfig("dequantizer-int8", "dequantizer",
+                  ("--format", "int8", "--output", "bf16", "--block-size", "2", "--stages", "1"))
+
+
+def one(description, path, line_text):
+    source = (ROOT / path).read_text()
+    for mu in find_mutations(path, source):
+        if mu.description == description and line_text in source.splitlines()[mu.line - 1]:
+            return mu, source
+    raise LookupError(f"no mutation {description} at {line_text!r} in {path}")
+
+
+@pytest.mark.parametrize("path, line_text, description, changes", [
+    # MAX_BLOCK only bounds the parameter check: the same Verilog ("no effect")
+    ("hw/params.py", "MAX_BLOCK = 64", "64 -> 65", False),
+    # the dequantizer's output mux: different Verilog
+    ("hw/dequantizer.py", "Mux(", "Mux arms swapped", True),
+])
+def test_no_effect_detection(sandbox, path, line_text, description, changes):
+    base = sandbox.fingerprints([SMALL], timeout=300)["fingerprints"][SMALL.nodeid]
+    mu, source = one(description, path, line_text)
+    sandbox.write(path, mu.apply(source))
+    try:
+        mutated = sandbox.fingerprints([SMALL], timeout=300)
+    finally:
+        sandbox.write(path, source)
+    assert (mutated["fingerprints"][SMALL.nodeid] != base) is changes
+    assert (ROOT / path).read_text() == source  # the real hw/ is never touched
