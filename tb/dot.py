@@ -1,7 +1,7 @@
 """cocotb testbench of the MX dot-product units (``hw.dot.MXDot``, ``hw.dot.MXDotGeneral``),
 checked bit for bit against ``golden.dot_blocks``.
 
-The model of the standard tests (:mod:`tb.standard_tests`; stream and bulk, no reset test):
+The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
 
 * **MXDot** (one output per block): directed corner cases and random blocks in the stream
   test, each under no, random and bursty idle/backpressure; in bulk, the exhaustive one-lane
@@ -327,4 +327,4 @@ class DotModel(standard_tests.UnitModel):
 
 
 # The cocotb tests of this testbench: the standard tests on this unit's model.
-standard_tests.register(globals(), DotModel, ("stream", "bulk"))
+standard_tests.register(globals(), DotModel)

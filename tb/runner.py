@@ -85,26 +85,35 @@ def run_cocotb(*, sources, toplevel: str, test_module: str, name: str, seed: int
 
 
 def run_unit(unit: str, argv: list[str], *, test_module: str, name: str, seed: int,
-             label: str, blocks: int, record, full: bool = False, sweeps: bool = True) -> None:
+             label: str, blocks: int, record, full: bool = False, sweeps: bool = True,
+             coverage=None) -> None:
     """Generate ``unit`` (``python -m hw generate <unit> <argv>``) inside its bulk wrapper,
     build it under ``BUILD / name`` and run the cocotb module ``test_module`` on it.
 
     The testbench's configuration (:class:`tb.standard_tests.UnitConfig`) is passed through
     the environment; ``WAVES`` (boolean) records an FST trace.  ``record(**row)`` is called
-    with each summary row the tests wrote (:mod:`tb.report`), also when a test failed.
+    with each summary row the tests wrote (:mod:`tb.report`), also when a test failed;
+    ``coverage(directory)``, if given, with the run's coverage database (:mod:`tb.coverage`).
     """
     from .bulk import VERILATOR_ARGS, prepare_unit
+    from .coverage import COVERAGE_ENV
+    from .coverage.model import COUNTS_NAME
     from .report import SUMMARY_ENV, read_summary
 
     sources, top, sidecar = prepare_unit(unit, argv, BUILD / name / "rtl")
     summary = BUILD / name / f"summary-{seed}.jsonl"
     summary.unlink(missing_ok=True)
+    coverage_dir = BUILD / name / f"coverage-{seed}"
+    shutil.rmtree(coverage_dir, ignore_errors=True)
     try:
         run_cocotb(sources=sources, toplevel=top, test_module=test_module, name=name,
                    seed=seed, waves=env_flag("WAVES"), build_args=VERILATOR_ARGS,
                    extra_env={"MX_SIDECAR": sidecar, "MX_CONFIG": label, "MX_BLOCKS": blocks,
                               "MX_SEED": seed, "MX_FULL": int(full), "MX_SWEEPS": int(sweeps),
-                              SUMMARY_ENV: summary})
+                              SUMMARY_ENV: summary,
+                              **({COVERAGE_ENV: coverage_dir} if coverage else {})})
     finally:
         for row in read_summary(summary):
             record(**row)
+        if coverage and (coverage_dir / COUNTS_NAME).exists():
+            coverage(coverage_dir)

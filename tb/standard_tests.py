@@ -40,9 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import coverage
 from .batch import Batch
 from .bulk import BulkJob, BulkRunner, run_jobs
 from .bulk.runner import pass_through
+from .coverage.stream import with_stream
 from .options import env_flag, env_int
 from .report import write_summary
 from .stream import BitLayout, StreamTB, bursty_pattern, never, random_pattern
@@ -116,6 +118,11 @@ class UnitModel:
         self.in_layout = BitLayout.from_sidecar(config.sidecar, "i__payload")
         self.out_layout = BitLayout.from_sidecar(config.sidecar, "o__payload")
 
+    def coverage_model(self):
+        """The unit's :class:`tb.coverage.model.CoverageModel` for this configuration (the
+        standard tests add the stream cover point)."""
+        raise NotImplementedError
+
     def stream_phases(self, rng: np.random.Generator) -> list[tuple[str, Batch]]:
         """The stream test's batches, each with the name of its pattern in :data:`PATTERNS`."""
         raise NotImplementedError
@@ -143,18 +150,20 @@ def _start(dut, model_class, seed_offset: int):
     model = model_class(config)
     seed = config.seed + seed_offset
     dut._log.info("%s: seed %d (MX_SEED=%d)", config.label, seed, config.seed)
+    coverage.start(with_stream(model.coverage_model()), dut._log)
     pass_through(dut)
     return config, model, np.random.default_rng(seed)
 
 
 def _record(config: UnitConfig, model: UnitModel, test: str, blocks: int, mismatches: int,
             *, elements_per_s: float | None = None) -> None:
-    """One row of the closing simulation summary table."""
+    """One row of the closing simulation summary table; the coverage so far is saved."""
     row = {"config": f"{config.label} [{test}]", "blocks": blocks, "elements": blocks * model.k,
            "mismatches": mismatches, "seed": config.seed}
     if elements_per_s is not None:
         row["checked_per_s"] = round(elements_per_s)
     write_summary(**row)
+    coverage.save()
 
 
 async def stream(dut, model_class: type[UnitModel]) -> None:
@@ -169,7 +178,9 @@ async def stream(dut, model_class: type[UnitModel]) -> None:
         for pattern, batch in phases:
             idle, backpressure = PATTERNS[pattern](rng)
             await tb.run_batch(batch, idle=idle, backpressure=backpressure)
+            batch.sample_coverage()
     finally:
+        coverage.sample(tb.stream_coverage())
         blocks = sum(len(b) for _, b in phases)
         _record(config, model, "stream", blocks, tb.scoreboard.mismatches,
                 elements_per_s=blocks * model.k / (time.perf_counter() - t0))
@@ -185,6 +196,8 @@ async def reset_in_traffic(dut, model_class: type[UnitModel]) -> None:
                   backpressure=random_pattern(rng, 0.5))
     await tb.reset()
     await tb.reset_with_data_in_flight(before, after)
+    after.sample_coverage()
+    coverage.sample(tb.stream_coverage())
     _record(config, model, "reset", len(after), 0)
 
 

@@ -48,11 +48,11 @@ def config_id(c):
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
-def test_dequantizer_sim(config, seed, sim_record):
+def test_dequantizer_sim(config, seed, sim_record, sim_coverage):
     fmt, output_format, k, stages = config
     argv = ["--format", fmt, "--output", output_format, "--block-size", str(k),
             "--stages", str(stages)]
     run_unit("dequantizer", argv, test_module="tb.dequantizer",
              name=f"dequantizer_{config_id(config)}", seed=seed,
              label=f"dequantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
-             full=FULL, record=sim_record)
+             full=FULL, record=sim_record, coverage=sim_coverage)

@@ -70,11 +70,12 @@ def label(c):
 
 @pytest.mark.sim
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
-def test_dot_rtl_matches_golden(config, seed, sim_record):
+def test_dot_rtl_matches_golden(config, seed, sim_record, sim_coverage):
     unit, fmt_a, fmt_b, k, stages, contexts, exhaustive = config
     argv = ["--format-a", fmt_a, "--format-b", fmt_b, "--block-size", str(k),
             "--stages", str(stages),
             *(["--contexts", str(contexts)] if unit == "dot-general" else [])]
     run_unit(unit, argv, test_module="tb.dot", name=config_id(config), seed=seed,
              label=label(config), blocks=env_int("BLOCKS", 20000 if FULL else 3000),
-             full=FULL, sweeps=exhaustive, record=sim_record)
+             full=FULL, sweeps=exhaustive, record=sim_record,
+             coverage=sim_coverage)

@@ -54,11 +54,11 @@ def config_id(c):
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
-def test_quantizer_sim(config, seed, sim_record):
+def test_quantizer_sim(config, seed, sim_record, sim_coverage):
     fmt, input_format, k, r, s, stages = config
     argv = ["--format", fmt, "--input", input_format, "--block-size", str(k), "--rounding", r,
             "--scale-mode", s, "--stages", str(stages)]
     run_unit("quantizer", argv, test_module="tb.quantizer",
              name=f"quantizer_{config_id(config)}", seed=seed,
              label=f"quantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
-             full=FULL, record=sim_record)
+             full=FULL, record=sim_record, coverage=sim_coverage)

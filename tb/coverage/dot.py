@@ -112,7 +112,7 @@ def exact_sum(ca, sa, cb, sb, c_bits, fmt_a, fmt_b, rows) -> list[tuple[int, int
     for h, low, et, cm, ce in zip(hi.tolist(), lo.tolist(), e_t.tolist(), c_man.tolist(),
                                   c_e.tolist(), strict=True):
         x = min(et, ce)
-        out.append((((h << _LIMB) + low) << (et - x)) + (cm << (ce - x), x))
+        out.append(((((h << _LIMB) + low) << (et - x)) + (cm << (ce - x)), x))
     return out
 
 

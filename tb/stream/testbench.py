@@ -54,6 +54,7 @@ class StreamTB:
         dut.rst.value = 1
         cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns").start())
         self.scoreboard = Scoreboard(self._describe)
+        self.resets_in_flight = 0  # resets with blocks inside the unit (stream coverage)
         self.source = StreamSource(dut, "i", dut.clk, idle=idle).start()
         self.sink = StreamSink(dut, "o", dut.clk, backpressure=backpressure,
                                callback=self.scoreboard.receive).start()
@@ -61,6 +62,12 @@ class StreamTB:
     def _describe(self, index, expected, actual, context) -> str:
         batch, row = context
         return batch.describe(row, self.out_layout.from_ints([actual])[0])
+
+    def stream_coverage(self) -> dict:
+        """Stream cover point hit counts so far (:mod:`tb.coverage.stream`)."""
+        return {"stream": {"stall_while_valid": self.sink.stalls, "bubble": self.source.bubbles,
+                           "back_to_back": self.source.back_to_back,
+                           "reset_with_data_in_flight": self.resets_in_flight}}
 
     async def cycles(self, n: int):
         from cocotb.triggers import ClockCycles
@@ -114,6 +121,8 @@ class StreamTB:
 
         self.send(before)
         await self.cycles(12)
+        # Inside the unit: transferred in, not yet out (the offered one is about to be).
+        self.resets_in_flight += self.source.sent > self.sink.received
         self.source.clear()
         self.source.paused = True
         await RisingEdge(self.clock)
