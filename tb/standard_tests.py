@@ -27,6 +27,9 @@ fails on a mismatch.  Configuration comes from the environment (set by
 ``MX_BLOCKS``   the random block budget (its meaning is the model's; default 200)
 ``MX_FULL``     boolean: the SIM_FULL variant of the model's sets
 ``MX_SWEEPS``   boolean: the exhaustive sweeps (default on)
+``MX_FLIP_OUTPUT``  non-vacuity tests only: the stream test flips bit 0 of this output as the
+               scoreboard receives it (so the run must fail with a decoded mismatch report)
+``MX_COVERAGE_DIR``  where the run writes its coverage database (:mod:`tb.coverage`)
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ from .stream import BitLayout, StreamTB, bursty_pattern, never, random_pattern
 
 __all__ = ["UnitConfig", "UnitModel", "PATTERNS", "stream", "reset_in_traffic", "bulk",
            "back_to_back", "STANDARD_TESTS", "register"]
+
+#: Environment variable of the non-vacuity tests: the stream output whose bit 0 is flipped.
+FLIP_OUTPUT_ENV = "MX_FLIP_OUTPUT"
 
 #: Idle and backpressure patterns of the stream test by name: ``(idle, backpressure)``.
 PATTERNS: dict[str, Callable] = {
@@ -172,6 +178,8 @@ async def stream(dut, model_class: type[UnitModel]) -> None:
     config, model, rng = _start(dut, model_class, 0)
     phases = model.stream_phases(rng)
     tb = StreamTB(dut, model.in_layout, model.out_layout)
+    if os.environ.get(FLIP_OUTPUT_ENV):
+        tb.scoreboard.flip_bits(env_int(FLIP_OUTPUT_ENV, 0))
     await tb.reset()
     t0 = time.perf_counter()
     try:
