@@ -6,7 +6,6 @@ and the database (cocotb-coverage YAML/XML plus exact counts) merges by summing.
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 
 import numpy as np
 import oracle
@@ -268,7 +267,8 @@ def _is_tie_by_oracle(fa, a, sa, fb, b, sb, c_bits) -> bool:
     """c + T exactly halfway between two fp32 values: its reflection about the rounded result
     is also an fp32 value (tests/oracle.py's Fraction arithmetic and fp32 RNE)."""
     fa_, fb_ = oracle.FORMATS[fa], oracle.FORMATS[fb]
-    t = sum(oracle.code_value(fa_, x) * oracle.code_value(fb_, y) for x, y in zip(a, b))
+    t = sum(oracle.code_value(fa_, x) * oracle.code_value(fb_, y)
+            for x, y in zip(a, b, strict=True))
     s = oracle.fp32_bits_value(c_bits) + t * oracle.pow2(sa + sb - 254)
     r = oracle.fp32_bits_value(oracle.rne_fp32_bits(s))
     other = 2 * s - r
