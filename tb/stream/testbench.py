@@ -16,13 +16,16 @@ from .drivers import StreamSink, StreamSource
 from .payload import BitLayout
 from .scoreboard import Scoreboard
 
-__all__ = ["StreamTB", "DRAIN_CYCLES_PER_OUTPUT", "DRAIN_CYCLES_MIN"]
+__all__ = ["StreamTB", "DRAIN_CYCLES_PER_OUTPUT", "DRAIN_CYCLES_MIN", "IN_FLIGHT_WAIT_CYCLES"]
 
 #: :meth:`StreamTB.run_batch` waits at most this many cycles per payload, plus
 #: :data:`DRAIN_CYCLES_MIN`, for a batch to come out (generous for any idle and backpressure
 #: pattern of :mod:`tb.stream.patterns`; a unit that stops answering fails well before).
 DRAIN_CYCLES_PER_OUTPUT = 200
 DRAIN_CYCLES_MIN = 1000
+#: :meth:`StreamTB.reset_with_data_in_flight` waits at most this many cycles for blocks to be
+#: inside the unit before it resets anyway.
+IN_FLIGHT_WAIT_CYCLES = 200
 
 
 class StreamTB:
@@ -112,7 +115,8 @@ class StreamTB:
     async def reset_with_data_in_flight(self, before, after, *, quiet_cycles: int = 30) -> int:
         """Reset with a batch in flight; the unit must come back empty and work again.
 
-        ``before`` is sent and cut off by a reset 12 cycles in (its outputs are gone, by
+        ``before`` is sent and cut off by a reset 12 cycles in, or as soon after as blocks are
+        inside the unit (within :data:`IN_FLIGHT_WAIT_CYCLES`; its outputs are gone, by
         design); then no output may appear for ``quiet_cycles`` cycles without new input, and
         every output of ``after`` must come out right.  Returns the number of outputs checked
         after the reset.
@@ -121,7 +125,11 @@ class StreamTB:
 
         self.send(before)
         await self.cycles(12)
-        # Inside the unit: transferred in, not yet out (the offered one is about to be).
+        for _ in range(IN_FLIGHT_WAIT_CYCLES):  # inside the unit: transferred in, not yet out
+            await ReadOnly()
+            if self.source.sent > self.sink.received:
+                break
+            await RisingEdge(self.clock)
         self.resets_in_flight += self.source.sent > self.sink.received
         self.source.clear()
         self.source.paused = True
