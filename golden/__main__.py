@@ -10,35 +10,44 @@ import argparse
 import shlex
 import sys
 
+from .formats import FORMATS
 from .vectors import UNITS, generate
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m golden", description=__doc__.split("\n")[0])
+def main(argv=None, prog: str = "python -m golden") -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status.
+    ``prog`` names the command in help and error messages (``mx-hdl`` runs this too)."""
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("vectors", help="write $readmemh test vectors (inputs + expected)")
     v.add_argument("--unit", required=True, choices=UNITS)
-    v.add_argument("--format", required=True, help="element format (A side for dot)")
+    v.add_argument("--format", required=True,
+                   help=f"element format (A side for dot): {', '.join(FORMATS)}")
     v.add_argument("--format-b", help="dot: element format of B (default: --format)")
-    v.add_argument("--block-size", type=int, default=32)
-    v.add_argument("--input", default="fp32", help="quantizer input: fp32, bf16, fp16")
-    v.add_argument("--output", default="fp32", help="dequantizer output: fp32, bf16, fp16")
-    v.add_argument("--rounding", default="rne", help="quantizer: rne, rna, rtz, stochastic")
-    v.add_argument("--scale-mode", default="floor", help="quantizer: floor, rceil")
-    v.add_argument("--random-bits", type=int, default=8, help="quantizer: R for stochastic")
-    v.add_argument("--count", type=int, default=1000, help="blocks")
-    v.add_argument("--seed", type=int, default=1)
-    v.add_argument("-o", "--out-dir", required=True)
+    v.add_argument("--block-size", type=int, default=32,
+                   help="k, a power of two 2..64 (default: %(default)s)")
+    v.add_argument("--input", default="fp32",
+                   help="quantizer input: fp32, bf16, fp16 (default: %(default)s)")
+    v.add_argument("--output", default="fp32",
+                   help="dequantizer output: fp32, bf16, fp16 (default: %(default)s)")
+    v.add_argument("--rounding", default="rne",
+                   help="quantizer: rne, rna, rtz, stochastic (default: %(default)s)")
+    v.add_argument("--scale-mode", default="floor",
+                   help="quantizer: floor, rceil (default: %(default)s)")
+    v.add_argument("--random-bits", type=int, default=8,
+                   help="quantizer: R for stochastic (default: %(default)s)")
+    v.add_argument("--count", type=int, default=1000, help="blocks (default: %(default)s)")
+    v.add_argument("--seed", type=int, default=1, help="stimulus seed (default: %(default)s)")
+    v.add_argument("-o", "--out-dir", required=True, help="directory to write")
     a = p.parse_args(argv)
     try:
         out = generate(a.unit, a.out_dir, count=a.count, seed=a.seed, fmt=a.format,
                        fmt_b=a.format_b, block_size=a.block_size, input_format=a.input,
                        output_format=a.output, rounding=a.rounding, scale_mode=a.scale_mode,
                        random_bits=a.random_bits,
-                       command="python -m golden "
-                       + shlex.join(sys.argv[1:] if argv is None else argv))
+                       command=f"{prog} " + shlex.join(sys.argv[1:] if argv is None else argv))
     except (ValueError, TypeError) as e:
-        print(f"python -m golden: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     print(f"wrote {a.count} {a.unit} vectors to {out}/ (README.txt describes the files)")
     return 0

@@ -6,6 +6,7 @@ Usage::
     python -m hw generate dot --format-a fp8_e4m3 --format-b fp4_e2m1 -o dot.v
     python -m hw defaults -o build/verilog        # the default set (make verilog)
     python -m hw list                             # units and their options
+    python -m hw generate quantizer --format int8 --fusesoc cores/   # plus a FuseSoC core
 
 Each unit family module (``hw.quantizer``, ``hw.dequantizer``, ``hw.dot``) contributes
 :class:`UnitSpec` entries through its public ``cli_units()`` function; this module only holds
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 UNIT_MODULES = ("hw.quantizer", "hw.dequantizer", "hw.dot")
+DESCRIPTION = "Write synthesizable Verilog (plus a JSON sidecar) for the MX units."
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,16 @@ class UnitSpec:
     add_arguments: Callable
     build: Callable
     defaults: list = field(default_factory=list)
+
+    def parser(self, **kwargs) -> argparse.ArgumentParser:
+        """A parser of this unit's options alone (``kwargs`` go to ``ArgumentParser``)."""
+        p = argparse.ArgumentParser(**kwargs)
+        self.add_arguments(p)
+        return p
+
+    def build_from(self, argv: list[str]):
+        """The component for the argument list ``argv`` (options as on the command line)."""
+        return self.build(self.parser().parse_args(argv))
 
 
 def units() -> dict[str, UnitSpec]:
@@ -129,30 +141,112 @@ def write_component(component, unit: str, out: Path) -> Path:
     return out
 
 
-def write_unit(spec: UnitSpec, args, out: Path) -> Path:
-    return write_component(spec.build(args), spec.name, out)
+# -- the command line ------------------------------------------------------------------------
+def format_help(what: str = "element format") -> str:
+    """Help text of a format option: the names of :data:`golden.FORMATS`."""
+    import golden
+
+    example = next(iter(golden.FORMATS.values())).aliases[0]
+    return f"{what}: {', '.join(golden.FORMATS)} (or an alias, e.g. {example})"
 
 
-def _parser(specs: dict[str, UnitSpec]) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m hw", description=__doc__.split("\n\n")[0])
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default; descriptions and epilogs keep their lines.
+
+    An option whose default is ``None`` (computed from other options, or none) says so in its
+    own help, so "(default: None)" is left out; ``_get_help_string`` is the hook argparse's
+    own ``ArgumentDefaultsHelpFormatter`` overrides.
+    """
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _OptionRecorder(argparse.ArgumentParser):
+    """A parser that keeps the actions of the options added to it, in order."""
+
+    def __init__(self):
+        super().__init__(add_help=False)
+        self.options = []
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        self.options.append(action)
+        return action
+
+
+def option_defaults(spec: UnitSpec) -> dict[str, object]:
+    """A unit's options that have a default, ``{"--block-size": 32, ...}``."""
+    recorder = _OptionRecorder()
+    spec.add_arguments(recorder)
+    return {a.option_strings[-1]: a.default for a in recorder.options
+            if a.option_strings and a.default is not None and not a.required}
+
+
+def units_summary(specs: dict[str, UnitSpec], command: str = "python -m hw") -> str:
+    """The units, their defaults and the element formats, for the end of ``--help``."""
+    import golden
+
+    lines = [f"units ({command} generate UNIT --help for every option):"]
+    for spec in specs.values():
+        lines.append(f"  {spec.name:13s} {spec.help}")
+        defaults = " ".join(f"{k} {v}" for k, v in option_defaults(spec).items())
+        lines.append(f"  {'':13s} defaults: {defaults}")
+    lines.append(f"element formats: {', '.join(golden.FORMATS)}")
+    return "\n".join(lines)
+
+
+def _parser(specs: dict[str, UnitSpec], prog: str = "python -m hw") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION,
+                                formatter_class=HelpFormatter, epilog=units_summary(specs, prog))
     sub = p.add_subparsers(dest="command", required=True)
-    gen = sub.add_parser("generate", help="write one unit's Verilog and JSON sidecar")
+    gen = sub.add_parser("generate", help="write one unit's Verilog and JSON sidecar",
+                         formatter_class=HelpFormatter, epilog=units_summary(specs, prog))
     gsub = gen.add_subparsers(dest="unit", required=True)
     for spec in specs.values():
         # -o first, conflicts resolved: a unit may reuse --output for its own option (the
         # dequantizer's output format); -o always names the Verilog file (dest "output").
-        sp = gsub.add_parser(spec.name, help=spec.help, conflict_handler="resolve")
-        sp.add_argument("-o", "--output", type=Path, required=True, help="Verilog file to write")
+        sp = gsub.add_parser(spec.name, help=spec.help, description=spec.help,
+                             conflict_handler="resolve", formatter_class=HelpFormatter)
+        where = sp.add_mutually_exclusive_group(required=True)
+        where.add_argument("-o", "--output", type=Path,
+                           help="Verilog file to write; the JSON sidecar goes beside it")
+        where.add_argument("--fusesoc", type=Path, metavar="DIR",
+                           help="write <module>.v, its sidecar, the lint waivers and a FuseSoC "
+                                "core <module>.core into DIR")
         spec.add_arguments(sp)
-    d = sub.add_parser("defaults", help="write the default set of units (make verilog)")
-    d.add_argument("-o", "--output-dir", type=Path, default=Path("build/verilog"))
+    d = sub.add_parser("defaults", help="write the default set of units (make verilog)",
+                       formatter_class=HelpFormatter)
+    d.add_argument("-o", "--output-dir", type=Path, default=Path("build/verilog"),
+                   help="directory to write into")
     sub.add_parser("list", help="list the units")
     return p
 
 
-def main(argv=None) -> int:
+def _generate(spec: UnitSpec, args) -> str:
+    """Write the unit ``args`` configure; return what was written, for the user."""
+    component = spec.build(args)
+    if args.fusesoc is None:
+        out = write_component(component, spec.name, args.output)
+        return f"wrote {out} and {out.with_suffix('.json')}"
+    from .fusesoc import write_unit_core
+
+    out = write_component(component, spec.name, args.fusesoc / f"{component.module_name}.v")
+    core, vlnv = write_unit_core(component.module_name, args.fusesoc, description=spec.help)
+    return (f"wrote {out}, {out.with_suffix('.json')} and the FuseSoC core {core} "
+            f"({vlnv})")
+
+
+def main(argv=None, prog: str = "python -m hw") -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status.
+
+    ``prog`` names the command in help and error messages (``mx-hdl`` runs this too).
+    """
     specs = units()
-    parser = _parser(specs)
+    parser = _parser(specs, prog)
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
@@ -160,23 +254,18 @@ def main(argv=None) -> int:
                 print(f"{spec.name:14s} {spec.help}")
             return 0
         if args.command == "generate":
-            spec = specs[args.unit]
-            out = write_unit(spec, args, args.output)
-            print(f"wrote {out} and {out.with_suffix('.json').name}")
+            print(_generate(specs[args.unit], args))
             return 0
         if args.command == "defaults":
             n = 0
             for spec in specs.values():
                 for argv_ in spec.defaults:
-                    sp = argparse.ArgumentParser()
-                    spec.add_arguments(sp)
-                    a = sp.parse_args(argv_)
-                    comp = spec.build(a)
+                    comp = spec.build_from(argv_)
                     write_component(comp, spec.name, args.output_dir / f"{comp.module_name}.v")
                     n += 1
             print(f"wrote {n} modules to {args.output_dir}/")
             return 0
     except (ValueError, TypeError) as e:
-        print(f"python -m hw: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     return 2

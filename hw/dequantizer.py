@@ -147,11 +147,14 @@ class MXDequantizer(wiring.Component):
 
 
 def _add_arguments(p):
-    p.add_argument("--format", required=True, help="element format (fp8_e4m3, ..., int8)")
-    p.add_argument("--block-size", type=int, default=32, help="k, power of two 2..64")
+    from .cli import format_help
+
+    p.add_argument("--format", required=True, help=format_help())
+    p.add_argument("--block-size", type=int, default=32, help="k, a power of two 2..64")
     p.add_argument("--output", dest="output_format", default="fp32",
-                   help="output format: fp32, bf16 or fp16")
-    p.add_argument("--stages", type=int, default=DEFAULT_STAGES, help="pipeline registers, 1..4")
+                   help=f"output format: {', '.join(OUTPUTS)}")
+    p.add_argument("--stages", type=int, default=DEFAULT_STAGES,
+                   help="pipeline registers = latency in cycles, 1..4")
 
 
 def _build(a):

@@ -358,12 +358,20 @@ class MXQuantizer(wiring.Component):
 # CLI
 # ----------------------------------------------------------------------------------------------
 def _add_arguments(p):
-    p.add_argument("--format", required=True, help="element format (fp8_e4m3, ..., int8)")
-    p.add_argument("--block-size", type=int, default=32, help="k, power of two 2..64")
-    p.add_argument("--input", default="fp32", help="input format: fp32, bf16 or fp16")
-    p.add_argument("--rounding", default="rne", help=f"one of {', '.join(ROUNDINGS)}")
-    p.add_argument("--scale-mode", default="floor", help=f"one of {', '.join(SCALE_MODES)}")
-    p.add_argument("--random-bits", type=int, default=8, help="R for stochastic rounding")
+    from .cli import format_help
+
+    p.add_argument("--format", required=True, help=format_help())
+    p.add_argument("--block-size", type=int, default=32, help="k, a power of two 2..64")
+    p.add_argument("--input", default="fp32", help=f"input format: {', '.join(INPUTS)}")
+    p.add_argument("--rounding", default="rne",
+                   help=f"{', '.join(ROUNDINGS)} (runtime: chosen per block by a 2-bit payload "
+                        f"field; stochastic and runtime add the random field)")
+    p.add_argument("--scale-mode", default="floor",
+                   help=f"{', '.join(SCALE_MODES)} (runtime: chosen per block by a 1-bit "
+                        f"payload field)")
+    p.add_argument("--random-bits", type=int, default=8,
+                   help=f"R, bits per lane of the random field (stochastic and runtime "
+                        f"rounding), 1..{MAX_RANDOM_BITS}")
     p.add_argument("--stages", type=int, default=None,
                    help="pipeline registers = latency in cycles, 1..10+log2(k) (default: all, "
                         "10+log2(k): 15 for k = 32)")

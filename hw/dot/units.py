@@ -34,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 
 import golden
 
-from ..cli import UnitSpec
+from ..cli import UnitSpec, format_help
 from ..elements import block_layout
 from ..params import check_block_size, check_power_of_two, check_stages
 from ..pipeline import Pipeline
@@ -238,12 +238,12 @@ class MXDotGeneral(wiring.Component):
 # --------------------------------------------------------------------------------------------
 
 def _add_common(p: argparse.ArgumentParser):
-    p.add_argument("--format-a", help="element format of A")
-    p.add_argument("--format-b", help="element format of B")
-    p.add_argument("--format", help="element format of both A and B")
+    p.add_argument("--format-a", help=format_help("element format of A (default: --format)"))
+    p.add_argument("--format-b", help=format_help("element format of B (default: --format)"))
+    p.add_argument("--format", help=format_help("element format of both A and B"))
     p.add_argument("--block-size", type=int, default=32, help="elements per block (2..64)")
     p.add_argument("--stages", type=int, default=DEFAULT_STAGES,
-                   help=f"pipeline registers = latency (1..{MAX_STAGES})")
+                   help=f"pipeline registers = latency in cycles (1..{MAX_STAGES})")
 
 
 def _formats(args):
