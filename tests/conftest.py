@@ -82,7 +82,7 @@ def pytest_sessionstart(session):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from tb.coverage.report import format_coverage_table, merge_databases
     from tb.report import format_table, write_session_report
-    from tb.runner import ROOT
+    from tb.runner import BUILD
 
     rows, failed, coverage_dirs = [], [], []
     for key in ("passed", "failed"):
@@ -96,9 +96,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                               if k == "sim_coverage"]
     # The session's merged coverage: build/coverage/, and beside the session report (so
     # `make sim-merge` merges the shards' coverage too).
-    coverage = merge_databases(coverage_dirs, ROOT / "build" / "coverage")
+    merged_dir = BUILD.parent / "coverage"
+    coverage = merge_databases(coverage_dirs, merged_dir)
     if coverage and config.option.sim_report:
-        merge_databases([ROOT / "build" / "coverage"], Path(config.option.sim_report).parent)
+        merge_databases([merged_dir], Path(config.option.sim_report).parent)
     if config.option.sim_report:
         write_session_report(config.option.sim_report, rows, seed=base_seed(), failed=failed,
                              shard=_shard(config),

@@ -286,14 +286,15 @@ def test_dot_cases():
         ([0x7E, 0x7E], 254, [0x7E, 0x7E], 254, 0),                        # overflow
         ([one, 0], 0, [one, 0], 1, 0x80000000),                           # sum 1, c = -0
         ([one, 0], 255, [one, 0], 254, _fp32_bits(np.inf)),               # NaN scale, c Inf
+        ([one, 0], 52, [one, 0], 52, 0),  # a single product 2^-150: a tie, to +0
     ]
     res, c = _dot(rows, "fp8_e4m3", "fp8_e4m3")
-    assert res[0] == 0 and res[5] == 0x7F800000
-    assert c == {"exact_zero": 1, "final_tie": 1, "cancellation": 1, "subnormal_result": 1,
+    assert res[0] == 0 and res[5] == 0x7F800000 and res[8] == 0
+    assert c == {"exact_zero": 1, "final_tie": 2, "cancellation": 1, "subnormal_result": 1,
                  "overflow": 1, "scale_sum_near_0": 1, "scale_sum_near_508": 1,
-                 "c_pos_zero": 2, "c_neg_zero": 1, "nan_scale": 1, "inf_accumulator": 1}
+                 "c_pos_zero": 3, "c_neg_zero": 1, "nan_scale": 1, "inf_accumulator": 1}
     assert [_is_tie_by_oracle("fp8_e4m3", r[0], r[1], "fp8_e4m3", r[2], r[3], r[4])
-            for r in rows[:4]] == [False, True, False, False]
+            for r in rows[:4] + rows[8:]] == [False, True, False, False, True]
     inf, neg_inf, one5 = 0x7C, 0xFC, 0x3C  # fp8_e5m2
     res, c = _dot([([inf, 0], 127, [0, one5], 127, 0),           # Inf * 0: NaN
                    ([inf, neg_inf], 127, [one5, one5], 127, 0),  # +Inf and -Inf: NaN
