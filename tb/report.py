@@ -127,6 +127,11 @@ def merge_sessions(directory: Path, out: Path) -> dict:
               "duration_s": {p.get("shard"): p.get("duration_s") for p in parts},
               "failed": failed, "rows": rows, "totals": totals(rows)}
     out.mkdir(parents=True, exist_ok=True)
+    # Each shard's coverage database sits beside its session report (tests/conftest.py).
+    coverage = merge_databases([p.parent for p in sessions], out)
+    if coverage:
+        merged["coverage"] = {f"{r['unit']} {r['config_class']}": f"{r['hit']}/{r['defined']}"
+                              for r in class_summary(coverage)}
     (out / "session.json").write_text(json.dumps(merged, indent=1) + "\n")
     junits = sorted(p.parent / "junit.xml" for p in sessions
                     if (p.parent / "junit.xml").exists())
@@ -136,11 +141,7 @@ def merge_sessions(directory: Path, out: Path) -> dict:
     lines.append(f"{len(parts)} shards {', '.join(str(s) for s in merged['shards'])}; "
                  f"SEED={merged['seed']}; failed tests: {len(failed)}")
     lines += [f"  FAILED {f}" for f in failed]
-    # Each shard's coverage database sits beside its session report (tests/conftest.py).
-    coverage = merge_databases([p.parent for p in sessions], out)
     if coverage:
-        merged["coverage"] = {r["unit"] + " " + r["config_class"]: f"{r['hit']}/{r['defined']}"
-                              for r in class_summary(coverage)}
         lines += ["", *format_coverage_table(coverage)]
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
     return merged

@@ -156,7 +156,8 @@ def _start(dut, model_class, seed_offset: int):
     model = model_class(config)
     seed = config.seed + seed_offset
     dut._log.info("%s: seed %d (MX_SEED=%d)", config.label, seed, config.seed)
-    coverage.start(with_stream(model.coverage_model()), dut._log)
+    if coverage.enabled():
+        coverage.start(with_stream(model.coverage_model()), dut._log)
     pass_through(dut)
     return config, model, np.random.default_rng(seed)
 

@@ -9,7 +9,8 @@
 
 One simulator process runs one configuration: :func:`start` makes its :class:`Coverage`
 the active one, batches add their counts with :func:`sample` and :func:`save` writes the
-database to the directory named by ``MX_COVERAGE_DIR`` (set by :func:`tb.runner.run_unit`).
+database to the directory named by ``MX_COVERAGE_DIR`` (set by :func:`tb.runner.run_unit`);
+without it (benchmarks) nothing is classified.
 """
 
 from __future__ import annotations
@@ -19,12 +20,18 @@ from pathlib import Path
 
 from .model import Coverage, CoverageModel
 
-__all__ = ["COVERAGE_ENV", "start", "active", "sample", "save"]
+__all__ = ["COVERAGE_ENV", "enabled", "start", "active", "sample", "save"]
 
 #: Environment variable naming the directory a run writes its coverage database to.
 COVERAGE_ENV = "MX_COVERAGE_DIR"
 
 _active: Coverage | None = None
+
+
+def enabled() -> bool:
+    """Whether this run records coverage (``$MX_COVERAGE_DIR`` names where to): runs that
+    do not (benchmarks) skip the classification."""
+    return bool(os.environ.get(COVERAGE_ENV))
 
 
 def start(model: CoverageModel, log=None) -> Coverage:

@@ -165,29 +165,48 @@ def classify_dot(ca, sa, cb, sb, c_bits, results, *, fmt_a, fmt_b) -> dict:
         "subnormal_result": finite & (r != 0) & (np.abs(r) < 2.0 ** (1 - FP32.bias)),
     }
 
-    # Exact c + T where it can matter: a block with c = 0 and at most one non-zero product
-    # is a single product (<= 16 significant bits: no tie, no cancellation).
-    with np.errstate(invalid="ignore", over="ignore"):
-        terms = np.ldexp(np.where(np.isfinite(va * vb), va * vb, 0.0),
-                         np.where(finite, sa + sb - 2 * SCALE_BIAS, 0)[:, None])
-    nonzero_terms = (terms != 0).sum(axis=1) + (c != 0)
-    single = finite & (c == 0) & ((terms != 0).sum(axis=1) <= 1)
-    rows = np.flatnonzero(finite & ~single)
-    zero = finite & single & (nonzero_terms == 0)
+    # c + T in float64 decides every block whose bins its error bound cannot flip; the
+    # others (candidate zeros, ties and cancellation boundaries) are decided exactly.
+    fin = np.flatnonzero(finite)
+    exact_zero = np.zeros(n, bool)
     tie = np.zeros(n, bool)
     cancel = np.zeros(n, bool)
-    largest = np.maximum(np.abs(terms).max(axis=1), np.abs(np.where(finite, c, 0.0)))
-    mixed = (((terms > 0).any(axis=1) | (c > 0)) & ((terms < 0).any(axis=1) | (c < 0)))
-    _, largest_exp = np.frexp(largest)
-    for j, (num, x) in zip(rows.tolist(), exact_sum(ca, sa, cb, sb, c_bits, fa, fb, rows),
-                           strict=True):
-        if num == 0:
-            zero[j] = True
-            continue
-        tie[j] = _is_fp32_tie(num, x)
-        sum_exp = abs(num).bit_length() + x  # 2^(sum_exp - 1) <= |c + T| < 2^sum_exp
-        cancel[j] = mixed[j] and sum_exp <= largest_exp[j] - CANCELLED_BITS
-    bins.update({"exact_zero": zero, "final_tie": tie, "cancellation": cancel})
+    if fin.size:
+        # products of at most 8-bit significands: exact in float64, and so is the scaling
+        terms = np.ldexp(va[fin] * vb[fin], (sa[fin] + sb[fin] - 2 * SCALE_BIAS)[:, None])
+        t64 = terms.sum(axis=1)
+        cf = c[fin]
+        s64 = cf + t64
+        # float64 error bound of the sum (k <= 64 roundings of 2^-53 each), with margin
+        err = 2.0 ** -40 * (np.abs(cf) + np.abs(terms).sum(axis=1))
+        a = np.abs(s64)
+        _, ex = np.frexp(a)
+        binade = np.maximum(ex - 1, 1 - FP32.bias)
+        ulp = np.ldexp(1.0, binade - FP32.mbits)
+        half_off = np.abs(a / ulp - np.floor(a / ulp) - 0.5) * ulp  # distance to a midpoint
+        largest = np.maximum(np.abs(terms).max(axis=1), np.abs(cf))
+        _, largest_exp = np.frexp(largest)
+        bound = np.ldexp(1.0, largest_exp - CANCELLED_BITS)  # |c + T| below: cancellation
+        mixed = (((terms > 0).any(axis=1) | (cf > 0)) & ((terms < 0).any(axis=1) | (cf < 0)))
+        # (Midpoints are at least a quarter of an ulp from a power of two, so a sum within err
+        # of one is no tie even if its float lands in the wrong binade.)
+        all_zero = (terms == 0).all(axis=1) & (cf == 0)
+        exact_zero[fin] = all_zero
+        zero_cand = ~all_zero & (a <= err)
+        tie_cand = ~all_zero & ~zero_cand & (half_off <= err)
+        cancel_cand = mixed & ~zero_cand & (np.abs(a - bound) <= err)
+        cancel[fin] = mixed & ~zero_cand & (a < bound)
+        exact_rows = np.flatnonzero(zero_cand | tie_cand | cancel_cand)
+        for j, (num, x) in zip(exact_rows.tolist(),
+                               exact_sum(ca, sa, cb, sb, c_bits, fa, fb, fin[exact_rows]),
+                               strict=True):
+            row = fin[j]
+            exact_zero[row] = num == 0
+            tie[row] = num != 0 and _is_fp32_tie(num, x)
+            if cancel_cand[j] or zero_cand[j]:
+                sum_exp = abs(num).bit_length() + x  # 2^(sum_exp - 1) <= |c + T| < 2^sum_exp
+                cancel[row] = mixed[j] and num != 0 and sum_exp <= largest_exp[j] - CANCELLED_BITS
+    bins.update({"exact_zero": exact_zero, "final_tie": tie, "cancellation": cancel})
     return {"block": {b: int(m.sum()) for b, m in bins.items() if m.any()}}
 
 
