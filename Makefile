@@ -29,8 +29,8 @@ SHARD_ARGS := --junitxml build/sim-full/junit.xml --sim-report build/sim-full/se
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-golden sim sim-full sim-merge sim-durations lint verilog bench \
-	synth clean
+.PHONY: help install test test-golden sim sim-full sim-merge sim-durations formal lint verilog \
+	bench synth clean
 
 help:  ## List the targets
 	@echo "ocp-mx-hdl targets (options: SEED=n  BLOCKS=n  WAVES=1  JOBS=n  SHARD=i/N):"
@@ -62,8 +62,11 @@ sim-merge: $(STAMP)  ## Merge the shards' reports and JUnit XML under build/shar
 sim-durations: $(STAMP)  ## Re-record tests/sim_durations.json (runs the whole sim-full matrix)
 	SIM_FULL=1 $(PYTEST) -n $(JOBS) -m sim tests --store-durations --durations-path $(SIM_DURATIONS)
 
+formal: $(STAMP)  ## SymbiYosys proofs: stream rules, no loss/reorder, reset, depth miters -> build/formal/
+	$(VPY) -m formal --jobs $(JOBS)
+
 lint: $(STAMP)  ## ruff on the Python, verilator --lint-only -Wall on generated RTL
-	$(VPY) -m ruff check golden hw tb tests bench
+	$(VPY) -m ruff check golden hw tb tests bench formal
 	$(PYTEST) -q tests/test_lint.py
 
 verilog: $(STAMP)  ## Write the default set of generated Verilog into build/verilog/

@@ -1,0 +1,139 @@
+"""The proof matrix: one job per unit x block size x depth x property group, and the table.
+
+Property groups (the harnesses of :mod:`formal.harness`):
+
+* ``flow`` -- properties 1-3 (stream rules, scoreboard with exact latency, reset), proven
+  together by k-induction (they and the control-register invariants support each other);
+  MXDotGeneral by BMC (its scoreboard counts runs, and the invariant relating runs to the
+  stages' ``last`` bits is not stated);
+* ``order`` -- no reordering, on the datapath-free pipeline with sequence-number tags
+  (k-induction; MXDotGeneral's ``hold_when`` pipeline by BMC);
+* ``miter`` -- property 4, depth ``stages`` against depth 1 (BMC; ``stages`` > 1).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+
+from .harness import FlowHarness, MiterHarness, OrderHarness
+from .sby import SbyResult, run_sby
+from .units import UNITS, FormalUnit
+
+__all__ = ["Job", "proof_jobs", "report_table", "PROPERTIES", "SLOW_MITERS"]
+
+#: Property group -> what it proves (the report's column heads).
+PROPERTIES = {
+    "flow": "1-3 stream rules, no loss/dup, exact latency, reset",
+    "order": "2 in order (tags, pipeline skeleton)",
+    "miter": "4 same outputs as stages=1",
+}
+
+#: Extra BMC steps beyond the pipeline depth: enough for a reset, a block through the
+#: deepest pipeline and a few cycles of backpressure behind it.
+BMC_MARGIN = {"flow": 10, "order": 8, "miter": 4}
+
+
+#: Units whose miter the SMT solver does not settle in minutes (the dot units' fused step:
+#: two copies of the alignment and normalization shifters, and no SAT sweeping in the
+#: smtbmc flow): only with ``--all``.
+SLOW_MITERS = ("dot", "dot-general")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One SymbiYosys run."""
+
+    unit: FormalUnit
+    k: int
+    stages: int
+    prop: str
+    mode: str
+    depth: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.unit.name}-k{self.k}-s{self.stages}-{self.prop}"
+
+    def harness(self):
+        """The harness and its probe connections."""
+        if self.prop == "flow":
+            h = FlowHarness(self.unit, self.k, self.stages, probes=self.mode == "prove")
+            return h, {"probe": h.probe_wires}
+        if self.prop == "order":
+            h = OrderHarness(self.unit, self.k, self.stages, probes=self.mode == "prove")
+            return h, {"probe": h.probe_wires}
+        return MiterHarness(self.unit, self.k, self.stages), {}
+
+    def run(self, outdir: Path, timeout: float) -> SbyResult:
+        harness, probes = self.harness()
+        return run_sby(harness, Path(outdir) / self.name, mode=self.mode, depth=self.depth,
+                       timeout=timeout, probes=probes)
+
+
+def _jobs_for(unit: FormalUnit, k: int, stages: int) -> list[Job]:
+    drain = unit.drain_cycles(stages)
+    jobs = []
+    if unit.runs:
+        jobs.append(Job(unit, k, stages, "flow", "bmc", drain + BMC_MARGIN["flow"]))
+    else:  # induction needs the exact-latency window inside its unrolling
+        jobs.append(Job(unit, k, stages, "flow", "prove", drain + 3))
+    if unit.runs:  # no order invariants with hold_when
+        jobs.append(Job(unit, k, stages, "order", "bmc", drain + BMC_MARGIN["order"]))
+    else:
+        jobs.append(Job(unit, k, stages, "order", "prove", 3))
+    if stages > 1:
+        jobs.append(Job(unit, k, stages, "miter", "bmc", stages + BMC_MARGIN["miter"]))
+    return jobs
+
+
+def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = None,
+               block_sizes=(2, 4)) -> list[Job]:
+    """The jobs of the matrix.
+
+    Parameters
+    ----------
+    quick : bool
+        k = 2 only, and no miter jobs at the deepest setting.
+    full : bool
+        Also the miters of :data:`SLOW_MITERS` (no verdict within the default budget; see
+        ``docs/verification.md``).
+    only : str, optional
+        A shell pattern on job names (``dot-k2-*``, ``*-miter``).
+    block_sizes : tuple of int
+    """
+    jobs = []
+    for unit in UNITS:
+        for k in (2,) if quick else block_sizes:
+            settings = unit.stage_settings(k)
+            for stages in settings:
+                for job in _jobs_for(unit, k, stages):
+                    if job.prop == "miter" and quick and stages == settings[-1]:
+                        continue
+                    if job.prop == "miter" and not full and unit.name in SLOW_MITERS:
+                        continue
+                    jobs.append(job)
+    if only:
+        jobs = [j for j in jobs if fnmatch.fnmatch(j.name, only)]
+    return jobs
+
+
+def report_table(results: list[tuple[Job, SbyResult]]) -> str:
+    """Markdown: one row per unit x k x stages, one column per property group, each cell the
+    verdict (proven / bounded to N / failed ...) and the run time."""
+    rows: dict[tuple, dict[str, str]] = {}
+    for job, res in results:
+        key = (job.unit.name, job.k, job.stages)
+        cell = f"{res.verdict} ({res.seconds:.0f} s)"
+        if res.failed:
+            cell += ": " + ", ".join(res.failed)
+        rows.setdefault(key, {})[job.prop] = cell
+    head = "| unit | k | stages | " + " | ".join(PROPERTIES.values()) + " |"
+    lines = [head, "|---" * (3 + len(PROPERTIES)) + "|"]
+    for (name, k, stages), cells in rows.items():
+        missing = {"miter": "n/a (stages = 1)" if stages == 1 else "`--all` only"}
+        lines.append(f"| {name} | {k} | {stages} | "
+                     + " | ".join(cells.get(p, missing.get(p, "-")) for p in PROPERTIES)
+                     + " |")
+    return "\n".join(lines)

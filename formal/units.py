@@ -1,0 +1,132 @@
+"""The units under proof: how to build each at a block size and depth, and where its pipeline's
+control registers are (the probes of the induction invariants, :mod:`formal.harness`).
+
+Each unit is built at a small configuration (k = 2 or 4; the smallest element format that
+keeps every section of the datapath, and a 16-bit float port where the unit has one), because
+the flow-control properties do not depend on the block size and the miter's cost grows with
+the datapath.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from hw.dequantizer import DEQUANTIZER_SECTIONS, MXDequantizer
+from hw.dot import MXDot, MXDotGeneral
+from hw.dot.fused_step import DOT_SECTIONS
+from hw.pipeline import registered_boundaries
+from hw.quantizer import MXQuantizer, quantizer_sections
+
+__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes"]
+
+
+@dataclass(frozen=True)
+class FormalUnit:
+    """One unit as the proofs see it.
+
+    Attributes
+    ----------
+    name : str
+        Short name (the report's rows).
+    config : str
+        The configuration proven, for the report (formats; block size and depth vary).
+    build : callable
+        ``build(k, stages)`` -> the unit (an Amaranth component with ``i``/``o`` streams).
+    sections : callable
+        ``sections(k)`` -> the unit's pipeline sections (name -> delay).
+    prefix : str
+        The ``name`` the unit gives its :class:`hw.pipeline.Pipeline` (prefix of the control
+        registers' names in the netlist).
+    registered_stall : bool
+        The pipeline's flavour (:class:`hw.pipeline.Pipeline`).
+    runs : bool
+        MXDotGeneral: one output per run (a block with ``last``), not per block.
+    """
+
+    name: str
+    config: str
+    build: Callable
+    sections: Callable[[int], Mapping[str, float]]
+    prefix: str
+    registered_stall: bool
+    runs: bool = False
+
+    def max_stages(self, k: int) -> int:
+        """The deepest pipeline at block size ``k`` (every boundary registered)."""
+        return len(self.sections(k))
+
+    def stage_settings(self, k: int) -> tuple[int, ...]:
+        """The depths proven: 1, the middle and the maximum."""
+        top = self.max_stages(k)
+        return tuple(sorted({1, (1 + top) // 2, top}))
+
+    def capacity(self, stages: int) -> int:
+        """Blocks the unit can hold at once: one per register stage, plus the skid register."""
+        return stages + int(self.registered_stall)
+
+    def drain_cycles(self, stages: int) -> int:
+        """Cycles of ``o.ready`` high after which a block accepted before them has left (and
+        the ``latency`` window: the registered stall sees ``o.ready`` one cycle late)."""
+        return stages + int(self.registered_stall)
+
+    def control_probes(self, k: int, stages: int) -> dict[str, list[str]]:
+        """The unit's pipeline control registers, under the harness's instance ``dut``
+        (:func:`pipeline_probes`)."""
+        return pipeline_probes(self.sections(k), stages, self.prefix, self.registered_stall,
+                               scope="dut.")
+
+
+def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
+                    registered_stall: bool, *, scope: str = "",
+                    data: bool = False) -> dict[str, list[str]]:
+    """Names, in the flattened netlist, of the registers of a :class:`hw.pipeline.Pipeline`
+    named ``prefix`` (as its ``name``) built in the module at ``scope`` (``"dut."``, or ``""``
+    for the top module).
+
+    Returns ``valid`` (one per registered stage, in datapath order) and either ``hold``
+    (default flavour: the per-stage hold copies) or ``advance`` (registered stall: the
+    per-stage enable copies); with ``data``, also ``data`` (each stage's data register).
+    The names follow :class:`Pipeline`'s naming; a name that does not exist makes the Yosys
+    script fail.
+    """
+    tags = [f"{scope}{prefix}_{b}" for b in registered_boundaries(sections, stages)]
+    probes = {"valid": [f"{t}_valid" for t in tags]}
+    if registered_stall:
+        probes["advance"] = [f"{t}_en_advance" for t in tags]
+    else:
+        probes["hold"] = [f"{scope}{prefix}_hold{j}" for j in range(stages)]
+    if data:
+        probes["data"] = tags
+        if registered_stall:
+            probes["skid"] = [f"{tags[-1]}_skid"]
+    return probes
+
+
+def _dot_sections(k: int) -> Mapping[str, float]:
+    return DOT_SECTIONS
+
+
+UNITS = (
+    FormalUnit("quantizer", "fp8_e4m3 from bf16, rne, floor",
+               lambda k, s: MXQuantizer("fp8_e4m3", k, "bf16", stages=s),
+               quantizer_sections, "q", registered_stall=True),
+    FormalUnit("dequantizer", "fp8_e4m3 to fp16",
+               lambda k, s: MXDequantizer("fp8_e4m3", k, "fp16", stages=s),
+               lambda k: DEQUANTIZER_SECTIONS, "d", registered_stall=False),
+    FormalUnit("dot", "fp4_e2m1 x fp4_e2m1, fp32 accumulator",
+               lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s),
+               _dot_sections, "dot", registered_stall=False),
+    FormalUnit("dot-general", "fp4_e2m1 x fp4_e2m1, 2 contexts",
+               lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2, stages=s),
+               _dot_sections, "dotg", registered_stall=False, runs=True),
+)
+
+
+def unit_by_name(name: str) -> FormalUnit:
+    """The :data:`UNITS` entry called ``name``."""
+    for unit in UNITS:
+        if unit.name == name:
+            return unit
+    raise ValueError(f"unknown unit {name!r}; expected one of "
+                     f"{', '.join(u.name for u in UNITS)}")
