@@ -12,6 +12,8 @@ import logging
 
 import numpy as np
 
+from . import coverage
+
 __all__ = ["Batch", "MAX_REPORTS"]
 
 #: Mismatches per batch reported in full (decoded); the rest are only counted.
@@ -52,6 +54,16 @@ class Batch:
         """Outputs the batch must produce, or None when it is one per input row."""
         return None if self.exp.shape[0] == self.stim.shape[0] else self.exp.shape[0]
 
+    def coverage_counts(self) -> dict:
+        """Bin hit counts of the batch's stimulus and golden results
+        (``{cover point: {bin: count}}``, :mod:`tb.coverage`); subclasses classify."""
+        return {}
+
+    def sample_coverage(self) -> None:
+        """Add the batch to the active coverage (:func:`tb.coverage.sample`), if any."""
+        if coverage.active() is not None:
+            coverage.sample(self.coverage_counts())
+
     def describe(self, row: int, got: np.ndarray) -> str:
         """Human-readable report of output ``row`` that came out as ``got`` (one payload row)
         instead of ``exp[row]``; subclasses decode the fields."""
@@ -61,10 +73,12 @@ class Batch:
     def check(self, got: np.ndarray, log: logging.Logger,
               max_reports: int = MAX_REPORTS) -> int:
         """Compare all output rows at once; log decoded reports of the first mismatches and
-        return the number of mismatching rows."""
+        return the number of mismatching rows; the batch is sampled into the active
+        coverage."""
         if got.shape != self.exp.shape:
             raise AssertionError(f"got {got.shape[0]} output rows of {got.shape[1]} bytes, "
                                  f"expected {self.exp.shape[0]} of {self.exp.shape[1]}")
+        self.sample_coverage()
         bad = np.flatnonzero((got != self.exp).any(axis=1))
         for row in bad[:max_reports]:
             log.error("MISMATCH %s", self.describe(int(row), got[row]))

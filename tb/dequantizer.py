@@ -23,6 +23,7 @@ from golden.stimulus import dequantizer_random_inputs as random_inputs
 from . import standard_tests
 from .batch import Batch
 from .bulk import BulkJob
+from .coverage.dequantizer import classify_dequantizer, dequantizer_model
 from .describe import describe_code, describe_float, describe_lanes, describe_scale
 
 
@@ -35,6 +36,11 @@ class DequantizerBatch(Batch):
         self.values = model.expected(scales, codes)
         super().__init__(model.in_layout.pack(n, scale=scales, codes=codes),
                          model.out_layout.pack(n, data=self.values))
+
+    def coverage_counts(self):
+        m = self.model
+        return classify_dequantizer(self.scales, self.codes, self.values, fmt=m.fmt,
+                                    output_format=m.output_format)
 
     def describe(self, row, got):
         m = self.model
@@ -58,6 +64,9 @@ class DequantizerModel(standard_tests.UnitModel):
         super().__init__(config)
         self.fmt = golden.element_format(self.parameters["format"])
         self.output_format = golden.float_format(self.parameters["output"])
+
+    def coverage_model(self):
+        return dequantizer_model(self.fmt, self.output_format)
 
     def expected(self, scales, codes) -> np.ndarray:
         """Output bits (n, k): golden's values, NaNs canonical."""

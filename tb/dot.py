@@ -1,7 +1,7 @@
 """cocotb testbench of the MX dot-product units (``hw.dot.MXDot``, ``hw.dot.MXDotGeneral``),
 checked bit for bit against ``golden.dot_blocks``.
 
-The model of the standard tests (:mod:`tb.standard_tests`; stream and bulk, no reset test):
+The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
 
 * **MXDot** (one output per block): directed corner cases and random blocks in the stream
   test, each under no, random and bursty idle/backpressure; in bulk, the exhaustive one-lane
@@ -33,6 +33,7 @@ from golden.stimulus import random_fp32
 from . import standard_tests
 from .batch import Batch
 from .bulk import DEPTH, BulkJob
+from .coverage.dot import classify_dot, classify_runs, dot_general_model, dot_model
 from .describe import describe_float
 
 #: Non-zero lanes of a block shown in a mismatch report.
@@ -59,7 +60,13 @@ class DotBatch(Batch):
         results = golden.dot_blocks(ca[:, None], sa[:, None], cb[:, None], sb[:, None],
                                     model.fmt_a, model.fmt_b,
                                     acc=c.view(np.float32)).view(np.uint32)
+        self.results = results
         super().__init__(model.pack(ca, sa, cb, sb, c), model.expected_rows(results))
+
+    def coverage_counts(self):
+        ca, sa, cb, sb, c = self.blocks_in
+        return classify_dot(ca, sa, cb, sb, c, self.results, fmt_a=self.model.fmt_a,
+                            fmt_b=self.model.fmt_b)
 
     def describe(self, row, got):
         ca, sa, cb, sb, c = self.blocks_in
@@ -71,9 +78,13 @@ class DotBatch(Batch):
 class DotRunsBatch(Batch):
     """MXDotGeneral runs interleaved over the contexts (one output per run)."""
 
-    def __init__(self, model: DotModel, stim, exp, labels, blocks):
+    def __init__(self, model: DotModel, stim, exp, labels, blocks, run_flags):
         self.model, self.labels = model, labels
+        self.run_flags = run_flags  # (first, last, ctx) of every block, in stream order
         super().__init__(stim, exp, blocks=blocks)
+
+    def coverage_counts(self):
+        return classify_runs(*self.run_flags)
 
     def describe(self, row, got):
         return self.model.describe_output(row, self.exp[row], got, self.labels[row])
@@ -91,6 +102,11 @@ class DotModel(standard_tests.UnitModel):
         self.drain = 4 * self.latency + 8  # an extra output would come within a few latencies
         self.throughput_blocks = min(config.blocks, 4096) or 256  # MXDot back to back
         self.long_k = 8192 if config.full else 1024
+
+    def coverage_model(self):
+        if self.general:
+            return dot_general_model(self.fmt_a, self.fmt_b, self.contexts)
+        return dot_model(self.fmt_a, self.fmt_b)
 
     # -- payloads --------------------------------------------------------------------------
     def pack(self, ca, sa, cb, sb, c, first=None, last=None, ctx=None) -> np.ndarray:
@@ -196,7 +212,7 @@ class DotModel(standard_tests.UnitModel):
         exp = self.expected_rows(np.array([x[0] for x in results], np.uint32),
                                  np.array([x[1] for x in results], np.uint8))
         return DotRunsBatch(self, self.pack(ca, sa, cb, sb, c0, first, last, ctx), exp,
-                            [x[2] for x in results], blocks=n)
+                            [x[2] for x in results], blocks=n, run_flags=(first, last, ctx))
 
     # -- the standard tests' sets ----------------------------------------------------------
     def _stream_blocks(self) -> int:
@@ -311,4 +327,4 @@ class DotModel(standard_tests.UnitModel):
 
 
 # The cocotb tests of this testbench: the standard tests on this unit's model.
-standard_tests.register(globals(), DotModel, ("stream", "bulk"))
+standard_tests.register(globals(), DotModel)

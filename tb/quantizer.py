@@ -22,6 +22,7 @@ from golden.stimulus import sweep_anchors
 from . import standard_tests
 from .batch import Batch
 from .bulk import BulkJob
+from .coverage.quantizer import classify_quantizer, quantizer_model
 from .describe import describe_code, describe_float, describe_lanes, describe_scale
 
 #: Mode names by runtime id (the ids are golden.formats' ROUNDING_IDS / SCALE_MODE_IDS).
@@ -53,6 +54,12 @@ class QuantizerBatch(Batch):
                                           if f in model.in_layout.fields})
         self.scales, self.codes = model.expected(raw, rounding_ids, scale_mode_ids, random)
         super().__init__(stim, model.out_layout.pack(n, scale=self.scales, codes=self.codes))
+
+    def coverage_counts(self):
+        m = self.model
+        return classify_quantizer(self.raw, self.rounding_ids, self.scale_mode_ids, self.random,
+                                  self.scales, self.codes, fmt=m.fmt,
+                                  input_format=m.input_format, random_bits=m.random_bits)
 
     def describe(self, row, got):
         m = self.model
@@ -114,6 +121,13 @@ class QuantizerModel(standard_tests.UnitModel):
         ids = {"rounding": rounding_ids, "scale_mode": scale_mode_ids}
         return {field: codes[np.asarray(ids[field])] for field, codes in self.rtl_codes.items()}
 
+    def coverage_model(self):
+        modes = self.all_modes()
+        return quantizer_model(self.fmt, self.input_format,
+                               sorted({ROUNDINGS[r] for r, _ in modes}, key=ROUNDING_IDS.get),
+                               sorted({SCALE_MODES[s] for _, s in modes},
+                                      key=SCALE_MODE_IDS.get))
+
     # -- modes and batches -----------------------------------------------------------------
     def random_modes(self, rng, n):
         """Per-block rounding and scale-mode ids (random if runtime, else the fixed one)."""
@@ -168,14 +182,15 @@ class QuantizerModel(standard_tests.UnitModel):
         return [("random", self.batch(rng, raw[:half])), ("bursty", self.batch(rng, raw[half:]))]
 
     def bulk_jobs(self, rng):
-        """Random and directed blocks with random gaps and backpressure; the exhaustive
+        """Random and directed blocks (the directed ones in every mode combination of the build,
+        so each corner case meets each mode) with random gaps and backpressure; the exhaustive
         sweeps with the stream kept full, which is the throughput case."""
-        def job(what, make_raw, patterns):
+        def job(what, make_raw, patterns, every_mode=False):
             def make():
                 raw = make_raw()
-                if not self.config.full:  # a random mode combination per block
+                if not (self.config.full or every_mode):  # a random mode combination per block
                     return self.batch(rng, raw)
-                # SIM_FULL: every mode combination over the whole set
+                # SIM_FULL, and the directed set: every mode combination over the whole set
                 modes = self.all_modes()
                 nb = raw.shape[0]
                 rounding_ids = np.concatenate([np.full(nb, r) for r, _ in modes])
@@ -188,7 +203,8 @@ class QuantizerModel(standard_tests.UnitModel):
         k, input_format = self.k, self.input_format
         jobs = [job("random", lambda: random_blocks(rng, 20 * self.config.blocks, k,
                                                     input_format), True),
-                job("directed", lambda: directed_blocks(k, input_format, self.fmt, rng), True)]
+                job("directed", lambda: directed_blocks(k, input_format, self.fmt, rng), True,
+                    every_mode=True)]
         if self.config.sweeps:
             sources = ([golden.BF16, golden.FP16] if input_format is golden.FP32
                        else [input_format])

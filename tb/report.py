@@ -10,7 +10,7 @@ Three levels, one format:
   (:func:`write_session_report`) beside pytest's JUnit XML;
 * ``make sim-merge`` (``python -m tb.report merge DIR``) combines the session reports and
   JUnit files of the shards of one ``make sim-full SHARD=i/N`` regression into one table and
-  one JUnit file (:func:`merge_sessions`).
+  one JUnit file, and their coverage databases into one (:func:`merge_sessions`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from .coverage.report import class_summary, format_coverage_table, merge_databases
 
 SUMMARY_ENV = "MX_SUMMARY_FILE"
 SESSION_FORMAT = 1
@@ -101,11 +103,13 @@ def _merge_junit(paths: list[Path], out: Path) -> dict:
 
 
 def merge_sessions(directory: Path, out: Path) -> dict:
-    """Merge every ``*/session.json`` (and ``*/junit.xml``) under ``directory`` into ``out``.
+    """Merge every ``*/session.json`` (and ``*/junit.xml``, and the coverage database beside
+    it) under ``directory`` into ``out``.
 
-    Writes ``out/session.json`` (all rows, shards listed), ``out/junit.xml`` and
-    ``out/summary.txt``; returns the merged session dict.  Raises ``ValueError`` when shards
-    disagree on the seed or when there is nothing to merge.
+    Writes ``out/session.json`` (all rows, shards listed), ``out/junit.xml``, the merged
+    coverage database (:func:`tb.coverage.report.merge_databases`) and ``out/summary.txt``
+    (the summary and coverage tables); returns the merged session dict.  Raises
+    ``ValueError`` when shards disagree on the seed or when there is nothing to merge.
     """
     directory, out = Path(directory), Path(out)
     # The merged report may live under ``directory`` too (the default): never merge it again.
@@ -126,6 +130,11 @@ def merge_sessions(directory: Path, out: Path) -> dict:
               "duration_s": {p.get("shard"): p.get("duration_s") for p in parts},
               "failed": failed, "rows": rows, "totals": totals(rows)}
     out.mkdir(parents=True, exist_ok=True)
+    # Each shard's coverage database sits beside its session report (tests/conftest.py).
+    coverage = merge_databases([p.parent for p in sessions], out)
+    if coverage:
+        merged["coverage"] = {f"{r['unit']} {r['config_class']}": f"{r['hit']}/{r['defined']}"
+                              for r in class_summary(coverage)}
     (out / "session.json").write_text(json.dumps(merged, indent=1) + "\n")
     junits = sorted(p.parent / "junit.xml" for p in sessions
                     if (p.parent / "junit.xml").exists())
@@ -135,6 +144,8 @@ def merge_sessions(directory: Path, out: Path) -> dict:
     lines.append(f"{len(parts)} shards {', '.join(str(s) for s in merged['shards'])}; "
                  f"SEED={merged['seed']}; failed tests: {len(failed)}")
     lines += [f"  FAILED {f}" for f in failed]
+    if coverage:
+        lines += ["", *format_coverage_table(coverage)]
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
     return merged
 

@@ -28,6 +28,9 @@ fails on a mismatch.  Configuration comes from the environment (set by
 ``MX_BLOCKS``   the random block budget (its meaning is the model's; default 200)
 ``MX_FULL``     boolean: the SIM_FULL variant of the model's sets
 ``MX_SWEEPS``   boolean: the exhaustive sweeps (default on)
+``MX_FLIP_OUTPUT``  non-vacuity tests only: the stream test flips bit 0 of this output as the
+               scoreboard receives it (so the run must fail with a decoded mismatch report)
+``MX_COVERAGE_DIR``  where the run writes its coverage database (:mod:`tb.coverage`)
 """
 
 from __future__ import annotations
@@ -43,15 +46,20 @@ import numpy as np
 
 from hw.sidecar import validate
 
+from . import coverage
 from .batch import Batch
 from .bulk import BulkJob, BulkRunner, run_jobs
 from .bulk.runner import pass_through
+from .coverage.stream import with_stream
 from .options import env_flag, env_int
 from .report import write_summary
 from .stream import BitLayout, StreamTB, bursty_pattern, never, random_pattern
 
 __all__ = ["UnitConfig", "UnitModel", "PATTERNS", "stream", "reset_in_traffic", "bulk",
            "back_to_back", "STANDARD_TESTS", "register"]
+
+#: Environment variable of the non-vacuity tests: the stream output whose bit 0 is flipped.
+FLIP_OUTPUT_ENV = "MX_FLIP_OUTPUT"
 
 #: Idle and backpressure patterns of the stream test by name: ``(idle, backpressure)``.
 PATTERNS: dict[str, Callable] = {
@@ -119,6 +127,11 @@ class UnitModel:
         self.in_layout = BitLayout.from_sidecar(config.sidecar, "i.payload")
         self.out_layout = BitLayout.from_sidecar(config.sidecar, "o.payload")
 
+    def coverage_model(self):
+        """The unit's :class:`tb.coverage.model.CoverageModel` for this configuration (the
+        standard tests add the stream cover point)."""
+        raise NotImplementedError
+
     def stream_phases(self, rng: np.random.Generator) -> list[tuple[str, Batch]]:
         """The stream test's batches, each with the name of its pattern in :data:`PATTERNS`."""
         raise NotImplementedError
@@ -146,18 +159,21 @@ def _start(dut, model_class, seed_offset: int):
     model = model_class(config)
     seed = config.seed + seed_offset
     dut._log.info("%s: seed %d (MX_SEED=%d)", config.label, seed, config.seed)
+    if coverage.enabled():
+        coverage.start(with_stream(model.coverage_model()), dut._log)
     pass_through(dut)
     return config, model, np.random.default_rng(seed)
 
 
 def _record(config: UnitConfig, model: UnitModel, test: str, blocks: int, mismatches: int,
             *, elements_per_s: float | None = None) -> None:
-    """One row of the closing simulation summary table."""
+    """One row of the closing simulation summary table; the coverage so far is saved."""
     row = {"config": f"{config.label} [{test}]", "blocks": blocks, "elements": blocks * model.k,
            "mismatches": mismatches, "seed": config.seed}
     if elements_per_s is not None:
         row["checked_per_s"] = round(elements_per_s)
     write_summary(**row)
+    coverage.save()
 
 
 async def stream(dut, model_class: type[UnitModel]) -> None:
@@ -166,13 +182,17 @@ async def stream(dut, model_class: type[UnitModel]) -> None:
     config, model, rng = _start(dut, model_class, 0)
     phases = model.stream_phases(rng)
     tb = StreamTB(dut, model.in_layout, model.out_layout, latency=model.latency)
+    if os.environ.get(FLIP_OUTPUT_ENV):
+        tb.scoreboard.flip_bits(env_int(FLIP_OUTPUT_ENV, 0))
     await tb.reset()
     t0 = time.perf_counter()
     try:
         for pattern, batch in phases:
             idle, backpressure = PATTERNS[pattern](rng)
             await tb.run_batch(batch, idle=idle, backpressure=backpressure)
+            batch.sample_coverage()
     finally:
+        coverage.sample(tb.stream_coverage())
         blocks = sum(len(b) for _, b in phases)
         _record(config, model, "stream", blocks, tb.scoreboard.mismatches,
                 elements_per_s=blocks * model.k / (time.perf_counter() - t0))
@@ -188,6 +208,8 @@ async def reset_in_traffic(dut, model_class: type[UnitModel]) -> None:
                   backpressure=random_pattern(rng, 0.5), latency=model.latency)
     await tb.reset()
     await tb.reset_with_data_in_flight(before, after)
+    after.sample_coverage()
+    coverage.sample(tb.stream_coverage())
     _record(config, model, "reset", len(after), 0)
 
 

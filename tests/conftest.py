@@ -6,6 +6,7 @@ import os
 import random
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -50,6 +51,17 @@ def sim_record(request):
     return add
 
 
+@pytest.fixture
+def sim_coverage(request):
+    """Call with a run's coverage database directory (:mod:`tb.coverage`) to merge it into
+    the session's coverage table and ``build/coverage/`` (works under pytest-xdist)."""
+
+    def add(directory):
+        request.node.user_properties.append(("sim_coverage", str(directory)))
+
+    return add
+
+
 def pytest_addoption(parser):
     parser.addoption("--sim-report", default=None, metavar="PATH",
                      help="also write the simulation summary rows as a JSON session report "
@@ -68,9 +80,11 @@ def pytest_sessionstart(session):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    from tb.coverage.report import format_coverage_table, merge_databases
     from tb.report import format_table, write_session_report
+    from tb.runner import BUILD
 
-    rows, failed = [], []
+    rows, failed, coverage_dirs = [], [], []
     for key in ("passed", "failed"):
         for rep in terminalreporter.stats.get(key, []):
             if getattr(rep, "when", "call") != "call":
@@ -78,6 +92,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             if key == "failed":
                 failed.append(rep.nodeid)
             rows += [v for k, v in getattr(rep, "user_properties", []) if k == "sim_record"]
+            coverage_dirs += [v for k, v in getattr(rep, "user_properties", [])
+                              if k == "sim_coverage"]
+    # The session's merged coverage: build/coverage/, and beside the session report (so
+    # `make sim-merge` merges the shards' coverage too).
+    merged_dir = BUILD.parent / "coverage"
+    coverage = merge_databases(coverage_dirs, merged_dir)
+    if coverage and config.option.sim_report:
+        merge_databases([merged_dir], Path(config.option.sim_report).parent)
     if config.option.sim_report:
         write_session_report(config.option.sim_report, rows, seed=base_seed(), failed=failed,
                              shard=_shard(config),
@@ -88,3 +110,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for line in format_table(rows):
         terminalreporter.write_line(line)
     terminalreporter.write_line(f"SEED={base_seed()}")
+    if coverage:
+        terminalreporter.section("functional coverage (build/coverage/)")
+        for line in format_coverage_table(coverage):
+            terminalreporter.write_line(line)

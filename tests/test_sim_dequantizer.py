@@ -56,9 +56,9 @@ def unit_args(config) -> tuple[str, list[str]]:
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
-def test_dequantizer_sim(config, seed, sim_record):
+def test_dequantizer_sim(config, seed, sim_record, sim_coverage):
     unit, argv = unit_args(config)
     run_unit(unit, argv, test_module="tb.dequantizer",
              name=f"dequantizer_{config_id(config)}", seed=seed,
              label=f"dequantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
-             full=FULL, record=sim_record)
+             full=FULL, record=sim_record, coverage=sim_coverage)

@@ -80,9 +80,10 @@ def unit_args(config) -> tuple[str, list[str]]:
 
 @pytest.mark.sim
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
-def test_dot_rtl_matches_golden(config, seed, sim_record):
+def test_dot_rtl_matches_golden(config, seed, sim_record, sim_coverage):
     unit, argv = unit_args(config)
     exhaustive = config[-1]
     run_unit(unit, argv, test_module="tb.dot", name=config_id(config), seed=seed,
              label=label(config), blocks=env_int("BLOCKS", 20000 if FULL else 3000),
-             full=FULL, sweeps=exhaustive, record=sim_record)
+             full=FULL, sweeps=exhaustive, record=sim_record,
+             coverage=sim_coverage)

@@ -103,3 +103,23 @@ def test_merge_of_shards_without_simulation_rows(tmp_path):
     write_session_report(tmp_path / "s1" / "session.json", [], seed=3, failed=[])
     assert merge_sessions(tmp_path, tmp_path / "m")["totals"]["runs"] == 0
     assert "0 runs, 0 blocks" in (tmp_path / "m" / "summary.txt").read_text()
+
+
+def test_merge_sessions_merges_the_shards_coverage(tmp_path, seed):
+    from tb.coverage.model import Coverage, CoverageModel, Point
+
+    tag = f"shards{seed}"
+    cov = Coverage(CoverageModel("report_test", tag, (Point("p", ("x", "y")),)))
+    for i, hits in enumerate([{"x": 3}, {"y": 4}], start=1):
+        d = tmp_path / f"shard-{i}-of-2"
+        write_session_report(d / "session.json", [_row("a", 1)], seed=42, failed=[],
+                             shard=f"{i}/2")
+        cov.hits[f"report_test.{tag}.p"] = {"x": 0, "y": 0}  # each shard counts its own
+        cov.add({"p": hits})
+        cov.write(d)
+    merged = merge_sessions(tmp_path, tmp_path / "merged")
+    assert merged["coverage"][f"report_test {tag}"] == "2/2"
+    counts = json.loads((tmp_path / "merged" / "coverage-counts.json").read_text())
+    assert counts["points"][f"report_test.{tag}.p"]["hits"] == {"x": 3, "y": 4}
+    assert (tmp_path / "merged" / "coverage.yml").exists()
+    assert f"report_test  {tag}" in (tmp_path / "merged" / "summary.txt").read_text()

@@ -44,6 +44,8 @@ class StreamSource(_StreamPort):
         Consulted once per cycle in which a new item could start: True inserts an idle cycle.
 
     Once ``valid`` is raised, it and the payload hold until the transfer (stream rules).
+    ``bubbles`` counts the cycles the idle pattern held queued data back, ``back_to_back``
+    the transfers on the edge right after another transfer (stream coverage).
     """
 
     def __init__(self, dut, prefix: str, clock, *, idle: Iterator[bool] | None = None):
@@ -51,6 +53,8 @@ class StreamSource(_StreamPort):
         self.idle = idle or never()
         self.queue: deque[int] = deque()
         self.sent = 0
+        self.bubbles = 0
+        self.back_to_back = 0
         self.paused = False
         self._valid = 0
         self._ready = 0
@@ -81,19 +85,27 @@ class StreamSource(_StreamPort):
     async def _run(self):
         from cocotb.triggers import ReadOnly, RisingEdge
 
+        transferred = False
         while True:
             await RisingEdge(self.clock)
             if self._valid and self._ready:  # transferred at this edge
                 if self.queue:  # (clear() may have emptied it meanwhile)
                     self.queue.popleft()
                 self.sent += 1
+                self.back_to_back += transferred
                 self._valid = 0
+                transferred = True
+            else:
+                transferred = False
             if self._drop_current:
                 self._valid = 0
                 self._drop_current = False
-            if not self._valid and self.queue and not self.paused and not next(self.idle):
-                self.payload.value = self.queue[0]
-                self._valid = 1
+            if not self._valid and self.queue and not self.paused:
+                if next(self.idle):
+                    self.bubbles += 1
+                else:
+                    self.payload.value = self.queue[0]
+                    self._valid = 1
             self.valid.value = self._valid
             await ReadOnly()
             self._ready = 1 if self.ready is None else int(self.ready.value)
@@ -118,6 +130,7 @@ class StreamSink(_StreamPort):
         self.items: list[int] = []
         self.received = 0
         self.cycles_valid = 0
+        self.stalls = 0  # cycles with valid high and ready low (stream coverage)
         if self.ready is not None:
             self.ready.value = 0
 
@@ -136,7 +149,10 @@ class StreamSink(_StreamPort):
             if self.ready is not None:
                 self.ready.value = ready
             await ReadOnly()
-            if ready and int(self.valid.value):
+            valid = int(self.valid.value)
+            if valid and not ready:
+                self.stalls += 1
+            if ready and valid:
                 self.received += 1
                 value = int(self.payload.value)
                 if self.callback is not None:

@@ -31,10 +31,18 @@ class Scoreboard:
         self.mismatches = 0
         self.unexpected = 0
         self.reports: list[str] = []
+        self._flips: dict[int, int] = {}
 
     def expect(self, items: Iterable[tuple[int, object]]):
         """Queue ``(expected_payload, context)`` pairs, in output order."""
         self.expected.extend(items)
+
+    def flip_bits(self, index: int, mask: int = 1):
+        """Non-vacuity hook: XOR ``mask`` into output ``index`` (counted from 0) as received,
+        before the comparison -- that output must then be reported as a mismatch."""
+        if index < 0 or mask <= 0:
+            raise ValueError(f"need index >= 0 and mask > 0, got {index}, {mask}")
+        self._flips[index] = mask
 
     def clear(self):
         """Forget every outstanding expectation (e.g. the blocks a reset threw away)."""
@@ -48,6 +56,7 @@ class Scoreboard:
             return
         exp, ctx = self.expected.popleft()
         index = self.checked
+        actual ^= self._flips.pop(index, 0)
         self.checked += 1
         if actual != exp:
             self.mismatches += 1

@@ -16,8 +16,8 @@ from .drivers import StreamSink, StreamSource
 from .payload import BitLayout
 from .scoreboard import Scoreboard
 
-__all__ = ["StreamTB", "DRAIN_CYCLES_PER_OUTPUT", "DRAIN_CYCLES_MIN",
-           "STALL_CYCLES_MAX"]
+__all__ = ["StreamTB", "DRAIN_CYCLES_PER_OUTPUT", "DRAIN_CYCLES_MIN", "STALL_CYCLES_MAX",
+           "IN_FLIGHT_WAIT_CYCLES"]
 
 #: :meth:`StreamTB.run_batch` waits at most this many cycles plus the latency per payload,
 #: plus :data:`DRAIN_CYCLES_MIN`, for a batch to come out (generous for any idle and
@@ -29,6 +29,9 @@ DRAIN_CYCLES_MIN = 1000
 #: either port (a deadlock: the longest idle or stall run of the random and bursty patterns
 #: is 16 cycles; 500 in a row at p = 0.3 has probability 0.3^500).
 STALL_CYCLES_MAX = 500
+#: :meth:`StreamTB.reset_with_data_in_flight` waits at most this many cycles for blocks to be
+#: inside the unit before it resets anyway.
+IN_FLIGHT_WAIT_CYCLES = 200
 
 
 class StreamTB:
@@ -64,6 +67,7 @@ class StreamTB:
         dut.rst.value = 1
         cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns").start())
         self.scoreboard = Scoreboard(self._describe)
+        self.resets_in_flight = 0  # resets with blocks inside the unit (stream coverage)
         self.source = StreamSource(dut, "i", dut.clk, idle=idle).start()
         self.sink = StreamSink(dut, "o", dut.clk, backpressure=backpressure,
                                callback=self.scoreboard.receive).start()
@@ -71,6 +75,12 @@ class StreamTB:
     def _describe(self, index, expected, actual, context) -> str:
         batch, row = context
         return batch.describe(row, self.out_layout.from_ints([actual])[0])
+
+    def stream_coverage(self) -> dict:
+        """Stream cover point hit counts so far (:mod:`tb.coverage.stream`)."""
+        return {"stream": {"stall_while_valid": self.sink.stalls, "bubble": self.source.bubbles,
+                           "back_to_back": self.source.back_to_back,
+                           "reset_with_data_in_flight": self.resets_in_flight}}
 
     async def cycles(self, n: int):
         from cocotb.triggers import ClockCycles
@@ -135,7 +145,8 @@ class StreamTB:
     async def reset_with_data_in_flight(self, before, after, *, quiet_cycles: int = 30) -> int:
         """Reset with a batch in flight; the unit must come back empty and work again.
 
-        ``before`` is sent and cut off by a reset 12 cycles in (its outputs are gone, by
+        ``before`` is sent and cut off by a reset 12 cycles in, or as soon after as blocks are
+        inside the unit (within :data:`IN_FLIGHT_WAIT_CYCLES`; its outputs are gone, by
         design); then no output may appear for ``quiet_cycles`` cycles without new input, and
         every output of ``after`` must come out right.  Returns the number of outputs checked
         after the reset.
@@ -144,6 +155,12 @@ class StreamTB:
 
         self.send(before)
         await self.cycles(12)
+        for _ in range(IN_FLIGHT_WAIT_CYCLES):  # inside the unit: transferred in, not yet out
+            await ReadOnly()
+            if self.source.sent > self.sink.received:
+                break
+            await RisingEdge(self.clock)
+        self.resets_in_flight += self.source.sent > self.sink.received
         self.source.clear()
         self.source.paused = True
         await RisingEdge(self.clock)
