@@ -117,13 +117,15 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
     """Check the RTL in ``verilog`` against the schema-1 sidecar at ``sidecar_path``.
 
     Builds under ``build_dir`` (default ``build/check/<module>`` in the working directory),
-    runs the unit's standard testbench and prints (through ``out``) the summary table and, on
-    failure, the mismatch reports.  Returns True if every test passed; raises
+    runs the unit's standard testbench and prints (through ``out``) the summary table, the
+    functional coverage table (database in ``build_dir/coverage``) and, on failure, the
+    mismatch reports.  Returns True if every test passed; raises
     :class:`CheckError` for bad inputs.
     """
     from hw.sidecar import verilog_sha256
 
     from .bulk import wrap_unit
+    from .coverage.report import format_coverage_table, merge_databases
     from .report import format_table
     from .runner import run_testbench
     from .verilator import VerilogError, module_ports
@@ -150,14 +152,15 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
 
     sources, top = wrap_unit(meta, [v.resolve() for v in verilog], build_dir / "rtl")
     log_file, build_log = build_dir / "sim.log", build_dir / "build.log"
-    rows = []
+    rows, coverage_dirs = [], []
     out(f"checking {module} ({meta['unit']}, {', '.join(map(str, verilog))}) against golden: "
         f"seed {seed}, {blocks} blocks; build and log in {build_dir}")
     passed = True
     try:
         run_testbench(sources, top, Path(sidecar_path), test_module=TESTBENCHES[meta["unit"]],
                       build_dir=build_dir, seed=seed, label=module, blocks=blocks,
-                      record=lambda **row: rows.append(row), log_dir=build_dir)
+                      record=lambda **row: rows.append(row), log_dir=build_dir,
+                      coverage=coverage_dirs.append)
     except AssertionError as e:
         passed = False
         out(f"FAILED: {e}")
@@ -176,6 +179,12 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
     if rows:
         out("")
         for line in format_table(rows):
+            out(line)
+    coverage = merge_databases(coverage_dirs, build_dir / "coverage")
+    if coverage:
+        out("")
+        out(f"functional coverage ({build_dir / 'coverage'}):")
+        for line in format_coverage_table(coverage):
             out(line)
     if not passed and log_file.exists():
         reports = failure_reports(log_file.read_text())

@@ -123,8 +123,12 @@ def test_generated_unit_passes(unit, tmp_path, seed):
     for test in ("stream", "reset", "bulk"):
         assert re.search(rf"^{meta['module']} \[{test}\]\s+\d+\s+\d+\s+0\s+{seed}", r.stdout,
                          re.M), test
-    # the default build directory is under the working directory
-    assert (tmp_path / "build" / "check" / meta["module"] / "sim.log").is_file()
+    # the default build directory is under the working directory, with the coverage database
+    build = tmp_path / "build" / "check" / meta["module"]
+    assert (build / "sim.log").is_file()
+    m = re.search(r"^coverage: (\d+) of (\d+) defined bins hit", r.stdout, re.M)
+    assert m and int(m[2]) > 0 and int(m[1]) > 0, "no coverage table in the check's output"
+    assert (build / "coverage" / "coverage-counts.json").is_file()
 
 
 @pytest.mark.sim
