@@ -94,7 +94,8 @@ def format_coverage_table(doc: dict) -> list[str]:
               str(r["excluded"]), str(len(r["never_hit"]))] for r in rows]
     widths = [max([len(h)] + [len(t[i]) for t in table]) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)) for t in table]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(t, widths, strict=True)).rstrip()
+              for t in table]
     hit, defined = sum(r["hit"] for r in rows), sum(r["defined"] for r in rows)
     lines.append(f"coverage: {hit} of {defined} defined bins hit "
                  f"({100 * hit / defined if defined else 0:.1f} %) in {len(rows)} "
