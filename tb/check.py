@@ -118,7 +118,9 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
 
     Builds under ``build_dir`` (default ``build/check/<module>`` in the working directory),
     runs the unit's standard testbench and prints (through ``out``) the summary table, the
-    functional coverage table (database in ``build_dir/coverage``) and, on failure, the
+    functional coverage table (database in ``build_dir/coverage-report``: not ``coverage``,
+    which the simulator's Python would import as the coverage.py package, being on its path)
+    and, on failure, the
     mismatch reports.  Returns True if every test passed; raises
     :class:`CheckError` for bad inputs.
     """
@@ -180,10 +182,10 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
         out("")
         for line in format_table(rows):
             out(line)
-    coverage = merge_databases(coverage_dirs, build_dir / "coverage")
+    coverage = merge_databases(coverage_dirs, build_dir / "coverage-report")
     if coverage:
         out("")
-        out(f"functional coverage ({build_dir / 'coverage'}):")
+        out(f"functional coverage ({build_dir / 'coverage-report'}):")
         for line in format_coverage_table(coverage):
             out(line)
     if not passed and log_file.exists():

@@ -128,7 +128,7 @@ def test_generated_unit_passes(unit, tmp_path, seed):
     assert (build / "sim.log").is_file()
     m = re.search(r"^coverage: (\d+) of (\d+) defined bins hit", r.stdout, re.M)
     assert m and int(m[2]) > 0 and int(m[1]) > 0, "no coverage table in the check's output"
-    assert (build / "coverage" / "coverage-counts.json").is_file()
+    assert (build / "coverage-report" / "coverage-counts.json").is_file()
 
 
 @pytest.mark.sim
