@@ -45,7 +45,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)  ## Create .venv and install the project with all tools (first use only)
 
 test: $(STAMP)  ## The whole test suite: golden, RTL generation, lint, default simulation regression
-	$(PYTEST) -n $(JOBS) tests
+	$(PYTEST) -n $(JOBS) -m "not slow" tests
 
 test-golden: $(STAMP)  ## Only the golden-model tests (no simulation)
 	$(PYTEST) -n $(JOBS) -m "not sim" tests
@@ -54,7 +54,7 @@ sim: $(STAMP)  ## Default bit-exact RTL regression (cocotb on Verilator) with a 
 	$(PYTEST) -n $(JOBS) -m sim tests
 
 sim-full: $(STAMP)  ## Whole parameter matrix of the RTL regression (hours; SHARD=i/N runs one shard)
-	SIM_FULL=1 $(PYTEST) -n $(JOBS) -m sim tests $(SHARD_ARGS)
+	SIM_FULL=1 $(PYTEST) -n $(JOBS) -m "sim or slow" tests $(SHARD_ARGS)
 
 sim-merge: $(STAMP)  ## Merge the shards' reports and JUnit XML under build/shards/ into build/shards/merged/
 	$(VPY) -m tb.report merge $(SHARD_DIR)

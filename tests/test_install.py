@@ -22,8 +22,6 @@ import pytest
 
 from tb.runner import verilator_env
 
-pytestmark = pytest.mark.slow  # about 45 s: the install alone takes 10-15 s
-
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("golden", "hw", "tb")
 #: setuptools that reads this pyproject.toml (an SPDX ``license`` string needs >= 77).
