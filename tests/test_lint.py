@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 
 import pytest
@@ -21,9 +20,7 @@ def _defaults():
 
 @pytest.mark.parametrize("spec,argv", list(_defaults()))
 def test_verilator_lint_clean(spec, argv, tmp_path):
-    p = argparse.ArgumentParser()
-    spec.add_arguments(p)
-    comp = spec.build(p.parse_args(argv))
+    comp = spec.build_from(argv)
     v = tmp_path / f"{comp.module_name}.v"
     v.write_text(to_verilog(comp))
     exe = verilator_env()

@@ -5,7 +5,6 @@ and invalid sidecars rejected with a readable message."""
 
 from __future__ import annotations
 
-import argparse
 import copy
 import hashlib
 import json
@@ -36,9 +35,7 @@ from tb.stream import BitLayout
 
 
 def _build(unit: str, argv: list[str]):
-    p = argparse.ArgumentParser()
-    units()[unit].add_arguments(p)
-    return units()[unit].build(p.parse_args(argv))
+    return units()[unit].build_from(argv)
 
 
 def _matrix():

@@ -14,8 +14,6 @@ SEED, BLOCKS (random blocks per bulk run), WAVES and SIM_FULL (booleans, see
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 import golden
@@ -26,9 +24,7 @@ from tb.runner import run_unit
 
 def _default_stages(unit: str) -> int:
     """The unit's default pipeline depth, from its command line (hw.cli's public API)."""
-    p = argparse.ArgumentParser()
-    units()[unit].add_arguments(p)
-    return p.get_default("stages")
+    return units()[unit].parser().get_default("stages")
 
 
 FULL = env_flag("SIM_FULL")

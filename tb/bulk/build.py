@@ -4,7 +4,6 @@ check``)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -47,10 +46,7 @@ def prepare_unit(unit: str, argv: list[str], outdir: Path, depth: int = DEPTH):
     specs = units()
     if unit not in specs:
         raise ValueError(f"unknown unit {unit!r}; known: {', '.join(specs)}")
-    spec = specs[unit]
-    p = argparse.ArgumentParser()
-    spec.add_arguments(p)
-    comp = spec.build(p.parse_args(argv))
+    comp = specs[unit].build_from(argv)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     verilog = to_verilog(comp)
