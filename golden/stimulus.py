@@ -137,13 +137,26 @@ def quantizer_directed_blocks(k: int, ff: FloatFormat, fmt, rng: np.random.Gener
 
 def quantizer_sweep_blocks(k: int, ff: FloatFormat, source: FloatFormat, anchors) -> np.ndarray:
     """Every 16-bit pattern of ``source`` (bf16 or fp16) as ``ff`` raw bits, k-1 per block
-    after an anchor lane (``None``: no anchor, k per block) that sets the scale."""
-    vals = np.arange(1 << 16, dtype=np.uint16).view(source.dtype).astype(np.float64)
-    vals = np.where(np.isnan(vals), np.nan, vals)
-    raw = from_float(vals, ff).astype(np.int64)
-    nan_ff = (((1 << ff.ebits) - 1) << ff.mbits) | (1 << (ff.mbits - 1))
+    after an anchor lane (``None``: no anchor, k per block) that sets the scale.  In ``ff =
+    source`` every pattern is itself (all NaN payloads); in a wider ``ff`` a NaN becomes the
+    quiet NaN with its sign."""
+    patterns = np.arange(1 << 16, dtype=np.int64)
+    if source is ff:
+        return anchored_blocks(patterns, k, ff, anchors)
+    with np.errstate(invalid="ignore"):
+        vals = patterns.astype(np.uint16).view(source.dtype).astype(np.float64)
     src_nan = np.isnan(vals)
-    raw = np.where(src_nan, nan_ff | ((raw >> (ff.bits - 1)) << (ff.bits - 1)), raw)
+    raw = from_float(np.where(src_nan, 0.0, vals), ff).astype(np.int64)
+    nan_ff = (((1 << ff.ebits) - 1) << ff.mbits) | (1 << (ff.mbits - 1))
+    raw = np.where(src_nan, nan_ff | ((patterns >> 15) << (ff.bits - 1)), raw)
+    return anchored_blocks(raw, k, ff, anchors)
+
+
+def anchored_blocks(raw, k: int, ff: FloatFormat, anchors) -> np.ndarray:
+    """The lane values ``raw`` (``ff`` bit patterns) once per anchor: k-1 per block after an
+    anchor lane holding the anchor's value (``None``: no anchor lane, k values per block);
+    the last block of each anchor is padded with +0."""
+    raw = np.asarray(raw, np.int64)
     out = []
     for anchor in anchors:
         per = k if anchor is None else k - 1
@@ -163,6 +176,54 @@ def sweep_anchors(ff: FloatFormat):
 
     info = ml_dtypes.finfo(ff.dtype)
     return [None, float(info.max), 1.0, float(info.smallest_normal), 2.0 ** (ff.bias // 3)]
+
+
+def exponent_anchors(ff: FloatFormat) -> list:
+    """``None`` (no anchor: the block's own maximum sets the scale) and ``+2^t`` for every
+    exponent ``t`` of ``ff``, from its smallest subnormal to its largest binade.
+
+    A lane value ``v`` can occur at every shared exponent some block maximum ``>= |v|`` of
+    ``ff`` gives; the anchors run through all of them, in both scale modes (rceil moves a
+    block to the next exponent only when amax's significand exceeds the element's max normal,
+    and the anchors' neighbours cover that exponent too).
+    """
+    lowest = 1 - ff.bias - ff.mbits
+    highest = (1 << ff.ebits) - 2 - ff.bias
+    return [None] + [2.0 ** t for t in range(lowest, highest + 1)]
+
+
+def fp32_significand_sweep(fmt, random_bits: int) -> tuple[np.ndarray, float]:
+    """The fp32 lane values that reach every distinct element outcome, and their anchor.
+
+    Returns ``(raw, anchor)``: fp32 bit patterns of ``+-1.f * 2^b`` and the anchor
+    ``2^emax``, which gives the block the shared exponent 0 in both scale modes (its
+    significand 1.0 never exceeds max normal's), so ``q = V``.  The set, derived in
+    docs/verification.md ("Exhaustive element domains"):
+
+    * ``b`` from ``emin - mbits - R - 1`` to ``emax`` (``emin = 1 - bias``; R =
+      ``random_bits``): below ``emin - mbits - R`` every bit of ``q`` lies beyond the R bits
+      stochastic rounding reads and past the guard bit, so every mode gives zero (one binade
+      of it is kept as the witness); above ``emax`` the value would be the block maximum and
+      move the scale;
+    * ``f``: every pattern of its first ``mbits + R`` bits (the bits a normal element keeps,
+      then the R bits ``f_R`` is made of, the guard bit first), with the remaining
+      ``23 - mbits - R`` bits either all zero or only the last one set (the sticky bit's two
+      values: rne breaks a tie only when they are zero).  Further patterns of those bits change
+      no mode's outcome, and lower binades keep fewer bits, so they are covered too.
+    """
+    f = golden.element_format(fmt)
+    if not 1 <= random_bits <= 22 - f.mbits:  # at least one bit left for the sticky tail
+        raise ValueError(f"random_bits must be in 1..{22 - f.mbits} for {f.name}; "
+                         f"got {random_bits}")
+    top = f.mbits + random_bits
+    heads = np.arange(1 << top, dtype=np.int64) << (23 - top)
+    fractions = np.concatenate([heads, heads | 1])
+    emin = 1 - f.bias
+    binades = np.arange(emin - f.mbits - random_bits - 1, f.emax + 1)
+    exponent_fields = binades + 127
+    mags = ((exponent_fields[:, None] << 23) | fractions[None, :]).ravel()
+    raw = np.concatenate([mags, mags | (1 << 31)]).astype(np.uint32)
+    return raw, 2.0 ** f.emax
 
 
 # -- dequantizer --------------------------------------------------------------------------------

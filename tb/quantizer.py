@@ -14,20 +14,25 @@ import numpy as np
 
 import golden
 from golden.formats import ROUNDING_IDS, SCALE_MODE_IDS
+from golden.stimulus import anchored_blocks, exponent_anchors, fp32_significand_sweep, sweep_anchors
 from golden.stimulus import quantizer_directed_blocks as directed_blocks
 from golden.stimulus import quantizer_random_blocks as random_blocks
 from golden.stimulus import quantizer_sweep_blocks as sweep_blocks
-from golden.stimulus import sweep_anchors
 
 from . import standard_tests
 from .batch import Batch
-from .bulk import BulkJob
+from .bulk import DEPTH, BulkJob
 from .coverage.quantizer import classify_quantizer, quantizer_model
 from .describe import describe_code, describe_float, describe_lanes, describe_scale
 
 #: Mode names by runtime id (the ids are golden.formats' ROUNDING_IDS / SCALE_MODE_IDS).
 ROUNDINGS = tuple(sorted(ROUNDING_IDS, key=ROUNDING_IDS.get))
 SCALE_MODES = tuple(sorted(SCALE_MODE_IDS, key=SCALE_MODE_IDS.get))
+#: The random values of the exhaustive sweeps' stochastic passes, one pass each: 0 (never
+#: rounds up), all ones (rounds up whenever f_R > 0), and each element's threshold
+#: neighbours 2^R - f_R - 1 (the largest value that still rounds down) and 2^R - f_R (the
+#: smallest that rounds up).
+STOCHASTIC_PATTERNS = ("zero", "all ones", "below threshold", "at threshold")
 
 
 class QuantizerBatch(Batch):
@@ -205,14 +210,86 @@ class QuantizerModel(standard_tests.UnitModel):
                                                     input_format), True),
                 job("directed", lambda: directed_blocks(k, input_format, self.fmt, rng), True,
                     every_mode=True)]
-        if self.config.sweeps:
+        # The exhaustive domain of a bf16/fp16 build contains the five-anchor sweeps.
+        if self.config.sweeps and not (self.config.exhaustive
+                                       and input_format is not golden.FP32):
             sources = ([golden.BF16, golden.FP16] if input_format is golden.FP32
                        else [input_format])
             jobs += [job(f"all {src.name}",
                          lambda src=src: sweep_blocks(k, input_format, src,
                                                       sweep_anchors(input_format)), False)
                      for src in sources]
+        if self.config.exhaustive:
+            jobs += self.exhaustive_jobs()
         return jobs
+
+    # -- the exhaustive element domain (SIM_FULL) -------------------------------------------
+    def exhaustive_blocks(self) -> np.ndarray:
+        """The blocks of the exhaustive element domain (docs/verification.md, "Exhaustive
+        element domains"): a bf16 or fp16 build gets every value of its input format at every
+        shared exponent it can occur at (:func:`golden.stimulus.exponent_anchors`); an fp32
+        build the significand set of :func:`golden.stimulus.fp32_significand_sweep`."""
+        ff = self.input_format
+        if ff is golden.FP32:
+            values, anchor = fp32_significand_sweep(self.fmt, self.random_bits or 8)
+            return anchored_blocks(values, self.k, ff, [anchor])
+        return sweep_blocks(self.k, ff, ff, exponent_anchors(ff))
+
+    def exhaustive_passes(self) -> list[tuple[int, int, str | None]]:
+        """``(rounding id, scale mode id, random pattern)`` of every pass over the domain:
+        each mode combination of the build, stochastic once per :data:`STOCHASTIC_PATTERNS`."""
+        return [(r, s, pattern) for r, s in self.all_modes()
+                for pattern in (STOCHASTIC_PATTERNS if ROUNDINGS[r] == "stochastic"
+                                else (None,))]
+
+    def stochastic_random(self, raw, rounding_ids, scale_mode_ids, pattern: str):
+        """Per element random values of a stochastic pass in ``pattern``."""
+        ones = (1 << self.random_bits) - 1
+        if pattern == "zero":
+            return np.zeros(raw.shape, np.int64)
+        if pattern == "all ones":
+            return np.full(raw.shape, ones, np.int64)
+        below = self.largest_random_rounding_down(raw, rounding_ids, scale_mode_ids)
+        if pattern == "below threshold":
+            return below
+        if pattern == "at threshold":
+            return np.minimum(below + 1, ones)
+        raise ValueError(f"unknown random pattern {pattern!r}; expected one of "
+                         f"{', '.join(STOCHASTIC_PATTERNS)}")
+
+    def largest_random_rounding_down(self, raw, rounding_ids, scale_mode_ids) -> np.ndarray:
+        """Per element, the largest random value with which golden's stochastic rounding
+        does not round it up: ``2^R - f_R - 1`` (``2^R - 1`` when no value does).
+
+        Found by bisection on golden itself (rounding up is monotone in the random value),
+        so the testbench needs no second statement of ``f_R``: R + 1 golden passes.
+        """
+        down = self.expected(raw, rounding_ids, scale_mode_ids, np.zeros(raw.shape, np.int64))[1]
+        largest = np.zeros(raw.shape, np.int64)
+        for bit in reversed(range(self.random_bits)):
+            trial = largest | (1 << bit)
+            codes = self.expected(raw, rounding_ids, scale_mode_ids, trial)[1]
+            largest = np.where(codes == down, trial, largest)
+        return largest
+
+    def exhaustive_jobs(self) -> list[BulkJob]:
+        """The exhaustive domain once per pass, with the stream kept full: one bulk job per
+        wrapper load and pass."""
+        blocks = self.exhaustive_blocks()
+        chunks = [slice(lo, min(len(blocks), lo + DEPTH)) for lo in range(0, len(blocks), DEPTH)]
+
+        def make(r, s, pattern, sl):
+            raw = blocks[sl]
+            n = raw.shape[0]
+            rounding_ids, scale_mode_ids = np.full(n, r), np.full(n, s)
+            random = (self.stochastic_random(raw, rounding_ids, scale_mode_ids, pattern)
+                      if pattern else np.zeros(raw.shape, np.int64))
+            return QuantizerBatch(self, raw, rounding_ids, scale_mode_ids, random)
+
+        return [BulkJob(f"exhaustive {ROUNDINGS[r]}/{SCALE_MODES[s]}"
+                        + (f" r={pattern}" if pattern else "") + f" [{sl.start}:{sl.stop}]",
+                        lambda r=r, s=s, p=pattern, sl=sl: make(r, s, p, sl), drain=self.drain)
+                for r, s, pattern in self.exhaustive_passes() for sl in chunks]
 
 
 # The cocotb tests of this testbench: the standard tests on this unit's model.

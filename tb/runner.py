@@ -63,11 +63,12 @@ def run_cocotb(*, sources, toplevel: str, test_module: str, name: str, seed: int
 
 def run_testbench(sources, toplevel: str, sidecar: Path, *, test_module: str, build_dir: Path,
                   seed: int, label: str, blocks: int, record, full: bool = False,
-                  sweeps: bool = True, log_dir: Path | None = None, coverage=None) -> None:
+                  sweeps: bool = True, exhaustive: bool = False, log_dir: Path | None = None,
+                  coverage=None) -> None:
     """Build a wrapped unit (:func:`tb.bulk.wrap_unit`) in ``build_dir`` and run the cocotb
     module ``test_module`` on it, configured through the environment
     (:class:`tb.standard_tests.UnitConfig`: the schema-1 ``sidecar`` file, ``label``,
-    ``blocks``, ``seed``, ``full``, ``sweeps``); ``WAVES`` (boolean) records an FST trace.
+    ``blocks``, ``seed``, ``full``, ``sweeps``, ``exhaustive``); ``WAVES`` (boolean) records an FST trace.
     ``record(**row)`` is called with each summary row the tests wrote (:mod:`tb.report`), also
     when a test failed; ``coverage(directory)``, if given, with the run's coverage database
     (:mod:`tb.coverage`).  ``log_dir``: see :func:`run_cocotb`.
@@ -88,7 +89,8 @@ def run_testbench(sources, toplevel: str, sidecar: Path, *, test_module: str, bu
                    waves=env_flag("WAVES"), build_args=VERILATOR_ARGS, log_dir=log_dir,
                    extra_env={"MX_SIDECAR": Path(sidecar).resolve(), "MX_CONFIG": label,
                               "MX_BLOCKS": blocks, "MX_SEED": seed, "MX_FULL": int(full),
-                              "MX_SWEEPS": int(sweeps), SUMMARY_ENV: summary,
+                              "MX_SWEEPS": int(sweeps), "MX_EXHAUSTIVE": int(exhaustive),
+                              SUMMARY_ENV: summary,
                               **({COVERAGE_ENV: coverage_dir} if coverage else {})})
     finally:
         for row in read_summary(summary):
@@ -99,7 +101,7 @@ def run_testbench(sources, toplevel: str, sidecar: Path, *, test_module: str, bu
 
 def run_unit(unit: str, argv: list[str], *, test_module: str, name: str, seed: int,
              label: str, blocks: int, record, full: bool = False, sweeps: bool = True,
-             coverage=None) -> None:
+             exhaustive: bool = False, coverage=None) -> None:
     """Generate ``unit`` (``python -m hw generate <unit> <argv>``) inside its bulk wrapper,
     build it under ``BUILD / name`` and run the cocotb module ``test_module`` on it
     (:func:`run_testbench`)."""
@@ -108,4 +110,4 @@ def run_unit(unit: str, argv: list[str], *, test_module: str, name: str, seed: i
     sources, top, sidecar = prepare_unit(unit, argv, BUILD / name / "rtl")
     run_testbench(sources, top, sidecar, test_module=test_module, build_dir=BUILD / name,
                   seed=seed, label=label, blocks=blocks, record=record, full=full,
-                  sweeps=sweeps, coverage=coverage)
+                  sweeps=sweeps, exhaustive=exhaustive, coverage=coverage)

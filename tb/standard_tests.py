@@ -28,6 +28,8 @@ fails on a mismatch.  Configuration comes from the environment (set by
 ``MX_BLOCKS``   the random block budget (its meaning is the model's; default 200)
 ``MX_FULL``     boolean: the SIM_FULL variant of the model's sets
 ``MX_SWEEPS``   boolean: the exhaustive sweeps (default on)
+``MX_EXHAUSTIVE``  boolean: the model's exhaustive element domain (``make sim-full``; the
+               quantizer's every-scale sweeps, the dot unit's every scale pair)
 ``MX_FLIP_OUTPUT``  non-vacuity tests only: the stream test flips bit 0 of this output as the
                scoreboard receives it (so the run must fail with a decoded mismatch report)
 ``MX_COVERAGE_DIR``  where the run writes its coverage database (:mod:`tb.coverage`)
@@ -79,6 +81,7 @@ class UnitConfig:
     blocks: int
     full: bool
     sweeps: bool
+    exhaustive: bool = False
 
     @classmethod
     def from_env(cls) -> UnitConfig:
@@ -91,7 +94,8 @@ class UnitConfig:
         return cls(sidecar=sidecar, seed=env_int("MX_SEED", cocotb.RANDOM_SEED),
                    label=os.environ.get("MX_CONFIG") or sidecar["module"],
                    blocks=env_int("MX_BLOCKS", 200), full=env_flag("MX_FULL"),
-                   sweeps=env_flag("MX_SWEEPS", default=True))
+                   sweeps=env_flag("MX_SWEEPS", default=True),
+                   exhaustive=env_flag("MX_EXHAUSTIVE"))
 
 
 class UnitModel:

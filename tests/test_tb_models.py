@@ -11,6 +11,7 @@ import logging
 import numpy as np
 import pytest
 
+import golden
 from hw.cli import units
 from hw.sidecar import sidecar
 from tb.dequantizer import DequantizerModel
@@ -121,3 +122,79 @@ def test_quantizer_drives_runtime_fields_in_the_sidecar_encoding(seed):
     assert set(names) == {"rtz", "rne", "rna"}  # 200 random blocks: all three, no stochastic
     assert list(fields["rounding"]) == [{"rtz": 0, "rne": 3, "rna": 1}[n] for n in names]
     assert list(fields["scale_mode"]) == [1 - int(s) for s in batch.scale_mode_ids]
+
+
+def _quantizer(argv, seed, **config):
+    spec = units()["quantizer"]
+    meta = sidecar(spec.build_from(argv), "quantizer")
+    return QuantizerModel(UnitConfig(sidecar=meta, seed=seed, label="quantizer", blocks=40,
+                                     full=True, sweeps=True, **config))
+
+
+RUNTIME = ["--rounding", "runtime", "--scale-mode", "runtime", "--stages", "1"]
+
+
+def test_exhaustive_stochastic_thresholds_agree_with_the_fraction_oracle(seed):
+    """The random values of the 'below/at threshold' passes (found by bisection on golden)
+    are checked against the exact-arithmetic oracle: with ``below`` an element does not
+    round up, with ``below + 1`` it does (when any random value rounds it up at all)."""
+    from oracle import decode_input, quantize_block
+
+    model = _quantizer(["--format", "fp6_e2m3", "--input", "fp16", "--block-size", "32",
+                        *RUNTIME], seed, exhaustive=True)
+    rng = np.random.default_rng(seed)
+    blocks = model.exhaustive_blocks()
+    rows = blocks[rng.choice(len(blocks), 40, replace=False)]
+    stochastic = ROUNDINGS.index("stochastic")
+    ones = (1 << model.random_bits) - 1
+    for scale_mode in model.scale_modes:
+        r_ids, s_ids = np.full(len(rows), stochastic), np.full(len(rows), scale_mode)
+        below = model.stochastic_random(rows, r_ids, s_ids, "below threshold")
+        at = model.stochastic_random(rows, r_ids, s_ids, "at threshold")
+        assert ((at == below + 1) | (at == ones)).all()
+        mode = ("floor", "rceil")[scale_mode]
+        for raw, b in zip(rows, below):
+            values = [(bool(neg), mag) for neg, mag in decode_input(raw.view(np.float16))]
+            down = quantize_block("fp6_e2m3", values, mode, "stochastic", [0] * 32)
+            assert quantize_block("fp6_e2m3", values, mode, "stochastic", b) == down
+            for lane in np.flatnonzero(b < ones):
+                rand = [0] * 32
+                rand[lane] = int(b[lane]) + 1
+                up = quantize_block("fp6_e2m3", values, mode, "stochastic", rand)[1][lane]
+                assert up != down[1][lane], f"lane {lane}: random {rand[lane]} did not round up"
+
+
+def test_exhaustive_domain_reaches_every_value_at_every_exponent(seed):
+    """fp16 build: each of the 65,536 patterns once per anchor (41 anchors: none, then
+    2^-24 .. 2^15); 14 passes (3 deterministic modes + 4 random patterns, x 2 scale modes)."""
+    from golden.stimulus import exponent_anchors
+
+    model = _quantizer(["--format", "fp4_e2m1", "--input", "fp16", "--block-size", "32",
+                        *RUNTIME], seed, exhaustive=True)
+    blocks = model.exhaustive_blocks()
+    anchors = exponent_anchors(golden.FP16)
+    assert len(anchors) == 41 and anchors[1] == 2.0 ** -24 and anchors[-1] == 2.0 ** 15
+    lanes = blocks[:, 1:][blocks[:, 0] == np.float16(1.0).view(np.uint16)]
+    values, counts = np.unique(lanes, return_counts=True)
+    assert values.size == 1 << 16  # every pattern, NaN payloads included
+    assert len(model.exhaustive_passes()) == 14
+    jobs = model.exhaustive_jobs()
+    assert len(jobs) == 14 * -(-len(blocks) // 65536)
+    names = [job.what for job in model.bulk_jobs(np.random.default_rng(seed))]
+    assert not any(n.startswith("all fp16") for n in names)  # contained in the domain
+
+
+def test_fp32_significand_sweep_is_the_derived_set():
+    from golden.stimulus import fp32_significand_sweep
+
+    raw, anchor = fp32_significand_sweep("fp8_e4m3", 8)
+    f = golden.element_format("fp8_e4m3")
+    exponents = np.unique(((raw >> 23) & 0xFF).astype(int) - 127)
+    binades = range(1 - f.bias - f.mbits - 8 - 1, f.emax + 1)  # 2^-18 .. 2^8
+    assert list(exponents) == list(binades)
+    fractions = raw & 0x7FFFFF
+    assert np.unique(fractions >> 12).size == 1 << 11  # every first 3 + 8 bits
+    assert set(np.unique(fractions & 0xFFF)) == {0, 1}  # sticky tail: clear or set
+    assert raw.size == 2 * len(binades) * (1 << 12) and anchor == 2.0 ** 8
+    with pytest.raises(ValueError, match="random_bits"):
+        fp32_significand_sweep("int8", 17)
