@@ -251,6 +251,8 @@ class DotModel(standard_tests.UnitModel):
                 blocks -= len(batch)
             return jobs
         jobs = self.exhaustive_product_jobs(rng) if self.config.sweeps else []
+        if self.config.exhaustive:
+            jobs += self.scale_pair_jobs()
 
         def random_job(n):
             idle, stall = (int(x) for x in rng.integers(0, 80, 2))
@@ -324,6 +326,41 @@ class DotModel(standard_tests.UnitModel):
                         lambda a=sa0, b=sb0, ck=ckind, sl=sl: make(a, b, ck, sl),
                         idle=16, stall=16, drain=self.drain)
                 for sa0, sb0, ckind in settings for sl in chunks]
+
+    def scale_pair_codes(self, fmt) -> np.ndarray:
+        """The lane codes of the scale-pair sweep: the largest finite magnitude (products and
+        scale sums at the top: overflow to Inf), the smallest positive one (the bottom:
+        subnormal fp32 results and underflow) and -1 (an exact power of two, negative)."""
+        table = golden.decode_table(golden.element_format(fmt))
+        finite = np.isfinite(table)
+        largest = int(np.flatnonzero(finite & (table == table[finite].max()))[0])
+        positive = np.where(finite & (table > 0), table, np.inf)
+        smallest = int(np.argmin(positive))
+        minus_one = int(np.flatnonzero(table == -1.0)[0])
+        return np.array([largest, smallest, minus_one], np.uint8)
+
+    def scale_pair_jobs(self) -> list[BulkJob]:
+        """Every pair of scales (sa, sb) in 0..255 x 0..255, NaN scale 255 included, for each
+        pair of :meth:`scale_pair_codes` in one lane (rotating over the lanes, the others
+        zero), with c = +0 and -0 alternating: ``make sim-full``'s exhaustive scale domain."""
+        codes_a, codes_b = self.scale_pair_codes(self.fmt_a), self.scale_pair_codes(self.fmt_b)
+        sa, sb, ia, ib = (x.ravel() for x in np.meshgrid(np.arange(256), np.arange(256),
+                                                         np.arange(len(codes_a)),
+                                                         np.arange(len(codes_b)),
+                                                         indexing="ij"))
+        n_all, k = sa.size, self.k
+
+        def make(sl):
+            n = sl.stop - sl.start
+            rows, lane = np.arange(n), np.arange(sl.start, sl.stop) % k
+            ca, cb = np.zeros((n, k), np.uint8), np.zeros((n, k), np.uint8)
+            ca[rows, lane], cb[rows, lane] = codes_a[ia[sl]], codes_b[ib[sl]]
+            c = np.where(np.arange(sl.start, sl.stop) % 2, FP32.sign_mask, 0).astype(np.uint32)
+            return DotBatch(self, ca, sa[sl].astype(np.uint8), cb, sb[sl].astype(np.uint8), c,
+                            "every scale pair")
+
+        return [BulkJob("every scale pair", lambda sl=sl: make(sl), drain=self.drain)
+                for sl in (slice(lo, min(n_all, lo + DEPTH)) for lo in range(0, n_all, DEPTH))]
 
 
 # The cocotb tests of this testbench: the standard tests on this unit's model.

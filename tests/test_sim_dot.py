@@ -81,5 +81,5 @@ def test_dot_rtl_matches_golden(config, seed, sim_record, sim_coverage):
     exhaustive = config[-1]
     run_unit(unit, argv, test_module="tb.dot", name=config_id(config), seed=seed,
              label=label(config), blocks=env_int("BLOCKS", 20000 if FULL else 3000),
-             full=FULL, sweeps=exhaustive, record=sim_record,
-             coverage=sim_coverage)
+             full=FULL, sweeps=exhaustive, exhaustive=FULL and exhaustive and unit == "dot",
+             record=sim_record, coverage=sim_coverage)

@@ -54,6 +54,14 @@ def config_id(c):
     return f"{fmt}-{input_format}-k{k}-{r}-{s}-s{st}"
 
 
+def exhaustive(config) -> bool:
+    """Whether a configuration runs the exhaustive element domain (``tb.quantizer``'s
+    ``exhaustive_jobs``): in SIM_FULL, the k = 32 runtime-mode build of each format and input
+    (runtime modes: one build serves every rounding and scale mode pass)."""
+    _, _, k, r, s, _ = config
+    return FULL and k == 32 and r == s == "runtime"
+
+
 def unit_args(config) -> tuple[str, list[str]]:
     """The unit and its ``python -m hw generate`` arguments for a configuration."""
     fmt, input_format, k, r, s, stages = config
@@ -67,4 +75,5 @@ def test_quantizer_sim(config, seed, sim_record, sim_coverage):
     run_unit(unit, argv, test_module="tb.quantizer",
              name=f"quantizer_{config_id(config)}", seed=seed,
              label=f"quantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
-             full=FULL, record=sim_record, coverage=sim_coverage)
+             full=FULL, exhaustive=exhaustive(config), record=sim_record,
+             coverage=sim_coverage)

@@ -198,3 +198,24 @@ def test_fp32_significand_sweep_is_the_derived_set():
     assert raw.size == 2 * len(binades) * (1 << 12) and anchor == 2.0 ** 8
     with pytest.raises(ValueError, match="random_bits"):
         fp32_significand_sweep("int8", 17)
+
+
+def test_dot_scale_pair_sweep_covers_every_scale_pair(seed):
+
+    spec = units()["dot"]
+    meta = sidecar(spec.build_from(["--format-a", "int8", "--format-b", "fp4_e2m1",
+                                    "--block-size", "4", "--stages", "1"]), "dot")
+    model = DotModel(UnitConfig(sidecar=meta, seed=seed, label="dot", blocks=40, full=True,
+                                sweeps=True, exhaustive=True))
+    # int8: 127 (largest), 1 (smallest positive), -64 (-1.0); fp4_e2m1: 6.0, 0.5, -1.0
+    assert list(golden.decode(model.scale_pair_codes("int8"), "int8")) == \
+        [127 / 64, 1 / 64, -1.0]
+    assert list(golden.decode(model.scale_pair_codes("fp4_e2m1"), "fp4_e2m1")) == \
+        [6.0, 0.5, -1.0]
+    jobs = model.scale_pair_jobs()
+    batches = [job.make() for job in jobs]
+    sa = np.concatenate([b.blocks_in[1] for b in batches]).astype(int)
+    sb = np.concatenate([b.blocks_in[3] for b in batches]).astype(int)
+    pairs, counts = np.unique(sa * 256 + sb, return_counts=True)
+    assert pairs.size == 256 * 256 and (counts == 9).all()  # 3 x 3 code pairs per scale pair
+    assert any(job.what == "every scale pair" for job in model.bulk_jobs(np.random.default_rng(1)))
