@@ -33,18 +33,20 @@ def quantizer_random_blocks(rng: np.random.Generator, n: int, k: int,
     it), random mantissas, some truncated to a tie at a random position; then zeros of both
     signs, subnormals, max-magnitude values, Inf and NaN sprinkled in.
     """
+    # float32 uniforms and int8 draws: the (n, k) arrays are the testbench's stimulus cost
     emax_field = (1 << ff.ebits) - 2
     base = rng.integers(0, emax_field + 1, (n, 1))
     spread = rng.choice(np.array([0, 1, 3, 8, 30]), (n, 1))
-    e = np.clip(base - (rng.random((n, k)) * (spread + 1)).astype(np.int64), 0, emax_field)
+    below = (rng.random((n, k), dtype=np.float32) * (spread + 1)).astype(np.int64)
+    e = np.clip(base - below, 0, emax_field)
     m = rng.integers(0, 1 << ff.mbits, (n, k), dtype=np.int64)
     # ties / exact values: clear the bits below a random position, set the one just below
-    t = rng.integers(1, ff.mbits + 1, (n, k))
-    tie = rng.random((n, k)) < 0.25
+    t = rng.integers(1, ff.mbits + 1, (n, k), dtype=np.int8).astype(np.int64)
+    tie = rng.integers(0, 4, (n, k), dtype=np.int8) == 0
     m = np.where(tie, ((m >> t) << t) | (np.int64(1) << (t - 1)), m)
-    sign = rng.integers(0, 2, (n, k), dtype=np.int64)
+    sign = rng.integers(0, 2, (n, k), dtype=np.int8).astype(np.int64)
     raw = (sign << (ff.bits - 1)) | (e << ff.mbits) | m
-    u = rng.random((n, k))
+    u = rng.random((n, k), dtype=np.float32)
     mag_mask = (1 << (ff.bits - 1)) - 1
     inf = ((1 << ff.ebits) - 1) << ff.mbits
     raw = np.where(u < 0.02, sign << (ff.bits - 1), raw)  # +-0
@@ -288,9 +290,8 @@ def dot_random_blocks(rng, fa, fb, n, k, *, specials=0.03):
     eq = rng.random(n) < 0.05
     ca[eq] = ca[eq, :1]
     huge = np.flatnonzero(rng.random(n) < 0.05)
-    for j in huge:
-        ca[j] = rng.choice(fin_a[:4], k)
-        ca[j, rng.integers(k)] = fin_a[len(fin_a) // 2 - 1]
+    ca[huge] = rng.choice(fin_a[:4], (huge.size, k))
+    ca[huge, rng.integers(0, k, huge.size)] = fin_a[len(fin_a) // 2 - 1]
     for codes, fmt in ((ca, fa), (cb, fb)):
         sp = special_codes(fmt)
         if len(sp):

@@ -33,6 +33,9 @@ fails on a mismatch.  Configuration comes from the environment (set by
 ``MX_FLIP_OUTPUT``  non-vacuity tests only: the stream test flips bit 0 of this output as the
                scoreboard receives it (so the run must fail with a decoded mismatch report)
 ``MX_COVERAGE_DIR``  where the run writes its coverage database (:mod:`tb.coverage`)
+``MX_RATE_BLOCKS``  ``make bench`` only: after its jobs, the bulk test checks this many more
+               random blocks with the stream kept full and records their checking rate as
+               its own summary row (``[rate]``), the figure compared with bare Verilator
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ __all__ = ["UnitConfig", "UnitModel", "PATTERNS", "stream", "reset_in_traffic", 
 
 #: Environment variable of the non-vacuity tests: the stream output whose bit 0 is flipped.
 FLIP_OUTPUT_ENV = "MX_FLIP_OUTPUT"
+#: Environment variable of ``make bench``: blocks of the full-stream checking-rate set.
+RATE_BLOCKS_ENV = "MX_RATE_BLOCKS"
 
 #: Idle and backpressure patterns of the stream test by name: ``(idle, backpressure)``.
 PATTERNS: dict[str, Callable] = {
@@ -249,7 +254,28 @@ async def bulk(dut, model_class: type[UnitModel]) -> None:
     blocks += tally.blocks
     bad += tally.mismatches
     _record(config, model, "bulk", blocks, bad, elements_per_s=rate)
+    if env_int(RATE_BLOCKS_ENV, 0) > 0:
+        bad += await checking_rate(config, model, runner, rng, env_int(RATE_BLOCKS_ENV, 0),
+                                   log)
     assert bad == 0, f"{bad} mismatching outputs"
+
+
+async def checking_rate(config: UnitConfig, model: UnitModel, runner: BulkRunner, rng,
+                        blocks: int, log) -> int:
+    """Check ``blocks`` random blocks with the stream kept full (no idle cycle, no
+    backpressure: the traffic of a bare ``verilator --binary`` run), one job per wrapper load,
+    and record the elements checked per second of wall time (stimulus, golden, simulation and
+    the comparison) as the summary row ``[rate]``.  Returns the mismatch count."""
+    sizes = [min(runner.depth, blocks - lo) for lo in range(0, blocks, runner.depth)]
+    jobs = [BulkJob("full stream", lambda n=n: model.random_batch(rng, n), drain=model.drain)
+            for n in sizes]
+    tally = await run_jobs(runner, jobs, seed=config.seed + 3, log=log)
+    rate = tally.blocks * model.k / tally.seconds
+    log.info("rate: %d elements checked in %.2f s with the stream full (%.3g elements/s; "
+             "simulation %.2f s of the bulk test's total)", tally.blocks * model.k,
+             tally.seconds, rate, runner.sim_seconds)
+    _record(config, model, "rate", tally.blocks, tally.mismatches, elements_per_s=rate)
+    return tally.mismatches
 
 
 #: The standard tests by name, in the order a testbench runs them.
