@@ -68,7 +68,8 @@ def run_testbench(sources, toplevel: str, sidecar: Path, *, test_module: str, bu
     """Build a wrapped unit (:func:`tb.bulk.wrap_unit`) in ``build_dir`` and run the cocotb
     module ``test_module`` on it, configured through the environment
     (:class:`tb.standard_tests.UnitConfig`: the schema-1 ``sidecar`` file, ``label``,
-    ``blocks``, ``seed``, ``full``, ``sweeps``, ``exhaustive``); ``WAVES`` (boolean) records an FST trace.
+    ``blocks``, ``seed``, ``full``, ``sweeps``, ``exhaustive``); ``WAVES`` (boolean) records
+    an FST trace.
     ``record(**row)`` is called with each summary row the tests wrote (:mod:`tb.report`), also
     when a test failed; ``coverage(directory)``, if given, with the run's coverage database
     (:mod:`tb.coverage`).  ``log_dir``: see :func:`run_cocotb`.

@@ -153,7 +153,7 @@ def test_exhaustive_stochastic_thresholds_agree_with_the_fraction_oracle(seed):
         at = model.stochastic_random(rows, r_ids, s_ids, "at threshold")
         assert ((at == below + 1) | (at == ones)).all()
         mode = ("floor", "rceil")[scale_mode]
-        for raw, b in zip(rows, below):
+        for raw, b in zip(rows, below, strict=True):
             values = [(bool(neg), mag) for neg, mag in decode_input(raw.view(np.float16))]
             down = quantize_block("fp6_e2m3", values, mode, "stochastic", [0] * 32)
             assert quantize_block("fp6_e2m3", values, mode, "stochastic", b) == down
