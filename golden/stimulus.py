@@ -33,26 +33,29 @@ def quantizer_random_blocks(rng: np.random.Generator, n: int, k: int,
     it), random mantissas, some truncated to a tie at a random position; then zeros of both
     signs, subnormals, max-magnitude values, Inf and NaN sprinkled in.
     """
-    # float32 uniforms and int8 draws: the (n, k) arrays are the testbench's stimulus cost
+    # One 64-bit random word per lane, cut into the lane's fields (the (n, k) draws are the
+    # testbench's stimulus cost): bits 0-15 the special-value draw, 16-31 the spread draw,
+    # 32-55 the mantissa, 56-57 the tie draw, 58 the sign, 59-63 the tie position.
+    w = rng.integers(0, np.iinfo(np.uint64).max, (n, k), dtype=np.uint64, endpoint=True)
+    field = lambda lo, bits: ((w >> np.uint64(lo)) & np.uint64((1 << bits) - 1)).astype(np.int64)
     emax_field = (1 << ff.ebits) - 2
     base = rng.integers(0, emax_field + 1, (n, 1))
     spread = rng.choice(np.array([0, 1, 3, 8, 30]), (n, 1))
-    below = (rng.random((n, k), dtype=np.float32) * (spread + 1)).astype(np.int64)
-    e = np.clip(base - below, 0, emax_field)
-    m = rng.integers(0, 1 << ff.mbits, (n, k), dtype=np.int64)
+    e = np.clip(base - ((field(16, 16) * (spread + 1)) >> 16), 0, emax_field)
+    m = field(32, ff.mbits)
     # ties / exact values: clear the bits below a random position, set the one just below
-    t = rng.integers(1, ff.mbits + 1, (n, k), dtype=np.int8).astype(np.int64)
-    tie = rng.integers(0, 4, (n, k), dtype=np.int8) == 0
+    t = 1 + ((field(59, 5) * ff.mbits) >> 5)  # 1..mbits
+    tie = field(56, 2) == 0  # a quarter of the lanes
     m = np.where(tie, ((m >> t) << t) | (np.int64(1) << (t - 1)), m)
-    sign = rng.integers(0, 2, (n, k), dtype=np.int8).astype(np.int64)
+    sign = field(58, 1)
     raw = (sign << (ff.bits - 1)) | (e << ff.mbits) | m
-    u = rng.random((n, k), dtype=np.float32)
+    u = field(0, 16)  # in 65536ths
     mag_mask = (1 << (ff.bits - 1)) - 1
     inf = ((1 << ff.ebits) - 1) << ff.mbits
-    raw = np.where(u < 0.02, sign << (ff.bits - 1), raw)  # +-0
-    raw = np.where((u >= 0.02) & (u < 0.04), raw & ((sign << (ff.bits - 1)) | ((1 << ff.mbits)
-                                                                               - 1)), raw)
-    raw = np.where((u >= 0.04) & (u < 0.045), (sign << (ff.bits - 1)) | (inf - 1), raw)  # max
+    raw = np.where(u < 1311, sign << (ff.bits - 1), raw)  # +-0 (2 %)
+    raw = np.where((u >= 1311) & (u < 2621), raw & ((sign << (ff.bits - 1))
+                                                    | ((1 << ff.mbits) - 1)), raw)  # subnormal
+    raw = np.where((u >= 2621) & (u < 2949), (sign << (ff.bits - 1)) | (inf - 1), raw)  # max
     special = rng.random(n) < 0.03  # one Inf/NaN lane in ~3 % of the blocks
     lane = rng.integers(0, k, n)
     kind = rng.integers(0, 3, n)

@@ -269,11 +269,13 @@ async def checking_rate(config: UnitConfig, model: UnitModel, runner: BulkRunner
     sizes = [min(runner.depth, blocks - lo) for lo in range(0, blocks, runner.depth)]
     jobs = [BulkJob("full stream", lambda n=n: model.random_batch(rng, n), drain=model.drain)
             for n in sizes]
+    sim_before = runner.sim_seconds
     tally = await run_jobs(runner, jobs, seed=config.seed + 3, log=log)
     rate = tally.blocks * model.k / tally.seconds
-    log.info("rate: %d elements checked in %.2f s with the stream full (%.3g elements/s; "
-             "simulation %.2f s of the bulk test's total)", tally.blocks * model.k,
-             tally.seconds, rate, runner.sim_seconds)
+    log.info("rate: %d elements checked in %.2f s with the stream full (%.3g elements/s): "
+             "simulation %.2f s, waiting for stimulus %.2f s, for the last checks %.2f s",
+             tally.blocks * model.k, tally.seconds, rate, runner.sim_seconds - sim_before,
+             tally.waited, tally.finishing)
     _record(config, model, "rate", tally.blocks, tally.mismatches, elements_per_s=rate)
     return tally.mismatches
 

@@ -54,11 +54,15 @@ class BulkJob:
 
 @dataclass
 class BulkTally:
-    """Totals of :func:`run_jobs`: blocks checked, mismatching blocks, wall time (s)."""
+    """Totals of :func:`run_jobs`: blocks checked, mismatching blocks, wall time (s), and the
+    part of it the simulator spent waiting for the host to build the next batch (``waited``,
+    s) and to finish the last checks (``finishing``, s): what the host work did not hide."""
 
     blocks: int = 0
     mismatches: int = 0
     seconds: float = 0.0
+    waited: float = 0.0
+    finishing: float = 0.0
 
 
 async def run_jobs(runner: BulkRunner, jobs: list[BulkJob], *, seed: int, log) -> BulkTally:
@@ -76,17 +80,21 @@ async def run_jobs(runner: BulkRunner, jobs: list[BulkJob], *, seed: int, log) -
         pending = pool.submit(jobs[0].make) if jobs else None
         checks = []
         for i, job in enumerate(jobs):
+            t_wait = time.perf_counter()
             batch = pending.result()
+            tally.waited += time.perf_counter() - t_wait
             pending = pool.submit(jobs[i + 1].make) if i + 1 < len(jobs) else None
             got, _ = await runner.run(batch.stim, seed=seed + i, idle=job.idle, stall=job.stall,
                                       out_count=batch.out_count, drain=job.drain)
             checks.append((job, len(batch), pool.submit(batch.check, got, log)))
             del batch, got
+        t_finish = time.perf_counter()
         for job, blocks, check in checks:
             bad = check.result()
             if bad:
                 log.error("%s: %d mismatching blocks", job.what, bad)
             tally.blocks += blocks
             tally.mismatches += bad
+        tally.finishing = time.perf_counter() - t_finish
     tally.seconds = time.perf_counter() - t0
     return tally
