@@ -376,6 +376,19 @@ def dot_directed_blocks(fa, fb, k):
     if not f_b.twos_complement:
         neg_big_b = big_b | (1 << (f_b.bits - 1))
         cases.append((big_a, 130, neg_big_b, 130, fp32(1e10), "all -max"))
+    # The largest block sum |S| (int8: -128 * -128 in every lane) with c of the same sign and
+    # size: the window sum's carry into its top bit, the one bit of the window above both
+    # operands (docs/dot.md: N = W + G + 2).
+    top_a = np.full(k, 1 << (f_a.bits - 1) if f_a.twos_complement else f_a.max_code, np.uint8)
+    top_b = np.full(k, 1 << (f_b.bits - 1) if f_b.twos_complement else f_b.max_code, np.uint8)
+    t_bits = int(golden.dot_blocks(top_a[None, None], np.array([[127]], np.uint8),
+                                   top_b[None, None], np.array([[127]], np.uint8),
+                                   f_a, f_b).view(np.uint32)[0])
+    below_lead = (t_bits & 0xFF800000) - 1  # the largest fp32 below T's leading power of two
+    for c_bits, what in ((t_bits, "c = T"), (t_bits + 1, "c one ulp above T"),
+                         (t_bits - 1, "c one ulp below T"),
+                         (below_lead, "c just below T's leading power of two")):
+        cases.append((top_a, 127, top_b, 127, c_bits, f"largest |S|, {what}: window carry"))
     for f, side in ((f_a, "a"), (f_b, "b")):
         for code in (*f.nan_codes, *f.inf_codes):
             for neg in (0, 1):
