@@ -4,7 +4,10 @@ change the Verilog.
 A mutant's effect is known only after its Verilog was generated, so sampling is a
 conversation: :meth:`StratifiedSampler.next` proposes the next mutation of the file with the
 fewest mutants that changed the Verilog so far, :meth:`StratifiedSampler.record` says whether
-it did.  The proposals depend only on the mutations, the seed and the recorded outcomes.
+it did.  A file whose last :data:`MAX_INEFFECTIVE_STREAK` mutants all left the Verilog alone
+(a command-line or packaging module, say) is set aside while other files have mutants left:
+each such mutant costs a generation of every default configuration and simulates nothing.
+The proposals depend only on the mutations, the seed and the recorded outcomes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ from collections.abc import Mapping, Sequence
 
 from .operators import Mutation
 
-__all__ = ["StratifiedSampler"]
+__all__ = ["StratifiedSampler", "MAX_INEFFECTIVE_STREAK"]
+
+#: Consecutive mutants of a file without a Verilog change after which the file is set aside.
+MAX_INEFFECTIVE_STREAK = 3
 
 
 class StratifiedSampler:
@@ -40,12 +46,15 @@ class StratifiedSampler:
                 self.queues[path] = order
         self.effective = dict.fromkeys(self.queues, 0)
         self.drawn = dict.fromkeys(self.queues, 0)
+        self.streak = dict.fromkeys(self.queues, 0)  # consecutive mutants without effect
 
     def next(self) -> Mutation | None:
         """The next mutation to try, or None when every file is exhausted."""
         open_files = [p for p in self.queues if self.drawn[p] < len(self.queues[p])]
         if not open_files:
             return None
+        productive = [p for p in open_files if self.streak[p] < MAX_INEFFECTIVE_STREAK]
+        open_files = productive or open_files
         path = min(open_files, key=lambda p: (self.effective[p], self.drawn[p]))
         mutation = self.queues[path][self.drawn[path]]
         self.drawn[path] += 1
@@ -55,6 +64,9 @@ class StratifiedSampler:
         """Whether ``mutation`` changed the Verilog of some default configuration."""
         if effective:
             self.effective[mutation.path] += 1
+            self.streak[mutation.path] = 0
+        else:
+            self.streak[mutation.path] += 1
 
     def take(self, n: int) -> list[Mutation]:
         """The first ``n`` proposals, assuming each one is effective (``--list``)."""

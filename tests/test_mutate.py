@@ -12,7 +12,7 @@ import pytest
 
 from mutate.operators import OPERATORS, find_mutations
 from mutate.regression import SimConfig, default_configs, unit_sources
-from mutate.sample import StratifiedSampler
+from mutate.sample import MAX_INEFFECTIVE_STREAK, StratifiedSampler
 from mutate.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,10 +104,24 @@ def test_sampler_evens_out_effective_mutants_per_file(seed):
     for _ in range(12):
         mu = sampler.next()
         sampler.record(mu, mu.path != "hw/arith.py")  # pretend arith mutants have no effect
-    # arith.py keeps being proposed until it catches up; the others have one each at most
-    # one ahead of each other
-    assert sampler.effective["hw/arith.py"] == 0 and sampler.drawn["hw/arith.py"] >= 10
+    # arith.py is proposed first (fewest effective) until MAX_INEFFECTIVE_STREAK mutants in a
+    # row left the Verilog alone, then set aside; the others stay within one of each other
+    assert sampler.effective["hw/arith.py"] == 0
+    assert sampler.drawn["hw/arith.py"] == MAX_INEFFECTIVE_STREAK
     assert abs(sampler.effective["hw/params.py"] - sampler.effective["hw/rounding.py"]) <= 1
+    assert sampler.drawn["hw/params.py"] + sampler.drawn["hw/rounding.py"] == \
+        12 - MAX_INEFFECTIVE_STREAK
+
+
+def test_sampler_comes_back_to_a_set_aside_file_when_the_others_run_out(seed):
+    mutations = by_file()
+    sampler = StratifiedSampler({"hw/arith.py": mutations["hw/arith.py"][:5],
+                                 "hw/params.py": mutations["hw/params.py"][:2]}, seed)
+    seen = []
+    while (mu := sampler.next()) is not None:
+        seen.append(mu.path)
+        sampler.record(mu, False)
+    assert seen.count("hw/arith.py") == 5 and seen.count("hw/params.py") == 2
 
 
 def test_sampler_validates_its_arguments():
