@@ -2,10 +2,12 @@
 
 Sections: golden codec throughput vs alternatives; testbench and Verilator simulation speed.
 The synthesis section is kept as ``make synth`` last wrote it (see bench/perfdoc.py).
+``--only golden`` or ``--only sim`` re-measures one section and keeps the other as it was.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import importlib
 import os
@@ -44,18 +46,26 @@ def _cpu() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=("golden", "sim"),
+                        help="measure only this section (the other stays as it was)")
+    args = parser.parse_args(argv)
+
     def log(msg):
         print(msg, flush=True)
 
     load = os.getloadavg()[0]
+    sections = {}
+    if args.only in (None, "golden"):
+        log("== golden codec")
+        sections["golden"] = golden_bench.markdown(golden_bench.run(log))
+    if args.only in (None, "sim"):
+        from . import sim_bench
 
-    log("== golden codec")
-    sections = {"golden": golden_bench.markdown(golden_bench.run(log))}
-    from . import sim_bench
-
-    log("== simulation")
-    sections["sim"] = sim_bench.markdown(sim_bench.run(log))
+        log("== simulation")
+        sections["sim"] = sim_bench.markdown(sim_bench.run(log))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()
     head = [
@@ -70,7 +80,9 @@ def main() -> int:
         "(not a project dependency: `pip install torch torchao`)",
         f"- Versions: {_versions()}",
         f"- Commit: {commit or 'unknown'}",
-        f"- Command: `make bench` (`{Path(sys.executable).name} -m bench`)", "",
+        f"- Command: `make bench` (`{Path(sys.executable).name} -m bench"
+        + (f" --only {args.only}`; the other section is from an earlier run)" if args.only
+           else "`)"), "",
     ]
     doc = perfdoc.update(header="\n".join(head), **sections)
     log(f"wrote {doc.relative_to(ROOT)}")
