@@ -8,6 +8,7 @@ so a seed reproduces a run exactly. Expected outputs always come from :mod:`gold
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 import golden
 from golden.formats import FloatFormat
@@ -33,29 +34,13 @@ def quantizer_random_blocks(rng: np.random.Generator, n: int, k: int,
     it), random mantissas, some truncated to a tie at a random position; then zeros of both
     signs, subnormals, max-magnitude values, Inf and NaN sprinkled in.
     """
-    # One 64-bit random word per lane, cut into the lane's fields (the (n, k) draws are the
-    # testbench's stimulus cost): bits 0-15 the special-value draw, 16-31 the spread draw,
-    # 32-55 the mantissa, 56-57 the tie draw, 58 the sign, 59-63 the tie position.
-    w = rng.integers(0, np.iinfo(np.uint64).max, (n, k), dtype=np.uint64, endpoint=True)
-    field = lambda lo, bits: ((w >> np.uint64(lo)) & np.uint64((1 << bits) - 1)).astype(np.int64)
-    emax_field = (1 << ff.ebits) - 2
-    base = rng.integers(0, emax_field + 1, (n, 1))
-    spread = rng.choice(np.array([0, 1, 3, 8, 30]), (n, 1))
-    e = np.clip(base - ((field(16, 16) * (spread + 1)) >> 16), 0, emax_field)
-    m = field(32, ff.mbits)
-    # ties / exact values: clear the bits below a random position, set the one just below
-    t = 1 + ((field(59, 5) * ff.mbits) >> 5)  # 1..mbits
-    tie = field(56, 2) == 0  # a quarter of the lanes
-    m = np.where(tie, ((m >> t) << t) | (np.int64(1) << (t - 1)), m)
-    sign = field(58, 1)
-    raw = (sign << (ff.bits - 1)) | (e << ff.mbits) | m
-    u = field(0, 16)  # in 65536ths
+    base = rng.integers(0, (1 << ff.ebits) - 1, n)
+    spread = rng.choice(np.array([0, 1, 3, 8, 30]), n)
+    raw = np.empty((n, k), np.int64)
+    _random_lanes(rng.integers(0, 1 << 63, (n, k), dtype=np.int64), base, spread, ff.ebits,
+                  ff.mbits, raw)
     mag_mask = (1 << (ff.bits - 1)) - 1
     inf = ((1 << ff.ebits) - 1) << ff.mbits
-    raw = np.where(u < 1311, sign << (ff.bits - 1), raw)  # +-0 (2 %)
-    raw = np.where((u >= 1311) & (u < 2621), raw & ((sign << (ff.bits - 1))
-                                                    | ((1 << ff.mbits) - 1)), raw)  # subnormal
-    raw = np.where((u >= 2621) & (u < 2949), (sign << (ff.bits - 1)) | (inf - 1), raw)  # max
     special = rng.random(n) < 0.03  # one Inf/NaN lane in ~3 % of the blocks
     lane = rng.integers(0, k, n)
     kind = rng.integers(0, 3, n)
@@ -63,6 +48,38 @@ def quantizer_random_blocks(rng: np.random.Generator, n: int, k: int,
     rows = np.nonzero(special)[0]
     raw[rows, lane[rows]] = (raw[rows, lane[rows]] & ~mag_mask) | val[rows]
     return raw.astype(ff.uint)
+
+
+@njit(cache=True, nogil=True)
+def _random_lanes(words, base, spread, ebits, mbits, raw):
+    """The lanes of :func:`quantizer_random_blocks`, each cut from one 63-bit random word
+    (one pass, no temporaries: the testbench's stimulus cost).  Bits 0-15: the special-value
+    draw (in 65536ths); 16-31: the spread draw; 32-54: the mantissa; 55-56: the tie draw;
+    57: the sign; 58-62: the tie position."""
+    n, k = words.shape
+    top_field = (1 << ebits) - 2
+    inf = ((1 << ebits) - 1) << mbits
+    man_mask = (1 << mbits) - 1
+    sign_at = ebits + mbits
+    for b in range(n):
+        for i in range(k):
+            x = words[b, i]
+            draw = x & 0xFFFF
+            e = base[b] - ((((x >> 16) & 0xFFFF) * (spread[b] + 1)) >> 16)
+            e = min(max(e, 0), top_field)
+            m = (x >> 32) & man_mask
+            if ((x >> 55) & 3) == 0:  # a quarter of the lanes: a tie (or exact) at bit t
+                t = 1 + ((((x >> 58) & 31) * mbits) >> 5)
+                m = ((m >> t) << t) | (1 << (t - 1))
+            sign = ((x >> 57) & 1) << sign_at
+            if draw < 1311:  # +-0 (2 %)
+                raw[b, i] = sign
+            elif draw < 2621:  # subnormal (2 %)
+                raw[b, i] = sign | m
+            elif draw < 2949:  # +-max finite (0.5 %)
+                raw[b, i] = sign | (inf - 1)
+            else:
+                raw[b, i] = sign | (e << mbits) | m
 
 
 def from_float(values, ff: FloatFormat) -> np.ndarray:
