@@ -62,3 +62,25 @@ def test_ports_only_args_writes_a_control_file_for_the_named_ports(tmp_path):
         'public_flat_rw -module "unit" -var "i__payload"']
     with pytest.raises(ValueError, match="no signals"):
         public_control("unit", [])
+
+
+@pytest.mark.parametrize("elem_width, lsb", [(1, 0), (2, 8), (4, 0), (4, 3), (6, 8), (8, 5),
+                                             (12, 0), (16, 16), (32, 1)])
+def test_pack_matches_python_integers(elem_width, lsb, seed):
+    """Array fields of every packing path (whole bytes, lanes sharing bytes, bit matrices)
+    against the payload built as a Python integer."""
+    rng = np.random.default_rng(seed)
+    length, n = 8, 50
+    width = lsb + length * elem_width + 3
+    layout = BitLayout(width, [{"name": "head", "lsb": 0, "width": lsb} if lsb else
+                               {"name": "head", "lsb": width - 3, "width": 3},
+                               {"name": "x", "lsb": lsb, "width": length * elem_width,
+                                "array": {"length": length, "elem_width": elem_width}}])
+    x = rng.integers(0, 1 << elem_width, (n, length), dtype=np.uint64)
+    head = rng.integers(0, 1 << (lsb or 3), n, dtype=np.uint64)
+    rows = layout.pack(n, x=x, head=head)
+    for row, lanes, h in zip(rows, x, head, strict=True):
+        want = int(h) << (0 if lsb else width - 3)
+        for j, v in enumerate(lanes):
+            want |= int(v) << (lsb + j * elem_width)
+        assert int.from_bytes(row.tobytes(), "little") == want

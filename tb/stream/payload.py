@@ -71,7 +71,17 @@ class BitLayout:
                 b = v.view(np.uint8).reshape(n, length, 8)[:, :, :w // 8]
                 out[:, lo // 8:lo // 8 + length * w // 8] = b.reshape(n, -1)
                 continue
-            bits = np.unpackbits(v.view(np.uint8).reshape(n, -1, 8), axis=2, bitorder="little")
+            if lo % 8 == 0 and 8 % w == 0 and (length * w) % 8 == 0:  # lanes share bytes
+                per = 8 // w  # (fp4 codes: two per byte); lane j of a byte at bit j * w
+                lanes = v.reshape(n, length // per, per).astype(np.uint8)
+                b = np.zeros((n, length // per), np.uint8)
+                for j in range(per):
+                    b |= lanes[:, :, j] << np.uint8(j * w)
+                out[:, lo // 8:lo // 8 + length * w // 8] |= b
+                continue
+            # the general case through bit matrices, over the bytes that hold an element's bits
+            bits = np.unpackbits(v.view(np.uint8).reshape(n, -1, 8)[:, :, :(w + 7) // 8],
+                                 axis=2, bitorder="little")
             span = np.zeros((n, lo % 8 + f["width"]), np.uint8)
             span[:, lo % 8:] = bits[:, :, :w].reshape(n, -1)
             b = np.packbits(span, axis=1, bitorder="little")
