@@ -68,11 +68,12 @@ class BulkTally:
 async def run_jobs(runner: BulkRunner, jobs: list[BulkJob], *, seed: int, log) -> BulkTally:
     """Build, simulate and check ``jobs`` in order, overlapping host work with simulation.
 
-    While batch ``i`` simulates, one worker thread checks batch ``i - 1`` and builds batch
-    ``i + 1``: the simulator runs without Python's GIL, so stimulus generation, golden and
-    the comparison no longer add to the simulation time (they take about as long as the
-    simulation of a k = 32 batch).  Results are the same as a serial loop: each job's batch is
-    built and checked exactly once, and the worker keeps the jobs' order.
+    While batch ``i`` simulates, one worker thread is given batch ``i - 1`` to check and
+    batch ``i + 1`` to build.  Measured (docs/verification.md, "Testbench overhead"): under
+    Verilator the simulator waits about as long as the building takes in total
+    (``BulkTally.waited``), so the worker does not in fact run during the simulation (the GIL
+    is the likely cause).  Results are the same as a serial loop: each job's batch is built
+    and checked exactly once, and the worker keeps the jobs' order.
     """
     tally = BulkTally()
     t0 = time.perf_counter()
