@@ -9,15 +9,35 @@ batch-check loop of the project.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import coverage
 
-__all__ = ["Batch", "MAX_REPORTS"]
+__all__ = ["Batch", "MAX_REPORTS", "Verdict"]
 
 #: Mismatches per batch reported in full (decoded); the rest are only counted.
 MAX_REPORTS = 5
+
+
+@dataclass
+class Verdict:
+    """What comparing a batch's outputs found: the number of mismatching rows, decoded reports
+    of the first ones, and the batch's coverage counts (empty when no coverage is active).
+    Plain data, so that a host process (:func:`tb.bulk.run_jobs`) can send it back."""
+
+    mismatches: int
+    reports: list[str] = field(default_factory=list)
+    coverage: dict = field(default_factory=dict)
+
+    def record(self, log: logging.Logger) -> int:
+        """Log the reports, add the coverage counts to the active coverage; return
+        :attr:`mismatches`."""
+        for report in self.reports:
+            log.error("MISMATCH %s", report)
+        coverage.sample(self.coverage)
+        return self.mismatches
 
 
 class Batch:
@@ -70,16 +90,19 @@ class Batch:
         return (f"output {row}: expected 0x{self.exp[row][::-1].tobytes().hex()}, "
                 f"got 0x{np.asarray(got)[::-1].tobytes().hex()}")
 
-    def check(self, got: np.ndarray, log: logging.Logger,
-              max_reports: int = MAX_REPORTS) -> int:
-        """Compare all output rows at once; log decoded reports of the first mismatches and
-        return the number of mismatching rows; the batch is sampled into the active
-        coverage."""
+    def verdict(self, got: np.ndarray, max_reports: int = MAX_REPORTS) -> Verdict:
+        """Compare all output rows at once: the mismatch count, decoded reports of the first
+        ``max_reports`` mismatches, and the batch's coverage counts if coverage is active."""
         if got.shape != self.exp.shape:
             raise AssertionError(f"got {got.shape[0]} output rows of {got.shape[1]} bytes, "
                                  f"expected {self.exp.shape[0]} of {self.exp.shape[1]}")
-        self.sample_coverage()
         bad = np.flatnonzero((got != self.exp).any(axis=1))
-        for row in bad[:max_reports]:
-            log.error("MISMATCH %s", self.describe(int(row), got[row]))
-        return int(bad.size)
+        return Verdict(int(bad.size), [self.describe(int(row), got[row])
+                                       for row in bad[:max_reports]],
+                       self.coverage_counts() if coverage.active() is not None else {})
+
+    def check(self, got: np.ndarray, log: logging.Logger,
+              max_reports: int = MAX_REPORTS) -> int:
+        """:meth:`verdict`, recorded: log the reports, sample the batch into the active
+        coverage; returns the number of mismatching rows."""
+        return self.verdict(got, max_reports).record(log)

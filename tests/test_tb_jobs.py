@@ -1,93 +1,146 @@
-"""tb.bulk.run_jobs: the build / simulate / check pipeline of bulk batches."""
+"""tb.bulk.run_jobs: the build / simulate / check pipeline of bulk batches, its host process."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tb import coverage
+from tb.batch import Batch
 from tb.bulk import BulkJob, run_jobs
 
 
-class FakeRunner:
-    """Stands in for BulkRunner: 'simulates' by echoing the stimulus, corrupting chosen rows."""
+class ByteLayout:
+    """Stands in for BitLayout: the image of a byte matrix is its bytes."""
 
-    def __init__(self, corrupt=()):
+    def __init__(self, width):
+        self.width = width
+
+    def to_bin(self, rows):
+        return np.ascontiguousarray(rows, dtype=np.uint8).tobytes()
+
+    def from_bin(self, data):
+        return np.frombuffer(data, dtype=np.uint8).reshape(-1, self.width)
+
+
+class FakeRunner:
+    """Stands in for BulkRunner: 'simulates' a load by echoing its stimulus image, with the
+    first byte of chosen rows (counted over the whole run) flipped."""
+
+    def __init__(self, workdir: Path, corrupt=(), depth=4):
+        self.workdir = workdir
+        self.depth = depth
+        self.in_layout = self.out_layout = ByteLayout(2)
         self.corrupt = set(corrupt)
         self.calls = []
+        self.rows_seen = 0
+        self.seen = []  # the stimulus rows of every load, in order
 
-    async def run(self, stim, *, seed, idle, stall, out_count, drain):
+    @property
+    def stim_path(self):
+        return self.workdir / "bulk_stim.bin"
+
+    @property
+    def out_path(self):
+        return self.workdir / "bulk_out.bin"
+
+    async def run_loaded(self, rows, out_count=None, *, seed, idle, stall, drain):
         assert out_count is None
-        self.calls.append((stim.shape[0], seed, idle, stall, threading.current_thread().name))
-        got = stim.copy()
-        for row in self.corrupt:
-            if row < got.shape[0]:
-                got[row, 0] ^= 1
+        got = self.in_layout.from_bin(self.stim_path.read_bytes()).copy()
+        assert got.shape[0] == rows <= self.depth
+        self.seen.append(got.copy())
+        for r in range(rows):
+            if self.rows_seen + r in self.corrupt:
+                got[r, 0] ^= 1
+        self.rows_seen += rows
+        self.calls.append((rows, seed, idle, stall))
+        self.out_path.write_bytes(self.out_layout.to_bin(got))
         await asyncio.sleep(0)
-        return got, got.shape[0]
+        return rows
 
 
-class EchoBatch:
-    out_count = None  # one output per input row
-
-    def __init__(self, rows, log):
-        self.stim = np.arange(rows * 2, dtype=np.uint8).reshape(rows, 2)
-        self.log = log
-        self.checks = 0
-
-    def __len__(self):
-        return self.stim.shape[0]
-
-    def check(self, got, log):
-        self.checks += 1
-        self.log.append(("check", len(self), threading.current_thread().name))
-        return int((got != self.stim).any(axis=1).sum())
-
-
-def _jobs(sizes, log, batches):
+def _jobs(sizes, rng, pid_file=None):
+    """Jobs drawing their rows from one shared generator (as the testbenches' jobs do)."""
     def make(rows):
-        log.append(("make", rows, threading.current_thread().name))
-        b = EchoBatch(rows, log)
-        batches.append(b)
-        return b
+        if pid_file is not None:
+            with open(pid_file, "a") as f:
+                f.write(f"{os.getpid()}\n")
+        stim = rng.integers(0, 256, size=(rows, 2), dtype=np.uint8)
+        return Batch(stim, stim.copy())
     return [BulkJob(f"job{i}", lambda r=r: make(r), idle=i, stall=2 * i)
             for i, r in enumerate(sizes)]
 
 
-def test_run_jobs_builds_and_checks_each_batch_once_in_order():
-    log, batches = [], []
-    runner = FakeRunner()
-    tally = asyncio.run(run_jobs(runner, _jobs([3, 5, 7], log, batches), seed=10,
-                                 log=logging.getLogger("test")))
+def _run(runner, jobs, seed=10, log=None):
+    return asyncio.run(run_jobs(runner, jobs, seed=seed, log=log or logging.getLogger("test")))
+
+
+def test_run_jobs_builds_in_the_host_process_what_a_serial_loop_builds(tmp_path):
+    pid_file = tmp_path / "pids"
+    runner = FakeRunner(tmp_path)
+    tally = _run(runner, _jobs([3, 5, 7], np.random.default_rng(1), pid_file))
     assert (tally.blocks, tally.mismatches) == (15, 0)
-    assert [b.checks for b in batches] == [1, 1, 1]
-    assert [e[1] for e in log if e[0] == "make"] == [3, 5, 7]
-    assert [e[1] for e in log if e[0] == "check"] == [3, 5, 7]
-    # host work happens on the worker thread, the simulation on the caller's
-    assert all(e[2].startswith("bulk-host") for e in log)
-    assert [c[:4] for c in runner.calls] == [(3, 10, 0, 0), (5, 11, 1, 2), (7, 12, 2, 4)]
-    assert not any(c[4].startswith("bulk-host") for c in runner.calls)
+    # one make per job, all in one process that is not this one
+    pids = pid_file.read_text().split()
+    assert len(pids) == 3 and len(set(pids)) == 1 and int(pids[0]) != os.getpid()
+    # loads of at most `depth` rows; seeds: job index + row offset; the job's idle/stall
+    assert runner.calls == [(3, 10, 0, 0), (4, 11, 1, 2), (1, 15, 1, 2), (4, 12, 2, 4),
+                            (3, 16, 2, 4)]
+    # the stimulus the runner saw is what the same jobs give when run serially
+    serial = [job.make().stim for job in _jobs([3, 5, 7], np.random.default_rng(1))]
+    assert np.array_equal(np.concatenate(runner.seen), np.concatenate(serial))
+    # nothing is left behind in the working directory but the last stimulus image
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bulk_stim.bin", "pids"]
 
 
-def test_run_jobs_counts_mismatches():
-    log, batches = [], []
-    tally = asyncio.run(run_jobs(FakeRunner(corrupt={0, 4}), _jobs([3, 5], log, batches),
-                                 seed=1, log=logging.getLogger("test")))
-    assert (tally.blocks, tally.mismatches) == (8, 3)  # row 0 of both, row 4 of the second
+def test_run_jobs_counts_and_reports_mismatches(tmp_path, caplog):
+    runner = FakeRunner(tmp_path, corrupt={0, 4})
+    with caplog.at_level(logging.ERROR):
+        tally = _run(runner, _jobs([3, 5], np.random.default_rng(2)))
+    assert (tally.blocks, tally.mismatches) == (8, 2)  # row 0 of the first, row 1 of the second
+    mismatches = [r.getMessage() for r in caplog.records if "MISMATCH" in r.getMessage()]
+    assert len(mismatches) == 2 and mismatches[0].startswith("MISMATCH output 0:")
+    assert mismatches[1].startswith("MISMATCH output 1:")
+    assert any("job1: 1 mismatching blocks" in r.getMessage() for r in caplog.records)
 
 
-def test_run_jobs_reports_a_failing_build():
+def test_run_jobs_samples_coverage_in_the_simulator_process(tmp_path, monkeypatch):
+    sampled = []
+
+    class Counted(Batch):
+        def coverage_counts(self):
+            return {"rows": {"n": self.stim.shape[0]}}
+
+    monkeypatch.setattr(coverage, "active", lambda: object())
+    monkeypatch.setattr(coverage, "sample", sampled.append)
+    stim = np.zeros((3, 2), np.uint8)
+    _run(FakeRunner(tmp_path), [BulkJob("c", lambda: Counted(stim, stim))] * 2)
+    assert sampled == [{"rows": {"n": 3}}, {"rows": {"n": 3}}]
+
+
+def test_run_jobs_reports_a_failing_build(tmp_path):
     def boom():
         raise ValueError("no stimulus")
 
-    with pytest.raises(ValueError, match="no stimulus"):
-        asyncio.run(run_jobs(FakeRunner(), [BulkJob("bad", boom)], seed=1,
-                             log=logging.getLogger("test")))
+    with pytest.raises(RuntimeError, match="ValueError: no stimulus"):
+        _run(FakeRunner(tmp_path), [BulkJob("bad", boom)])
 
 
-def test_run_jobs_with_no_jobs():
-    tally = asyncio.run(run_jobs(FakeRunner(), [], seed=1, log=logging.getLogger("test")))
+def test_run_jobs_stops_the_host_process_when_the_simulation_fails(tmp_path):
+    class Failing(FakeRunner):
+        async def run_loaded(self, *args, **kwargs):
+            raise AssertionError("bulk: no `done`")
+
+    with pytest.raises(AssertionError, match="no `done`"):
+        _run(Failing(tmp_path), _jobs([3, 5, 7], np.random.default_rng(3)))
+    assert not any(p.name.startswith("bulk-host") for p in tmp_path.iterdir())
+
+
+def test_run_jobs_with_no_jobs(tmp_path):
+    tally = _run(FakeRunner(tmp_path), [])
     assert (tally.blocks, tally.mismatches) == (0, 0)

@@ -7,7 +7,7 @@ full simulator speed, and the cocotb / numpy side that feeds and checks it.
   :func:`prepare_unit`: generate a unit with ``hw`` and wrap it;
 * :mod:`~tb.bulk.runner` -- :class:`BulkRunner`: one batch through the wrapper from cocotb;
 * :mod:`~tb.bulk.jobs` -- :func:`run_jobs`: a list of :class:`BulkJob` built, simulated and
-  checked as a pipeline;
+  checked as a pipeline, the host work in a forked host process;
 * :mod:`~tb.bulk.__main__` -- ``python -m tb.bulk``: write a wrapper for use without cocotb.
 """
 

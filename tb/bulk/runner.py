@@ -85,6 +85,16 @@ class BulkRunner:
         expected = worst * 256 / (256 - idle) * 256 / (256 - stall)
         return int(CYCLES_MARGIN * expected) + drain + MAX_CYCLES_MIN
 
+    @property
+    def stim_path(self) -> Path:
+        """The stimulus image the wrapper loads on ``start`` (its ``+stim`` default)."""
+        return self.workdir / "bulk_stim.bin"
+
+    @property
+    def out_path(self) -> Path:
+        """The output image the wrapper writes when a load is done (its ``+out`` default)."""
+        return self.workdir / "bulk_out.bin"
+
     async def run(self, in_bits: np.ndarray, *, seed: int = 1, idle: int = 0, stall: int = 0,
                   out_count: int | None = None, drain: int = 16):
         """Stream ``in_bits`` (payload byte matrix) through the unit (after :meth:`reset`).
@@ -96,53 +106,63 @@ class BulkRunner:
         keeps accepting for ``drain`` cycles; an extra output or an input left untaken fails
         the run.
         """
-        from cocotb.triggers import RisingEdge, SimTimeoutError, with_timeout
-
-        dut = self.dut
-        if self.period_steps is None:
-            raise RuntimeError("BulkRunner.run before BulkRunner.reset")
         if out_count is not None and in_bits.shape[0] > self.depth:
             raise ValueError(f"a batch with out_count holds at most {self.depth} payloads")
         outs, total_cycles = [], 0
         for lo in range(0, in_bits.shape[0], self.depth):
             chunk = in_bits[lo:lo + self.depth]
-            n_out = chunk.shape[0] if out_count is None else out_count
-            (self.workdir / "bulk_stim.bin").write_bytes(self.in_layout.to_bin(chunk))
-            out_path = self.workdir / "bulk_out.bin"
-            if out_path.exists():
-                out_path.unlink()
-            t0 = time.perf_counter()
-            dut.bulk.value = 1
-            dut.count.value = chunk.shape[0]
-            dut.out_count.value = n_out
-            dut.drain.value = drain
-            dut.seed.value = (seed + lo) & 0xFFFFFFFF
-            dut.idle_thresh.value = idle
-            dut.stall_thresh.value = stall
-            dut.start.value = 1
-            await RisingEdge(dut.uclk)
-            dut.start.value = 0
-            await RisingEdge(dut.uclk)
-            # Bounded by what the batch should take, so a hung unit fails instead of hanging.
-            limit = self.cycle_limit(chunk.shape[0], n_out, idle, stall, drain)
-            try:
-                while not int(dut.done.value):
-                    await with_timeout(RisingEdge(dut.done), limit * self.period_steps, "step")
-            except SimTimeoutError:
-                raise AssertionError(
-                    f"bulk: no `done` within {limit} cycles (latency {self.latency}, idle "
-                    f"{idle}/256, stall {stall}/256): {int(dut.sent.value)} of "
-                    f"{chunk.shape[0]} blocks sent, {int(dut.received.value)} of {n_out} "
-                    "outputs received") from None
-            self.sim_seconds += time.perf_counter() - t0
-            if int(dut.load_error.value):
-                raise AssertionError(f"bulk: the wrapper could not load {chunk.shape[0]} "
-                                     f"payloads from {self.workdir / 'bulk_stim.bin'}")
-            total_cycles += int(dut.cycles.value)
-            sent, received = int(dut.sent.value), int(dut.received.value)
-            if sent != chunk.shape[0] or received != n_out:
-                raise AssertionError(f"bulk: the unit took {sent} of {chunk.shape[0]} payloads "
-                                     f"and gave {received} outputs, expected {n_out}")
-            outs.append(self.out_layout.from_bin(out_path.read_bytes()))
-            dut.bulk.value = 0
+            self.stim_path.write_bytes(self.in_layout.to_bin(chunk))
+            total_cycles += await self.run_loaded(chunk.shape[0], out_count, seed=seed + lo,
+                                                  idle=idle, stall=stall, drain=drain)
+            outs.append(self.out_layout.from_bin(self.out_path.read_bytes()))
         return np.concatenate(outs), total_cycles
+
+    async def run_loaded(self, rows: int, out_count: int | None = None, *, seed: int = 1,
+                         idle: int = 0, stall: int = 0, drain: int = 16) -> int:
+        """Run the ``rows`` payloads already written to :attr:`stim_path` (at most
+        :attr:`depth`; :meth:`tb.stream.BitLayout.to_bin` image) and leave the unit's outputs in
+        :attr:`out_path` (``from_bin`` image); returns the load's clock cycles.  Arguments as
+        for :meth:`run`, whose one load this is."""
+        from cocotb.triggers import RisingEdge, SimTimeoutError, with_timeout
+
+        dut = self.dut
+        if self.period_steps is None:
+            raise RuntimeError("BulkRunner.run before BulkRunner.reset")
+        if not 0 < rows <= self.depth:
+            raise ValueError(f"a load holds 1 to {self.depth} payloads, got {rows}")
+        n_out = rows if out_count is None else out_count
+        self.out_path.unlink(missing_ok=True)
+        t0 = time.perf_counter()
+        dut.bulk.value = 1
+        dut.count.value = rows
+        dut.out_count.value = n_out
+        dut.drain.value = drain
+        dut.seed.value = seed & 0xFFFFFFFF
+        dut.idle_thresh.value = idle
+        dut.stall_thresh.value = stall
+        dut.start.value = 1
+        await RisingEdge(dut.uclk)
+        dut.start.value = 0
+        await RisingEdge(dut.uclk)
+        # Bounded by what the batch should take, so a hung unit fails instead of hanging.
+        limit = self.cycle_limit(rows, n_out, idle, stall, drain)
+        try:
+            while not int(dut.done.value):
+                await with_timeout(RisingEdge(dut.done), limit * self.period_steps, "step")
+        except SimTimeoutError:
+            raise AssertionError(
+                f"bulk: no `done` within {limit} cycles (latency {self.latency}, idle "
+                f"{idle}/256, stall {stall}/256): {int(dut.sent.value)} of "
+                f"{rows} blocks sent, {int(dut.received.value)} of {n_out} "
+                "outputs received") from None
+        self.sim_seconds += time.perf_counter() - t0
+        if int(dut.load_error.value):
+            raise AssertionError(f"bulk: the wrapper could not load {rows} "
+                                 f"payloads from {self.stim_path}")
+        cycles = int(dut.cycles.value)
+        sent, received = int(dut.sent.value), int(dut.received.value)
+        if sent != rows or received != n_out:
+            raise AssertionError(f"bulk: the unit took {sent} of {rows} payloads "
+                                 f"and gave {received} outputs, expected {n_out}")
+        dut.bulk.value = 0
+        return cycles
