@@ -157,8 +157,8 @@ class _HostProcess:
         # needs nothing of the simulator but the layouts it copies with the process.
         ctx = multiprocessing.get_context("fork")
         self.conn, child_conn = ctx.Pipe()
-        self.process = ctx.Process(target=_host, args=(jobs, runner, directory, child_conn, self.conn),
-                                   name="bulk-host", daemon=True)
+        self.process = ctx.Process(target=_host, name="bulk-host", daemon=True,
+                                   args=(jobs, runner, directory, child_conn, self.conn))
         self.process.start()
         child_conn.close()
         self.pending = {}
