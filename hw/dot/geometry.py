@@ -14,8 +14,10 @@ from golden.formats import ElementFormat
 
 __all__ = ["GUARD", "DotGeometry", "units_max", "width_table"]
 
-#: Guard bits of the alignment window below the lowest bit of T (see docs/dot.md, "exactness").
-GUARD = 26
+#: Guard bits of the alignment window below the lowest bit of T: the fewest for which one sticky
+#: bit keeps ``c + T`` exact to round (docs/dot.md, "The exact c + T"; 26 was one more than
+#: needed, shown by an equivalent mutant, docs/verification.md).
+GUARD = 25
 
 
 def units_max(fmt: ElementFormat) -> int:

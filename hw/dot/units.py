@@ -14,7 +14,7 @@ The arithmetic (:func:`hw.dot.fused_step.build_fused_step`) is the bit-level sta
 2. The ``k`` products add up exactly in a signed fixed-point sum ``S`` whose width
    (:attr:`DotGeometry.sum_bits`) is derived from the formats' largest finite magnitudes.
 3. ``T = S * 2^eT`` and ``c`` are placed exactly in an ``N``-bit window (``N = W + G + 2``,
-   ``G = 26``), anchored on whichever of the two reaches higher; bits of the other operand that
+   ``G = 25``), anchored on whichever of the two reaches higher; bits of the other operand that
    fall below the window fold into a sticky bit.  ``docs/dot.md`` proves this never changes
    the rounded result.
 4. The window sum is normalized (the shift clamped so that subnormal results come out
