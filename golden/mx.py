@@ -212,9 +212,9 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
         rand = np.zeros((1, 1), np.int64)
     scales = np.empty(blocks.shape[0], np.uint8)
     codes = np.empty(blocks.shape, np.uint8)
-    K.quantize_blocks(blocks, ff.ebits, ff.mbits, fmt.ebits, fmt.mbits, fmt.bias, fmt.emax,
-                      fmt.max_code, fmt.bits, fmt.twos_complement, smode, rid, random_bits, rand,
-                      scales, codes)
+    kernel = K.block_quantizer(ff.ebits, ff.mbits, fmt.ebits, fmt.mbits, fmt.bias, fmt.emax,
+                               fmt.max_code, fmt.bits, fmt.twos_complement)
+    kernel(blocks, smode, rid, random_bits, rand, scales, codes)
     codes = np.moveaxis(codes.reshape(*lead, nb * k), -1, ax)
     scales = np.moveaxis(scales.reshape(*lead, nb), -1, ax)
     return MXArray(scales, codes, fmt, k, ax, a.shape)
