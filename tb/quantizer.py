@@ -261,8 +261,11 @@ class QuantizerModel(standard_tests.UnitModel):
         """Per element, the largest random value with which golden's stochastic rounding
         does not round it up: ``2^R - f_R - 1`` (``2^R - 1`` when no value does).
 
-        Found by bisection on golden itself (rounding up is monotone in the random value),
-        so the testbench needs no second statement of ``f_R``: R + 1 golden passes.
+        Found by bisection on golden itself (rounding up is monotone in the random value):
+        R + 1 golden passes, and no copy of the rounder.  The coverage model
+        (:mod:`tb.coverage.quantizer`) states ``f_R`` once more, from the exact fraction, to
+        classify lanes; its ``random.below_threshold``/``at_threshold`` bins being hit by
+        these passes is the cross-check of the two.
         """
         down = self.expected(raw, rounding_ids, scale_mode_ids, np.zeros(raw.shape, np.int64))[1]
         largest = np.zeros(raw.shape, np.int64)
