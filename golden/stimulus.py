@@ -299,13 +299,16 @@ def random_fp32(rng, n) -> np.ndarray:
 def dot_random_blocks(rng, fa, fb, n, k, *, specials=0.03):
     """``(a_codes, sa, b_codes, sb)`` random blocks: finite codes, with a few NaN/Inf codes and
     NaN scales, a few blocks of all-equal or one-huge-among-tiny elements, extreme scales."""
+    # Per-lane draws are bytes (indices into <= 256 finite codes, 1/256 probability steps):
+    # a testbench builds these while the simulator runs, and 8-byte draws of (n, k) arrays
+    # were most of that memory traffic.
     fin_a, fin_b = finite_codes(fa), finite_codes(fb)
-    ca = rng.choice(fin_a, (n, k))
-    cb = rng.choice(fin_b, (n, k))
+    ca = fin_a[rng.integers(0, len(fin_a), (n, k), dtype=np.int16)]
+    cb = fin_b[rng.integers(0, len(fin_b), (n, k), dtype=np.int16)]
     # Sparse blocks (few non-zero lanes) give sums with few bits: ties and exact results.
-    sparse = rng.random(n) < 0.25
-    mask = rng.random((n, k)) < 0.15
-    ca[sparse] = np.where(mask[sparse], ca[sparse], 0)
+    sparse = np.flatnonzero(rng.random(n) < 0.25)
+    keep = rng.integers(0, 256, (sparse.size, k), dtype=np.uint8) < 38  # about 0.15
+    ca[sparse] = np.where(keep, ca[sparse], 0)
     # All-equal blocks and one huge among tiny ones.
     eq = rng.random(n) < 0.05
     ca[eq] = ca[eq, :1]
@@ -315,7 +318,7 @@ def dot_random_blocks(rng, fa, fb, n, k, *, specials=0.03):
     for codes, fmt in ((ca, fa), (cb, fb)):
         sp = special_codes(fmt)
         if len(sp):
-            hit = rng.random((n, k)) < specials / k
+            hit = rng.random((n, k), dtype=np.float32) < specials / k
             codes[hit] = rng.choice(sp, int(hit.sum()))
     sa = np.clip(rng.normal(127, 12, n), 0, 254).astype(np.uint8)
     sb = np.clip(rng.normal(127, 12, n), 0, 254).astype(np.uint8)
