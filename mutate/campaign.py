@@ -12,6 +12,9 @@ the repository (:class:`~mutate.sandbox.Sandbox`):
    for that configuration plus :data:`TIMEOUT_SLACK`) is *killed (hang)*; all passing:
    *survived*.
 
+A mutant listed in :data:`mutate.equivalents.KNOWN_EQUIVALENTS` (shown equivalent earlier,
+with the reason) is reported as *equivalent (known)* without generating or simulating it.
+
 The baseline (unmutated) time of each configuration is measured in a second sandbox the
 first time a mutant needs it, and cached in ``build/mutate/baseline.json`` with a digest of
 the sources: the unmutated regression must pass, or the campaign stops.
@@ -29,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .equivalents import known_equivalent
 from .operators import Mutation, find_mutations
 from .regression import SimConfig, default_configs, unit_sources
 from .sample import StratifiedSampler
@@ -38,7 +42,8 @@ __all__ = ["Result", "Campaign", "STATUSES", "TIMEOUT_FACTOR", "TIMEOUT_SLACK"]
 
 #: Outcomes, in report order.  Kill rate = (killed + killed (hang)) / those that changed the
 #: Verilog (the first three).
-STATUSES = ("killed", "killed (hang)", "survived", "no effect", "does not elaborate")
+STATUSES = ("killed", "killed (hang)", "survived", "no effect", "does not elaborate",
+            "equivalent (known)")
 #: A mutant's simulation of a configuration may take this many times the baseline's ...
 TIMEOUT_FACTOR = 3.0
 #: ... plus this many seconds (a Verilator rebuild under load varies more than a simulation).
@@ -170,6 +175,10 @@ class Campaign:
         source = self.sources[mutation.path]
         result = Result(mutation.key, mutation.path, mutation.line, mutation.operator,
                         mutation.description, mutation.diff(source))
+        known = known_equivalent(mutation, source)
+        if known is not None:
+            result.status, result.message = "equivalent (known)", known.reason
+            return result
         t0 = time.monotonic()
         sandbox.write(mutation.path, mutation.apply(source))
         try:
@@ -281,7 +290,7 @@ class Campaign:
 
     def summary_text(self, meta) -> str:
         lines = [f"{'file':28} {'tried':>5} {'no eff':>6} {'no elab':>7} {'simul':>5} "
-                 f"{'killed':>6} {'hang':>4} {'surv':>4}  kill rate"]
+                 f"{'killed':>6} {'hang':>4} {'surv':>4} {'equiv':>5}  kill rate"]
         totals = Counter()
         for path, c in self.per_file().items():
             lines.append(_row(path, c))
@@ -303,8 +312,8 @@ class Campaign:
                  f"{meta['load_end'][0]:.1f} at end, {meta['cpus']} cores"
                  + ("" if meta["complete"] else " (**in progress**)") + ".", "",
                  "| file | tried | no effect | does not elaborate | simulated | killed | "
-                 "killed (hang) | survived | kill rate |",
-                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                 "killed (hang) | survived | equivalent (known) | kill rate |",
+                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         totals = Counter()
         for path, c in self.per_file().items():
             lines.append(_md_row(f"`{path}`", c))
@@ -329,18 +338,18 @@ class Campaign:
 def _counts(c: Counter) -> tuple[int, ...]:
     simulated = c["killed"] + c["killed (hang)"] + c["survived"]
     return (sum(c.values()), c["no effect"], c["does not elaborate"], simulated, c["killed"],
-            c["killed (hang)"], c["survived"])
+            c["killed (hang)"], c["survived"], c["equivalent (known)"])
 
 
 def _rate(c: Counter) -> str:
-    *_, simulated, killed, hang, _ = _counts(c)
+    _, _, _, simulated, killed, hang, _, _ = _counts(c)
     return f"{100 * (killed + hang) / simulated:.0f} %" if simulated else "-"
 
 
 def _row(name: str, c: Counter) -> str:
-    tried, none, noelab, sim, killed, hang, surv = _counts(c)
+    tried, none, noelab, sim, killed, hang, surv, equiv = _counts(c)
     return (f"{name:28} {tried:5d} {none:6d} {noelab:7d} {sim:5d} {killed:6d} {hang:4d} "
-            f"{surv:4d}  {_rate(c)}")
+            f"{surv:4d} {equiv:5d}  {_rate(c)}")
 
 
 def _md_row(name: str, c: Counter) -> str:

@@ -172,3 +172,27 @@ def test_no_effect_detection(sandbox, path, line_text, description, changes):
         sandbox.write(path, source)
     assert (mutated["fingerprints"][SMALL.nodeid] != base) is changes
     assert (ROOT / path).read_text() == source  # the real hw/ is never touched
+
+
+def test_every_known_equivalent_is_a_mutant_of_todays_source():
+    """Each entry matches exactly one mutant the operators make of the current file (an entry
+    whose line changed would otherwise stop matching without anyone noticing)."""
+    from mutate.equivalents import KNOWN_EQUIVALENTS, known_equivalent
+
+    for entry in KNOWN_EQUIVALENTS:
+        source = (ROOT / entry.path).read_text()
+        hits = [mu for mu in find_mutations(entry.path, source)
+                if known_equivalent(mu, source) == entry]
+        assert len(hits) == 1, (entry.path, entry.before, entry.after, len(hits))
+
+
+def test_known_equivalents_do_not_match_other_mutants_of_their_line():
+    from mutate.equivalents import KNOWN_EQUIVALENTS, known_equivalent
+
+    entry = KNOWN_EQUIVALENTS[0]
+    source = (ROOT / entry.path).read_text()
+    line = [mu for mu in find_mutations(entry.path, source)
+            if source.splitlines()[mu.line - 1].strip() == entry.before]
+    matched = [mu for mu in line if known_equivalent(mu, source) is not None]
+    # the line has more mutants than its two known equivalents (e.g. sub + 1 -> sub + 0)
+    assert len(line) > len(matched) == 2

@@ -1,0 +1,72 @@
+"""Mutants shown equivalent to the design (same function), with the reason for each.
+
+A campaign recognises these by the text of the mutated line before and after the change, so
+the entries survive edits elsewhere in the file, and reports them as *equivalent (known)*
+without simulating them: each already cost 6-18 minutes of simulation in an earlier campaign
+to survive.  An entry whose line changes stops matching, and the mutant is simulated again.
+docs/verification.md, "Survivors and known equivalent mutants", has the longer arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .operators import Mutation
+
+__all__ = ["KnownEquivalent", "KNOWN_EQUIVALENTS", "known_equivalent"]
+
+
+@dataclass(frozen=True)
+class KnownEquivalent:
+    """A mutant of ``path`` that turns the line ``before`` into ``after`` (both stripped)."""
+
+    path: str
+    before: str
+    after: str
+    reason: str
+
+
+KNOWN_EQUIVALENTS = (
+    KnownEquivalent(
+        "hw/rounding.py",
+        "drop = Mux(sub > drop_max - (p - 1 - mbits), drop_max, sub + (p - 1 - mbits))",
+        "drop = Mux(sub > drop_max - (p - 1 - mbits), drop_max, sub - (p - 1 - mbits))",
+        "align_to_grid serves only the dequantizer, whose element significand is narrower "
+        "than every output grid, so p - 1 - mbits is 0 in every configuration (campaign 2)"),
+    KnownEquivalent(
+        "hw/rounding.py",
+        "drop = Mux(sub > drop_max - (p - 1 - mbits), drop_max, sub + (p - 1 - mbits))",
+        "drop = Mux(sub > drop_max - (p - 0 - mbits), drop_max, sub + (p - 1 - mbits))",
+        "with p - 1 - mbits = 0 the mutant tests sub > drop_max - 1: at sub = drop_max both "
+        "arms give drop_max (campaign 6)"),
+    KnownEquivalent(
+        "hw/rounding.py", "return Const(0, 1)", "return Const(0, 2)",
+        "rtz's increment: a zero one bit wider is still zero (campaign 3)"),
+    KnownEquivalent(
+        "hw/arith.py", "p = 1 << ceil_log2(w)", "p = 2 << ceil_log2(w)",
+        "leading_zeros pads with ones below the input; with twice the pad the first one is "
+        "still w places from the top, so every count is the same (issue 12)"),
+    KnownEquivalent(
+        "hw/dot/fused_step.py", '"lim": (s.frame + (n + 124))[:12].as_signed()}',
+        '"lim": (s.frame + (n + 124))[:13].as_signed()}',
+        "|lim| < 600 for every format pair, inside 12 signed bits: the 13th is a sign copy "
+        "(campaign 5)"),
+    KnownEquivalent(
+        "hw/dot/fused_step.py", '"e0": (s.lim - fine)[:11],', '"e0": (s.lim - fine)[:12],',
+        "lim stays below 421, so e0 fits 11 bits and the 12th is always 0 (issue 12)"),
+    KnownEquivalent(
+        "hw/dot/geometry.py", "return 1 << (fmt.bits - 1)", "return 1 << (fmt.bits - 0)",
+        "a larger int8 magnitude bound only widens the exact fused-step datapath "
+        "(campaign 5)"),
+)
+
+
+def known_equivalent(mutation: Mutation, source: str) -> KnownEquivalent | None:
+    """The entry of :data:`KNOWN_EQUIVALENTS` that ``mutation`` of ``source`` is, if any."""
+    line = mutation.line - 1
+    before = source.splitlines()[line].strip()
+    after = mutation.apply(source).splitlines()[line].strip()
+    for entry in KNOWN_EQUIVALENTS:
+        if (entry.path, entry.before, entry.after) == (mutation.path, before, after):
+            return entry
+    return None
