@@ -242,14 +242,16 @@ class QuantizerModel(standard_tests.UnitModel):
                 for pattern in (STOCHASTIC_PATTERNS if ROUNDINGS[r] == "stochastic"
                                 else (None,))]
 
-    def stochastic_random(self, raw, rounding_ids, scale_mode_ids, pattern: str):
-        """Per element random values of a stochastic pass in ``pattern``."""
+    def stochastic_random(self, raw, rounding_ids, scale_mode_ids, pattern: str, below=None):
+        """Per element random values of a stochastic pass in ``pattern``; ``below`` is
+        :meth:`largest_random_rounding_down` of the same blocks if already known."""
         ones = (1 << self.random_bits) - 1
         if pattern == "zero":
             return np.zeros(raw.shape, np.int64)
         if pattern == "all ones":
             return np.full(raw.shape, ones, np.int64)
-        below = self.largest_random_rounding_down(raw, rounding_ids, scale_mode_ids)
+        below = (self.largest_random_rounding_down(raw, rounding_ids, scale_mode_ids)
+                 if below is None else below)
         if pattern == "below threshold":
             return below
         if pattern == "at threshold":
@@ -281,18 +283,33 @@ class QuantizerModel(standard_tests.UnitModel):
         blocks = self.exhaustive_blocks()
         chunks = [slice(lo, min(len(blocks), lo + DEPTH)) for lo in range(0, len(blocks), DEPTH)]
 
+        last_bisection = {}  # (r, s, chunk start) -> its threshold bisection, the last one only
+
         def make(r, s, pattern, sl):
             raw = blocks[sl]
             n = raw.shape[0]
             rounding_ids, scale_mode_ids = np.full(n, r), np.full(n, s)
-            random = (self.stochastic_random(raw, rounding_ids, scale_mode_ids, pattern)
-                      if pattern else np.zeros(raw.shape, np.int64))
+            if pattern in ("below threshold", "at threshold"):
+                key = (r, s, sl.start)
+                if key not in last_bisection:
+                    last_bisection.clear()
+                    last_bisection[key] = self.largest_random_rounding_down(
+                        raw, rounding_ids, scale_mode_ids)
+                random = self.stochastic_random(raw, rounding_ids, scale_mode_ids, pattern,
+                                                below=last_bisection[key])
+            else:
+                random = (self.stochastic_random(raw, rounding_ids, scale_mode_ids, pattern)
+                          if pattern else np.zeros(raw.shape, np.int64))
             return QuantizerBatch(self, raw, rounding_ids, scale_mode_ids, random)
 
+        # Chunk-major within a mode pair: a chunk's stochastic patterns are consecutive jobs,
+        # so the two threshold patterns share one bisection (R + 1 golden passes).
+        modes = dict.fromkeys((r, s) for r, s, _ in self.exhaustive_passes())
         return [BulkJob(f"exhaustive {ROUNDINGS[r]}/{SCALE_MODES[s]}"
                         + (f" r={pattern}" if pattern else "") + f" [{sl.start}:{sl.stop}]",
                         lambda r=r, s=s, p=pattern, sl=sl: make(r, s, p, sl), drain=self.drain)
-                for r, s, pattern in self.exhaustive_passes() for sl in chunks]
+                for r, s in modes for sl in chunks
+                for rr, ss, pattern in self.exhaustive_passes() if (rr, ss) == (r, s)]
 
 
 # The cocotb tests of this testbench: the standard tests on this unit's model.

@@ -219,3 +219,23 @@ def test_dot_scale_pair_sweep_covers_every_scale_pair(seed):
     pairs, counts = np.unique(sa * 256 + sb, return_counts=True)
     assert pairs.size == 256 * 256 and (counts == 9).all()  # 3 x 3 code pairs per scale pair
     assert any(job.what == "every scale pair" for job in model.bulk_jobs(np.random.default_rng(1)))
+
+
+def test_exhaustive_threshold_passes_share_one_bisection_per_chunk(monkeypatch):
+    """The "below" and "at threshold" jobs of a chunk are consecutive and bisect once; their
+    random values are the threshold neighbours (at = below + 1)."""
+    model = _quantizer(["--format", "fp4_e2m1", "--input", "fp16", "--block-size", "32",
+                        *RUNTIME], 5, exhaustive=True)
+    calls = []
+    bisect = model.largest_random_rounding_down
+    monkeypatch.setattr(model, "largest_random_rounding_down",
+                        lambda *a: calls.append(1) or bisect(*a))
+    jobs = [j for j in model.exhaustive_jobs() if "threshold" in j.what][:4]
+    assert [j.what.split(" r=")[1].split(" [")[0] for j in jobs] == [
+        "below threshold", "at threshold"] * 2
+    below, at = jobs[0].make(), jobs[1].make()
+    assert len(calls) == 1
+    ones = (1 << model.random_bits) - 1
+    assert np.array_equal(at.random, np.minimum(below.random + 1, ones))
+    jobs[2].make()
+    assert len(calls) == 2
