@@ -96,6 +96,8 @@ def test_placement_ends_registered_and_registers_everything_at_max():
     ({"block_size": 32.0}, TypeError),
     ({"stages": 0}, ValueError),
     ({"stages": MAX_STAGES + 1}, ValueError),
+    ({"multipliers": "dsp48"}, ValueError),
+    ({"multipliers": 1}, TypeError),
 ])
 def test_bad_parameters_raise(kwargs, exc):
     args = {"fmt_a": "fp8_e4m3", "block_size": 32, "stages": 4, **kwargs}
@@ -120,6 +122,26 @@ def test_attributes_and_ports():
     assert g.latency == 5 and g.ctx_bits == 3
     assert g.signature.members["o"].signature.members["payload"].shape.size == 32 + 3
     assert MXDotGeneral("fp4_e2m1", contexts=1).ctx_bits == 0
+
+
+def test_dsp_multipliers_use_the_multiply_operator(tmp_path):
+    """``multipliers="dsp"`` builds the lane products with ``*`` (one multiply per lane, for
+    the synthesis tool's DSPs), the default builds none; the name and sidecar say which.
+    (Same function: the int8 x int8 dsp configuration of ``make sim`` checks every code pair.)"""
+    out = tmp_path / "d.v"
+    r = _cli("generate", "dot", "--format", "int8", "--block-size", "4", "--stages", "2",
+             "--multipliers", "dsp", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "module mx_dot_int8_int8_k4_s2_dsp" in text
+    assert text.count(" * ") == 4
+    assert json.loads(out.with_suffix(".json").read_text())["parameters"]["multipliers"] == "dsp"
+    r = _cli("generate", "dot", "--format", "int8", "--block-size", "4", "--stages", "2",
+             "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert " * " not in out.read_text()
+    g = MXDotGeneral("int8", block_size=4, multipliers="dsp")
+    assert g.module_name.endswith("_dsp") and g.parameters["multipliers"] == "dsp"
 
 
 def _cli(*args, cwd=None):

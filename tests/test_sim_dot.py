@@ -31,11 +31,14 @@ FULL = env_flag("SIM_FULL")
 FMTS = list(golden.FORMATS)
 DEFAULT_STAGES = _default_stages("dot")
 
-# (unit, fmt_a, fmt_b, k, stages, contexts, exhaustive)
+# (unit, fmt_a, fmt_b, k, stages, contexts, exhaustive[, multipliers]); multipliers "lut"
+# unless given
 DEFAULT = [
     *[("dot", f, f, 32 if f.startswith("fp8") else 16, DEFAULT_STAGES, 1, True) for f in FMTS],
     ("dot", "fp8_e4m3", "fp4_e2m1", 32, 4, 1, True),
     ("dot", "int8", "fp6_e2m3", 32, 3, 1, True),
+    # DSP lane products: every int8 code pair (the widest products) through `*`
+    ("dot", "int8", "int8", 8, 4, 1, True, "dsp"),
     ("dot-general", "fp8_e4m3", "fp8_e4m3", 32, DEFAULT_STAGES, 16, False),
 ]
 FULL_EXTRA = [
@@ -54,31 +57,39 @@ FULL_CONFIGS = DEFAULT + FULL_EXTRA
 CONFIGS = FULL_CONFIGS if FULL else DEFAULT
 
 
+def multipliers(c) -> str:
+    return c[7] if len(c) > 7 else "lut"
+
+
 def config_id(c):
-    unit, fmt_a, fmt_b, k, stages, contexts, _ = c
+    unit, fmt_a, fmt_b, k, stages, contexts, *_ = c
     return (f"{unit}-{fmt_a}-{fmt_b}-k{k}-s{stages}"
-            + (f"-c{contexts}" if unit == "dot-general" else ""))
+            + (f"-c{contexts}" if unit == "dot-general" else "")
+            + ("" if multipliers(c) == "lut" else f"-{multipliers(c)}"))
 
 
 def label(c):
-    unit, fmt_a, fmt_b, k, stages, contexts, _ = c
+    unit, fmt_a, fmt_b, k, stages, contexts, *_ = c
     return (f"{unit} {fmt_a} x {fmt_b} k={k} s={stages}"
-            + (f" ctx={contexts}" if unit == "dot-general" else ""))
+            + (f" ctx={contexts}" if unit == "dot-general" else "")
+            + ("" if multipliers(c) == "lut" else f" {multipliers(c)}"))
 
 
 def unit_args(config) -> tuple[str, list[str]]:
     """The unit and its ``python -m hw generate`` arguments for a configuration."""
-    unit, fmt_a, fmt_b, k, stages, contexts, _ = config
+    unit, fmt_a, fmt_b, k, stages, contexts, *_ = config
     return unit, ["--format-a", fmt_a, "--format-b", fmt_b, "--block-size", str(k),
                   "--stages", str(stages),
-                  *(["--contexts", str(contexts)] if unit == "dot-general" else [])]
+                  *(["--contexts", str(contexts)] if unit == "dot-general" else []),
+                  *(["--multipliers", multipliers(config)]
+                    if multipliers(config) != "lut" else [])]
 
 
 @pytest.mark.sim
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_dot_rtl_matches_golden(config, seed, sim_record, sim_coverage):
     unit, argv = unit_args(config)
-    exhaustive = config[-1]
+    exhaustive = config[6]
     run_unit(unit, argv, test_module="tb.dot", name=config_id(config), seed=seed,
              label=label(config), blocks=env_int("BLOCKS", 20000 if FULL else 3000),
              full=FULL, sweeps=exhaustive, exhaustive=FULL and exhaustive and unit == "dot",

@@ -20,6 +20,8 @@ CONFIGS = (
     + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
        ("dot", ["--format-a", "int8", "--format-b", "fp6_e2m3", *K]),
        ("dot-general", ["--format", "fp8_e4m3", *K])]
+    # the lane products in DSPs (MULT18X18D) instead of LUTs
+    + [("dot", ["--format", f, "--multipliers", "dsp", *K]) for f in ("fp8_e4m3", "int8")]
 )
 #: Pipeline-depth sweeps: (unit, args, stages values).
 SWEEPS = (

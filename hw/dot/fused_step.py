@@ -29,7 +29,23 @@ DOT_SECTIONS = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3
                 "shift_lo": 5, "round": 4, "finish": 3}
 
 
-def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, side=None):
+#: The ways :func:`build_fused_step` can build the lane products.
+MULTIPLIERS = ("lut", "dsp")
+
+
+def lane_product(m: Module, wide, narrow, name: str, multipliers: str):
+    """``wide * narrow`` (signed ``wide``, unsigned ``narrow``; ``len(wide) + len(narrow)``
+    bits, signed), built as :data:`MULTIPLIERS` says."""
+    if multipliers == "lut":
+        return partial_product_sum(m, wide, narrow, name)
+    if multipliers == "dsp":
+        width = len(wide) + len(narrow)
+        return wire(m, (wide.as_signed() * narrow)[:width].as_signed(), name)
+    raise ValueError(f"multipliers must be one of {', '.join(MULTIPLIERS)}, got {multipliers!r}")
+
+
+def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, side=None,
+                     *, multipliers: str = "lut"):
     """Build the fused step into ``m``, crossing every boundary of :data:`DOT_SECTIONS` on
     ``pipe``.
 
@@ -46,6 +62,10 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     side : dict of str to Value, optional
         Values that ride along unchanged (MXDotGeneral: ``ctx``, ``last``); a ``last`` field
         also makes only last blocks wait at the output (:meth:`Pipeline.hold_when`).
+    multipliers : {"lut", "dsp"}
+        How the lane significand products are built: ``"lut"`` as sums of partial products
+        in LUTs and carry chains (:func:`hw.arith.partial_product_sum`), ``"dsp"`` as ``*``,
+        which yosys maps to DSP multipliers (ECP5 MULT18X18D, one per lane).  Same function.
 
     Returns
     -------
@@ -98,10 +118,11 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     }, "decode")
 
     # 2. multiply: the signed lane products +-sig_a*sig_b (not yet shifted), in LUTs and
-    #    carry chains (see partial_product_sum); the lane specials reduced over the block.
+    #    carry chains (see partial_product_sum) or DSPs; the lane specials reduced over the
+    #    block.
     lanes = [s.lanes[i] for i in range(k)]
     s = cross({
-        "prods": [partial_product_sum(m, ln.wide, ln.narrow, f"sig_prod{i}")
+        "prods": [lane_product(m, ln.wide, ln.narrow, f"sig_prod{i}", multipliers)
                   for i, ln in enumerate(lanes)],
         "shifts": [ln.shift for ln in lanes],
         "nan": Cat(*(ln.nan for ln in lanes)).any() | s.scale_nan,

@@ -38,13 +38,27 @@ from ..cli import UnitSpec, format_help
 from ..elements import block_layout
 from ..params import check_block_size, check_power_of_two, check_stages
 from ..pipeline import Pipeline
-from .fused_step import DOT_SECTIONS, build_fused_step
+from .fused_step import DOT_SECTIONS, MULTIPLIERS, build_fused_step
 from .geometry import DotGeometry
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "DEFAULT_STAGES", "MAX_STAGES"]
 
 MAX_STAGES = len(DOT_SECTIONS)
 DEFAULT_STAGES = 15
+
+
+def _check_multipliers(multipliers) -> str:
+    if not isinstance(multipliers, str):
+        raise TypeError(f"multipliers must be a str, got {type(multipliers).__name__}")
+    if multipliers not in MULTIPLIERS:
+        raise ValueError(f"multipliers must be one of {', '.join(MULTIPLIERS)}, "
+                         f"got {multipliers!r}")
+    return multipliers
+
+
+def _multipliers_suffix(multipliers: str) -> str:
+    """Module name suffix: none for the default LUT products, ``_dsp`` for DSP ones."""
+    return "" if multipliers == "lut" else f"_{multipliers}"
 
 
 class MXDot(wiring.Component):
@@ -63,6 +77,10 @@ class MXDot(wiring.Component):
         Pipeline registers, 1..15 (the latency; default 15, every section boundary).  They
         are placed by :func:`hw.pipeline.place_registers` on the delays of
         :data:`hw.dot.fused_step.DOT_SECTIONS`.
+    multipliers : {"lut", "dsp"}
+        Lane significand products in LUTs and carry chains (default) or as ``*`` for the
+        synthesis tool's DSP multipliers (ECP5: one MULT18X18D per lane).  Same function;
+        the module name gets ``_dsp``.
 
     Members
     -------
@@ -83,19 +101,22 @@ class MXDot(wiring.Component):
     registered_stall = False
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
-                 stages: int = DEFAULT_STAGES):
+                 stages: int = DEFAULT_STAGES, multipliers: str = "lut"):
         fmt_a = golden.element_format(fmt_a)
         fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
         self.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
         self.stages = check_stages(stages, MAX_STAGES)
+        self.multipliers = _check_multipliers(multipliers)
         self.fmt_a, self.fmt_b, self.block_size = fmt_a, fmt_b, block_size
         self.latency = stages
         self.max_stages = MAX_STAGES  # the deepest pipeline (bench.synth sweeps 1..max_stages)
-        self.module_name = f"mx_dot_{fmt_a.name}_{fmt_b.name}_k{block_size}_s{stages}"
+        self.module_name = (f"mx_dot_{fmt_a.name}_{fmt_b.name}_k{block_size}_s{stages}"
+                            + _multipliers_suffix(multipliers))
         self.parameters = {"format_a": fmt_a.name, "format_b": fmt_b.name,
                            "block_size": block_size,
                            "stages": stages, "sum_bits": self.geometry.sum_bits + 1,
-                           "window_bits": self.geometry.window_bits}
+                           "window_bits": self.geometry.window_bits,
+                           "multipliers": multipliers}
         layout = data.StructLayout({
             "a": block_layout(fmt_a, block_size),
             "b": block_layout(fmt_b, block_size),
@@ -111,7 +132,8 @@ class MXDot(wiring.Component):
         pipe = Pipeline(m, DOT_SECTIONS, self.stages, name="dot",
                         registered_stall=self.registered_stall)
         p = self.i.payload
-        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c)
+        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c,
+                               multipliers=self.multipliers)
         m.d.comb += self.o.payload.result.eq(out.result)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready, o_valid=self.o.valid,
                      o_ready=self.o.ready)
@@ -143,6 +165,8 @@ class MXDotGeneral(wiring.Component):
         Accumulation contexts (simultaneously open runs), a power of two in 1..64.
     stages : int
         Pipeline registers of the fused step, 1..15 (= ``latency``; default 15).
+    multipliers : {"lut", "dsp"}
+        As for :class:`MXDot`.
 
     Members
     -------
@@ -163,11 +187,12 @@ class MXDotGeneral(wiring.Component):
     registered_stall = False
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
-                 stages: int = DEFAULT_STAGES):
+                 stages: int = DEFAULT_STAGES, multipliers: str = "lut"):
         fmt_a = golden.element_format(fmt_a)
         fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
         self.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
         self.stages = check_stages(stages, MAX_STAGES)
+        self.multipliers = _check_multipliers(multipliers)
         check_power_of_two("contexts", contexts, 1, 64)
         self.fmt_a, self.fmt_b, self.block_size = fmt_a, fmt_b, block_size
         self.stages, self.contexts = stages, contexts
@@ -175,11 +200,12 @@ class MXDotGeneral(wiring.Component):
         self.latency = stages
         self.max_stages = MAX_STAGES
         self.module_name = (f"mx_dot_general_{fmt_a.name}_{fmt_b.name}_k{block_size}"
-                            f"_c{contexts}_s{stages}")
+                            f"_c{contexts}_s{stages}" + _multipliers_suffix(multipliers))
         self.parameters = {"format_a": fmt_a.name, "format_b": fmt_b.name,
                            "block_size": block_size, "contexts": contexts, "stages": stages,
                            "sum_bits": self.geometry.sum_bits + 1,
-                           "window_bits": self.geometry.window_bits}
+                           "window_bits": self.geometry.window_bits,
+                           "multipliers": multipliers}
         layout = data.StructLayout({
             "a": block_layout(fmt_a, block_size),
             "b": block_layout(fmt_b, block_size),
@@ -216,7 +242,8 @@ class MXDotGeneral(wiring.Component):
         c = Mux(p.first, p.c0, current)
 
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
-        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, c, side)
+        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, c, side,
+                               multipliers=self.multipliers)
         pipe_ready, pipe_valid = Signal(), Signal()
         # Non-last blocks leave into the accumulator without waiting for the output.
         pipe.connect(i_valid=self.i.valid & free, i_ready=pipe_ready, o_valid=pipe_valid,
@@ -252,6 +279,9 @@ def _add_common(p: argparse.ArgumentParser):
     p.add_argument("--block-size", type=int, default=32, help="elements per block (2..64)")
     p.add_argument("--stages", type=int, default=DEFAULT_STAGES,
                    help=f"pipeline registers = latency in cycles (1..{MAX_STAGES})")
+    p.add_argument("--multipliers", choices=MULTIPLIERS, default="lut",
+                   help="lane products in LUTs and carry chains (lut, default) or as `*` "
+                        "for the synthesis tool's DSP multipliers (dsp)")
 
 
 def _formats(args):
@@ -267,7 +297,8 @@ def _formats(args):
 
 def _build_dot(args):
     fmt_a, fmt_b = _formats(args)
-    return MXDot(fmt_a, fmt_b, block_size=args.block_size, stages=args.stages)
+    return MXDot(fmt_a, fmt_b, block_size=args.block_size, stages=args.stages,
+                 multipliers=args.multipliers)
 
 
 def _add_general(p):
@@ -279,7 +310,7 @@ def _add_general(p):
 def _build_general(args):
     fmt_a, fmt_b = _formats(args)
     return MXDotGeneral(fmt_a, fmt_b, block_size=args.block_size, contexts=args.contexts,
-                        stages=args.stages)
+                        stages=args.stages, multipliers=args.multipliers)
 
 
 def cli_units() -> list[UnitSpec]:
