@@ -12,6 +12,10 @@ the repository (:class:`~mutate.sandbox.Sandbox`):
    for that configuration plus :data:`TIMEOUT_SLACK`) is *killed (hang)*; all passing:
    *survived*.
 
+A mutant that changes only sidecars (the Verilog of every configuration is the same) cannot
+be seen by a simulation; it is checked by :data:`SIDECAR_TEST` instead (*killed* or
+*survived*, marked "sidecar only" in the report).
+
 A mutant listed in :data:`mutate.equivalents.KNOWN_EQUIVALENTS` (shown equivalent earlier,
 with the reason) is reported as *equivalent (known)* without generating or simulating it.
 
@@ -48,6 +52,8 @@ STATUSES = ("killed", "killed (hang)", "survived", "no effect", "does not elabor
 TIMEOUT_FACTOR = 3.0
 #: ... plus this many seconds (a Verilator rebuild under load varies more than a simulation).
 TIMEOUT_SLACK = 120.0
+#: The test that checks every configuration's sidecar (run for sidecar-only mutants).
+SIDECAR_TEST = "tests/test_sidecar.py"
 #: Limit of the baseline's simulation of one configuration (it must pass).
 BASELINE_TIMEOUT = 3600.0
 
@@ -68,6 +74,7 @@ class Result:
     killed_by: str = ""
     message: str = ""
     seconds: float = 0.0
+    sidecar_only: bool = False  # only sidecars changed: judged by SIDECAR_TEST
 
     @property
     def effective(self) -> bool:
@@ -187,9 +194,15 @@ class Campaign:
             if "error" in prints:
                 result.status, result.message = "does not elaborate", prints["error"]
                 return result
-            changed = [c for c in configs
-                       if prints["fingerprints"][c.nodeid] != self.baseline_prints[c.nodeid]]
-            result.changed = [c.nodeid for c in changed]
+            new, old = prints["fingerprints"], self.baseline_prints
+            changed = [c for c in configs if new[c.nodeid][0] != old[c.nodeid][0]]
+            sidecar_only = [c for c in configs
+                            if c not in changed and new[c.nodeid][1] != old[c.nodeid][1]]
+            result.changed = [c.nodeid for c in changed or sidecar_only]
+            if sidecar_only and not changed:
+                # the same Verilog everywhere: the sidecar test, not a simulation, can see it
+                result.sidecar_only = True
+                changed = [SimConfig(SIDECAR_TEST, sidecar_only[0].unit, sidecar_only[0].argv)]
             if not changed:
                 result.status = "no effect"
                 return result
@@ -197,7 +210,7 @@ class Campaign:
             # size of their Verilog (a proxy of the Verilator build time)
             changed.sort(key=lambda c: (c.nodeid not in self.baseline_seconds,
                                         self.baseline_seconds.get(c.nodeid, 0),
-                                        self.verilog_sizes[c.nodeid]))
+                                        self.verilog_sizes.get(c.nodeid, 0)))
             result.status = "survived"
             for config in changed:
                 limit = TIMEOUT_FACTOR * self._baseline_time(config) + TIMEOUT_SLACK
@@ -323,15 +336,19 @@ class Campaign:
         if not survivors:
             lines.append("None.")
         for r in survivors:
-            lines += [f"### `{r.path}:{r.line}` {r.operator}: {r.description}", "",
-                      f"Verilog changed in {len(r.changed)} default configuration(s), all "
-                      "simulated and passing.", "", "```diff", r.diff.rstrip(), "```", ""]
+            what = (f"Only the sidecar changed ({len(r.changed)} configuration(s)); "
+                    f"`{SIDECAR_TEST}` passes." if r.sidecar_only else
+                    f"Verilog changed in {len(r.changed)} default configuration(s), all "
+                    "simulated and passing.")
+            lines += [f"### `{r.path}:{r.line}` {r.operator}: {r.description}", "", what, "",
+                      "```diff", r.diff.rstrip(), "```", ""]
         lines += ["## Every mutant", "", "| mutant | status | detail |", "|---|---|---|"]
         for r in self.results:
             detail = (r.killed_by.split("::")[-1] + ": " if r.killed_by else "") + r.message
             detail = detail.replace("|", "\\|")[:160]
+            status = r.status + (" (sidecar only)" if r.sidecar_only else "")
             lines.append(f"| `{r.path}:{r.line}` {r.operator} {r.description.replace('|', '/')}"
-                         f" | {r.status} | {detail} |")
+                         f" | {status} | {detail} |")
         return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,7 @@
 """Subprocess entry of :meth:`mutate.sandbox.Sandbox.fingerprints`: reads
 ``[[nodeid, unit, argv], ...]`` as JSON on stdin, generates each configuration with the
-``hw`` on ``PYTHONPATH`` and prints ``{"fingerprints": {nodeid: sha256}, "sizes": {nodeid:
-characters of Verilog}}``.  Elaboration
+``hw`` on ``PYTHONPATH`` and prints ``{"fingerprints": {nodeid: [Verilog sha256, sidecar
+sha256]}, "sizes": {nodeid: characters of Verilog}}``.  Elaboration
 errors propagate (non-zero exit, the traceback on stderr)."""
 
 from __future__ import annotations

@@ -113,10 +113,10 @@ def unit_sources(root: Path) -> dict[str, set[str]]:
     return result
 
 
-def fingerprint(config: SimConfig) -> tuple[str, int]:
-    """SHA-256 of a configuration's generated Verilog and JSON sidecar (what a simulation
-    of it depends on from ``hw``), and the Verilog's size in characters (a proxy of its build
-    time).  Raises whatever elaboration raises."""
+def fingerprint(config: SimConfig) -> tuple[list[str], int]:
+    """SHA-256 of a configuration's generated Verilog and of its JSON sidecar (what a
+    simulation of it depends on from ``hw``), and the Verilog's size in characters (a proxy
+    of its build time).  Raises whatever elaboration raises."""
     import argparse
 
     from hw.cli import sidecar, to_verilog, units
@@ -126,6 +126,6 @@ def fingerprint(config: SimConfig) -> tuple[str, int]:
     spec.add_arguments(parser)
     component = spec.build(parser.parse_args(list(config.argv)))
     verilog = to_verilog(component)
-    digest = hashlib.sha256(verilog.encode())
-    digest.update(json.dumps(sidecar(component, config.unit), sort_keys=True).encode())
-    return digest.hexdigest(), len(verilog)
+    side = json.dumps(sidecar(component, config.unit), sort_keys=True)
+    return ([hashlib.sha256(verilog.encode()).hexdigest(),
+             hashlib.sha256(side.encode()).hexdigest()], len(verilog))

@@ -196,3 +196,52 @@ def test_known_equivalents_do_not_match_other_mutants_of_their_line():
     matched = [mu for mu in line if known_equivalent(mu, source) is not None]
     # the line has more mutants than its two known equivalents (e.g. sub + 1 -> sub + 0)
     assert len(line) > len(matched) == 2
+
+
+def test_a_sidecar_only_mutant_changes_the_sidecar_digest_alone(sandbox):
+    """The fingerprint keeps the Verilog and the sidecar apart, so that the campaign judges a
+    mutant that changes only sidecars with the sidecar test (no simulation can see it)."""
+    config = SimConfig("quantizer-runtime", "quantizer",
+                       ("--format", "fp4_e2m1", "--input", "bf16", "--block-size", "2",
+                        "--stages", "1", "--rounding", "runtime"))
+    base = sandbox.fingerprints([config], timeout=300)["fingerprints"][config.nodeid]
+    mu, source = one("'==' -> '!='", "hw/sidecar.py", 'if rounding == "runtime":')
+    sandbox.write("hw/sidecar.py", mu.apply(source))
+    try:
+        mutated = sandbox.fingerprints([config], timeout=300)["fingerprints"][config.nodeid]
+    finally:
+        sandbox.write("hw/sidecar.py", source)
+    assert mutated[0] == base[0] and mutated[1] != base[1]
+
+
+@pytest.mark.parametrize("verilog_changes", [False, True])
+def test_campaign_judges_sidecar_only_mutants_with_the_sidecar_test(verilog_changes):
+    """Same Verilog, other sidecar: the campaign runs the sidecar test instead of a
+    simulation; a Verilog change still goes to the simulations."""
+    from mutate.campaign import SIDECAR_TEST, Campaign
+    from mutate.sandbox import SimOutcome
+
+    campaign = Campaign(ROOT, ["hw/sidecar.py"], sample=1, seed=1, log=lambda *a: None)
+    configs = campaign.configs_of["hw/sidecar.py"]
+    campaign.baseline_prints = {c.nodeid: ["v", "s"] for c in configs}
+    campaign.verilog_sizes = {c.nodeid: 1 for c in configs}
+    campaign.baseline_seconds, campaign.generation_seconds = {}, 1.0
+    campaign._baseline_time = lambda config: 1.0
+    ran = []
+
+    class FakeSandbox:
+        def write(self, path, text):
+            pass
+
+        def fingerprints(self, configs, timeout):
+            return {"fingerprints": {c.nodeid: ["v2" if verilog_changes else "v", "s2"]
+                                     for c in configs}}
+
+        def simulate(self, config, timeout):
+            ran.append(config.nodeid)
+            return SimOutcome("fail", 1.0, "mismatch")
+
+    mu, _ = one("'==' -> '!='", "hw/sidecar.py", 'if rounding == "runtime":')
+    result = campaign.evaluate(FakeSandbox(), mu)
+    assert result.status == "killed" and result.sidecar_only is not verilog_changes
+    assert (ran == [SIDECAR_TEST]) is not verilog_changes
