@@ -184,9 +184,13 @@ def _critical_path(rep: dict) -> dict:
 
 
 def sweep_points(default: int, max_stages: int, points: int) -> list[int]:
-    """``points`` stage counts spread over 1..max_stages, always including the default."""
+    """``points`` stage counts spread over 1..max_stages, always including the default and
+    :data:`bench.synth.configs.SWEEP_LATENCIES` (those the unit supports)."""
+    from .configs import SWEEP_LATENCIES
+
     n = max(2, min(points, max_stages))
-    return sorted({1 + round(i * (max_stages - 1) / (n - 1)) for i in range(n)} | {default})
+    spread = {1 + round(i * (max_stages - 1) / (n - 1)) for i in range(n)}
+    return sorted(spread | {default} | {s for s in SWEEP_LATENCIES if s <= max_stages})
 
 
 def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6) -> list[dict]:

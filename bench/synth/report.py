@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .configs import ANCHORS, NEXT_STEPS, TARGETS, K
+from .configs import ANCHORS, CURVE_TARGETS, NEXT_STEPS, TARGETS, K
 from .flow import tool
 
 __all__ = ["markdown", "targets_md", "plot"]
@@ -94,7 +94,31 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
                     lines.append(f"| {label} | {r['parameters'].get('stages', '')} | "
                                  f"{r['latency']} | {_v(r['ecp5']['LUT4'])} | "
                                  f"{_v(r['ecp5']['FF'])} | {_v(r['ecp5']['fmax_mhz'])} |")
+        lines += ["", *curve_targets_md(sweeps)]
     return "\n".join(lines) + "\n"
+
+
+def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
+    """:data:`CURVE_TARGETS` against the sweep points at their latency."""
+    def base_args(r):  # the sweep point's arguments without its --stages
+        a = list(r["args"])
+        if "--stages" in a:
+            del a[a.index("--stages"):a.index("--stages") + 2]
+        return " ".join(a)
+
+    points = {(r["unit"], base_args(r), r["latency"]): r
+              for rows in sweeps.values() for r in rows if "ecp5" in r}
+    lines = ["| curve target | required | measured | met |", "|---|---|---|---|"]
+    for unit, args, latency, fmax in CURVE_TARGETS:
+        label = f"{unit} {' '.join(a for a in args if a not in K)}, latency {latency}"
+        r = points.get((unit, " ".join(args), latency))
+        if r is None:
+            lines.append(f"| {label} | >= {fmax} MHz | not in the sweep | |")
+            continue
+        got = r["ecp5"]["fmax_mhz"] or 0
+        lines.append(f"| {label} | >= {fmax} MHz | {got} MHz | "
+                     f"{'yes' if got >= fmax else '**no**'} |")
+    return lines + [""]
 
 
 def targets_md(results: list[dict]) -> list[str]:
