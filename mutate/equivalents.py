@@ -55,6 +55,12 @@ KNOWN_EQUIVALENTS = (
         "hw/dot/fused_step.py", '"e0": (s.lim - fine)[:11],', '"e0": (s.lim - fine)[:12],',
         "lim stays below 421, so e0 fits 11 bits and the 12th is always 0 (issue 12)"),
     KnownEquivalent(
+        "hw/dot/fused_step.py",
+        'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), "c_win")',
+        'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 0)), "c_win")',
+        "the dropped top bit of c's window (the carry bit) is a constant 0: the narrower wire "
+        "zero-extends to the same value in the window sum (campaign 7)"),
+    KnownEquivalent(
         "hw/dot/geometry.py", "return 1 << (fmt.bits - 1)", "return 1 << (fmt.bits - 0)",
         "a larger int8 magnitude bound only widens the exact fused-step datapath "
         "(campaign 5)"),
