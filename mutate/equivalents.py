@@ -61,6 +61,10 @@ KNOWN_EQUIVALENTS = (
         "the dropped top bit of c's window (the carry bit) is a constant 0: the narrower wire "
         "zero-extends to the same value in the window sum (campaign 7)"),
     KnownEquivalent(
+        "hw/elements.py", "inf = Const(0, 1)", "inf = Const(0, 0)",
+        "the start of an OR chain: a 0-bit zero ORed with 1-bit compares gives the same bit, "
+        "and a format without Inf codes reads it zero-extended as 0 either way (campaign 7)"),
+    KnownEquivalent(
         "hw/dot/geometry.py", "return 1 << (fmt.bits - 1)", "return 1 << (fmt.bits - 0)",
         "a larger int8 magnitude bound only widens the exact fused-step datapath "
         "(campaign 5)"),
