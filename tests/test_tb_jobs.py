@@ -12,7 +12,7 @@ import pytest
 
 from tb import coverage
 from tb.batch import Batch
-from tb.bulk import BulkJob, run_jobs
+from tb.bulk import BulkJob, BulkRunner, run_jobs
 
 
 class ByteLayout:
@@ -40,6 +40,8 @@ class FakeRunner:
         self.calls = []
         self.rows_seen = 0
         self.seen = []  # the stimulus rows of every load, in order
+
+    loads = BulkRunner.loads  # the real split of a batch into loads
 
     @property
     def stim_path(self):
@@ -121,6 +123,14 @@ def test_run_jobs_samples_coverage_in_the_simulator_process(tmp_path, monkeypatc
     stim = np.zeros((3, 2), np.uint8)
     _run(FakeRunner(tmp_path), [BulkJob("c", lambda: Counted(stim, stim))] * 2)
     assert sampled == [{"rows": {"n": 3}}, {"rows": {"n": 3}}]
+
+
+def test_run_jobs_refuses_a_counted_batch_larger_than_one_load(tmp_path):
+    """A batch with ``out_count`` has its outputs counted per load, so it must fit in one
+    (as :meth:`BulkRunner.run` requires)."""
+    stim = np.zeros((5, 2), np.uint8)  # depth 4
+    with pytest.raises(RuntimeError, match="ValueError: a batch with out_count holds at most 4"):
+        _run(FakeRunner(tmp_path), [BulkJob("runs", lambda: Batch(stim, stim[:2]))])
 
 
 def test_run_jobs_reports_a_failing_build(tmp_path):

@@ -84,7 +84,8 @@ class BulkTally:
 
 @dataclass
 class _Built:
-    """Host -> simulator: job ``index`` is built; its loads are ``(image file, rows)``."""
+    """Host -> simulator: job ``index`` is built; its loads are ``(image file, first row,
+    rows)`` (:meth:`BulkRunner.loads`)."""
 
     index: int
     loads: list
@@ -117,11 +118,11 @@ def _host(jobs: list[BulkJob], runner: BulkRunner, directory: Path, conn, other_
     def build(i: int) -> None:
         batch = jobs[i].make()
         loads = []
-        for lo in range(0, batch.stim.shape[0], runner.depth):
-            chunk = batch.stim[lo:lo + runner.depth]
-            path = directory / f"stim-{i}-{lo // runner.depth}.bin"
+        for n, load in enumerate(runner.loads(batch.stim.shape[0], batch.out_count)):
+            chunk = batch.stim[load]
+            path = directory / f"stim-{i}-{n}.bin"
             path.write_bytes(runner.in_layout.to_bin(chunk))
-            loads.append((str(path), chunk.shape[0]))
+            loads.append((str(path), load.start, chunk.shape[0]))
         batches[i] = batch
         conn.send(_Built(i, loads, batch.out_count, len(batch)))
 
@@ -169,25 +170,26 @@ class _HostProcess:
         key = (kind, index)
         while key not in self.pending:
             try:
-                msg = self.conn.recv()
+                self._read_one()
             except EOFError:
                 raise RuntimeError(f"bulk host process ended (exit code "
                                    f"{self.process.exitcode}) before {kind.__name__[1:]} "
                                    f"job {index}") from None
-            if isinstance(msg, _Failed):
-                raise RuntimeError(f"bulk host process failed:\n{msg.text}")
-            self.pending[(type(msg), msg.index)] = msg
         return self.pending.pop(key)
 
     def ready(self, kind: type, index: int) -> bool:
         """Whether the message ``kind`` about job ``index`` has arrived (reads what is waiting
         in the pipe, never blocks)."""
         while (kind, index) not in self.pending and self.conn.poll():
-            msg = self.conn.recv()
-            if isinstance(msg, _Failed):
-                raise RuntimeError(f"bulk host process failed:\n{msg.text}")
-            self.pending[(type(msg), msg.index)] = msg
+            self._read_one()
         return (kind, index) in self.pending
+
+    def _read_one(self) -> None:
+        """Read one message into :attr:`pending`; a failure in the host process raises."""
+        msg = self.conn.recv()
+        if isinstance(msg, _Failed):
+            raise RuntimeError(f"bulk host process failed:\n{msg.text}")
+        self.pending[(type(msg), msg.index)] = msg
 
     def close(self) -> None:
         self.conn.close()
@@ -226,9 +228,9 @@ async def run_jobs(runner: BulkRunner, jobs: list[BulkJob], *, seed: int, log) -
             built = host.receive(_Built, i)
             tally.waited += time.perf_counter() - t_wait
             out_files = []
-            for n, (path, rows) in enumerate(built.loads):
+            for n, (path, first, rows) in enumerate(built.loads):
                 os.replace(path, runner.stim_path)
-                await runner.run_loaded(rows, built.out_count, seed=seed + i + n * runner.depth,
+                await runner.run_loaded(rows, built.out_count, seed=seed + i + first,
                                         idle=job.idle, stall=job.stall, drain=job.drain)
                 out_files.append(str(directory / f"out-{i}-{n}.bin"))
                 os.replace(runner.out_path, out_files[-1])

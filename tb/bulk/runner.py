@@ -106,16 +106,23 @@ class BulkRunner:
         keeps accepting for ``drain`` cycles; an extra output or an input left untaken fails
         the run.
         """
-        if out_count is not None and in_bits.shape[0] > self.depth:
-            raise ValueError(f"a batch with out_count holds at most {self.depth} payloads")
         outs, total_cycles = [], 0
-        for lo in range(0, in_bits.shape[0], self.depth):
-            chunk = in_bits[lo:lo + self.depth]
+        for load in self.loads(in_bits.shape[0], out_count):
+            chunk = in_bits[load]
             self.stim_path.write_bytes(self.in_layout.to_bin(chunk))
-            total_cycles += await self.run_loaded(chunk.shape[0], out_count, seed=seed + lo,
-                                                  idle=idle, stall=stall, drain=drain)
+            total_cycles += await self.run_loaded(chunk.shape[0], out_count,
+                                                  seed=seed + load.start, idle=idle,
+                                                  stall=stall, drain=drain)
             outs.append(self.out_layout.from_bin(self.out_path.read_bytes()))
         return np.concatenate(outs), total_cycles
+
+    def loads(self, rows: int, out_count: int | None = None) -> list[slice]:
+        """The wrapper loads a batch of ``rows`` payloads takes: slices of at most
+        :attr:`depth` rows (load ``l`` runs with wrapper seed ``seed + l.start``).  A batch
+        with ``out_count`` must fit in one load (its outputs are counted per load)."""
+        if out_count is not None and rows > self.depth:
+            raise ValueError(f"a batch with out_count holds at most {self.depth} payloads")
+        return [slice(lo, min(rows, lo + self.depth)) for lo in range(0, rows, self.depth)]
 
     async def run_loaded(self, rows: int, out_count: int | None = None, *, seed: int = 1,
                          idle: int = 0, stall: int = 0, drain: int = 16) -> int:
