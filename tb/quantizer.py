@@ -289,27 +289,28 @@ class QuantizerModel(standard_tests.UnitModel):
             raw = blocks[sl]
             n = raw.shape[0]
             rounding_ids, scale_mode_ids = np.full(n, r), np.full(n, s)
+            below = None
             if pattern in ("below threshold", "at threshold"):
                 key = (r, s, sl.start)
                 if key not in last_bisection:
                     last_bisection.clear()
                     last_bisection[key] = self.largest_random_rounding_down(
                         raw, rounding_ids, scale_mode_ids)
-                random = self.stochastic_random(raw, rounding_ids, scale_mode_ids, pattern,
-                                                below=last_bisection[key])
-            else:
-                random = (self.stochastic_random(raw, rounding_ids, scale_mode_ids, pattern)
-                          if pattern else np.zeros(raw.shape, np.int64))
+                below = last_bisection[key]
+            random = (self.stochastic_random(raw, rounding_ids, scale_mode_ids, pattern, below)
+                      if pattern else np.zeros(raw.shape, np.int64))
             return QuantizerBatch(self, raw, rounding_ids, scale_mode_ids, random)
 
         # Chunk-major within a mode pair: a chunk's stochastic patterns are consecutive jobs,
         # so the two threshold patterns share one bisection (R + 1 golden passes).
-        modes = dict.fromkeys((r, s) for r, s, _ in self.exhaustive_passes())
+        patterns = {}  # (rounding id, scale mode id) -> its passes' random patterns
+        for r, s, pattern in self.exhaustive_passes():
+            patterns.setdefault((r, s), []).append(pattern)
         return [BulkJob(f"exhaustive {ROUNDINGS[r]}/{SCALE_MODES[s]}"
                         + (f" r={pattern}" if pattern else "") + f" [{sl.start}:{sl.stop}]",
                         lambda r=r, s=s, p=pattern, sl=sl: make(r, s, p, sl), drain=self.drain)
-                for r, s in modes for sl in chunks
-                for rr, ss, pattern in self.exhaustive_passes() if (rr, ss) == (r, s)]
+                for (r, s), mode_patterns in patterns.items() for sl in chunks
+                for pattern in mode_patterns]
 
 
 # The cocotb tests of this testbench: the standard tests on this unit's model.
