@@ -45,7 +45,7 @@ from .sandbox import COPIED, Sandbox
 __all__ = ["Result", "Campaign", "STATUSES", "TIMEOUT_FACTOR", "TIMEOUT_SLACK"]
 
 #: Outcomes, in report order.  Kill rate = (killed + killed (hang)) / those that changed the
-#: Verilog (the first three).
+#: Verilog or, for ``Result.sidecar_only``, only sidecars (the first three).
 STATUSES = ("killed", "killed (hang)", "survived", "no effect", "does not elaborate",
             "equivalent (known)")
 #: A mutant's simulation of a configuration may take this many times the baseline's ...
@@ -194,25 +194,26 @@ class Campaign:
             if "error" in prints:
                 result.status, result.message = "does not elaborate", prints["error"]
                 return result
-            new, old = prints["fingerprints"], self.baseline_prints
-            changed = [c for c in configs if new[c.nodeid][0] != old[c.nodeid][0]]
+            new, base = prints["fingerprints"], self.baseline_prints
+            changed = [c for c in configs if new[c.nodeid][0] != base[c.nodeid][0]]
             sidecar_only = [c for c in configs
-                            if c not in changed and new[c.nodeid][1] != old[c.nodeid][1]]
+                            if c not in changed and new[c.nodeid][1] != base[c.nodeid][1]]
             result.changed = [c.nodeid for c in changed or sidecar_only]
-            if sidecar_only and not changed:
+            if changed:
+                # cheapest first: known baseline times ascending, then the unknown ones by
+                # the size of their Verilog (a proxy of the Verilator build time)
+                to_run = sorted(changed, key=lambda c: (c.nodeid not in self.baseline_seconds,
+                                                        self.baseline_seconds.get(c.nodeid, 0),
+                                                        self.verilog_sizes[c.nodeid]))
+            elif sidecar_only:
                 # the same Verilog everywhere: the sidecar test, not a simulation, can see it
                 result.sidecar_only = True
-                changed = [SimConfig(SIDECAR_TEST, sidecar_only[0].unit, sidecar_only[0].argv)]
-            if not changed:
+                to_run = [SimConfig(SIDECAR_TEST, sidecar_only[0].unit, sidecar_only[0].argv)]
+            else:
                 result.status = "no effect"
                 return result
-            # cheapest first: known baseline times ascending, then the unknown ones by the
-            # size of their Verilog (a proxy of the Verilator build time)
-            changed.sort(key=lambda c: (c.nodeid not in self.baseline_seconds,
-                                        self.baseline_seconds.get(c.nodeid, 0),
-                                        self.verilog_sizes.get(c.nodeid, 0)))
             result.status = "survived"
-            for config in changed:
+            for config in to_run:
                 limit = TIMEOUT_FACTOR * self._baseline_time(config) + TIMEOUT_SLACK
                 outcome = sandbox.simulate(config, limit)
                 result.simulated.append(config.nodeid)

@@ -17,6 +17,7 @@ from pathlib import Path
 from hw.cli import to_verilog, units
 
 from .. import perfdoc
+from .configs import SWEEP_LATENCIES
 from .ring import port_ring
 
 __all__ = ["ROOT", "OUT", "FLOW", "tool", "build", "synthesize", "stored", "sweep_points",
@@ -186,8 +187,6 @@ def _critical_path(rep: dict) -> dict:
 def sweep_points(default: int, max_stages: int, points: int) -> list[int]:
     """``points`` stage counts spread over 1..max_stages, always including the default and
     :data:`bench.synth.configs.SWEEP_LATENCIES` (those the unit supports)."""
-    from .configs import SWEEP_LATENCIES
-
     n = max(2, min(points, max_stages))
     spread = {1 + round(i * (max_stages - 1) / (n - 1)) for i in range(n)}
     return sorted(spread | {default} | {s for s in SWEEP_LATENCIES if s <= max_stages})
