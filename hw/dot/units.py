@@ -36,7 +36,7 @@ import golden
 
 from ..cli import UnitSpec, format_help
 from ..elements import block_layout
-from ..params import check_block_size, check_power_of_two, check_stages
+from ..params import check_block_size, check_choice, check_power_of_two, check_stages
 from ..pipeline import Pipeline
 from .fused_step import DOT_SECTIONS, MULTIPLIERS, build_fused_step
 from .geometry import DotGeometry
@@ -50,10 +50,7 @@ DEFAULT_STAGES = 15
 def _check_multipliers(multipliers) -> str:
     if not isinstance(multipliers, str):
         raise TypeError(f"multipliers must be a str, got {type(multipliers).__name__}")
-    if multipliers not in MULTIPLIERS:
-        raise ValueError(f"multipliers must be one of {', '.join(MULTIPLIERS)}, "
-                         f"got {multipliers!r}")
-    return multipliers
+    return check_choice("multipliers", multipliers, MULTIPLIERS)
 
 
 def _multipliers_suffix(multipliers: str) -> str:
