@@ -151,6 +151,23 @@ def test_run_jobs_stops_the_host_process_when_the_simulation_fails(tmp_path):
     assert not any(p.name.startswith("bulk-host") for p in tmp_path.iterdir())
 
 
+def test_run_jobs_fails_when_the_host_process_hangs(tmp_path, monkeypatch):
+    import time
+
+    import tb.bulk.jobs as jobs_module
+
+    monkeypatch.setattr(jobs_module, "HOST_WAIT_S", 0.5)
+
+    def stuck():
+        time.sleep(30)
+
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="nothing received for 0.5 s while waiting for Built "
+                                           "job 0"):
+        _run(FakeRunner(tmp_path), [BulkJob("stuck", stuck)])
+    assert time.monotonic() - t0 < 10  # the stuck process is killed, not waited for
+
+
 def test_run_jobs_with_no_jobs(tmp_path):
     tally = _run(FakeRunner(tmp_path), [])
     assert (tally.blocks, tally.mismatches) == (0, 0)

@@ -25,11 +25,15 @@ import numpy as np
 
 from .runner import BulkRunner
 
-__all__ = ["BulkBatch", "BulkJob", "BulkTally", "LOOKAHEAD", "run_jobs"]
+__all__ = ["BulkBatch", "BulkJob", "BulkTally", "HOST_WAIT_S", "LOOKAHEAD", "run_jobs"]
 
 #: Batches the host process builds ahead of the one simulating (each is held in memory, with
 #: its stimulus image on disk, until its outputs are checked).
 LOOKAHEAD = 2
+#: Seconds the simulator side waits for any message from the host process before it fails
+#: the run as hung (building or checking one batch takes well under a minute, the exhaustive
+#: bisections included, even on a loaded machine).
+HOST_WAIT_S = 600.0
 
 
 class BulkBatch(Protocol):
@@ -166,9 +170,13 @@ class _HostProcess:
 
     def receive(self, kind: type, index: int):
         """The message ``kind`` about job ``index`` (earlier messages of other kinds are kept;
-        a failure in the host process is raised here)."""
+        a failure in the host process, or :data:`HOST_WAIT_S` without a message, is raised
+        here)."""
         key = (kind, index)
         while key not in self.pending:
+            if not self.conn.poll(HOST_WAIT_S):  # a hang fails instead of waiting for ever
+                raise RuntimeError(f"bulk host process: nothing received for {HOST_WAIT_S:g} s "
+                                   f"while waiting for {kind.__name__[1:]} job {index}")
             try:
                 self._read_one()
             except EOFError:
