@@ -118,6 +118,35 @@ def round_element(mag, e, in_ebits, in_mbits, mbits, bias, max_code, rounding, r
 
 
 @njit(**_INLINE)
+def round_normal_element(mag, e, in_ebits, in_mbits, mbits, bias, max_code, rounding):
+    """:func:`round_element` for a normal input or a zero, under RNE, RNA or RTZ.
+
+    The same arithmetic, with the input's exponent field read directly: a normal input's top
+    bit is its hidden bit, so ``top = E - in_bias - e`` needs no bit count, and nothing here
+    branches (the block loop compiles to vector code).  With ``u = emin - top`` (places of
+    ``q``'s binade below the element's lowest one):
+
+    * ``drop = in_mbits - mbits + max(u, 0)``: the input's fraction bits beyond the element's,
+      and the further places a subnormal element result loses;
+    * ``code = (max(-u, 0) << mbits) + n``: the binade index above the subnormal range, then the
+      rounded significand ``n`` (whose carry lands on the next binade by itself).
+    """
+    in_bias = (1 << (in_ebits - 1)) - 1
+    u = (1 - bias) - ((mag >> in_mbits) - in_bias - e)
+    drop = in_mbits - mbits + (u if u > 0 else 0)
+    d = drop if drop < 62 else 62  # sig < 2^53: beyond 62 bits everything is far below half
+    sig = (mag & ((np.int64(1) << in_mbits) - 1)) | (np.int64(1) << in_mbits)
+    n = sig >> d
+    if rounding == RNE:  # + half - 1, plus 1 more when the kept lsb is odd (ties to even)
+        n = (sig + (np.int64(1) << (d - 1)) - 1 + (n & 1)) >> d
+    elif rounding == RNA:  # + half: ties away from zero
+        n = (sig + (np.int64(1) << (d - 1))) >> d
+    code = ((-u if u < 0 else 0) << mbits) + n
+    code = code if code < max_code else max_code
+    return code if mag != 0 else 0
+
+
+@njit(**_INLINE)
 def apply_sign(neg, code, bits, twos_complement):
     if twos_complement:
         return ((-code) & ((1 << bits) - 1)) if neg else code
@@ -130,19 +159,25 @@ def quantize_blocks(raw, in_ebits, in_mbits, ebits, mbits, bias, emax, max_code,
     """Quantize blocks ``raw[b, :]`` (IEEE bit patterns, any unsigned dtype) in place.
 
     ``rand`` is ``(nb, k)`` (stochastic) or ignored.  Writes ``scales[b]`` and ``codes[b, :]``.
-    Called through :func:`block_quantizer`, which binds the formats' parameters.
+    Called through :func:`block_quantizer`, which binds the formats' parameters.  A block
+    with no subnormal input is encoded by :func:`round_normal_element` (no bit count, no
+    branch: vector code), any other block or stochastic rounding by :func:`round_element`;
+    tests/test_golden_quantize.py checks each path against the exact oracle.
     """
     nb, k = raw.shape
     sign_shift = in_ebits + in_mbits
     mag_mask = (np.int64(1) << sign_shift) - 1
     inf_mag = ((np.int64(1) << in_ebits) - 1) << in_mbits
     max_sig = (np.int64(1) << mbits) | (max_code & ((1 << mbits) - 1))
+    min_normal = np.int64(1) << in_mbits
     for b in range(nb):
         amax = np.int64(0)
+        subnormal = False
         for i in range(k):
             m = np.int64(raw[b, i]) & mag_mask  # IEEE magnitudes order like the values
             if m > amax:
                 amax = m
+            subnormal |= (m != 0) & (m < min_normal)
         if amax >= inf_mag:  # a NaN or an Inf in the block
             scales[b] = 255
             for i in range(k):
@@ -155,8 +190,19 @@ def quantize_blocks(raw, in_ebits, in_mbits, ebits, mbits, bias, emax, max_code,
             e = shared_exponent(amax, in_ebits, in_mbits, emax, max_sig, mbits, scale_mode)
             e = min(max(e, -127), 127)
             scales[b] = e + 127
-        # One loop per rounding mode, so the mode is a constant inside each (speed only).
-        if rounding == RNE:
+        # One loop per rounding mode, so the mode is a constant inside each (speed only);
+        # blocks of normal inputs and zeros take the branch-free element path.
+        if not subnormal and rounding != STOCHASTIC:
+            if rounding == RNE:
+                _encode_normal_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
+                                     twos_complement, RNE, codes[b])
+            elif rounding == RNA:
+                _encode_normal_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
+                                     twos_complement, RNA, codes[b])
+            else:
+                _encode_normal_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
+                                     twos_complement, RTZ, codes[b])
+        elif rounding == RNE:
             _encode_block(raw[b], e, in_ebits, in_mbits, mbits, bias, max_code, bits,
                           twos_complement, RNE, random_bits, rand[0], codes[b])
         elif rounding == RNA:
@@ -220,6 +266,19 @@ def _encode_block(raw, e, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_
         code = round_element(w & mag_mask, e, in_ebits, in_mbits, mbits, bias, max_code,
                              rounding, random_bits, r)
         codes[i] = apply_sign(neg, code, bits, twos_complement)
+
+
+@njit(**_INLINE)
+def _encode_normal_block(raw, e, in_ebits, in_mbits, mbits, bias, max_code, bits,
+                         twos_complement, rounding, codes):
+    """:func:`_encode_block` for a block of normal inputs and zeros (RNE, RNA or RTZ)."""
+    sign_shift = in_ebits + in_mbits
+    mag_mask = (np.int64(1) << sign_shift) - 1
+    for i in range(raw.shape[0]):
+        w = np.int64(raw[i])
+        code = round_normal_element(w & mag_mask, e, in_ebits, in_mbits, mbits, bias, max_code,
+                                    rounding)
+        codes[i] = apply_sign((w >> sign_shift) & 1, code, bits, twos_complement)
 
 
 @njit(**_JIT)

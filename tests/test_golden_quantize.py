@@ -155,6 +155,26 @@ def test_subnormal_inputs(dtype):
             assert mx.scales[0, 0] == 0
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.float64])
+@pytest.mark.parametrize("rounding", ["rne", "rna", "rtz"])
+def test_both_element_paths(dtype, rounding, rng):
+    """golden has two element paths: blocks of normal inputs and zeros take a branch-free one
+    (``golden._kernels.round_normal_element``), blocks holding a subnormal input the general
+    one.  The same random blocks go through each (the second time with the dtype's smallest
+    subnormal in lane 0, which leaves every other lane's code alone) and both are checked
+    against the oracle, in every format and scale mode."""
+    x = random_blocks(rng, dtype, 32, 32)
+    tiny = np.finfo(dtype).smallest_subnormal if dtype != BF16 else \
+        np.array([1], np.uint16).view(BF16)[0]
+    normal = np.where(np.abs(x) < np.finfo(np.float32 if dtype == BF16 else dtype).tiny,
+                      dtype(0) if dtype != BF16 else BF16(0), x).astype(dtype)
+    with_sub = normal.copy()
+    with_sub[:, 0] = tiny
+    for fmt, mode in itertools.product(FORMATS, MODES):
+        check_quantize(normal, fmt, scale_mode=mode, rounding=rounding)
+        check_quantize(with_sub, fmt, scale_mode=mode, rounding=rounding)
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_zero_blocks_both_signs(fmt):
     f = golden.element_format(fmt)
