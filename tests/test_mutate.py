@@ -245,3 +245,15 @@ def test_campaign_judges_sidecar_only_mutants_with_the_sidecar_test(verilog_chan
     result = campaign.evaluate(FakeSandbox(), mu)
     assert result.status == "killed" and result.sidecar_only is not verilog_changes
     assert (ran == [SIDECAR_TEST]) is not verilog_changes
+
+
+@pytest.mark.parametrize("test", ["test_package_and_docs_schema_are_the_same_file",
+                                  "test_example_sidecar_is_valid"])
+def test_the_sidecar_judge_passes_in_a_sandbox(sandbox, test):
+    """The sidecar test judges sidecar-only mutants in the sandbox, so the files it reads must
+    be there: campaign 8 stopped at its first sidecar-only mutant because the sandbox held no
+    docs/ (the unmutated baseline failed)."""
+    from mutate.campaign import SIDECAR_TEST
+
+    outcome = sandbox.simulate(SimConfig(f"{SIDECAR_TEST}::{test}", "sidecar", ()), 120)
+    assert outcome.status == "pass", outcome.message
