@@ -15,24 +15,27 @@ import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
 from .arith import leading_zeros, wire
-from .elements import block_layout, decode_element
+from .elements import block_layout, decode_element, element_binade
 from .params import check_block_size, check_choice, check_stages
 from .pipeline import Pipeline, registered_boundaries
-from .rounding import RNE, align_to_grid, round_aligned
+from .rounding import RNE, Grid, round_aligned
 
 __all__ = ["MXDequantizer", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
 
 OUTPUTS = ("fp32", "bf16", "fp16")
 
 #: Sections in datapath order with their estimated delays (ns, ECP5 speed 8, k = 32 fp8_e4m3
-#: -> fp32, in context).  ``input``: no logic, the routing from the ring of port flip-flops.
-#: decode (element fields, a 4-bit leading-zero count, the result exponent: a short adder) and
-#: align (the subnormal shift and its sticky OR) from their logic depth; the 3-stage build's
-#: critical path runs from the exponent through the shift into the sticky bit (3.4 ns logic
-#: + 6.3 ns routing, ``docs/performance.md``), split here between align and output (the
-#: rounding increment, overflow and specials).
-DEQUANTIZER_SECTIONS = {"input": 1.0, "decode": 5.0, "align": 6.0, "output": 5.0}
-DEFAULT_STAGES = 3
+#: -> fp32, in context).  input: the block's exponent offset (a short adder) beside the
+#: routing from the port flip-flops; decode: element fields, the normalizing shift and the
+#: element's binade (tables, no carry chain); position: top - emin_out in both signs (two
+#: short adders side by side) and a select on its sign; align: the shift and its sticky OR;
+#: round: the increment and the code; output: overflow, zero and the specials.  Measured
+#: (docs/performance.md): at 3 stages the worst path ran from the exponent through the
+#: shift into the sticky bit (3.4 ns logic + 6.2 ns routing, 103.8 MHz); at 6 it is control,
+#: the output stage's enable (169.1 MHz).
+DEQUANTIZER_SECTIONS = {"input": 2.0, "decode": 4.0, "position": 3.0, "align": 3.5,
+                        "round": 3.5, "output": 2.5}
+DEFAULT_STAGES = 6
 
 
 class MXDequantizer(wiring.Component):
@@ -48,11 +51,12 @@ class MXDequantizer(wiring.Component):
         fp32 is exact (overflow to +-Inf only from codes no fp32 quantizer writes); bf16 and
         fp16 round to nearest even, with IEEE subnormals and overflow to +-Inf.
     stages : int
-        Pipeline registers, 1..4 (default 3), placed by
+        Pipeline registers, 1..6 (default 6: every boundary), placed by
         :func:`hw.pipeline.place_registers` on :data:`DEQUANTIZER_SECTIONS` (3: ``decode``,
-        ``align``, ``output``; 2: ``decode``, ``output``).  Sections: decode (fields,
-        leading-zero count, the result's exponent), align (the shift onto the output grid,
-        subnormal results included), output (rounding increment, overflow, specials).
+        ``align``, ``output``; 2: ``position``, ``output``).  Sections: input (the block's
+        exponent offset), decode (fields, normalized significand, the element's binade),
+        position (the shift amount and binade on the output grid), align (the shift,
+        subnormal results included), round (increment and code), output (overflow, specials).
 
     Members
     -------
@@ -107,39 +111,76 @@ class MXDequantizer(wiring.Component):
         pipe = Pipeline(m, DEQUANTIZER_SECTIONS, self.stages, name="d",
                         registered_stall=self.registered_stall)
 
-        payload = pipe.boundary(self.i.payload, "input")
-        scale = payload.scale
+        # -- input: the block's part of every result exponent, beside the port registers ----
+        # above = top - emin_out = block + lane: the scale's binade relative to the output's
+        # lowest binade, plus the element's floor(log2(value)).
+        emin_out = 1 - output_format.bias
+        scale = self.i.payload.scale
+        block_above = scale - (SCALE_BIAS + emin_out)  # signed
+        payload = pipe.boundary(wire(m, {
+            "codes": self.i.payload.codes, "nan": scale == SCALE_NAN,
+            "above": block_above, "below": -block_above}, "d_input_in"), "input")
 
-        # -- decode: sign, specials, normalized significand and its exponent -----------------
+        # -- decode: sign, specials, normalized significand and its binade (a table) ---------
         lanes = []
         for i in range(k):
             el = decode_element(m, payload.codes[i], fmt, f"lane{i}")
             lz = leading_zeros(m, el.sig, name=f"lane{i}_lz")
-            norm = (el.sig << lz)[:len(el.sig)]
-            # exponent of norm's top bit: the element's lowest binade is emin = 1 - bias
-            top = el.shift + (1 - fmt.bias) - lz + (scale - SCALE_BIAS)
-            lanes.append({"neg": el.neg, "zero": el.zero, "sig": norm, "top": top,
-                          "nan": el.nan | (scale == SCALE_NAN), "inf": el.inf})
+            # Each lane keeps its own copy of the block's exponent, cleared in a zero lane
+            # (whose exponent is never used): lane-specific, so synthesis keeps 32 copies
+            # instead of merging them into one register whose route to all 32 lanes' adders
+            # was the critical path (3.4 ns of routing).
+            lanes.append({"neg": el.neg, "zero": el.zero, "sig": (el.sig << lz)[:len(el.sig)],
+                          "binade": element_binade(m, el.mag, fmt, f"lane{i}_binade"),
+                          "above": Mux(el.zero, 0, payload.above),
+                          "below": Mux(el.zero, 0, payload.below),
+                          "nan": el.nan | payload.nan, "inf": el.inf})
         lanes = pipe.boundary(wire(m, lanes, "d_decode_in"), "decode")
 
-        # -- align onto the output grid (a right shift only for subnormal results) -----------
+        # -- position on the output grid: top - emin_out in both signs, then the shift amount
+        # (non-zero only for a subnormal result) and the binade as a select on its sign -----
+        grid = Grid(sig_width=len(lanes[0].sig), emin=emin_out,
+                    mbits=output_format.mbits, top_min=fmt.lsb_exp - SCALE_BIAS)
+        placed = []
+        for i in range(k):
+            ln = lanes[i]
+            placed.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
+                           "sig": ln.sig,
+                           "position": grid.position(m, ln.above + ln.binade,
+                                                     ln.below - ln.binade,
+                                                     name=f"lane{i}_rnd")})
+        lanes = pipe.boundary(wire(m, placed, "d_position_in"), "position")
+
+        # -- align onto the output grid ----------------------------------------------------------
         aligned = []
         for i in range(k):
             ln = lanes[i]
-            aligned.append({
-                "neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
-                "grid": align_to_grid(m, ln.sig, ln.top, emin=1 - output_format.bias,
-                                      mbits=output_format.mbits, name=f"lane{i}_rnd")})
+            aligned.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
+                            "grid": grid.align(m, ln.sig, ln.position, name=f"lane{i}_rnd")})
         lanes = pipe.boundary(wire(m, aligned, "d_align_in"), "align")
 
-        # -- output: round to the output format (exact for fp32), overflow, specials ---------
+        # -- round to the output format (exact for fp32) -------------------------------------
+        rounded = []
+        for i in range(k):
+            ln = lanes[i]
+            rounded.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
+                            "code": round_aligned(m, ln.grid, mbits=output_format.mbits,
+                                                  rounding=RNE, name=f"lane{i}_rnd")})
+        lanes = pipe.boundary(wire(m, rounded, "d_round_in"), "round")
+
+        # -- output: overflow to Inf, zeros and the specials ---------------------------------
         inf_code, qnan = output_format.inf_bits, output_format.qnan_bits
+        ebits_out = output_format.bits - 1 - output_format.mbits
+        assert inf_code == ((1 << ebits_out) - 1) << output_format.mbits
         out = []
         for i in range(k):
             ln = lanes[i]
-            code = round_aligned(m, ln.grid, mbits=output_format.mbits, rounding=RNE,
-                                 name=f"lane{i}_rnd")
-            mag = Mux(ln.inf | (code >= inf_code), inf_code, code)
+            # code >= inf_code: inf_code's fraction is 0 and its exponent field all ones, so the
+            # field reaches it when a bit above the field is set or the field is all ones (an
+            # AND/OR tree in LUTs, not a comparator's carry chain)
+            field = ln.code[output_format.mbits:]
+            overflow = field[ebits_out:].any() | field[:ebits_out].all()
+            mag = Mux(ln.inf | overflow, inf_code, ln.code)
             mag = Mux(ln.zero, 0, mag)[:output_format.bits - 1]
             out.append(Mux(ln.nan, qnan, Cat(mag, ln.neg)))
         res = pipe.boundary(wire(m, {"data": out}, "d_output_in"), "output")
@@ -158,7 +199,7 @@ def _add_arguments(p):
     p.add_argument("--output", dest="output_format", default="fp32",
                    help=f"output format: {', '.join(OUTPUTS)}")
     p.add_argument("--stages", type=int, default=DEFAULT_STAGES,
-                   help="pipeline registers = latency in cycles, 1..4")
+                   help="pipeline registers = latency in cycles, 1..6 (default 6)")
 
 
 def _build(a):

@@ -7,6 +7,8 @@ Every element format is read as sign-magnitude ``E.M`` (:class:`golden.ElementFo
 
 * :func:`decode_element` -- code -> sign, magnitude code, significand, shift, zero/NaN/Inf
   (the dequantizer, the dot unit).
+* :func:`element_binade` -- magnitude code -> ``floor(log2(value))``, as a table (the
+  dequantizer's result exponent).
 * :func:`encode_element` -- sign and magnitude code -> code (the quantizer's output).
 * :func:`block_layout` -- one MX block (E8M0 scale and element codes) as a payload layout: the
   quantizer's output, the dequantizer's input, each operand of the dot units.
@@ -14,14 +16,14 @@ Every element format is read as sign-magnitude ``E.M`` (:class:`golden.ElementFo
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Value, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data
 
 from golden.formats import ElementFormat
 
 from .arith import wire
 
-__all__ = ["decode_element", "encode_element", "block_layout"]
+__all__ = ["decode_element", "element_binade", "encode_element", "block_layout"]
 
 
 def decode_element(m: Module, code, fmt: ElementFormat, name: str):
@@ -64,6 +66,40 @@ def decode_element(m: Module, code, fmt: ElementFormat, name: str):
         "shift": Mux(normal, e - 1, 0).as_unsigned()[:len(e)],
         "zero": ~mag.any(), "nan": nan, "inf": inf,
     }, name)
+
+
+def _floor_log2(v) -> int:
+    """``floor(log2(v))`` of a positive Fraction, exactly."""
+    n, d = v.numerator, v.denominator
+    e = n.bit_length() - d.bit_length()
+    return e - 1 if (n << max(0, -e)) < (d << max(0, e)) else e
+
+
+def element_binade(m: Module, mag, fmt: ElementFormat, name: str):
+    """``floor(log2(value))`` of a non-zero magnitude code, as a table over the codes.
+
+    The same exponent as ``shift + lsb_exp`` plus the normalized significand's width, but as
+    LUT logic straight from the code instead of a leading-zero count and a subtractor in
+    series (a carry chain on the path).  The table is derived from the format's values
+    (:meth:`golden.ElementFormat.magnitude_value`).  A zero magnitude gets ``lsb_exp - 1``
+    (below every non-zero value); the NaN and Inf codes get the binade their bits would have.
+
+    Returns
+    -------
+    Signal
+        Signed, ``lsb_exp - 1 .. floor(log2(largest magnitude))``.
+    """
+    mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 1))
+    table = {c: _floor_log2(fmt.magnitude_value(c)) for c in mags}
+    lo, hi = fmt.lsb_exp - 1, max(table.values())
+    binade = Signal(range(lo, hi + 1), name=name)
+    with m.Switch(mag):
+        for t in sorted(set(table.values())):
+            with m.Case(*(c for c, v in table.items() if v == t)):
+                m.d.comb += binade.eq(t)
+        with m.Default():
+            m.d.comb += binade.eq(lo)
+    return binade
 
 
 def encode_element(m: Module, neg, mag, fmt: ElementFormat, name: str):

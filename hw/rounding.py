@@ -5,9 +5,9 @@
   :data:`golden.formats.ROUNDING_IDS`), fixed at elaboration or chosen at run time.  The
   quantizer's element rounding, the dequantizer's bf16/fp16 rounding and the dot unit's final
   fp32 rounding all call it.
-* :func:`align_to_grid`, :func:`round_aligned` -- shift a normalized significand onto an
-  IEEE-style ``E.M`` grid (subnormals included) and round it there: two halves, so a pipeline
-  register can sit between them (the dequantizer).
+* :class:`Grid`, :func:`round_aligned` -- shift a normalized significand onto an IEEE-style
+  ``E.M`` grid (subnormals included) and round it there: the shift amount, the shift and the
+  rounding are three steps, so pipeline registers can sit between them (the dequantizer).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from amaranth.utils import bits_for
 
 from golden.formats import ROUNDING_IDS
 
-from .arith import smax, wire
+from .arith import wire
 
-__all__ = ["RNE", "RNA", "RTZ", "STOCHASTIC", "round_increment", "align_to_grid",
-           "round_aligned"]
+__all__ = ["RNE", "RNA", "RTZ", "STOCHASTIC", "round_increment", "Grid", "round_aligned"]
 
 #: Rounding-mode ids (the encoding of a runtime ``rounding`` field; golden.formats).
 RNE, RNA, RTZ, STOCHASTIC = (ROUNDING_IDS[r] for r in ("rne", "rna", "rtz", "stochastic"))
@@ -84,58 +83,98 @@ def round_increment(m: Module, frac, sticky, lsb, rounding, rand=None, name: str
     return wire(m, up, name)
 
 
-def align_to_grid(m: Module, sig, top, *, emin: int, mbits: int, frac_bits: int = 1,
-                  name: str = "rnd"):
-    """Shift ``sig * 2^(top - len(sig) + 1)`` onto the grid of an ``E.M`` format.
+class Grid:
+    """An IEEE-style ``E.M`` grid and the shift of a normalized significand onto it.
 
-    The grid is IEEE-style: binades ``>= emin`` hold ``mbits`` fraction bits, below ``emin``
-    the spacing stays ``2^(emin - mbits)`` (subnormals).  There is no upper limit here: the
-    caller saturates or overflows to infinity by comparing the code of :func:`round_aligned`.
+    The grid's binades ``>= emin`` hold ``mbits`` fraction bits; below ``emin`` the spacing
+    stays ``2^(emin - mbits)`` (subnormals).  There is no upper limit here: the caller
+    saturates or overflows to infinity by comparing the code of :func:`round_aligned`.
+
+    The shift is two steps, so a pipeline register can sit between them (the dequantizer):
+    :meth:`position` (the shift amount and the binade, from the exponent alone) and
+    :meth:`align` (the shift itself and its sticky bit).
 
     Parameters
     ----------
-    m : Module
-    sig : Value
-        Normalized significand (its top bit set; or zero, which yields code 0).
-    top : Value
-        Signed exponent of ``sig``'s top bit, i.e. ``floor(log2(value))``.
+    sig_width : int
+        Width of the normalized significands to align (top bit set, or zero).
     emin, mbits : int
-        Target format: exponent of the smallest normal binade and fraction bits.
+        Exponent of the smallest normal binade and fraction bits of the grid.
     frac_bits : int
-        Bits of the discarded fraction kept exactly below the last place.
-    name : str
-        Prefix of the generated signals.
-
-    Returns
-    -------
-    View
-        Fields ``n`` (the kept significand, hidden bit included for a normal result),
-        ``frac`` (``frac_bits`` bits below its last place), ``sticky`` (OR of everything
-        further down) and ``binade`` (``max(top - emin, 0)``): narrow fields, so a pipeline
-        register can sit between this and :func:`round_aligned`.
+        Bits of the discarded fraction kept exactly below the last place (1 for RNE).
+    top_min : int, optional
+        The smallest exponent a non-zero significand's top bit can have.  It bounds the shift
+        (a narrower shift amount and shifter, and no sticky logic where nothing reachable is
+        shifted out); a zero significand yields code 0 whatever its exponent.
     """
-    sig = Value.cast(sig)
-    top = wire(m, top, f"{name}_top")
-    if len(sig) - 1 < mbits:  # the grid is finer than sig: pad so the shift below is a right shift
-        sig = Cat(Const(0, mbits - len(sig) + 1), sig)
-    p, f = len(sig), frac_bits
-    w = p + f
-    # Bits of sig below the grid's last place: p-1-mbits in a normal binade, more below emin.
-    sub = smax(m, emin - top, 0, name=f"{name}_sub")
-    drop_max = w  # a larger shift leaves n = 0, frac = 0, sticky = (sig != 0): same as w
-    drop = Mux(sub > drop_max - (p - 1 - mbits), drop_max, sub + (p - 1 - mbits))
-    drop = wire(m, drop.as_unsigned()[:bits_for(drop_max)], f"{name}_drop")
-    # One shifter gives the kept bits (upper half) and everything shifted out (lower half).
-    ext = Cat(Const(0, w), Const(0, f), sig)
-    shifted = wire(m, (ext >> drop)[:2 * w], f"{name}_shifted")
-    kept = shifted[w:]
-    binade = smax(m, top - emin, 0, name=f"{name}_binade").as_unsigned()
-    return wire(m, {"n": kept[f:], "frac": kept[:f], "sticky": shifted[:w].any(),
-                    "binade": binade}, f"{name}_aligned")
+
+    def __init__(self, *, sig_width: int, emin: int, mbits: int, frac_bits: int = 1,
+                 top_min: int | None = None):
+        self.sig_width, self.emin, self.mbits, self.frac_bits = sig_width, emin, mbits, frac_bits
+        # The grid is finer than sig: sig is padded so the shift below is a right shift.
+        self.padded_width = max(sig_width, mbits + 1)
+        p, w = self.padded_width, self.padded_width + frac_bits
+        # A larger shift leaves n = 0, frac = 0, sticky = (sig != 0): the same as w.
+        self.drop_max = w
+        # Bits of sig below the grid's last place in a normal binade (more below emin).
+        self.drop_normal = p - 1 - mbits
+        reach = w if top_min is None else max(emin - top_min, 0) + self.drop_normal
+        #: The largest shift a non-zero significand needs; at most ``drop_max``.
+        self.drop_reach = min(reach, w)
+
+    def position(self, m: Module, above, below=None, name: str = "rnd"):
+        """The shift amount ``drop`` and the ``binade`` of a significand whose top bit has the
+        exponent ``top`` (``floor(log2(value))``), from ``above = top - emin`` (signed).
+
+        ``below`` is ``-above``, if the caller computes it beside ``above`` (then no adder is
+        in series here: both results are a select on ``above``'s sign).
+        """
+        above = wire(m, Value.cast(above).as_signed(), f"{name}_above")
+        if below is None:
+            below = -above
+        below = wire(m, Value.cast(below).as_signed(), f"{name}_below")
+        under = above[-1]  # top < emin: a subnormal result, shifted right by emin - top more
+        sub = Mux(under, below, 0).as_unsigned()
+        if self.drop_reach < self.drop_max:
+            # top_min bounds sub: no clamp.  A zero significand (one below top_min) may wrap
+            # the narrow drop; it shifts zeros either way.
+            drop = sub + self.drop_normal
+        else:
+            drop = Mux(sub > self.drop_max - self.drop_normal, self.drop_max,
+                       sub + self.drop_normal)
+        return wire(m, {
+            "drop": drop[:bits_for(self.drop_reach)],
+            "binade": Mux(under, 0, above).as_unsigned()[:len(above) - 1],
+        }, f"{name}_position")
+
+    def align(self, m: Module, sig, position, name: str = "rnd"):
+        """Shift ``sig`` by ``position.drop`` (from :meth:`position`) onto the grid.
+
+        Returns
+        -------
+        View
+            Fields ``n`` (the kept significand, hidden bit included for a normal result),
+            ``frac`` (``frac_bits`` bits below its last place), ``sticky`` (OR of everything
+            further down) and ``binade``: narrow fields, so a pipeline register can sit
+            between this and :func:`round_aligned`.
+        """
+        sig = Value.cast(sig)
+        if len(sig) != self.sig_width:
+            raise ValueError(f"the grid aligns {self.sig_width}-bit significands, "
+                             f"not {len(sig)}-bit")
+        p, f = self.padded_width, self.frac_bits
+        w = p + f
+        sig = Cat(Const(0, p - len(sig)), sig)
+        # One shifter gives the kept bits (upper half) and everything shifted out (lower half).
+        ext = Cat(Const(0, w), Const(0, f), sig)
+        shifted = wire(m, (ext >> position.drop)[:2 * w], f"{name}_shifted")
+        kept = shifted[w:]
+        return wire(m, {"n": kept[f:], "frac": kept[:f], "sticky": shifted[:w].any(),
+                        "binade": position.binade}, f"{name}_aligned")
 
 
 def round_aligned(m: Module, aligned, *, mbits: int, rounding, rand=None, name: str = "rnd"):
-    """Round the result of :func:`align_to_grid`: the code ``(binade << mbits) + n + up``.
+    """Round the result of :meth:`Grid.align`: the code ``(binade << mbits) + n + up``.
 
     ``up`` is :func:`round_increment` (same ``rounding``/``rand`` arguments).  The result is the
     unsigned IEEE-style magnitude code ``E.M``; a carry out of the significand lands on the

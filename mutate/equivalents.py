@@ -28,17 +28,14 @@ class KnownEquivalent:
 
 KNOWN_EQUIVALENTS = (
     KnownEquivalent(
-        "hw/rounding.py",
-        "drop = Mux(sub > drop_max - (p - 1 - mbits), drop_max, sub + (p - 1 - mbits))",
-        "drop = Mux(sub > drop_max - (p - 1 - mbits), drop_max, sub - (p - 1 - mbits))",
-        "align_to_grid serves only the dequantizer, whose element significand is narrower "
-        "than every output grid, so p - 1 - mbits is 0 in every configuration (campaign 2)"),
+        "hw/rounding.py", "drop = sub + self.drop_normal", "drop = sub - self.drop_normal",
+        "Grid serves only the dequantizer, whose element significand is narrower than every "
+        "output grid, so drop_normal = p - 1 - mbits is 0 in every configuration (campaign 2, "
+        "in align_to_grid's form of the line)"),
     KnownEquivalent(
-        "hw/rounding.py",
-        "drop = Mux(sub > drop_max - (p - 1 - mbits), drop_max, sub + (p - 1 - mbits))",
-        "drop = Mux(sub > drop_max - (p - 0 - mbits), drop_max, sub + (p - 1 - mbits))",
-        "with p - 1 - mbits = 0 the mutant tests sub > drop_max - 1: at sub = drop_max both "
-        "arms give drop_max (campaign 6)"),
+        "hw/rounding.py", "sub + self.drop_normal)", "sub - self.drop_normal)",
+        "the same term in the clamped form of the shift amount: drop_normal is 0 in every "
+        "configuration (campaign 2)"),
     KnownEquivalent(
         "hw/rounding.py", "return Const(0, 1)", "return Const(0, 2)",
         "rtz's increment: a zero one bit wider is still zero (campaign 3)"),

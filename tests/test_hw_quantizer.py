@@ -60,7 +60,7 @@ def test_cli_generates_dequantizer(tmp_path):
              "fp16", "-o", str(out))
     assert r.returncode == 0, r.stderr
     meta = json.loads(out.with_suffix(".json").read_text())
-    assert meta["module"] == "mx_dequantizer_int8_k2_fp16_s3"
+    assert meta["module"] == "mx_dequantizer_int8_k2_fp16_s6"
     assert meta["parameters"]["output"] == "fp16"
     assert {p["name"]: p["width"] for p in meta["ports"]}["o__payload"] == 32
 
@@ -76,7 +76,7 @@ def test_cli_generates_dequantizer(tmp_path):
      "random_bits must be in 1..16"),
     (["quantizer", "--format", "int8", "--stages", "16"], "stages must be in 1..15"),
     (["dequantizer", "--format", "int8", "--output", "fp8"], "unknown output format"),
-    (["dequantizer", "--format", "int8", "--stages", "0"], "stages must be in 1..4"),
+    (["dequantizer", "--format", "int8", "--stages", "0"], "stages must be in 1..6"),
 ])
 def test_cli_bad_parameters(argv, message, tmp_path):
     r = _cli("generate", *argv, "-o", str(tmp_path / "x.v"))
@@ -108,7 +108,7 @@ def test_cli_defaults_in_process(tmp_path, monkeypatch):
                                                            "2"]]})
     assert cli_main(["defaults", "-o", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "mx_dequantizer_int8_k2_fp32_s3.json", "mx_dequantizer_int8_k2_fp32_s3.v",
+        "mx_dequantizer_int8_k2_fp32_s6.json", "mx_dequantizer_int8_k2_fp32_s6.v",
         "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s11.json",
         "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s11.v"]
 
@@ -186,18 +186,19 @@ def test_synth_quantizer_fixed_modes_shrink(scale_mode, tmp_path):
 def test_synth_dequantizer_stages_set_the_registers(tmp_path):
     """k = 4: synthesizes clean at every depth; each added stage adds flip-flops."""
     ffs = [_synth(MXDequantizer("fp8_e5m2", 4, "fp16", stages=s), tmp_path, "ff")
-           for s in (1, 2, 3, 4)]
-    print(f"flip-flops at stages 1..4: {ffs}")
+           for s in (1, 2, 3, 4, 5, 6)]
+    print(f"flip-flops at stages 1..6: {ffs}")
     assert ffs == sorted(set(ffs)), ffs
 
 
 def test_dequantizer_placement():
-    """The balanced placement keeps the dequantizer's boundaries of the hand-written order
-    (output, decode, align, input)."""
+    """The balanced placement on the dequantizer's section estimates, at every depth."""
     assert [MXDequantizer("int8", 2, stages=s).parameters["registered_boundaries"]
-            for s in (1, 2, 3, 4)] == [["output"], ["decode", "output"],
-                                       ["decode", "align", "output"],
-                                       ["input", "decode", "align", "output"]]
+            for s in (1, 2, 3, 4, 5, 6)] == [
+        ["output"], ["position", "output"], ["decode", "align", "output"],
+        ["decode", "position", "align", "output"],
+        ["input", "decode", "position", "align", "output"],
+        ["input", "decode", "position", "align", "round", "output"]]
 
 
 def test_sidecar_matches_verilog_ports():

@@ -21,8 +21,8 @@ FULL = env_flag("SIM_FULL")
 
 # (format, output format, block size, stages)
 DEFAULT = [
-    ("fp8_e4m3", "fp32", 32, 3),
-    ("fp8_e5m2", "fp16", 8, 3),
+    ("fp8_e4m3", "fp32", 32, 6),
+    ("fp8_e5m2", "fp16", 8, 5),
     ("fp6_e3m2", "bf16", 8, 1),
     ("fp6_e2m3", "fp16", 8, 4),
     ("fp4_e2m1", "fp32", 8, 3),
@@ -36,7 +36,7 @@ def full_configs():
     for i, fmt in enumerate(golden.FORMATS):
         for j, output_format in enumerate(("fp32", "bf16", "fp16")):
             for n, k in enumerate((2, 4, 8, 16, 32, 64)):
-                out.append((fmt, output_format, k, 1 + (i + j + n) % 4))
+                out.append((fmt, output_format, k, 1 + (i + j + n) % 6))
     return out
 
 
