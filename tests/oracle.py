@@ -114,6 +114,17 @@ def max_normal(name: str) -> Fraction:
     return value_table(name)[0][-1]
 
 
+def units_max(name: str) -> int:
+    """Largest finite element magnitude in units of the format's lsb (int8: -2.0 = -128 *
+    2^-6 is the largest magnitude)."""
+    spec = FORMATS[name]
+    lsb_exp = -6 if spec.is_int else 1 - spec.bias - spec.mbits
+    mags = [decode_code(spec, c)[1] for c in range(1 << spec.bits)]
+    units = max(v for v in mags if isinstance(v, Fraction)) / pow2(lsb_exp)
+    assert units.denominator == 1
+    return int(units)
+
+
 def encode_magnitude(fmt: Fmt, neg: bool, mag: Fraction) -> int:
     """The code of a representable value, found by searching the value table."""
     mags, codes = value_table(fmt.name)

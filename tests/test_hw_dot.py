@@ -30,24 +30,12 @@ FMTS = list(golden.FORMATS)
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
 
-def _spec_units_max(name):
-    """Largest finite element magnitude in units of the format's lsb, from the spec values of
-    tests/oracle.py (int8: -2.0 = -128 * 2^-6 is the largest magnitude)."""
-    spec = oracle.FORMATS[name]
-    lsb_exp = -6 if spec.is_int else 1 - spec.bias - spec.mbits
-    mags = [oracle.decode_code(spec, c)[1] for c in range(1 << spec.bits)]
-    largest = max(v for v in mags if isinstance(v, Fraction))
-    units = largest / Fraction(2) ** lsb_exp
-    assert units.denominator == 1
-    return int(units)
-
-
 @pytest.mark.parametrize("fmt_a", FMTS)
 @pytest.mark.parametrize("fmt_b", FMTS)
 def test_sum_width_holds_the_largest_block_sum(fmt_a, fmt_b):
     """W is the exact bit count of k * max|a| * max|b| in units of 2^(lsb_a + lsb_b), from
     the spec values (so the RTL sum can neither overflow nor be wider than needed)."""
-    units = [_spec_units_max(fmt_a), _spec_units_max(fmt_b)]
+    units = [oracle.units_max(fmt_a), oracle.units_max(fmt_b)]
     for k in (2, 32, 64):
         g = DotGeometry(golden.element_format(fmt_a), golden.element_format(fmt_b), k)
         assert [units_max(g.fmt_a), units_max(g.fmt_b)] == units
@@ -62,7 +50,7 @@ def test_window_is_exact(fmt_a, fmt_b):
     for k in (2, 32, 64):
         g = DotGeometry(golden.element_format(fmt_a), golden.element_format(fmt_b), k)
         n = g.window_bits
-        s_max = k * _spec_units_max(fmt_a) * _spec_units_max(fmt_b)
+        s_max = k * oracle.units_max(fmt_a) * oracle.units_max(fmt_b)
         # T anchoring (its lowest bit at window bit G+1): the largest |T| stays below the
         # carry bit N-1, so the window sum cannot overflow.
         assert Fraction(s_max) * 2 ** (GUARD + 1) < Fraction(2) ** (n - 1)
@@ -201,3 +189,4 @@ def test_docs_width_table_is_generated_from_the_code():
     text = (ROOT / "docs" / "dot.md").read_text()
     table = text.split("<!-- width-table:begin -->\n")[1].split("\n<!-- width-table:end -->")[0]
     assert table == width_table(32)
+

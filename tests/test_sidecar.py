@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import jsonschema
+import oracle
 import pytest
 import test_sim_dequantizer as sim_dequantizer
 import test_sim_dot as sim_dot
@@ -195,3 +196,20 @@ def test_invalid_sidecar_is_rejected_with_a_readable_message(good, case):
         validate(meta)
     message = str(e.value)
     assert "\n" not in message and len(message) < 300, message
+
+
+@pytest.mark.parametrize("unit", ["dot", "dot-general"])
+def test_sidecar_states_the_datapath_widths(unit):
+    """Both dot units' sidecars give the signed block-sum width (W + 1) and the window N,
+    with W from the spec values (a mutation campaign changed MXDotGeneral's ``sum_bits`` and
+    nothing noticed)."""
+    from hw.dot import MXDot, MXDotGeneral
+    from hw.dot.geometry import GUARD
+
+    cls = {"dot": MXDot, "dot-general": MXDotGeneral}[unit]
+    for fa, fb, k in (("fp8_e4m3", "fp8_e4m3", 32), ("int8", "fp6_e2m3", 8),
+                      ("fp4_e2m1", "fp8_e5m2", 2)):
+        w = (k * oracle.units_max(fa) * oracle.units_max(fb)).bit_length()
+        params = sidecar(cls(fa, fb, block_size=k), unit)["parameters"]
+        assert params["sum_bits"] == w + 1, (fa, fb, k)
+        assert params["window_bits"] == w + GUARD + 2, (fa, fb, k)
