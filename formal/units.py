@@ -113,7 +113,7 @@ UNITS = (
                quantizer_sections, "q", registered_stall=True),
     FormalUnit("dequantizer", "fp8_e4m3 to fp16",
                lambda k, s: MXDequantizer("fp8_e4m3", k, "fp16", stages=s),
-               lambda k: DEQUANTIZER_SECTIONS, "d", registered_stall=False),
+               lambda k: DEQUANTIZER_SECTIONS, "d", registered_stall=True),
     FormalUnit("dot", "fp4_e2m1 x fp4_e2m1, fp32 accumulator",
                lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s),
                _dot_sections, "dot", registered_stall=False),

@@ -30,6 +30,7 @@ SWEEP_LATENCIES = (1, 3, 5, 8)
 #: Pipeline-depth sweeps: (unit, args).
 SWEEPS = (
     ("quantizer", ["--format", "fp8_e4m3", "--input", "bf16", *K]),
+    ("dequantizer", ["--format", "fp8_e4m3", *K]),
     ("dot", ["--format", "fp8_e4m3", *K]),
 )
 
@@ -65,10 +66,11 @@ NEXT_STEPS = {
                  "5 LUT levels), 70-75 % of each in routing; splitting each across two "
                  "boundaries (compare / select; shift by the count's high bits / low bits) "
                  "adds a cycle per split.",
-    "dequantizer": "the default depth (3) is too shallow: the worst path runs from the decode "
-                   "register through the alignment shift and its sticky OR (27 cells, 3.4 ns "
-                   "logic + 6.2 ns routing); a deeper default with the delay-balanced "
-                   "placement of `hw/pipeline.py` splits it.",
+    "dequantizer": "at the default depth (6, every boundary registered, registered stall) "
+                   "the worst path is the `advance` register's route to the decode stage's "
+                   "load enables (1 cell, 0.9 ns logic + 4.3 ns routing), the flip-flops "
+                   "spread along the port ring; the next step is copies of `advance` per "
+                   "slice of each stage (as the default flavour's per-stage hold copies).",
     "dot": "the worst path of the fp8_e4m3 dot is the decode from the input port registers "
            "(7 cells, 1.9 ns logic + 4.1 ns routing); the next steps are a register between "
            "the port and the decode, and the alignment adder's carry chain behind it.",
