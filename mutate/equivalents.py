@@ -40,6 +40,16 @@ KNOWN_EQUIVALENTS = (
         "hw/rounding.py", "return Const(0, 1)", "return Const(0, 2)",
         "rtz's increment: a zero one bit wider is still zero (campaign 3)"),
     KnownEquivalent(
+        "hw/pipeline.py", "self._hold_flag = Const(1, 1)", "self._hold_flag = Const(1, 2)",
+        "the default hold flag, 1 as one bit or two: hold <= prev_valid & flag keeps bit 0 "
+        "of the AND, the same bit (campaign 9, 15 configurations passed)"),
+    KnownEquivalent(
+        "hw/dot/geometry.py", "return self.sum_bits + GUARD + 2",
+        "return self.sum_bits + GUARD + 3",
+        "a window one bit wider than needed: every condition of docs/dot.md's exactness "
+        "argument still holds (tests/test_hw_dot.py::test_window_is_exact passes with it), so "
+        "c + T is exact and rounds the same (campaign 9, 10 dot configurations passed)"),
+    KnownEquivalent(
         "hw/arith.py", "p = 1 << ceil_log2(w)", "p = 2 << ceil_log2(w)",
         "leading_zeros pads with ones below the input; with twice the pad the first one is "
         "still w places from the top, so every count is the same (issue 12)"),
