@@ -33,9 +33,11 @@ WALL_LIMIT_S = 180
 HANG_TIMEOUT_S = 600
 
 # Each plant replaces exactly one line of the generated Verilog (regex, count 1).
+# The dequantizer's flow control is the registered stall: i.ready is a register (its
+# update is the planted line; reset sets it to 1, then it stays 0) and o.valid is combinational.
 PLANTS = {
-    "o_valid_stuck_low": (r"(?m)^(\s*)o__valid <= [^;]+;", r"\1o__valid <= 1'h0;"),
-    "i_ready_stuck_low": (r"(?m)^(\s*)assign i__ready = [^;]+;", r"\1assign i__ready = 1'h0;"),
+    "o_valid_stuck_low": (r"(?m)^(\s*)assign o__valid = [^;]+;", r"\1assign o__valid = 1'h0;"),
+    "i_ready_stuck_low": (r"(?m)^(\s*)i__ready <= [^;]+;", r"\1i__ready <= 1'h0;"),
 }
 
 SCRIPT = textwrap.dedent("""
