@@ -1,7 +1,7 @@
 """Format-agnostic arithmetic pieces of the MX units, written as gates where it matters.
 
 * :func:`wire` -- name a value (or a dict/list nesting of values, as one struct signal).
-* :func:`less_than_const`, :func:`greater_than`, :func:`smax` -- comparisons.
+* :func:`less_than_const`, :func:`greater_than` -- comparisons.
 * :func:`leading_zeros`, :func:`reduce_significand` -- normalization.
 * :func:`max_tree_levels` -- levels of a pairwise maximum tree (the quantizer's block max).
 * :func:`shift_right_sticky`, :func:`partial_product_sum` -- the dot unit's shifter and
@@ -18,7 +18,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigne
 from amaranth.lib import data
 from amaranth.utils import bits_for, ceil_log2
 
-__all__ = ["wire", "less_than_const", "greater_than", "smax", "leading_zeros",
+__all__ = ["wire", "less_than_const", "greater_than", "leading_zeros",
            "reduce_significand", "max_tree_levels", "shift_right_sticky",
            "partial_product_sum"]
 
@@ -131,14 +131,6 @@ def greater_than(m: Module, a, b, name: str) -> Signal:
                 wire(m, eq_h & eq_l, f"{name}_eq{tag}"))
 
     return wire(m, tree(0, w, "")[0], name)
-
-
-def smax(m: Module, a, b, name: str = "max") -> Signal:
-    """``max(a, b)`` of two (signed or unsigned) values or ints."""
-    a, b = Value.cast(a), Value.cast(b)
-    a = wire(m, a, f"{name}_a") if not isinstance(a, Const) else a
-    b = wire(m, b, f"{name}_b") if not isinstance(b, Const) else b
-    return wire(m, Mux(a > b, a, b), name)
 
 
 def leading_zeros(m: Module, v, name: str = "lzc") -> Signal:

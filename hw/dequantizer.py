@@ -31,8 +31,9 @@ OUTPUTS = ("fp32", "bf16", "fp16")
 #: short adders side by side) and a select on its sign; align: the shift and its sticky OR;
 #: round: the increment and the code; output: overflow, zero and the specials.  Measured
 #: (docs/performance.md): at 3 stages the worst path ran from the exponent through the
-#: shift into the sticky bit (3.4 ns logic + 6.2 ns routing, 103.8 MHz); at 6 it is control,
-#: the output stage's enable (169.1 MHz).
+#: shift into the sticky bit (3.4 ns logic + 6.2 ns routing, 103.8 MHz); at 6, with the
+#: registered stall, it is the ``advance`` register's route to the decode stage's load
+#: enables (192.8 MHz).
 DEQUANTIZER_SECTIONS = {"input": 2.0, "decode": 4.0, "position": 3.0, "align": 3.5,
                         "round": 3.5, "output": 2.5}
 DEFAULT_STAGES = 6
