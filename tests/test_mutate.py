@@ -5,6 +5,7 @@ regression."""
 from __future__ import annotations
 
 import ast
+import os
 import random
 from pathlib import Path
 
@@ -141,7 +142,9 @@ def test_the_regression_map_matches_the_simulation_tests():
 
 @pytest.fixture(scope="module")
 def sandbox():
-    return Sandbox(ROOT, "test-mutate", sim_seed=1)
+    # One copy per xdist worker: two workers rewriting the same copy race on its files.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    return Sandbox(ROOT, f"test-mutate-{worker}", sim_seed=1)
 
 
 SMALL = SimConfig("dequantizer-int8", "dequantizer",
