@@ -69,7 +69,9 @@ def split_float(mag, ebits, mbits):
 def shared_exponent(amax, in_ebits, in_mbits, emax, max_sig, mbits, scale_mode):
     """The block's unclamped shared exponent ``e`` from the magnitude bits of amax (> 0)."""
     sig, x = split_float(amax, in_ebits, in_mbits)
-    width = bitlen(sig)
+    # A normal amax's leading bit is its hidden bit: no bit count in the common case (which
+    # took a tenth of the quantizer's time).
+    width = in_mbits + 1 if amax >> in_mbits else bitlen(sig)
     e = width - 1 + x - emax  # floor(log2(amax)) - emax
     if scale_mode == RCEIL:
         # ceil(log2(amax / max_normal)): one more than floor mode exactly when amax's

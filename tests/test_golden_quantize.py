@@ -162,7 +162,7 @@ def test_both_element_paths(dtype, rounding, rng):
     (``golden._kernels.round_normal_element``), blocks holding a subnormal input the general
     one.  The same random blocks go through each (the second time with the dtype's smallest
     subnormal in lane 0, which leaves every other lane's code alone) and both are checked
-    against the oracle, in every format and scale mode."""
+    against the oracle, in every format and scale mode, at k = 32 and 8."""
     x = random_blocks(rng, dtype, 32, 32)
     tiny = np.finfo(dtype).smallest_subnormal if dtype != BF16 else \
         np.array([1], np.uint16).view(BF16)[0]
@@ -170,9 +170,9 @@ def test_both_element_paths(dtype, rounding, rng):
                       dtype(0) if dtype != BF16 else BF16(0), x).astype(dtype)
     with_sub = normal.copy()
     with_sub[:, 0] = tiny
-    for fmt, mode in itertools.product(FORMATS, MODES):
-        check_quantize(normal, fmt, scale_mode=mode, rounding=rounding)
-        check_quantize(with_sub, fmt, scale_mode=mode, rounding=rounding)
+    for fmt, mode, k in itertools.product(FORMATS, MODES, (32, 8)):
+        check_quantize(normal, fmt, block_size=k, scale_mode=mode, rounding=rounding)
+        check_quantize(with_sub, fmt, block_size=k, scale_mode=mode, rounding=rounding)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
