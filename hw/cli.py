@@ -175,7 +175,8 @@ def _parser(specs: dict[str, UnitSpec], prog: str = "python -m hw") -> argparse.
                              conflict_handler="resolve", formatter_class=HelpFormatter)
         where = sp.add_mutually_exclusive_group(required=True)
         where.add_argument("-o", "--output", type=Path,
-                           help="Verilog file to write; the JSON sidecar goes beside it")
+                           help="Verilog file to write, or an existing directory to write "
+                                "<module>.v into; the JSON sidecar goes beside it")
         where.add_argument("--fusesoc", type=Path, metavar="DIR",
                            help="write <module>.v, its sidecar, the lint waivers and a FuseSoC "
                                 "core <module>.core into DIR")
@@ -192,7 +193,10 @@ def _generate(spec: UnitSpec, args) -> str:
     """Write the unit ``args`` configure; return what was written, for the user."""
     component = spec.build(args)
     if args.fusesoc is None:
-        out = write_component(component, spec.name, args.output)
+        out = args.output
+        if out.is_dir():
+            out = out / f"{component.module_name}.v"
+        out = write_component(component, spec.name, out)
         return f"wrote {out} and {out.with_suffix('.json')}"
     from .fusesoc import write_unit_core
 

@@ -52,6 +52,16 @@ def test_generate_prints_full_paths(tmp_path):
     assert (tmp_path / "out" / "d.json").is_file()
 
 
+def test_generate_into_an_existing_directory_names_the_file_after_the_module(tmp_path):
+    (tmp_path / "rtl").mkdir()
+    r = _run("-m", "hw", "generate", "dequantizer", "--format", "int8", "--block-size", "2",
+             "--stages", "1", "-o", "rtl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    name = "mx_dequantizer_int8_k2_fp32_s1"
+    assert r.stdout.strip() == f"wrote rtl/{name}.v and rtl/{name}.json"
+    assert f"module {name}(" in (tmp_path / "rtl" / f"{name}.v").read_text()
+
+
 def test_generate_needs_exactly_one_destination(tmp_path):
     for where in ([], ["-o", "x.v", "--fusesoc", "cores"]):
         r = _run("-m", "hw", "generate", "dot", "--format", "int8", *where, cwd=tmp_path)
