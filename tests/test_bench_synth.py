@@ -37,3 +37,40 @@ def test_port_ring_registers_every_port(tmp_path):
     ffs = re.findall(r"^\s*(\d+)\s+\$dff_(\d+)\s*$", stat, re.M)
     assert ffs, stat
     assert sum(int(n) * int(w) for n, w in ffs) == bits
+
+
+def test_seeds_give_the_median_and_are_placed_once(tmp_path, monkeypatch):
+    """``synthesize(seeds=N)``: the median Fmax over seeds 1..N (the lower median for even N),
+    the median seed's critical path, every seed kept; stored seeds are not placed again.  The
+    tools are stubbed: this checks the bookkeeping, not yosys or nextpnr."""
+    from bench.synth import flow
+    from bench.synth.report import fmax_text
+
+    fmax = {1: 190.0, 2: 201.5, 3: 185.2, 4: 188.0}
+    placed = []
+
+    def synth(comp, name, d):
+        (d / "ecp5.json").write_text("{}")
+        return {"LUT4": 10, "FF": 5, "MULT18X18D": 0, "CCU2C": 0}
+
+    def place(d, seed):
+        placed.append(seed)
+        return {"fmax_mhz": fmax[seed], "critical_path": {"from": f"seed{seed}"}}
+
+    monkeypatch.setattr(flow, "OUT", tmp_path)
+    monkeypatch.setattr(flow, "_ecp5", synth)
+    monkeypatch.setattr(flow, "_place", place)
+    argv = ["--format", "int8", "--block-size", "2", "--stages", "1"]
+    one = flow.synthesize("dequantizer", argv, log=lambda s: None, ecp5_only=True)
+    assert placed == [1] and one["ecp5"]["fmax_mhz"] == 190.0 and fmax_text(one["ecp5"]) == "190.0"
+    three = flow.synthesize("dequantizer", argv, log=lambda s: None, ecp5_only=True, seeds=3)
+    assert placed == [1, 2, 3]
+    assert three["ecp5"]["fmax_mhz"] == 190.0
+    assert three["ecp5"]["critical_path"] == {"from": "seed1"}
+    assert fmax_text(three["ecp5"]) == "190.0 (185.2-201.5, 3 seeds)"
+    again = flow.synthesize("dequantizer", argv, log=lambda s: None, ecp5_only=True, seeds=2)
+    assert placed == [1, 2, 3] and again == three  # reused as stored
+    four = flow.synthesize("dequantizer", argv, log=lambda s: None, ecp5_only=True, seeds=4)
+    assert placed == [1, 2, 3, 4] and four["ecp5"]["fmax_mhz"] == 188.0
+    with pytest.raises(ValueError, match="seeds must be a positive integer"):
+        flow.synthesize("dequantizer", argv, ecp5_only=True, seeds=0)

@@ -35,8 +35,13 @@ def main(argv=None) -> int:
     ap.add_argument("--report-only", action="store_true",
                     help="synthesize nothing from the list: rebuild the table (and the sweeps, "
                          "unless --no-sweep) from stored results")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="place each configuration with nextpnr seeds 1..N and report the "
+                         "median Fmax and the range (default 1; stored seeds are reused)")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
+    if args.seeds < 1:
+        ap.error(f"--seeds must be at least 1, not {args.seeds}")
     available = units()
     configs = [(u, a) for u, a in CONFIGS if u in available]
     todo = [(u, a) for u, a in configs
@@ -46,14 +51,16 @@ def main(argv=None) -> int:
     if missing:
         print(f"units not available yet, skipped: {', '.join(missing)}")
     with cf.ThreadPoolExecutor(args.jobs) as ex:
-        ran = list(ex.map(lambda c: synthesize(*c, ecp5_only=args.ecp5_only), todo))
+        ran = list(ex.map(lambda c: synthesize(*c, ecp5_only=args.ecp5_only,
+                                               seeds=args.seeds), todo))
     results = [r for r in (stored(u, a) for u, a in configs) if r is not None]
     sweeps = {}
     if not args.no_sweep and not args.only:
         for unit, a in SWEEPS:
             if unit in available:
                 sweeps[f"{unit} {' '.join(a[:4])}"] = sweep(unit, a, args.jobs,
-                                                             points=args.sweep_points)
+                                                             points=args.sweep_points,
+                                                             seeds=args.seeds)
         if sweeps:
             plot(sweeps, ROOT / "docs" / "stages_sweep.png")
     not_run = len(configs) - len(results)

