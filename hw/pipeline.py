@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import data
 
 from .params import check_stages
@@ -90,8 +90,6 @@ class Pipeline:
       two).  A copy's update uses the copy itself in place of ``advance``: equal in every
       reachable state, but a different function, so synthesis cannot merge the copies back
       into one net (yosys ``opt_merge`` merges flip-flops with identical inputs).
-      ``enable_fanout`` splits each stage further: one copy per slice of at most that many
-      data flip-flops, so each copy can be placed beside the flip-flops it drives.
 
     Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
     presented on the output in cycle ``c + latency`` (without backpressure).
@@ -108,10 +106,6 @@ class Pipeline:
         Prefix of the generated signal names.
     registered_stall : bool
         The registered-enable flavour above (default False).
-    enable_fanout : int or None
-        ``registered_stall`` only: at most this many data flip-flops per copy of a stage's
-        enable (a stage's register is cut into equal slices of consecutive bits); None (the
-        default): one copy per stage.
 
     Members
     -------
@@ -122,15 +116,7 @@ class Pipeline:
     """
 
     def __init__(self, m: Module, sections: Mapping[str, float], stages: int, *,
-                 name: str = "p", registered_stall: bool = False,
-                 enable_fanout: int | None = None):
-        if enable_fanout is not None:
-            if not registered_stall:
-                raise ValueError("enable_fanout needs registered_stall")
-            if not isinstance(enable_fanout, int) or enable_fanout < 1:
-                raise ValueError(f"enable_fanout must be a positive integer, not "
-                                 f"{enable_fanout!r}")
-        self._enable_fanout = enable_fanout
+                 name: str = "p", registered_stall: bool = False):
         self._m = m
         self._names = tuple(sections)
         self._registered = place_registers(list(sections.values()), stages)
@@ -138,7 +124,7 @@ class Pipeline:
         self._registered_stall = bool(registered_stall)
         self._index = 0
         self._valids = []  # valid bit of each registered stage
-        self._enables = []  # load enables of each registered stage (driven in connect)
+        self._enables = []  # load enable of each registered stage (driven in connect)
         self._holds = []  # default flavour: one hold register per stage
         self._hold_flag = Const(1, 1)
         self._in_valid = Signal(name=f"{name}_in_valid")
@@ -181,17 +167,17 @@ class Pipeline:
         m, tag = self._m, f"{self._name}_{name}"
         last = self._index == len(self._names)
         prev_valid = self._valids[-1] if self._valids else self._in_valid
-        enables = self._stage_enables(tag, len(_flat(value)))
+        enable = Signal(name=f"{tag}_en")
         valid = Signal(name=f"{tag}_valid")
-        with m.If(enables[0]):
+        with m.If(enable):
             m.d.sync += valid.eq(prev_valid)
-        self._enables.append(enables)
+        self._enables.append(enable)
         self._valids.append(valid)
-        reg = self._register(value, enables, tag)
+        reg = self._register(value, enable, tag)
         if not last:
             return reg
         if not self._registered_stall:
-            for j, (en_j,) in enumerate(self._enables):  # one hold copy per stage enable
+            for j, en_j in enumerate(self._enables):  # one hold copy per stage enable
                 hold = Signal(name=f"{self._name}_hold{j}")
                 with m.If(en_j):
                     m.d.sync += hold.eq(prev_valid & self._hold_flag)
@@ -200,36 +186,18 @@ class Pipeline:
             return reg
         # registered_stall: the skid register beside the last stage.  It is full exactly when
         # the enable is low: the cycle after the output held a block that was not taken.
-        skid = self._register(reg, enables, f"{tag}_skid")
+        skid = self._register(reg, enable, f"{tag}_skid")
         self._out_valid = Signal(name=f"{tag}_out_valid")
-        m.d.comb += self._out_valid.eq(valid | ~enables[0])
-        flat_reg, flat_skid = _flat(reg), _flat(skid)
-        if len(enables) == 1:
-            out = Mux(enables[0], flat_reg, flat_skid)
-        else:
-            out = Cat(*(Mux(en, flat_reg[lo:hi], flat_skid[lo:hi])
-                        for en, (lo, hi) in zip(enables, _slices(len(flat_reg), len(enables)),
-                                                strict=True)))
-        return reg.shape()(out) if isinstance(reg, data.View) else out
+        m.d.comb += self._out_valid.eq(valid | ~enable)
+        if isinstance(reg, data.View):
+            return reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
+        return Mux(enable, reg, skid)
 
-    def _stage_enables(self, tag, width):
-        """The load enables of one stage of ``width`` data bits: one, or one per slice."""
-        copies = 1 if self._enable_fanout is None else -(-width // self._enable_fanout)
-        return [Signal(name=f"{tag}_en" if j == 0 else f"{tag}_en{j}")
-                for j in range(max(copies, 1))]
-
-    def _register(self, value, enables, name):
-        """A reset-less register of ``value``, slice j loading on ``enables[j]``."""
+    def _register(self, value, enable, name):
         shape = value.shape() if isinstance(value, data.View) else Value.cast(value).shape()
         reg = Signal(shape, name=name, reset_less=True)
-        if len(enables) == 1:
-            with self._m.If(enables[0]):
-                self._m.d.sync += reg.eq(value)
-            return reg
-        flat_reg, flat_value = _flat(reg), _flat(value)
-        for en, (lo, hi) in zip(enables, _slices(len(flat_reg), len(enables)), strict=True):
-            with self._m.If(en):
-                self._m.d.sync += flat_reg[lo:hi].eq(flat_value[lo:hi])
+        with self._m.If(enable):
+            self._m.d.sync += reg.eq(value)
         return reg
 
     def connect(self, *, i_valid, i_ready, o_valid, o_ready):
@@ -239,27 +207,12 @@ class Pipeline:
         m = self._m
         if self._registered_stall:
             valid_last = self._valids[-1]
-            for enable in (en for stage in self._enables for en in stage):
+            for enable in self._enables:
                 advance = Signal(name=f"{enable.name}_advance", init=1)
                 m.d.sync += advance.eq(o_ready | (~valid_last & advance))
                 m.d.comb += enable.eq(advance)
         else:
             m.d.comb += [en.eq(~hold | o_ready)
-                         for (en,), hold in zip(self._enables, self._holds, strict=True)]
-        m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._enables[0][0]),
+                         for en, hold in zip(self._enables, self._holds, strict=True)]
+        m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._enables[0]),
                      o_valid.eq(self._out_valid)]
-
-
-def _flat(value) -> Value:
-    """The bits of a Value or a :class:`~amaranth.lib.data.View`."""
-    return value.as_value() if isinstance(value, data.View) else Value.cast(value)
-
-
-def _slices(width: int, count: int) -> list[tuple[int, int]]:
-    """``count`` consecutive bit ranges covering ``[0, width)``, their sizes differing by at
-    most one (the last ones the smaller)."""
-    base, extra = divmod(width, count)
-    bounds = [0]
-    for j in range(count):
-        bounds.append(bounds[-1] + base + (j < extra))
-    return list(zip(bounds[:-1], bounds[1:], strict=True))
