@@ -67,10 +67,14 @@ NEXT_STEPS = {
                  "boundaries (compare / select; shift by the count's high bits / low bits) "
                  "adds a cycle per split.",
     "dequantizer": "at the default depth (6, every boundary registered, registered stall) "
-                   "the worst path is the `advance` register's route to the decode stage's "
-                   "load enables (1 cell, 0.9 ns logic + 4.3 ns routing), the flip-flops "
-                   "spread along the port ring; the next step is copies of `advance` per "
-                   "slice of each stage (as the default flavour's per-stage hold copies).",
+                   "the worst path depends on the nextpnr seed: the `advance` register's route "
+                   "to the decode stage's load enables (seeds 1 and 2: 1 cell, 0.9 ns logic + "
+                   "4.3 ns routing) or round -> output (seed 3: 3 cells, 1.2 + 4.5 ns), both "
+                   "mostly routing across the port ring of 1,024 output bits. Copies of "
+                   "`advance` per slice of 64 flip-flops were tried and were slower (169.2 MHz "
+                   "median, 159.1-174.9), so they were not kept. Next step: the skid buffer with a "
+                   "registered output (its 2:1 mux in front of the last register instead of "
+                   "behind it), so no path ends in a mux level plus a route to the port ring.",
     "dot": "the worst path of the fp8_e4m3 dot is the decode from the input port registers "
            "(7 cells, 1.9 ns logic + 4.1 ns routing); the next steps are a register between "
            "the port and the decode, and the alignment adder's carry chain behind it.",
