@@ -10,6 +10,7 @@ SEED    ?=
 BLOCKS  ?=
 WAVES   ?=
 SHARD   ?=
+SEEDS   ?= 1
 PYTEST  := $(VPY) -m pytest
 export SEED BLOCKS WAVES
 
@@ -78,8 +79,8 @@ verilog: $(STAMP)  ## Write the default set of generated Verilog into build/veri
 bench: $(STAMP)  ## Throughput of golden vs alternatives, testbench and Verilator speed -> docs/performance.md
 	$(VPY) -m bench
 
-synth: $(STAMP)  ## Yosys/nextpnr-ecp5 synthesis reports -> build/synth/, docs/performance.md
-	$(VPY) -m bench.synth
+synth: $(STAMP)  ## Yosys/nextpnr-ecp5 synthesis reports -> build/synth/, docs/performance.md (SEEDS=3: median of nextpnr seeds 1-3)
+	$(VPY) -m bench.synth --seeds $(SEEDS)
 
 clean:  ## Remove build products (keeps .venv)
 	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache
