@@ -75,6 +75,18 @@ KNOWN_EQUIVALENTS = (
         "hw/dot/geometry.py", "return 1 << (fmt.bits - 1)", "return 1 << (fmt.bits - 0)",
         "a larger int8 magnitude bound only widens the exact fused-step datapath "
         "(campaign 5)"),
+    KnownEquivalent(
+        "hw/elements.py", "lo, hi = fmt.lsb_exp - 1, max(table.values())",
+        "lo, hi = fmt.lsb_exp - 2, max(table.values())",
+        "only a zero magnitude gets the default binade lo, and the dequantizer never reads a "
+        "zero lane's binade: its block exponent copies are cleared and its output is forced "
+        "to a signed zero (campaign 10, 6 configurations passed)"),
+    KnownEquivalent(
+        "hw/rounding.py", '"binade": Mux(under, 0, above).as_unsigned()[:len(above) - 1],',
+        '"binade": Mux(under, 0, above).as_unsigned()[:len(above) + 1],',
+        "the slice then keeps above's sign bit as well, which is 0 whenever the Mux passes "
+        "above (not under) and 0 from the Mux's other arm: a wider field whose extra bit is "
+        "always 0 (campaign 10, 6 configurations passed)"),
 )
 
 
