@@ -76,6 +76,22 @@ KNOWN_EQUIVALENTS = (
         "a larger int8 magnitude bound only widens the exact fused-step datapath "
         "(campaign 5)"),
     KnownEquivalent(
+        "hw/elements.py", "nan = Const(0, 1)", "nan = Const(0, 2)",
+        "the start of an OR chain of 1-bit compares: a 2-bit zero makes the NaN flag 2 bits "
+        "wide with its upper bit always 0, and every reader tests it as a truth value or ORs "
+        "bit 0 (campaign 10, 16 configurations passed)"),
+    KnownEquivalent(
+        "hw/elements.py", "inf = Const(0, 1)", "inf = Const(0, 2)",
+        "the Inf flag's OR chain started two bits wide: its upper bit is always 0, and every "
+        "reader tests it as a truth value or ORs bit 0 (campaign 10, 16 configurations "
+        "passed)"),
+    KnownEquivalent(
+        "hw/rounding.py", "ext = Cat(Const(0, w), Const(0, f), sig)",
+        "ext = Cat(Const(1, w), Const(0, f), sig)",
+        "the 1 sits at the shifter's lowest bit: any shift (drop >= 1) moves it out, and with "
+        "drop = 0 it only sets the sticky bit while every fraction bit is 0, where no rounding "
+        "mode increments (campaign 10, 6 configurations passed)"),
+    KnownEquivalent(
         "hw/elements.py", "lo, hi = fmt.lsb_exp - 1, max(table.values())",
         "lo, hi = fmt.lsb_exp - 2, max(table.values())",
         "only a zero magnitude gets the default binade lo, and the dequantizer never reads a "
