@@ -99,13 +99,14 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         # Inf * 0 and NaN codes give NaN; otherwise an Inf operand gives a signed Inf.
         nan = x.nan | y.nan | (x.inf & y.zero) | (y.inf & x.zero)
         inf = (x.inf | y.inf) & ~nan
-        finite = ~(x.nan | x.inf | y.nan | y.inf)
         # The product's factors: the wider significand carries the lane's sign (negated
         # here, so the multiply is one sum), the narrower one gives the partial products.
+        # A NaN or Inf lane's product is not zeroed: its flag makes the block's result NaN or
+        # Inf, which replaces the sum in the finish section, so the sum's value is unused.
         wide, narrow = x.sig, y.sig
         if len(narrow) > len(wide):
             wide, narrow = narrow, wide
-        wide = Mux(finite, Cat(wide, Const(0, 1)).as_signed(), 0)
+        wide = Cat(wide, Const(0, 1)).as_signed()
         lanes.append({"wide": Mux(neg, -wide, wide)[:len(wide)].as_signed(),
                       "narrow": narrow, "shift": x.shift + y.shift, "nan": nan,
                       "pinf": inf & ~neg, "ninf": inf & neg})
