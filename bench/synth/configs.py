@@ -65,7 +65,14 @@ NEXT_STEPS = {
                  "shift (fp32: a 23-bit shift by the leading-zero count plus the sticky mask, "
                  "5 LUT levels), 70-75 % of each in routing; splitting each across two "
                  "boundaries (compare / select; shift by the count's high bits / low bits) "
-                 "adds a cycle per split.",
+                 "adds a cycle per split. At latency 5 (bf16 -> fp8_e4m3) the delay model's "
+                 "registers (after amax1, amax3, exp, shift, output) give 112.2 MHz, worst "
+                 "path amax3 -> exp; measured alternatives (seed 1): after amax1, amax3, "
+                 "amax5, cmp, output 124.2 MHz (worst: the cmp register through shift, align "
+                 "and round to output); after norm, amax3, "
+                 "scale, shift, output 89.4; after norm, amax2, amax4, cmp, output 100.9. The "
+                 "leaf levels of the block-max tree cost more than the model's equal 5.2 ns "
+                 "and the last two less: next step, calibrate the amax delays per level.",
     "dequantizer": "at the default depth (6, every boundary registered, registered stall) "
                    "the worst path depends on the nextpnr seed: the `advance` register's route "
                    "to the decode stage's load enables (seeds 1 and 2: 1 cell, 0.9 ns logic + "
