@@ -65,14 +65,13 @@ NEXT_STEPS = {
                  "shift (fp32: a 23-bit shift by the leading-zero count plus the sticky mask, "
                  "5 LUT levels), 70-75 % of each in routing; splitting each across two "
                  "boundaries (compare / select; shift by the count's high bits / low bits) "
-                 "adds a cycle per split. At latency 5 (bf16 -> fp8_e4m3) the delay model's "
-                 "registers (after amax1, amax3, exp, shift, output) give 112.2 MHz, worst "
-                 "path amax3 -> exp; measured alternatives (seed 1): after amax1, amax3, "
-                 "amax5, cmp, output 124.2 MHz (worst: the cmp register through shift, align "
-                 "and round to output); after norm, amax3, "
-                 "scale, shift, output 89.4; after norm, amax2, amax4, cmp, output 100.9. The "
-                 "leaf levels of the block-max tree cost more than the model's equal 5.2 ns "
-                 "and the last two less: next step, calibrate the amax delays per level.",
+                 "adds a cycle per split. At latency 5 (bf16 -> fp8_e4m3) the registers sit "
+                 "after amax1, amax3, amax5, cmp and output (the section delays without the "
+                 "per-stage register overhead; 124.2 MHz seed 1, where the earlier estimates' "
+                 "amax1, amax3, exp, shift, output gave 112.2); the worst path runs from the "
+                 "cmp register through shift, align and round to the output (9 cells, 2.0 ns "
+                 "logic + 6.0 ns routing). Next step: move the range tests of the shift "
+                 "distance from shift into the cmp stage, which has slack at this depth.",
     "dequantizer": "at the default depth (6, every boundary registered, registered stall) "
                    "the worst path depends on the nextpnr seed: the `advance` register's route "
                    "to the decode stage's load enables (seeds 1 and 2: 1 cell, 0.9 ns logic + "
@@ -82,9 +81,12 @@ NEXT_STEPS = {
                    "median, 159.1-174.9), so they were not kept. Next step: the skid buffer with a "
                    "registered output (its 2:1 mux in front of the last register instead of "
                    "behind it), so no path ends in a mux level plus a route to the port ring.",
-    "dot": "the worst path of the fp8_e4m3 dot is the decode from the input port registers "
-           "(7 cells, 1.9 ns logic + 4.1 ns routing); the next steps are a register between "
-           "the port and the decode, and the alignment adder's carry chain behind it.",
+    "dot": "the worst path of the fp8_e4m3 and fp8_e5m2 dots (and fp8 x fp4) is the `add` "
+           "section: the carry chain of the window sum (fp8_e4m3: 60 cells, 3.0 ns logic + "
+           "3.1 ns routing; fp8_e5m2, whose window is wider: 92 cells, 3.9 + 3.1); next step: "
+           "the sum in two halves, the low half's carry registered (one more stage). int8, "
+           "fp6_e2m3 and the DSP builds: decode -> multiply (the lane products); next step: a "
+           "register inside the partial-product sum.",
     "dot-general": "the worst path is control, not data: `o.ready` through the stall logic to "
                    "the decode stage's valid (5 cells, 1.3 ns logic + 5.7 ns routing); a "
                    "registered stall (skid buffer) on the output cuts it.",
