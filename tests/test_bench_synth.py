@@ -74,3 +74,29 @@ def test_seeds_give_the_median_and_are_placed_once(tmp_path, monkeypatch):
     assert placed == [1, 2, 3, 4] and four["ecp5"]["fmax_mhz"] == 188.0
     with pytest.raises(ValueError, match="seeds must be a positive integer"):
         flow.synthesize("dequantizer", argv, ecp5_only=True, seeds=0)
+
+
+def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
+    """The sweep's point at the default depth has the configuration's Verilog under other
+    arguments (an explicit ``--stages``), and whichever ran last owns the stored file; the
+    target table finds the result either way.  Tools stubbed, as above."""
+    from bench.synth import flow, report
+    from bench.synth.configs import describe
+
+    config = ["--format", "fp8_e4m3", "--block-size", "4"]
+    monkeypatch.setattr(report, "TARGETS", [("dequantizer", config, 200, None)])
+    monkeypatch.setattr(flow, "OUT", tmp_path)
+    monkeypatch.setattr(flow, "_ecp5", lambda comp, name, d: {"LUT4": 10, "FF": 5,
+                                                             "MULT18X18D": 0, "CCU2C": 0})
+    monkeypatch.setattr(flow, "_place", lambda d, seed: {"fmax_mhz": 123.4,
+                                                         "critical_path": None})
+    default = MXDequantizer("fp8_e4m3", 4).stages
+    flow.synthesize("dequantizer", [*config, "--stages", str(default)], log=lambda s: None,
+                    ecp5_only=True)
+    r = flow.stored("dequantizer", config)
+    assert r is not None and r["args"] == config
+    row = [line for line in report.targets_md([r]) if line.startswith("| dequantizer ")]
+    assert row == ["| dequantizer --format fp8_e4m3 --block-size 4 | >= 200 MHz | 123.4 MHz, "
+                   "10 LUT4 | **no** |"]
+    assert describe("dot", ["--format-a", "int8", "--block-size", "32", "--format-b", "int8"]) \
+        == "dot --format-a int8 --format-b int8"

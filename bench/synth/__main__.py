@@ -10,7 +10,7 @@ import sys
 from hw.cli import units
 
 from .. import perfdoc
-from .configs import CONFIGS, SWEEPS
+from .configs import CONFIGS, SWEEPS, describe
 from .flow import ROOT, stored, sweep, synthesize
 from .report import markdown, plot
 
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     if not args.no_sweep and not args.only:
         for unit, a in SWEEPS:
             if unit in available:
-                sweeps[f"{unit} {' '.join(a[:4])}"] = sweep(unit, a, args.jobs,
+                sweeps[describe(unit, a)] = sweep(unit, a, args.jobs,
                                                              points=args.sweep_points,
                                                              seeds=args.seeds)
         if sweeps:

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import golden
 
-__all__ = ["K", "FORMATS", "CONFIGS", "SWEEPS", "ANCHORS", "TARGETS", "CURVE_TARGETS",
+__all__ = ["K", "describe", "FORMATS", "CONFIGS", "SWEEPS", "ANCHORS", "TARGETS", "CURVE_TARGETS",
            "NEXT_STEPS", "SWEEP_LATENCIES"]
 
 K = ["--block-size", "32"]
+
+
+def describe(unit: str, args: list[str]) -> str:
+    """A configuration as the tables name it: the unit and its arguments without the common
+    block size (``quantizer --format fp8_e4m3 --input bf16``)."""
+    rest = list(args)
+    for i in range(len(rest) - len(K) + 1):
+        if rest[i:i + len(K)] == K:
+            del rest[i:i + len(K)]
+            break
+    return " ".join([unit, *rest])
 
 #: Every element format, in the contract's order (from the format table).
 FORMATS = tuple(golden.FORMATS)

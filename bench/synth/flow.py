@@ -268,7 +268,10 @@ def stored(unit: str, argv: list[str]):
     if not f.exists():
         return None
     res = json.loads(f.read_text())
-    digest = _digest(to_verilog(comp))
-    return res if res.get("verilog_sha256") == digest else None
+    if res.get("verilog_sha256") != _digest(to_verilog(comp)):
+        return None
+    # The same Verilog may have been stored under other arguments (the sweep's point at the
+    # default depth carries an explicit ``--stages``): report it under the ones asked for.
+    return {**res, "args": list(argv)}
 
 

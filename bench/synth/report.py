@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .configs import ANCHORS, CURVE_TARGETS, NEXT_STEPS, TARGETS, K
+from .configs import ANCHORS, CURVE_TARGETS, NEXT_STEPS, TARGETS, describe
 from .flow import tool
 
 __all__ = ["markdown", "targets_md", "plot"]
@@ -120,7 +120,7 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
               for rows in sweeps.values() for r in rows if "ecp5" in r}
     lines = ["| curve target | required | measured | met |", "|---|---|---|---|"]
     for unit, args, latency, fmax in CURVE_TARGETS:
-        label = f"{unit} {' '.join(a for a in args if a not in K)}, latency {latency}"
+        label = f"{describe(unit, args)}, latency {latency}"
         r = points.get((unit, " ".join(args), latency))
         if r is None:
             lines.append(f"| {label} | >= {fmax} MHz | not in the sweep | |")
@@ -138,7 +138,7 @@ def targets_md(results: list[dict]) -> list[str]:
     missed = set()
     for unit, args, fmax, luts in TARGETS:
         r = by_args.get((unit, " ".join(args)))
-        label = f"{unit} {' '.join(a for a in args if a not in K)}"
+        label = describe(unit, args)
         need = f">= {fmax} MHz" + (f", <= {luts:,} LUT4" if luts else "")
         if r is None:
             lines.append(f"| {label} | {need} | no result yet | |")
