@@ -81,8 +81,14 @@ NEXT_STEPS = {
                  "per-stage register overhead; 124.2 MHz seed 1, where the earlier estimates' "
                  "amax1, amax3, exp, shift, output gave 112.2); the worst path runs from the "
                  "cmp register through shift, align and round to the output (9 cells, 2.0 ns "
-                 "logic + 6.0 ns routing). Next step: move the range tests of the shift "
-                 "distance from shift into the cmp stage, which has slack at this depth.",
+                 "logic + 6.0 ns routing). Moving the range tests and the +1/negate of br into cmp "
+                 "(three block-wide offsets of e_key, one subtraction each) was measured and "
+                 "not kept: 119.5 MHz at latency 5, the worst path then amax1 -> amax3 (two "
+                 "tree levels, 2.0 ns logic + 6.35 ns routing), and 181.9 at 15 stages. With "
+                 "log2 k = 5 tree levels in 5 stages two levels share a stage in any placement, "
+                 "and two levels take about 8.4 ns; 130 MHz needs 7.7. Next step: a faster "
+                 "tree (a radix-4 level from the six pairwise key comparisons in parallel and a "
+                 "one-hot select, two levels' reduction for about one level's delay).",
     "dequantizer": "at the default depth (6, every boundary registered, registered stall) "
                    "the worst path depends on the nextpnr seed: the `advance` register's route "
                    "to the decode stage's load enables (seeds 1 and 2: 1 cell, 0.9 ns logic + "
