@@ -58,6 +58,21 @@ def _multipliers_suffix(multipliers: str) -> str:
     return "" if multipliers == "lut" else f"_{multipliers}"
 
 
+def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers) -> dict:
+    """Validate the parameters both dot units share, set them on ``unit`` (formats, block
+    size, geometry, stages, latency, multipliers) and return them as sidecar parameters."""
+    fmt_a = golden.element_format(fmt_a)
+    fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
+    unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
+    unit.stages = unit.latency = check_stages(stages, MAX_STAGES)
+    unit.max_stages = MAX_STAGES  # the deepest pipeline (bench.synth sweeps 1..max_stages)
+    unit.multipliers = _check_multipliers(multipliers)
+    unit.fmt_a, unit.fmt_b, unit.block_size = fmt_a, fmt_b, block_size
+    return {"format_a": fmt_a.name, "format_b": fmt_b.name, "block_size": block_size,
+            "stages": stages, "sum_bits": unit.geometry.sum_bits + 1,
+            "window_bits": unit.geometry.window_bits, "multipliers": multipliers}
+
+
 class MXDot(wiring.Component):
     """Fused MX block dot product: one block pair and an fp32 accumulator in per clock.
 
@@ -99,21 +114,11 @@ class MXDot(wiring.Component):
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
                  stages: int = DEFAULT_STAGES, multipliers: str = "lut"):
-        fmt_a = golden.element_format(fmt_a)
-        fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
-        self.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
-        self.stages = check_stages(stages, MAX_STAGES)
-        self.multipliers = _check_multipliers(multipliers)
-        self.fmt_a, self.fmt_b, self.block_size = fmt_a, fmt_b, block_size
-        self.latency = stages
-        self.max_stages = MAX_STAGES  # the deepest pipeline (bench.synth sweeps 1..max_stages)
+        self.parameters = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
+                                                 multipliers)
+        fmt_a, fmt_b = self.fmt_a, self.fmt_b
         self.module_name = (f"mx_dot_{fmt_a.name}_{fmt_b.name}_k{block_size}_s{stages}"
                             + _multipliers_suffix(multipliers))
-        self.parameters = {"format_a": fmt_a.name, "format_b": fmt_b.name,
-                           "block_size": block_size,
-                           "stages": stages, "sum_bits": self.geometry.sum_bits + 1,
-                           "window_bits": self.geometry.window_bits,
-                           "multipliers": multipliers}
         layout = data.StructLayout({
             "a": block_layout(fmt_a, block_size),
             "b": block_layout(fmt_b, block_size),
@@ -185,24 +190,14 @@ class MXDotGeneral(wiring.Component):
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
                  stages: int = DEFAULT_STAGES, multipliers: str = "lut"):
-        fmt_a = golden.element_format(fmt_a)
-        fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
-        self.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
-        self.stages = check_stages(stages, MAX_STAGES)
-        self.multipliers = _check_multipliers(multipliers)
+        shared = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers)
         check_power_of_two("contexts", contexts, 1, 64)
-        self.fmt_a, self.fmt_b, self.block_size = fmt_a, fmt_b, block_size
-        self.stages, self.contexts = stages, contexts
+        self.contexts = contexts
         self.ctx_bits = (contexts - 1).bit_length()
-        self.latency = stages
-        self.max_stages = MAX_STAGES
+        fmt_a, fmt_b = self.fmt_a, self.fmt_b
         self.module_name = (f"mx_dot_general_{fmt_a.name}_{fmt_b.name}_k{block_size}"
                             f"_c{contexts}_s{stages}" + _multipliers_suffix(multipliers))
-        self.parameters = {"format_a": fmt_a.name, "format_b": fmt_b.name,
-                           "block_size": block_size, "contexts": contexts, "stages": stages,
-                           "sum_bits": self.geometry.sum_bits + 1,
-                           "window_bits": self.geometry.window_bits,
-                           "multipliers": multipliers}
+        self.parameters = {**shared, "contexts": contexts}
         layout = data.StructLayout({
             "a": block_layout(fmt_a, block_size),
             "b": block_layout(fmt_b, block_size),
