@@ -99,12 +99,15 @@ NEXT_STEPS = {
                    "registered output (its 2:1 mux in front of the last register instead of "
                    "behind it), so no path ends in a mux level plus a route to the port ring.",
     "dot": "the worst path of the fp8_e4m3 and fp8_e5m2 dots (and fp8 x fp4) is the `add` "
-           "section: the carry chain of the window sum (fp8_e4m3: 60 cells, 3.0 ns logic + "
-           "3.1 ns routing; fp8_e5m2, whose window is wider: 92 cells, 3.9 + 3.1); next step: "
-           "the sum in two halves, the low half's carry registered (one more stage). int8, "
-           "fp6_e2m3 and the DSP builds: decode -> multiply (the lane products); next step: a "
-           "register inside the partial-product sum.",
-    "dot-general": "the worst path is control, not data: `o.ready` through the stall logic to "
-                   "the decode stage's valid (5 cells, 1.3 ns logic + 5.7 ns routing); a "
-                   "registered stall (skid buffer) on the output cuts it.",
+           "section: the carry chain of the window sum (median seed: fp8_e4m3 70 cells, 3.3 ns "
+           "logic + 2.8 ns routing; fp8_e5m2, whose window is wider, 96 cells, 4.0 + 3.0); "
+           "next step: the sum in two halves, the low half's carry registered (one more "
+           "stage). int8, fp6_e2m3 and the DSP builds: decode -> multiply (the lane products; "
+           "int8 13 cells, 2.2 + 4.8 ns); next step: a register inside the partial-product "
+           "sum. fp4 and fp6_e3m2: round -> the output port (11-15 cells).",
+    "dot-general": "the median seed's worst path is the fused step's `add` carry chain, as in "
+                   "MXDot (70 cells, 3.3 ns logic + 3.1 ns routing), with the same next step; "
+                   "seed 1's (149.5 MHz) was round -> finish -> the forwarding mux (16 cells, "
+                   "2.1 + 4.6 ns), whose next step is a registered stall (skid buffer) on the "
+                   "output.",
 }
