@@ -88,7 +88,12 @@ NEXT_STEPS = {
                  "log2 k = 5 tree levels in 5 stages two levels share a stage in any placement, "
                  "and two levels take about 8.4 ns; 130 MHz needs 7.7. Next step: a faster "
                  "tree (a radix-4 level from the six pairwise key comparisons in parallel and a "
-                 "one-hot select, two levels' reduction for about one level's delay).",
+                 "one-hot select, two levels' reduction for about one level's delay). The sweep "
+                 "falls from 12 stages to 15 (medians of seeds 1-3: 200.4, 199.6-206.4, "
+                 "against 193.3): the three extra registers (after input, exp and round) add "
+                 "1,379 FF on the shared enables and, by the delay estimates, do not shorten the "
+                 "worst stage (norm, at both depths); 12 is not the "
+                 "default because the other formats lose at 12 (docs/quantizer.md).",
     "dequantizer": "at the default depth (6, every boundary registered, registered stall) "
                    "the worst path depends on the nextpnr seed: the `advance` register's route "
                    "to the decode stage's load enables (seeds 1 and 2: 1 cell, 0.9 ns logic + "
