@@ -59,8 +59,7 @@ def main(argv=None) -> int:
         for unit, a in SWEEPS:
             if unit in available:
                 sweeps[describe(unit, a)] = sweep(unit, a, args.jobs,
-                                                             points=args.sweep_points,
-                                                             seeds=args.seeds)
+                                                  points=args.sweep_points, seeds=args.seeds)
         if sweeps:
             plot(sweeps, ROOT / "docs" / "stages_sweep.png")
     not_run = len(configs) - len(results)
