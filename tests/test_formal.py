@@ -8,14 +8,15 @@ missing; the first run after installing yowasp compiles the tools (about a minut
 from __future__ import annotations
 
 import pytest
-from amaranth.hdl import Const, Module
+from amaranth.hdl import Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from formal.datapath import bypass_data_registers, prove_same_datapath
 from formal.harness import FlowHarness, MiterHarness
 from formal.matrix import SLOW_MITERS, proof_jobs
 from formal.sby import run_sby, sby_available
-from formal.units import FormalUnit, unit_by_name
+from formal.units import FormalUnit, default_configurations, pipeline_probes, unit_by_name
 from hw.pipeline import Pipeline
 
 _MISSING = sby_available()
@@ -32,10 +33,15 @@ class _StallBlindPipeline(Pipeline):
 
 
 class _Chain(wiring.Component):
-    """A three-section pipeline (adds 1, 2, 3) on ``pipeline_class``."""
+    """A three-section pipeline (adds 1, 2, 3) on ``pipeline_class``.
 
-    def __init__(self, stages, pipeline_class):
-        self.stages, self.pipeline_class = stages, pipeline_class
+    ``bug`` plants a datapath defect for the register-bypass proof: ``"depth"`` adds one more
+    in section ``c`` when the pipeline is deeper than 1 (a function that depends on the
+    depth); ``"stray"`` adds, in section ``c``, a register of its own (loading every cycle,
+    outside the pipeline) holding the section's input."""
+
+    def __init__(self, stages, pipeline_class, bug=None):
+        self.stages, self.pipeline_class, self.bug = stages, pipeline_class, bug
         self.latency = stages
         super().__init__({"i": In(stream.Signature(8)), "o": Out(stream.Signature(8))})
 
@@ -44,15 +50,22 @@ class _Chain(wiring.Component):
         pipe = self.pipeline_class(m, SECTIONS, self.stages, name="t")
         x = self.i.payload
         for j, name in enumerate(SECTIONS, start=1):
-            x = pipe.boundary((x + j)[:8], name)
+            y = x + j
+            if name == "c" and self.bug == "depth" and self.stages > 1:
+                y = y + 1
+            if name == "c" and self.bug == "stray":
+                stray = Signal(8, name="stray")
+                m.d.sync += stray.eq(x)
+                y = y + stray
+            x = pipe.boundary(y[:8], name)
         m.d.comb += self.o.payload.eq(x)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready, o_valid=self.o.valid,
                      o_ready=self.o.ready)
         return m
 
 
-def _chain_unit(pipeline_class):
-    return FormalUnit("chain", "test chain", lambda k, s: _Chain(s, pipeline_class),
+def _chain_unit(pipeline_class, bug=None):
+    return FormalUnit("chain", "test chain", lambda k, s: _Chain(s, pipeline_class, bug),
                       lambda k: SECTIONS, "t", registered_stall=False)
 
 
@@ -90,6 +103,99 @@ def test_miter_alone_misses_the_stall_bug(tmp_path):
     res = run_sby(MiterHarness(_chain_unit(_StallBlindPipeline), 2, 3), tmp_path / "miter",
                   mode="bmc", depth=6)
     assert res.status == "PASS", res.failed
+
+
+def test_dot_datapath_same_at_deepest_setting(tmp_path):
+    """Property 4 for all inputs (register bypass) on the unit whose miter gets no verdict:
+    MXDot fp4 x fp4 at k = 2, 15 stages against 1 (about 2 s)."""
+    res = prove_same_datapath(unit_by_name("dot"), 2, 15, tmp_path / "dot")
+    assert res.status == "PASS", res.failed
+    assert res.verdict == "proven"
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_correct_chain_datapath_proven(tmp_path, stages):
+    """The control for the planted datapath bugs below."""
+    res = prove_same_datapath(_chain_unit(Pipeline), 1, stages, tmp_path / "chain")
+    assert res.status == "PASS", res.failed
+
+
+def test_depth_dependent_datapath_fails(tmp_path):
+    """A datapath whose function depends on the depth: the bypass proof must find the
+    difference (a SAT counterexample), not pass."""
+    res = prove_same_datapath(_chain_unit(Pipeline, bug="depth"), 1, 3, tmp_path / "depth")
+    assert res.status == "FAIL", res.failed
+    assert res.failed == ["same_datapath"]
+    assert "model found: FAIL" in (res.workdir / "yosys.log").read_text()
+
+
+def test_real_unit_with_another_rounding_fails(tmp_path):
+    """Non-vacuity on a real unit: the quantizer at k = 2 rounding to nearest even at depth 1
+    and toward zero at depth 5 (same ports) must be told apart."""
+    from hw.quantizer import MXQuantizer
+
+    base = unit_by_name("quantizer")
+    unit = FormalUnit(base.name, "rne at depth 1, rtz deeper",
+                      lambda k, s: MXQuantizer("fp8_e4m3", k, "bf16",
+                                               rounding="rne" if s == 1 else "rtz", stages=s),
+                      base.sections, base.prefix, base.registered_stall)
+    res = prove_same_datapath(unit, 2, 5, tmp_path / "rounding")
+    assert res.status == "FAIL", res.failed
+
+
+def test_register_outside_the_pipeline_is_reported(tmp_path):
+    """State the pipeline does not own (here a register loading every cycle) makes the proof
+    an error that names it: the bypass argument does not cover such a unit."""
+    res = prove_same_datapath(_chain_unit(Pipeline, bug="stray"), 1, 3, tmp_path / "stray")
+    assert res.status == "ERROR"
+    assert any("outside the pipeline" in p and "stray" in p for p in res.failed), res.failed
+
+
+def _one_register_netlist(enable_bit):
+    """A Yosys JSON module with the chain's naming: data register ``t_a`` (bits 2-3), loaded
+    from bits 4-5 on ``enable_bit``; the stage enable net ``t_a_en`` is bit 6."""
+    nets = {"t_a": [2, 3], "t_a_en": [6], "other_en": [7], "t_a_valid": [8], "t_hold0": [9],
+            "o__payload": [2, 3]}
+    return {"modules": {"top": {
+        "ports": {"o__payload": {"direction": "output", "bits": [2, 3]},
+                  "o__valid": {"direction": "output", "bits": [8]}},
+        "netnames": {n: {"bits": b, "attributes": {}} for n, b in nets.items()},
+        "cells": {"r": {"type": "$dffe", "parameters": {"EN_POLARITY": "1"},
+                        "connections": {"CLK": [1], "EN": [enable_bit], "D": [4, 5],
+                                        "Q": [2, 3]}}}}}}
+
+
+def test_bypass_checks_the_data_registers_enable():
+    """A data register must load on its own stage's enable net: on another net it is
+    reported, on its own it becomes a wire (and only the payload stays an output)."""
+    probes = pipeline_probes({"a": 1.0}, 1, "t", False, data=True)
+    netlist = _one_register_netlist(enable_bit=7)
+    problems = bypass_data_registers(netlist, "top", probes)
+    assert problems == ["data register t_a is a $dffe not loading on its stage enable"]
+    netlist = _one_register_netlist(enable_bit=6)
+    assert bypass_data_registers(netlist, "top", probes) == []
+    mod = netlist["modules"]["top"]
+    assert mod["cells"]["r"]["type"] == "$pos"
+    assert mod["cells"]["r"]["connections"] == {"A": [4, 5], "Y": [2, 3]}
+    assert list(mod["ports"]) == ["o__payload"]
+
+
+def test_matrix_has_datapath_proofs_at_every_depth():
+    """The register-bypass jobs: every depth above 1 of the quantizer, the dequantizer and the
+    dot at k = 2 and 4, and every default configuration of ``hw generate`` at full size; none
+    for MXDotGeneral (its accumulators are state outside the pipeline)."""
+    jobs = {(j.unit.name, j.k, j.stages) for j in proof_jobs() if j.prop == "datapath"}
+    for unit in ("quantizer", "dequantizer", "dot"):
+        u = unit_by_name(unit)
+        for k in (2, 4):
+            assert {s for n, kk, s in jobs if (n, kk) == (unit, k)} == set(
+                range(2, u.max_stages(k) + 1))
+    assert not any(n.startswith("dot-general") for n, _, _ in jobs)
+    configs = default_configurations()
+    assert len(configs) >= 24
+    for unit, k in configs:
+        if not unit.runs:
+            assert (unit.name, k, unit.max_stages(k)) in jobs
 
 
 def test_matrix_covers_every_unit_at_three_depths():
