@@ -63,7 +63,7 @@ sim-merge: $(STAMP)  ## Merge the shards' reports and JUnit XML under build/shar
 sim-durations: $(STAMP)  ## Re-record tests/sim_durations.json (runs the whole sim-full matrix)
 	SIM_FULL=1 $(PYTEST) -n $(JOBS) -m sim tests --store-durations --durations-path $(SIM_DURATIONS)
 
-formal: $(STAMP)  ## SymbiYosys proofs: stream rules, no loss/reorder, reset, depth miters -> build/formal/
+formal: $(STAMP)  ## proofs: stream rules, no loss/reorder, reset, depth equivalence (miters, register bypass) -> build/formal/
 	$(VPY) -m formal --jobs $(JOBS)
 
 mutate: $(STAMP)  ## Mutation campaign over hw/ vs the default sim regression -> build/mutate/ (SEED= SAMPLE= MINUTES=)

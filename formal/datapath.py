@@ -14,10 +14,11 @@ part the flow proofs already own, and proves the first two for all inputs:
 2. **Function**: each data register is replaced by a wire from its D input to its Q output;
    what is left computes the output payload from the input payload alone, combinationally,
    with the control registers as free variables.  That function at ``stages = s`` and at
-   ``stages = 1`` is joined in a Yosys ``miter -equiv`` on the output payload, structurally
-   merged (``opt_merge -share_all``: identical cells with identical inputs are one cell) and
-   proven equal with ``sat -prove-asserts`` over every input payload and every state of the
-   control registers: an unbounded proof (one time frame, nothing to unroll).
+   ``stages = 1`` is joined in a Yosys ``miter -equiv`` on the output payload, simplified
+   (``opt -share_all``: constant folding, and identical cells with identical inputs merged
+   into one, across the two copies) and proven equal with ``sat -prove-asserts`` over every
+   input payload and every state of the control registers: an unbounded proof (one time
+   frame, nothing to unroll).
 3. **Timing** (the flow and order proofs of :mod:`formal.matrix`): a block's data registers
    load on the enables its valid bits load on, every stage's enable is the same in every
    reachable state, and blocks leave in order, once each, ``latency`` cycles after entering
@@ -44,10 +45,10 @@ from .units import FormalUnit, pipeline_probes
 
 __all__ = ["prove_same_datapath", "bypass_data_registers"]
 
-#: Yosys cell types that hold state (after ``proc``, ``memory`` and ``opt_dff``).
+#: Yosys cell types that hold state (after ``proc``, ``memory`` and ``opt_dff``), besides
+#: any memory cell (``$mem*``) a unit would leave.
 _STATE_CELLS = ("$dff", "$dffe", "$sdff", "$sdffe", "$sdffce", "$adff", "$adffe", "$aldff",
-                "$aldffe", "$dffsr", "$dffsre", "$dlatch", "$adlatch", "$dlatchsr", "$ff",
-                "$mem", "$mem_v2")
+                "$aldffe", "$dffsr", "$dffsre", "$dlatch", "$adlatch", "$dlatchsr", "$ff")
 
 #: Flatten, turn memories (ROM tables) into logic, and give each register with a load enable
 #: its EN port.  The registers' ``init`` is removed first, so that no optimization relies on
@@ -60,7 +61,7 @@ _PREPARE = ("read_rtlil {name}.il; hierarchy -top {name}; proc; flatten; memory;
 #: the control registers (one time frame: ``-seq 1`` leaves the registers' state free).
 _PROVE = ("read_json ref.json; read_json deep.json; "
           "miter -equiv -flatten -make_assert ref deep miter; hierarchy -top miter; "
-          "opt_merge -share_all; opt_clean; dffunmap; "
+          "opt -share_all; opt_clean; dffunmap; "
           "sat -verify -seq 1 -prove-asserts -show-ports miter")
 
 
@@ -122,9 +123,12 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
             named.setdefault(b, name)
 
     for cname, cell in list(mod["cells"].items()):
+        if cell["type"].startswith("$mem"):
+            problems.append(f"memory {cname} (a {cell['type']} cell) outside the pipeline")
+            continue
         if cell["type"] not in _STATE_CELLS:
             continue
-        q = cell["connections"].get("Q", cell["connections"].get("RD_DATA", []))
+        q = cell["connections"]["Q"]
         owners = {data[b][0] if b in data else "control" if b in control else None for b in q}
         if owners == {"control"}:
             continue
