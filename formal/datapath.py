@@ -166,7 +166,7 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
         return [f"{name} (stages = {stages}): {failed}"]
     path = workdir / f"{name}.json"
     netlist = json.loads(path.read_text())
-    probes = pipeline_probes(unit.sections(k), stages, unit.prefix, unit.registered_stall,
+    probes = pipeline_probes(unit.sections(k, stages), stages, unit.prefix, unit.registered_stall,
                              data=True)
     problems = bypass_data_registers(netlist, name, probes)
     path.write_text(json.dumps(netlist))

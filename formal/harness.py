@@ -298,7 +298,7 @@ class OrderHarness(_Harness):
     def __init__(self, unit: FormalUnit, k: int, stages: int, *, probes: bool = True):
         super().__init__()
         self.unit, self.stages = unit, stages
-        self.sections = dict(unit.sections(k))
+        self.sections = dict(unit.sections(k, stages))
         self.tag_bits = bits_for(unit.capacity(stages)) + 1
         self.i_last = Signal()
         self.probe_names = {}

@@ -134,12 +134,12 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
         # The full-size rows: the datapath at each default configuration's depths, and the
         # pipeline skeleton's order proof at any (sections, depth) the small units do not
         # already have (the quantizer's sections grow with log2 k).
-        covered = {(j.unit.prefix, tuple(j.unit.sections(j.k)), j.stages)
+        covered = {(j.unit.prefix, tuple(j.unit.sections(j.k, j.stages)), j.stages)
                    for j in jobs if j.prop == "order"}
         for unit, k in default_configurations():
             jobs += _datapath_jobs(unit, k, unit.stage_settings(k))
             for stages in unit.stage_settings(k):
-                key = (unit.prefix, tuple(unit.sections(k)), stages)
+                key = (unit.prefix, tuple(unit.sections(k, stages)), stages)
                 if key not in covered and not unit.runs:
                     covered.add(key)
                     jobs.append(Job(unit, k, stages, "order", "prove", 3))

@@ -34,7 +34,9 @@ class FormalUnit:
     build : callable
         ``build(k, stages)`` -> the unit (an Amaranth component with ``i``/``o`` streams).
     sections : callable
-        ``sections(k)`` -> the unit's pipeline sections (name -> delay).
+        ``sections(k, stages)`` -> the unit's pipeline sections (name -> delay) at block size
+        ``k`` and depth ``stages`` (None: the deepest; the quantizer's block-max tree depends
+        on the depth).
     prefix : str
         The ``name`` the unit gives its :class:`hw.pipeline.Pipeline` (prefix of the control
         registers' names in the netlist).
@@ -47,14 +49,14 @@ class FormalUnit:
     name: str
     config: str
     build: Callable
-    sections: Callable[[int], Mapping[str, float]]
+    sections: Callable[[int, int | None], Mapping[str, float]]
     prefix: str
     registered_stall: bool
     runs: bool = False
 
     def max_stages(self, k: int) -> int:
         """The deepest pipeline at block size ``k`` (every boundary registered)."""
-        return len(self.sections(k))
+        return len(self.sections(k, None))
 
     def stage_settings(self, k: int) -> tuple[int, ...]:
         """The depths proven: 1, the middle and the maximum."""
@@ -73,8 +75,8 @@ class FormalUnit:
     def control_probes(self, k: int, stages: int) -> dict[str, list[str]]:
         """The unit's pipeline control registers, under the harness's instance ``dut``
         (:func:`pipeline_probes`)."""
-        return pipeline_probes(self.sections(k), stages, self.prefix, self.registered_stall,
-                               scope="dut.")
+        return pipeline_probes(self.sections(k, stages), stages, self.prefix,
+                               self.registered_stall, scope="dut.")
 
 
 def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
@@ -103,7 +105,7 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     return probes
 
 
-def _dot_sections(k: int) -> Mapping[str, float]:
+def _dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
     return DOT_SECTIONS
 
 
@@ -113,7 +115,7 @@ UNITS = (
                quantizer_sections, "q", registered_stall=True),
     FormalUnit("dequantizer", "fp8_e4m3 to fp16",
                lambda k, s: MXDequantizer("fp8_e4m3", k, "fp16", stages=s),
-               lambda k: DEQUANTIZER_SECTIONS, "d", registered_stall=True),
+               lambda k, stages: DEQUANTIZER_SECTIONS, "d", registered_stall=True),
     FormalUnit("dot", "fp4_e2m1 x fp4_e2m1, fp32 accumulator",
                lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s),
                _dot_sections, "dot", registered_stall=False),

@@ -1,9 +1,10 @@
 """Format-agnostic arithmetic pieces of the MX units, written as gates where it matters.
 
 * :func:`wire` -- name a value (or a dict/list nesting of values, as one struct signal).
-* :func:`less_than_const`, :func:`greater_than` -- comparisons.
+* :func:`less_than_const`, :func:`greater_than`, :func:`compare` -- comparisons.
 * :func:`leading_zeros`, :func:`reduce_significand` -- normalization.
-* :func:`max_tree_levels` -- levels of a pairwise maximum tree (the quantizer's block max).
+* :func:`max_tree_levels` -- levels of a radix-2 or radix-4 maximum tree (the quantizer's
+  block max).
 * :func:`shift_right_sticky`, :func:`partial_product_sum` -- the dot unit's shifter and
   multiplier.
 
@@ -14,11 +15,13 @@ levels (see the functions).
 
 from __future__ import annotations
 
+import itertools
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data
 from amaranth.utils import bits_for, ceil_log2
 
-__all__ = ["wire", "less_than_const", "greater_than", "leading_zeros",
+__all__ = ["wire", "less_than_const", "greater_than", "compare", "leading_zeros",
            "reduce_significand", "max_tree_levels", "shift_right_sticky",
            "partial_product_sum"]
 
@@ -111,6 +114,13 @@ def greater_than(m: Module, a, b, name: str) -> Signal:
     :func:`less_than_const`): per bit ``a_j & ~b_j`` (greater) and ``a_j == b_j`` (equal),
     merged pairwise from the top half down, which abc packs into about log2(width) LUT levels.
     """
+    return compare(m, a, b, name)[0]
+
+
+def compare(m: Module, a, b, name: str) -> tuple[Signal, Signal]:
+    """``(a > b, a == b)`` for two (signed or unsigned) Values: :func:`greater_than` and the
+    equality its tree computes on the way (the AND of the per-bit equalities), both named.
+    """
     a, b = Value.cast(a), Value.cast(b)
     sgn = a.shape().signed or b.shape().signed
     w = max(len(a) + (sgn and not a.shape().signed), len(b) + (sgn and not b.shape().signed))
@@ -130,7 +140,8 @@ def greater_than(m: Module, a, b, name: str) -> Signal:
         return (wire(m, gt_h | (eq_h & gt_l), f"{name}_gt{tag}"),
                 wire(m, eq_h & eq_l, f"{name}_eq{tag}"))
 
-    return wire(m, tree(0, w, "")[0], name)
+    gt, eq = tree(0, w, "")
+    return wire(m, gt, name), wire(m, eq, f"{name}_eq")
 
 
 def leading_zeros(m: Module, v, name: str = "lzc") -> Signal:
@@ -191,33 +202,95 @@ def reduce_significand(m: Module, sig, lz, keep: int, name: str = "red"):
     return wire(m, Cat(sticky, norm[low:]), f"{name}_red")
 
 
-def max_tree_levels(m: Module, level, levels: int, name: str = "mt"):
-    """``levels`` levels of a pairwise maximum tree over ``level`` (a list of ``(key, flag)``).
+def max_tree_levels(m: Module, level, levels: int, name: str = "mt", radix: int = 2):
+    """``levels`` levels of a maximum tree over ``level`` (a list of ``(key, flag)``).
 
-    Each level halves the list (its length must stay even while levels remain).  The flag of a
-    merged pair is the OR of the flags of the leaves whose key equals the pair's maximum (flags
-    may be None: no flag logic).  Call repeatedly, with pipeline registers in between, until
-    one ``(key, flag)`` is left: the maximum key and whether a leaf at that maximum has its flag.
+    Each level merges groups of ``radix`` (2 or 4) entries into one (the list's length must
+    stay a multiple of ``radix`` while levels remain).  The flag of a merged group is the OR of
+    the flags of the leaves whose key equals the group's maximum (flags may be None: no flag
+    logic).  Call repeatedly, with pipeline registers in between, until one ``(key, flag)`` is
+    left: the maximum key and whether a leaf at that maximum has its flag.
+
+    A radix-2 level is one comparison and a 2:1 select per pair.  A radix-4 level (see
+    :func:`_max_of_four`) does the work of two radix-2 levels with its six comparisons in
+    parallel: one comparison's depth plus a one-hot select, not two comparisons and two
+    selects in series.
     """
+    if radix not in (2, 4):
+        raise ValueError(f"radix must be 2 or 4, got {radix}")
     level = list(level)
     for _ in range(levels):
         if len(level) == 1:
             break
         nxt = []
-        for j in range(0, len(level), 2):
-            (key_a, flag_a), (key_b, flag_b) = level[j], level[j + 1]
-            tag = f"{name}_l{len(level)}_{j // 2}"
-            key_a = wire(m, key_a, f"{tag}_a")
-            key_b = wire(m, key_b, f"{tag}_b")
-            a_greater = greater_than(m, key_a, key_b, f"{tag}_gt")  # gates, no carry chain
-            key = wire(m, Mux(a_greater, key_a, key_b), tag)
-            flag = None
-            if flag_a is not None:
-                flag = wire(m, Mux(key_a == key_b, flag_a | flag_b,
-                                   Mux(a_greater, flag_a, flag_b)), f"{tag}_f")
-            nxt.append((key, flag))
+        for j in range(0, len(level), radix):
+            tag = f"{name}_l{len(level)}_{j // radix}"
+            group = level[j:j + radix]
+            nxt.append(_max_of_two(m, group, tag) if radix == 2 else _max_of_four(m, group, tag))
         level = nxt
     return level
+
+
+def _max_of_two(m: Module, group, tag: str):
+    (key_a, flag_a), (key_b, flag_b) = group
+    key_a = wire(m, key_a, f"{tag}_a")
+    key_b = wire(m, key_b, f"{tag}_b")
+    a_greater = greater_than(m, key_a, key_b, f"{tag}_gt")  # gates, no carry chain
+    key = wire(m, Mux(a_greater, key_a, key_b), tag)
+    flag = None
+    if flag_a is not None:
+        flag = wire(m, Mux(key_a == key_b, flag_a | flag_b,
+                           Mux(a_greater, flag_a, flag_b)), f"{tag}_f")
+    return key, flag
+
+
+def _max_of_four(m: Module, group, tag: str):
+    """The maximum ``(key, flag)`` of four entries in one level of logic.
+
+    All six pairwise comparisons run in parallel; entry ``i`` wins if its key is greater than
+    every earlier entry's and at least every later entry's (the earliest of equal maxima), so
+    exactly one entry wins and the key is a one-hot AND-OR select (no chain of 2:1 muxes).
+    The flag needs every entry at the maximum, not only the winner: entry ``i`` is at the
+    maximum if its key is at least every other's, which for an earlier entry ``p`` is
+    ``key_i > key_p | key_i == key_p`` (the equality comes out of the same comparison tree).
+    """
+    keys = [wire(m, key, f"{tag}_k{i}") for i, (key, _) in enumerate(group)]
+    flags = [flag for _, flag in group]
+    with_flag = flags[0] is not None
+    later_greater, equal = {}, {}  # (p, q), p < q: key_q > key_p, key_q == key_p
+    for p, q in itertools.combinations(range(4), 2):
+        later_greater[p, q], equal[p, q] = compare(m, keys[q], keys[p], f"{tag}_gt{q}{p}")
+    wins, at_max = [], []
+    for i in range(4):
+        beats_earlier = [later_greater[p, i] for p in range(i)]
+        not_below_later = [~later_greater[i, q] for q in range(i + 1, 4)]
+        wins.append(wire(m, _all(beats_earlier + not_below_later), f"{tag}_win{i}"))
+        if with_flag:
+            not_below_earlier = [later_greater[p, i] | equal[p, i] for p in range(i)]
+            at_max.append(_all(not_below_earlier + not_below_later))
+    width = len(Value.cast(keys[0]))
+    key = 0
+    for i in range(4):  # one-hot: OR of the winner's key and zeros
+        key = key | (keys[i].as_unsigned() & wins[i].replicate(width))
+    key = wire(m, key.as_signed() if keys[0].shape().signed else key, tag)
+    flag = None
+    if with_flag:
+        flag = wire(m, _any([at_max[i] & flags[i] for i in range(4)]), f"{tag}_f")
+    return key, flag
+
+
+def _all(terms):
+    out = Const(1, 1)
+    for t in terms:
+        out = out & t
+    return out
+
+
+def _any(terms):
+    out = Const(0, 1)
+    for t in terms:
+        out = out | t
+    return out
 
 
 def shift_right_sticky(m: Module, value, amount, bits, name: str):

@@ -25,10 +25,11 @@ from golden.formats import (
 from .arith import leading_zeros, less_than_const, max_tree_levels, reduce_significand, wire
 from .elements import block_layout, encode_element
 from .params import check_block_size, check_choice, check_int, check_stages
-from .pipeline import Pipeline, registered_boundaries
+from .pipeline import Pipeline, place_registers, registered_boundaries
 from .rounding import round_increment
 
-__all__ = ["MXQuantizer", "quantizer_sections", "cli_units"]
+__all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "TREE_LEVEL_DELAY",
+           "cli_units"]
 
 ROUNDINGS = (*ROUNDING_IDS, "runtime")
 SCALE_MODES = (*SCALE_MODE_IDS, "runtime")
@@ -36,32 +37,88 @@ INPUTS = ("fp32", "bf16", "fp16")
 MAX_RANDOM_BITS = 16
 
 
-def quantizer_sections(block_size: int) -> dict[str, float]:
-    """The quantizer's sections for blocks of ``block_size`` values, in datapath order, with
-    their estimated delays in ns (the boundary after a section has its name): ``input``,
-    ``decode``, ``norm``, one ``amax<j>`` per level of the block-max tree (log2 k of them),
-    ``exp``, ``scale``, ``cmp``, ``shift``, ``align``, ``round``, ``output``.
+#: Estimated delay (ns, as in :func:`quantizer_sections`) of one block-max tree level by radix.
+#: Radix 2: the measured critical stage of the 15-stage build less the register overhead.
+#: Radix 4 measures 6.5-6.6 ns as a stage of its own (13 stages, bf16 -> fp8_e4m3: 1.5 ns
+#: logic + 5.1 ns routing, 6 LUT levels: comparison, win bits, one-hot select), 4.5 by that
+#: rule; it is given 5.5 so that no stage holds the radix-2 and a radix-4 level together.
+#: That pair measured 9.4-9.7 ns, where the estimates say 7.7, below shift..output's 8.0
+#: (measured 7.3-8.1): with 4.5 the placement at 5 stages chose such a stage (102.8 MHz,
+#: seed 1), with 5.5 it registers amax1, amax2, amax3, cmp, output (134.5 MHz, median of
+#: seeds 1-3).
+TREE_LEVEL_DELAY = {2: 3.2, 4: 5.5}
 
-    A stage's delay is about 2 ns of register overhead (clock to out, setup, the route out of
-    one register and into the next), paid once per stage, plus the delays of the sections it
-    holds; the values here are the sections' own (ECP5 speed 8, k = 32, in context,
-    ``docs/quantizer.md``).  ``norm`` (3.5) and ``amax<j>`` (3.2) are the measured critical
-    stages of the 15-stage build (5.2-5.5 ns: 1.3 ns logic + 3.8-4.2 ns routing) less that
-    overhead; ``cmp`` is the ``e_key`` fan-out to all lanes plus a 10-bit carry chain; the
-    others are their logic depth at about 1.2 ns per LUT level with local routing, less the
-    overhead (decode: a leading-zero tree; exp/shift: comparisons as gates; align: a short
-    shifter and a sticky mask; round: the increment and the saturation select;
-    scale/output: muxes); ``input`` carries no logic (the route from the ring of port
-    flip-flops the unit is timed in).  Counting the overhead once per section instead (the
-    estimates before) over-weighted stages of many short sections: at 5 stages it placed the
-    registers after amax1, amax3, exp, shift, output (112.2 MHz, bf16 -> fp8_e4m3, seed 1);
-    these estimates place them after amax1, amax3, amax5, cmp, output (124.2 MHz).
-    """
-    levels = (block_size - 1).bit_length()
-    return {"input": 0.2, "decode": 1.5, "norm": 3.5,
-            **{f"amax{j}": 3.2 for j in range(1, levels + 1)},
+
+def _sections(radices) -> dict[str, float]:
+    tree = {f"amax{j}": TREE_LEVEL_DELAY[radix] for j, radix in enumerate(radices, 1)}
+    return {"input": 0.2, "decode": 1.5, "norm": 3.5, **tree,
             "exp": 2.0, "scale": 1.5, "cmp": 2.5, "shift": 2.0, "align": 2.5, "round": 2.5,
             "output": 1.0}
+
+
+def max_tree_radices(block_size: int, stages: int | None = None) -> list[int]:
+    """The radix of each level of the block-max tree (one section ``amax<j>`` per level) at
+    depth ``stages`` (None: every boundary registered).
+
+    The tree is binary (log2 k levels of radix 2) unless the registers of a ``stages``-deep
+    pipeline, placed on the binary tree's sections, would leave two of its levels in one stage.
+    In that case it has radix-4 levels, after one radix-2 level if log2 k is odd (2, 4, 4 for
+    k = 32). Two binary levels in one stage take about 8.4 ns. A radix-4 level does the same
+    reduction with its six comparisons in parallel and takes 6.5 ns as a stage of its own;
+    as the only level of a stage, though, a binary level is faster (5.2 ns), and so are the
+    deep pipelines built on it. Measured on bf16 -> fp8_e4m3, k = 32, ECP5, seed 1 (radix 4
+    against binary):
+
+    * 4 stages: 98.7 against 88.5 MHz;
+    * 5 stages: 134.5 against 124.2 (medians of seeds 1-3: 134.5 against 124.2);
+    * 7 stages: 147.4 against 135.1;
+    * every boundary registered (13 against 15 stages): 169.2 against 193.3 MHz.
+
+    The radix-2 level goes first: at few stages it shares a stage with input/decode/norm,
+    which have slack. Last, it shared one with a radix-4 level (9.4 ns, 106.3 MHz at 5
+    stages).
+    """
+    levels = (block_size - 1).bit_length()
+    binary = [2] * levels
+    radix4 = [2] * (levels % 2) + [4] * (levels // 2)
+    if stages is None or radix4 == binary or stages > len(_sections(radix4)):
+        return binary
+    sections = _sections(binary)
+    per_stage, shares = 0, False
+    for name, registered in zip(sections, place_registers(list(sections.values()), stages),
+                                strict=True):
+        per_stage += name.startswith("amax")
+        shares |= per_stage > 1
+        if registered:
+            per_stage = 0
+    return radix4 if shares else binary
+
+
+def quantizer_sections(block_size: int, stages: int | None = None) -> dict[str, float]:
+    """The quantizer's sections for blocks of ``block_size`` values at depth ``stages`` (None:
+    every boundary registered), in datapath order, with their estimated delays in ns (the
+    boundary after a section has its name): ``input``, ``decode``, ``norm``, one ``amax<j>``
+    per level of the block-max tree (:func:`max_tree_radices`: log2 k binary levels, or
+    fewer of radix 4 where the depth is short), ``exp``, ``scale``, ``cmp``, ``shift``,
+    ``align``, ``round``, ``output``.
+
+    A stage's delay is about 2 ns of register overhead (clock to out, setup, the route out of one
+    register and into the next), paid once per stage, plus the delays of the sections it holds; the
+    values here are the sections' own (ECP5 speed 8, k = 32, in context, ``docs/quantizer.md``).
+    ``norm`` (3.5) and a binary ``amax<j>`` (3.2) are the measured critical stages of the 15-stage
+    build (5.2-5.5 ns: 1.3 ns logic + 3.8-4.2 ns routing) less that overhead (a radix-4 level:
+    :data:`TREE_LEVEL_DELAY`); ``cmp`` is the ``e_key`` fan-out to all lanes plus a 10-bit carry
+    chain; the others are their logic depth at about 1.2 ns per LUT level with local routing, less
+    the overhead (decode: a leading-zero tree; exp/shift: comparisons as gates; align: a short
+    shifter and a sticky mask; round: the increment and the saturation select; scale/output: muxes);
+    ``input`` carries no logic (the route from the ring of port flip-flops the unit is timed in).
+    Counting the overhead once per section instead (the estimates before) over-weighted stages of
+    many short sections: at 5 stages it placed the registers after amax1, amax3, exp, shift, output
+    (112.2 MHz, bf16 -> fp8_e4m3, seed 1); these estimates, on the binary tree, place them after
+    amax1, amax3, amax5, cmp, output (124.2 MHz), and on the radix-4 tree the quantizer now builds
+    at that depth after amax1, amax2, amax3, cmp, output (134.5 MHz).
+    """
+    return _sections(max_tree_radices(block_size, stages))
 
 
 class MXQuantizer(wiring.Component):
@@ -87,7 +144,9 @@ class MXQuantizer(wiring.Component):
         Pipeline registers, 1..10 + log2(k); None (the default) registers every boundary
         (15 for k = 32), the fastest clock.  Fewer registers are placed by
         :func:`hw.pipeline.place_registers` on the delays of :func:`quantizer_sections`
-        (stage contents in ``docs/quantizer.md``).
+        (stage contents in ``docs/quantizer.md``); where two levels of the binary block-max
+        tree would share a stage, the tree has radix-4 levels instead
+        (:func:`max_tree_radices`; the sidecar's ``max_tree_radices``).
 
     Members
     -------
@@ -120,10 +179,12 @@ class MXQuantizer(wiring.Component):
         if self.stochastic:
             check_int("random_bits", random_bits, 1, MAX_RANDOM_BITS)
         self.random_bits = random_bits if self.stochastic else 0
-        self.sections = quantizer_sections(self.block_size)
-        self.max_stages = len(self.sections)  # the deepest pipeline: every boundary registered
+        # the deepest pipeline: every boundary of the binary tree's sections registered
+        self.max_stages = len(quantizer_sections(self.block_size))
         self.stages = check_stages(self.max_stages if stages is None else stages,
                                    self.max_stages)
+        self.tree_radices = max_tree_radices(self.block_size, self.stages)
+        self.sections = quantizer_sections(self.block_size, self.stages)
         self.latency = self.stages
 
         k = self.block_size
@@ -152,7 +213,7 @@ class MXQuantizer(wiring.Component):
         return {"format": self.fmt.name, "block_size": self.block_size,
                 "input": self.input_format.name, "rounding": self.rounding,
                 "scale_mode": self.scale_mode, "random_bits": self.random_bits,
-                "stages": self.stages,
+                "stages": self.stages, "max_tree_radices": list(self.tree_radices),
                 "registered_boundaries": list(registered_boundaries(self.sections,
                                                                     self.stages))}
 
@@ -234,9 +295,8 @@ class MXQuantizer(wiring.Component):
                 gt = wire(m, (top > fmt.max_significand)
                           | ((top == fmt.max_significand) & rest.any()), f"lane{i}_gt")
             tree.append((ln.key, gt))
-        levels = (k - 1).bit_length()
-        for j in range(1, levels + 1):  # one tree level per boundary
-            tree = max_tree_levels(m, tree, 1, name=f"amax{j}")
+        for j, radix in enumerate(self.tree_radices, 1):  # one tree level per boundary
+            tree = max_tree_levels(m, tree, 1, name=f"amax{j}", radix=radix)
             x = cross({"lanes": x.lanes, **ctl_fields(x),
                        "tree": [{"key": key, "flag": flag} for key, flag in tree]}, f"amax{j}")
             tree = [(x.tree[t].key, x.tree[t].flag if rceil_built else None)

@@ -66,7 +66,7 @@ class _Chain(wiring.Component):
 
 def _chain_unit(pipeline_class, bug=None):
     return FormalUnit("chain", "test chain", lambda k, s: _Chain(s, pipeline_class, bug),
-                      lambda k: SECTIONS, "t", registered_stall=False)
+                      lambda k, stages: SECTIONS, "t", registered_stall=False)
 
 
 def test_dequantizer_k2_flow_proven_by_induction(tmp_path):

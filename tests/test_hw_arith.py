@@ -74,6 +74,56 @@ def test_greater_than_exhaustive(sa, sb):
     assert [row[0] for row in got] == [int(x > y) for x, y in cases]
 
 
+# -- the block-max tree: radix 2 and 4, against max() and the OR of the flags at the max ----
+@pytest.mark.parametrize("radix", [2, 4])
+def test_max_tree_level_exhaustive(radix):
+    """Every 2-bit signed key combination of one group (keys collide often: ties), with every
+    flag combination; the key is the maximum and the flag the OR of the flags at it."""
+    from amaranth.hdl import Module, Signal, signed
+
+    from hw.arith import max_tree_levels
+
+    m = Module()
+    keys = [Signal(signed(2), name=f"key{i}") for i in range(radix)]
+    flags = [Signal(name=f"flag{i}") for i in range(radix)]
+    (key, flag), = max_tree_levels(m, list(zip(keys, flags, strict=True)), 1, radix=radix)
+    (key_only, none), = max_tree_levels(m, [(k, None) for k in keys], 1, name="nf",
+                                        radix=radix)
+    assert none is None
+    cases = [(*ks, *fs) for ks in itertools.product(range(-2, 2), repeat=radix)
+             for fs in itertools.product((0, 1), repeat=radix)]
+    got = _run_comb(m, [*keys, *flags], [key, flag, key_only], cases)
+    for case, row in zip(cases, got, strict=True):
+        ks, fs = case[:radix], case[radix:]
+        top = max(ks)
+        assert row == [top, int(any(f for k, f in zip(ks, fs, strict=True) if k == top)),
+                       top], case
+
+
+def test_max_tree_radix_4_matches_two_radix_2_levels():
+    """16 random 4-bit keys with flags: two radix-4 levels give the same (key, flag) as four
+    radix-2 levels."""
+    import random
+
+    from amaranth.hdl import Module, Signal, signed
+
+    from hw.arith import max_tree_levels
+
+    m = Module()
+    keys = [Signal(signed(4), name=f"key{i}") for i in range(16)]
+    flags = [Signal(name=f"flag{i}") for i in range(16)]
+    leaves = list(zip(keys, flags, strict=True))
+    by4 = max_tree_levels(m, max_tree_levels(m, leaves, 1, "a", 4), 1, "b", 4)
+    by2 = max_tree_levels(m, leaves, 4, "c", 2)
+    rand = random.Random(4)
+    cases = [tuple(rand.randrange(-8, -4) for _ in range(16))  # narrow range: many ties
+             + tuple(rand.randrange(2) for _ in range(16)) for _ in range(300)]
+    got = _run_comb(m, [*keys, *flags], [*by4[0], *by2[0]], cases)
+    for case, (k4, f4, k2, f2) in zip(cases, got, strict=True):
+        assert (k4, f4) == (k2, f2) == (max(case[:16]), int(any(
+            f for k, f in zip(case[:16], case[16:], strict=True) if k == max(case[:16])))), case
+
+
 # -- the rounding decision, exhaustively against an integer model --------------------------
 def _model_round_up(mode: str, frac: int, f: int, sticky: int, lsb: int, rand: int) -> int:
     """Round the magnitude ``q + d`` to an integer (``q`` with last bit ``lsb``), where the

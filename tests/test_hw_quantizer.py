@@ -40,7 +40,7 @@ def test_cli_generates_quantizer(tmp_path):
     assert meta["module"] == name and meta["latency"] == 2
     assert meta["parameters"] == {"format": "fp4_e2m1", "block_size": 4, "input": "bf16",
                                   "rounding": "stochastic", "scale_mode": "rceil",
-                                  "random_bits": 5, "stages": 2,
+                                  "random_bits": 5, "stages": 2, "max_tree_radices": [4],
                                   "registered_boundaries": ["exp", "output"]}
     ports = {p["name"]: p for p in meta["ports"]}
     fields = {f["name"]: f for f in ports["i__payload"]["fields"]}
@@ -141,6 +141,38 @@ def test_default_stages_register_every_boundary():
     assert q.parameters["registered_boundaries"] == list(quantizer_sections(32))
     with pytest.raises(ValueError, match="stages must be in 1..11"):
         MXQuantizer("int8", 2, stages=12)
+
+
+def test_block_max_tree_radix_follows_the_depth():
+    """The binary block-max tree where each stage holds at most one of its levels; radix-4
+    levels (after a radix-2 level for odd log2 k) where the binary placement would put two
+    levels in one stage; the sidecar says which, and the sections follow the tree."""
+    from hw.pipeline import place_registers
+    from hw.quantizer import max_tree_radices
+
+    assert MXQuantizer().parameters["max_tree_radices"] == [2] * 5
+    q5 = MXQuantizer("fp8_e4m3", 32, "bf16", stages=5)
+    assert q5.tree_radices == [2, 4, 4]
+    assert q5.parameters["registered_boundaries"] == ["amax1", "amax2", "amax3", "cmp",
+                                                      "output"]
+    for k in (2, 4, 8, 16, 32, 64):
+        levels = (k - 1).bit_length()
+        for stages in range(1, len(quantizer_sections(k)) + 1):
+            radices = max_tree_radices(k, stages)
+            binary = quantizer_sections(k)  # the binary tree's sections
+            flags = place_registers(list(binary.values()), stages)
+            per_stage, most = 0, 0
+            for name, registered in zip(binary, flags, strict=True):
+                per_stage += name.startswith("amax")
+                most = max(most, per_stage)
+                per_stage = 0 if registered else per_stage
+            if most > 1 and levels > 1:
+                assert radices == [2] * (levels % 2) + [4] * (levels // 2), (k, stages)
+            else:
+                assert radices == [2] * levels, (k, stages)
+            sections = quantizer_sections(k, stages)
+            assert [n for n in sections if n.startswith("amax")] == [
+                f"amax{j}" for j in range(1, len(radices) + 1)]
 
 
 # -- synthesis smoke test ------------------------------------------------------------------
