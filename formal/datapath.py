@@ -33,6 +33,8 @@ accumulators) is outside this proof by part 1.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 import subprocess
 import time
@@ -43,7 +45,7 @@ from amaranth.back import rtlil
 from .sby import SbyResult, tool
 from .units import FormalUnit, pipeline_probes
 
-__all__ = ["prove_same_datapath", "bypass_data_registers"]
+__all__ = ["prove_same_datapath", "bypass_data_registers", "split_at_cuts"]
 
 #: Yosys cell types that hold state (after ``proc``, ``memory`` and ``opt_dff``), besides
 #: any memory cell (``$mem*``) a unit would leave.
@@ -57,9 +59,9 @@ _PREPARE = ("read_rtlil {name}.il; hierarchy -top {name}; proc; flatten; memory;
             "setattr -unset init w:*; opt_clean; opt_dff -nosdff; opt_clean; "
             "write_json {name}.json")
 
-#: The output payloads of the two depths, compared for every input payload and every state of
-#: the control registers (one time frame: ``-seq 1`` leaves the registers' state free).
-_PROVE = ("read_json ref.json; read_json deep.json; "
+#: The outputs of the two depths, compared for every input and every state of the control
+#: registers (one time frame: ``-seq 1`` leaves the registers' state free).
+_PROVE = ("read_json {ref}; read_json {deep}; "
           "miter -equiv -flatten -make_assert ref deep miter; hierarchy -top miter; "
           "opt -share_all; opt_clean; dffunmap; "
           "sat -verify -seq 1 -prove-asserts -show-ports miter")
@@ -157,6 +159,41 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     return problems
 
 
+def split_at_cuts(netlist: dict, module: str, cuts) -> tuple[dict, dict]:
+    """Two copies of a bypassed ``module`` split at the nets named ``cuts``: ``cut``, whose only
+    outputs are the cut nets, and ``rest``, where the cut nets are inputs (their drivers left
+    driving fresh, unused bits) and the output payload is the output.
+
+    Proving both pairs equal proves the whole: the cut nets are the same function of the
+    inputs at both depths, and the output is the same function of the inputs and the cut nets'
+    values.  A unit names as cuts the nets where a depth-dependent part of its datapath ends
+    (the quantizer's block-max tree, whose shape follows the depth), so that the SAT solver
+    sees that part alone, not both copies of everything downstream of it.
+    """
+    mod = netlist["modules"][module]
+    cut_bits = {name: [b for b in mod["netnames"][name]["bits"] if isinstance(b, int)]
+                for name in cuts}
+    cut_netlist = copy.deepcopy(netlist)
+    ports = cut_netlist["modules"][module]["ports"]
+    ports.pop("o__payload")
+    for name, bits in cut_bits.items():
+        ports[f"cut_{name}"] = {"direction": "output", "bits": bits}
+
+    rest_netlist = copy.deepcopy(netlist)
+    rest = rest_netlist["modules"][module]
+    driven = {b for bits in cut_bits.values() for b in bits}
+    fresh = itertools.count(1 + max(b for net in rest["netnames"].values() for b in net["bits"]
+                                    if isinstance(b, int)))
+    for cell in rest["cells"].values():
+        for port, direction in cell.get("port_directions", {}).items():
+            if direction == "output":
+                cell["connections"][port] = [next(fresh) if b in driven else b
+                                             for b in cell["connections"][port]]
+    for name, bits in cut_bits.items():
+        rest["ports"][f"cut_{name}"] = {"direction": "input", "bits": bits}
+    return cut_netlist, rest_netlist
+
+
 def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
              timeout: float) -> list[str]:
     component = unit.build(k, stages)
@@ -170,6 +207,13 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
                              data=True)
     problems = bypass_data_registers(netlist, name, probes)
     path.write_text(json.dumps(netlist))
+    cuts = [c for c in unit.cuts if c in netlist["modules"][name]["netnames"]]
+    if unit.cuts and not cuts:
+        problems.append(f"none of the cut nets {', '.join(unit.cuts)}")
+    elif cuts:
+        for part, split in zip(("cut", "rest"), split_at_cuts(netlist, name, cuts),
+                               strict=True):
+            (workdir / f"{name}_{part}.json").write_text(json.dumps(split))
     return [f"{name} (stages = {stages}): {p}" for p in problems]
 
 
@@ -200,14 +244,22 @@ def prove_same_datapath(unit: FormalUnit, k: int, stages: int, workdir: Path, *,
     if problems:
         timeout_hit = any(p.endswith("timeout") for p in problems)
         return result("TIMEOUT" if timeout_hit else "ERROR", problems)
-    left = max(1.0, timeout - (time.monotonic() - start))
-    failed = _yosys(_PROVE, workdir, "yosys.log", left)
-    log = (workdir / "yosys.log").read_text() if (workdir / "yosys.log").exists() else ""
-    if failed == "timeout":
-        return result("TIMEOUT")
-    if "SAT proof finished - no model found: SUCCESS!" in log and failed is None:
-        return result("PASS")
-    if "SAT proof finished - model found: FAIL!" in log:
-        return result("FAIL", ["same_datapath"])
-    return result("ERROR", [failed or f"no SAT verdict (see {workdir / 'yosys.log'})"])
+    # (assertion name, log, the two netlists): the whole datapath, or split at the cut nets
+    steps = [("same_datapath", "yosys.log", "ref.json", "deep.json")]
+    if unit.cuts:
+        steps = [("same_cut_nets", "yosys_cut.log", "ref_cut.json", "deep_cut.json"),
+                 ("same_datapath_given_cut_nets", "yosys.log", "ref_rest.json",
+                  "deep_rest.json")]
+    for assertion, log_name, ref, deep in steps:
+        left = max(1.0, timeout - (time.monotonic() - start))
+        failed = _yosys(_PROVE.format(ref=ref, deep=deep), workdir, log_name, left)
+        log_path = workdir / log_name
+        log = log_path.read_text() if log_path.exists() else ""
+        if failed == "timeout":
+            return result("TIMEOUT", [assertion])
+        if "SAT proof finished - model found: FAIL!" in log:
+            return result("FAIL", [assertion])
+        if "SAT proof finished - no model found: SUCCESS!" not in log or failed is not None:
+            return result("ERROR", [failed or f"no SAT verdict (see {log_path})"])
+    return result("PASS")
 

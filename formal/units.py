@@ -44,6 +44,11 @@ class FormalUnit:
         The pipeline's flavour (:class:`hw.pipeline.Pipeline`).
     runs : bool
         MXDotGeneral: one output per run (a block with ``last``), not per block.
+    cuts : tuple of str
+        Nets where a depth-dependent part of the datapath ends, for the register-bypass proof
+        (:func:`formal.datapath.split_at_cuts`; those the netlist has): the quantizer's
+        block-max tree outputs (the key, and the rceil flag where it is built), whose tree's
+        shape follows the depth (:func:`hw.quantizer.max_tree_radices`).
     """
 
     name: str
@@ -53,6 +58,7 @@ class FormalUnit:
     prefix: str
     registered_stall: bool
     runs: bool = False
+    cuts: tuple[str, ...] = ()
 
     def max_stages(self, k: int) -> int:
         """The deepest pipeline at block size ``k`` (every boundary registered)."""
@@ -112,7 +118,8 @@ def _dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
 UNITS = (
     FormalUnit("quantizer", "fp8_e4m3 from bf16, rne, floor",
                lambda k, s: MXQuantizer("fp8_e4m3", k, "bf16", stages=s),
-               quantizer_sections, "q", registered_stall=True),
+               quantizer_sections, "q", registered_stall=True,
+               cuts=("amax_key", "amax_flag")),
     FormalUnit("dequantizer", "fp8_e4m3 to fp16",
                lambda k, s: MXDequantizer("fp8_e4m3", k, "fp16", stages=s),
                lambda k, stages: DEQUANTIZER_SECTIONS, "d", registered_stall=True),

@@ -16,7 +16,7 @@ from amaranth.lib import data
 
 from .params import check_stages
 
-__all__ = ["Pipeline", "place_registers", "registered_boundaries"]
+__all__ = ["Pipeline", "place_registers", "stage_delays", "registered_boundaries"]
 
 
 def place_registers(delays: Sequence[float], stages: int) -> tuple[bool, ...]:
@@ -52,6 +52,18 @@ def place_registers(delays: Sequence[float], stages: int) -> tuple[bool, ...]:
                 best[j][i] = min(cands)
     cuts = set(best[stages][n][1])
     return tuple(i + 1 in cuts for i in range(n))
+
+
+def stage_delays(delays: Sequence[float], stages: int) -> tuple[float, ...]:
+    """The summed section delay of each stage when :func:`place_registers` places ``stages``
+    registers after sections of ``delays`` (their maximum is the estimated critical stage)."""
+    sums, current = [], 0.0
+    for delay, registered in zip(delays, place_registers(delays, stages), strict=True):
+        current += delay
+        if registered:
+            sums.append(current)
+            current = 0.0
+    return tuple(sums)
 
 
 def registered_boundaries(sections: Mapping[str, float], stages: int) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from golden.formats import (
 from .arith import leading_zeros, less_than_const, max_tree_levels, reduce_significand, wire
 from .elements import block_layout, encode_element
 from .params import check_block_size, check_choice, check_int, check_stages
-from .pipeline import Pipeline, place_registers, registered_boundaries
+from .pipeline import Pipeline, place_registers, registered_boundaries, stage_delays
 from .rounding import round_increment
 
 __all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "TREE_LEVEL_DELAY",
@@ -60,18 +60,23 @@ def max_tree_radices(block_size: int, stages: int | None = None) -> list[int]:
     """The radix of each level of the block-max tree (one section ``amax<j>`` per level) at
     depth ``stages`` (None: every boundary registered).
 
-    The tree is binary (log2 k levels of radix 2) unless the registers of a ``stages``-deep
-    pipeline, placed on the binary tree's sections, would leave two of its levels in one stage.
-    In that case it has radix-4 levels, after one radix-2 level if log2 k is odd (2, 4, 4 for
-    k = 32). Two binary levels in one stage take about 8.4 ns. A radix-4 level does the same
-    reduction with its six comparisons in parallel and takes 6.5 ns as a stage of its own;
-    as the only level of a stage, though, a binary level is faster (5.2 ns), and so are the
-    deep pipelines built on it. Measured on bf16 -> fp8_e4m3, k = 32, ECP5, seed 1 (radix 4
-    against binary):
+    The tree has radix-4 levels, after one radix-2 level if log2 k is odd (2, 4, 4 for
+    k = 32), where either
 
-    * 4 stages: 98.7 against 88.5 MHz;
-    * 5 stages: 134.5 against 124.2 (medians of seeds 1-3: 134.5 against 124.2);
-    * 7 stages: 147.4 against 135.1;
+    * the registers of a ``stages``-deep pipeline, placed on the binary tree's sections, would
+      leave two of its levels in one stage: two binary levels in one stage take about 8.4 ns,
+      one radix-4 level (its six comparisons in parallel) 6.5 ns; or
+    * the radix-4 tree's placement has the smaller critical stage by the section estimates:
+      its two fewer sections leave registers for the rest of the datapath;
+
+    and is binary (log2 k levels of radix 2) otherwise: as the only level of its stage a binary
+    level is faster (5.2 ns), and so are the deep pipelines built on it.  For k = 32, radix 4
+    at 1-8 stages.  Measured on bf16 -> fp8_e4m3, k = 32, ECP5 (radix 4 against binary; medians
+    of nextpnr seeds 1-3 where a range is given, else seed 1):
+
+    * 4 stages: 98.7 (96.7-104.2) against 88.5 MHz;
+    * 5 stages: 134.5 (132.9-137.6) against 124.2;
+    * 7 stages: 152.5 (147.4-155.1) against 135.1;
     * every boundary registered (13 against 15 stages): 169.2 against 193.3 MHz.
 
     The radix-2 level goes first: at few stages it shares a stage with input/decode/norm,
@@ -91,7 +96,9 @@ def max_tree_radices(block_size: int, stages: int | None = None) -> list[int]:
         shares |= per_stage > 1
         if registered:
             per_stage = 0
-    return radix4 if shares else binary
+    shorter = (max(stage_delays(list(_sections(radix4).values()), stages))
+               < max(stage_delays(list(sections.values()), stages)))
+    return radix4 if shares or shorter else binary
 
 
 def quantizer_sections(block_size: int, stages: int | None = None) -> dict[str, float]:
@@ -292,8 +299,12 @@ class MXQuantizer(wiring.Component):
             gt = None
             if rceil_built:
                 top, rest = ln.s2[d0:], ln.s2[:d0]
-                gt = wire(m, (top > fmt.max_significand)
-                          | ((top == fmt.max_significand) & rest.any()), f"lane{i}_gt")
+                at_max = (top == fmt.max_significand) & rest.any()
+                # fp4_e2m1's 1.1 is top's all ones: no top is above it (and a constant
+                # comparison would be a lint warning)
+                above = (top > fmt.max_significand
+                         if fmt.max_significand < (1 << len(top)) - 1 else 0)
+                gt = wire(m, above | at_max, f"lane{i}_gt")
             tree.append((ln.key, gt))
         for j, radix in enumerate(self.tree_radices, 1):  # one tree level per boundary
             tree = max_tree_levels(m, tree, 1, name=f"amax{j}", radix=radix)
@@ -307,7 +318,9 @@ class MXQuantizer(wiring.Component):
         # e = clamp(key_max - (key_bias + emax) + above, -127, 127), for above = 0 and above = 1
         # side by side: exp compares key_max with the clamp bounds and adds the constants of
         # every output to it (all in parallel); scale selects.
-        key_max = wire(m, key_max, "amax_key")
+        key_max = wire(m, key_max, "amax_key")  # the tree's outputs by name: formal/units.py
+        if rceil_built:
+            gt_max = wire(m, gt_max, "amax_flag")
         e0 = key_bias + fmt.emax
         e_key_off = fmt.emin + key_bias  # a lane's element binade is key - (e + e_key_off)
         outs = {"e_key": e_key_off, "code": SCALE_BIAS}

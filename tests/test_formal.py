@@ -17,6 +17,7 @@ from formal.harness import FlowHarness, MiterHarness
 from formal.matrix import SLOW_MITERS, proof_jobs
 from formal.sby import run_sby, sby_available
 from formal.units import FormalUnit, default_configurations, pipeline_probes, unit_by_name
+from hw.arith import wire
 from hw.pipeline import Pipeline
 
 _MISSING = sby_available()
@@ -57,16 +58,16 @@ class _Chain(wiring.Component):
                 stray = Signal(8, name="stray")
                 m.d.sync += stray.eq(x)
                 y = y + stray
-            x = pipe.boundary(y[:8], name)
+            x = pipe.boundary(wire(m, y[:8], f"sum_{name}"), name)
         m.d.comb += self.o.payload.eq(x)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready, o_valid=self.o.valid,
                      o_ready=self.o.ready)
         return m
 
 
-def _chain_unit(pipeline_class, bug=None):
+def _chain_unit(pipeline_class, bug=None, cuts=()):
     return FormalUnit("chain", "test chain", lambda k, s: _Chain(s, pipeline_class, bug),
-                      lambda k, stages: SECTIONS, "t", registered_stall=False)
+                      lambda k, stages: SECTIONS, "t", registered_stall=False, cuts=cuts)
 
 
 def test_dequantizer_k2_flow_proven_by_induction(tmp_path):
@@ -127,6 +128,21 @@ def test_depth_dependent_datapath_fails(tmp_path):
     assert res.status == "FAIL", res.failed
     assert res.failed == ["same_datapath"]
     assert "model found: FAIL" in (res.workdir / "yosys.log").read_text()
+
+
+def test_split_at_cut_nets_proves_and_fails_in_the_right_part(tmp_path):
+    """Split at a cut net (as the quantizer's proof is, at its block-max tree), the proof still
+    passes on the correct chain and fails on the depth-dependent one, in the part that holds
+    the difference: after the cut (section c, cut at b's sum) or before it (cut at c's sum)."""
+    ok = prove_same_datapath(_chain_unit(Pipeline, cuts=("sum_b",)), 1, 3, tmp_path / "ok")
+    assert ok.status == "PASS", ok.failed
+    assert (ok.workdir / "yosys_cut.log").is_file()
+    after = prove_same_datapath(_chain_unit(Pipeline, "depth", ("sum_b",)), 1, 3,
+                                tmp_path / "after")
+    assert (after.status, after.failed) == ("FAIL", ["same_datapath_given_cut_nets"])
+    before = prove_same_datapath(_chain_unit(Pipeline, "depth", ("sum_c",)), 1, 3,
+                                 tmp_path / "before")
+    assert (before.status, before.failed) == ("FAIL", ["same_cut_nets"])
 
 
 def test_real_unit_with_another_rounding_fails(tmp_path):

@@ -230,12 +230,13 @@ def _units_sections():
     yield "dequantizer", DEQUANTIZER_SECTIONS
     for k in (2, 4, 32, 64):
         yield f"quantizer k={k}", quantizer_sections(k)
+    yield "quantizer k=32 radix 4", quantizer_sections(32, 5)
 
 
 @pytest.mark.parametrize("unit,sections", list(_units_sections()),
                          ids=[u for u, _ in _units_sections()])
 def test_placement_minimizes_the_worst_stage(unit, sections):
-    from hw.pipeline import place_registers, registered_boundaries
+    from hw.pipeline import place_registers, registered_boundaries, stage_delays
 
     delays = list(sections.values())
     n = len(delays)
@@ -250,6 +251,9 @@ def test_placement_minimizes_the_worst_stage(unit, sections):
         got = [i + 1 for i in range(n) if flags[i]]
         best = min(worst([*c, n]) for c in itertools.combinations(range(1, n), stages - 1))
         assert worst(got) == best, (unit, stages)
+        sums = stage_delays(delays, stages)  # the same stages, summed
+        assert len(sums) == stages and max(sums) == pytest.approx(best)
+        assert sum(sums) == pytest.approx(sum(delays))
         assert registered_boundaries(sections, stages) == tuple(
             name for name, f in zip(sections, flags, strict=True) if f)
     assert all(place_registers(delays, n))

@@ -144,35 +144,42 @@ def test_default_stages_register_every_boundary():
 
 
 def test_block_max_tree_radix_follows_the_depth():
-    """The binary block-max tree where each stage holds at most one of its levels; radix-4
-    levels (after a radix-2 level for odd log2 k) where the binary placement would put two
-    levels in one stage; the sidecar says which, and the sections follow the tree."""
-    from hw.pipeline import place_registers
-    from hw.quantizer import max_tree_radices
+    """The binary block-max tree unless the binary placement would put two of its levels in
+    one stage or the radix-4 tree's placement has the shorter critical stage by the estimates;
+    then radix-4 levels (after a radix-2 level for odd log2 k).  The sidecar says which, and
+    the sections follow the tree."""
+    from hw.pipeline import place_registers, stage_delays
+    from hw.quantizer import TREE_LEVEL_DELAY, max_tree_radices
 
     assert MXQuantizer().parameters["max_tree_radices"] == [2] * 5
     q5 = MXQuantizer("fp8_e4m3", 32, "bf16", stages=5)
     assert q5.tree_radices == [2, 4, 4]
     assert q5.parameters["registered_boundaries"] == ["amax1", "amax2", "amax3", "cmp",
                                                       "output"]
+    assert [len(max_tree_radices(32, s)) for s in range(1, 16)] == [3] * 8 + [5] * 7
     for k in (2, 4, 8, 16, 32, 64):
         levels = (k - 1).bit_length()
+        binary, radix4 = [2] * levels, [2] * (levels % 2) + [4] * (levels // 2)
         for stages in range(1, len(quantizer_sections(k)) + 1):
-            radices = max_tree_radices(k, stages)
-            binary = quantizer_sections(k)  # the binary tree's sections
-            flags = place_registers(list(binary.values()), stages)
+            sections = quantizer_sections(k)  # the binary tree's sections
+            flags = place_registers(list(sections.values()), stages)
             per_stage, most = 0, 0
-            for name, registered in zip(binary, flags, strict=True):
+            for name, registered in zip(sections, flags, strict=True):
                 per_stage += name.startswith("amax")
                 most = max(most, per_stage)
                 per_stage = 0 if registered else per_stage
-            if most > 1 and levels > 1:
-                assert radices == [2] * (levels % 2) + [4] * (levels // 2), (k, stages)
-            else:
-                assert radices == [2] * levels, (k, stages)
-            sections = quantizer_sections(k, stages)
-            assert [n for n in sections if n.startswith("amax")] == [
-                f"amax{j}" for j in range(1, len(radices) + 1)]
+            r4_sections = {n: (TREE_LEVEL_DELAY[radix4[int(n[4:]) - 1]]
+                               if n.startswith("amax") else d)
+                           for n, d in sections.items()
+                           if not n.startswith("amax") or int(n[4:]) <= len(radix4)}
+            shorter = (stages <= len(r4_sections)
+                       and max(stage_delays(list(r4_sections.values()), stages))
+                       < max(stage_delays(list(sections.values()), stages)))
+            expected = radix4 if (most > 1 or shorter) and stages <= len(r4_sections) \
+                else binary
+            assert max_tree_radices(k, stages) == expected, (k, stages)
+            assert [n for n in quantizer_sections(k, stages) if n.startswith("amax")] == [
+                f"amax{j}" for j in range(1, len(expected) + 1)]
 
 
 # -- synthesis smoke test ------------------------------------------------------------------

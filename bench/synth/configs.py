@@ -76,7 +76,7 @@ NEXT_STEPS = {
                  "the normalization shift (fp32: a 23-bit shift by the leading-zero count plus "
                  "the sticky mask, 5 LUT levels), 70-75 % of each in routing; splitting each "
                  "across two boundaries (compare / select; shift by the count's high bits / "
-                 "low bits) adds a cycle per split. At short depths (1-7 stages for k = 32) the "
+                 "low bits) adds a cycle per split. At short depths (1-8 stages for k = 32) the "
                  "block-max tree has radix-4 levels (2, 4, 4: hw.quantizer.max_tree_radices), "
                  "which took latency 5 from 124.2 to 134.5 MHz (median of seeds 1-3, 132.9-"
                  "137.6; registers after amax1, amax2, amax3, cmp, output); its worst path runs "
