@@ -114,13 +114,19 @@ def greater_than(m: Module, a, b, name: str) -> Signal:
     :func:`less_than_const`): per bit ``a_j & ~b_j`` (greater) and ``a_j == b_j`` (equal),
     merged pairwise from the top half down, which abc packs into about log2(width) LUT levels.
     """
-    return compare(m, a, b, name)[0]
+    return wire(m, _comparison_tree(m, a, b, name)[0], name)
 
 
 def compare(m: Module, a, b, name: str) -> tuple[Signal, Signal]:
     """``(a > b, a == b)`` for two (signed or unsigned) Values: :func:`greater_than` and the
     equality its tree computes on the way (the AND of the per-bit equalities), both named.
     """
+    gt, eq = _comparison_tree(m, a, b, name)
+    return wire(m, gt, name), wire(m, eq, f"{name}_eq")
+
+
+def _comparison_tree(m: Module, a, b, name: str):
+    """The gate tree of :func:`greater_than`: ``(a > b, a == b)`` as Values."""
     a, b = Value.cast(a), Value.cast(b)
     sgn = a.shape().signed or b.shape().signed
     w = max(len(a) + (sgn and not a.shape().signed), len(b) + (sgn and not b.shape().signed))
@@ -140,8 +146,7 @@ def compare(m: Module, a, b, name: str) -> tuple[Signal, Signal]:
         return (wire(m, gt_h | (eq_h & gt_l), f"{name}_gt{tag}"),
                 wire(m, eq_h & eq_l, f"{name}_eq{tag}"))
 
-    gt, eq = tree(0, w, "")
-    return wire(m, gt, name), wire(m, eq, f"{name}_eq")
+    return tree(0, w, "")
 
 
 def leading_zeros(m: Module, v, name: str = "lzc") -> Signal:
