@@ -182,8 +182,10 @@ def split_at_cuts(netlist: dict, module: str, cuts) -> tuple[dict, dict]:
     rest_netlist = copy.deepcopy(netlist)
     rest = rest_netlist["modules"][module]
     driven = {b for bits in cut_bits.values() for b in bits}
-    fresh = itertools.count(1 + max(b for net in rest["netnames"].values() for b in net["bits"]
-                                    if isinstance(b, int)))
+    used = [b for net in rest["netnames"].values() for b in net["bits"]]
+    used += [b for cell in rest["cells"].values() for bits in cell["connections"].values()
+             for b in bits]
+    fresh = itertools.count(1 + max(b for b in used if isinstance(b, int)))
     for cell in rest["cells"].values():
         for port, direction in cell.get("port_directions", {}).items():
             if direction == "output":
