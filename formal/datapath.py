@@ -27,13 +27,22 @@ part the flow proofs already own, and proves the first two for all inputs:
 
 The job reports ``proven`` (parts 1 and 2 hold), ``fail`` (the functions differ: the SAT
 counterexample is in ``yosys.log``) or ``error`` (part 1 failed, or a tool failed; the
-reason is in ``failed``).  A unit with state outside its pipeline (MXDotGeneral's per-context
-accumulators) is outside this proof by part 1.
+reason is in ``failed``).
+
+A unit with state outside its pipeline (MXDotGeneral's per-context accumulators and busy bits,
+:attr:`formal.units.FormalUnit.state`) is proven in two halves.  Its datapath is cut where the
+state enters it (``step_c``, the accumulator input of the fused step): here, part 1 accepts
+the state registers, checks that no bit of the output payload depends on them once the cut
+nets are inputs (its cone of influence, :func:`state_in_cone`), and part 2 compares the part
+after the cut (the fused step, from its inputs to ``o.payload``).  The part before the cut
+(which block's result becomes which block's accumulator input) depends on the timing, so it
+is proven per depth by the chain harness (:class:`formal.harness.ChainHarness`).
 """
 
 from __future__ import annotations
 
 import copy
+import fnmatch
 import itertools
 import json
 import subprocess
@@ -45,7 +54,7 @@ from amaranth.back import rtlil
 from .sby import SbyResult, tool
 from .units import FormalUnit, pipeline_probes
 
-__all__ = ["prove_same_datapath", "bypass_data_registers", "split_at_cuts"]
+__all__ = ["prove_same_datapath", "bypass_data_registers", "split_at_cuts", "state_in_cone"]
 
 #: Yosys cell types that hold state (after ``proc``, ``memory`` and ``opt_dff``), besides
 #: any memory cell (``$mem*``) a unit would leave.
@@ -82,7 +91,8 @@ def _yosys(script: str, workdir: Path, log: str, timeout: float) -> str | None:
     return None
 
 
-def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str]]) -> list[str]:
+def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str]],
+                          state=()) -> list[str]:
     """Check the structure of ``module`` in a Yosys JSON ``netlist`` and replace its pipeline
     data registers by wires (in place), keeping only the output payload as an output.
 
@@ -94,6 +104,9 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     probes : dict
         :func:`formal.units.pipeline_probes` of the unit with ``data=True`` (names at the top
         of the flattened module).
+    state : iterable of str
+        Shell patterns of the registers outside the pipeline that are accepted and kept
+        (:attr:`formal.units.FormalUnit.state`).
 
     Returns
     -------
@@ -119,6 +132,9 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
             data[b] = (reg, enable[0] if enable else None)
     control = {b for key in ("valid", "hold", "advance") for name in probes.get(key, [])
                for b in bits(name)}
+    kept = {b for name, net in nets.items() if any(fnmatch.fnmatchcase(name, pattern)
+                                                   for pattern in state)
+            for b in net["bits"]}
     named = {}
     for name, net in nets.items():
         for b in net["bits"]:
@@ -131,6 +147,8 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
         if cell["type"] not in _STATE_CELLS:
             continue
         q = cell["connections"]["Q"]
+        if kept and all(b in kept for b in q):
+            continue  # state outside the pipeline, declared: see state_in_cone
         owners = {data[b][0] if b in data else "control" if b in control else None for b in q}
         if owners == {"control"}:
             continue
@@ -157,6 +175,40 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
         if port["direction"] == "output" and name != "o__payload":
             del mod["ports"][name]  # o.valid, i.ready: the flow proofs' business
     return problems
+
+
+def state_in_cone(netlist: dict, module: str, state, output: str = "o__payload") -> list[str]:
+    """The registers matching the ``state`` patterns that some bit of ``output`` depends on
+    in ``module`` (its cone of influence, through every cell, registers included); empty
+    when the output is a function of the module's inputs and other registers only."""
+    mod = netlist["modules"][module]
+    kept = {b for name, net in mod["netnames"].items()
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in state) for b in net["bits"]}
+    driver = {}  # bit -> the cell driving it
+    for cname, cell in mod["cells"].items():
+        for port, direction in cell.get("port_directions", {}).items():
+            if direction == "output":
+                for b in cell["connections"][port]:
+                    driver[b] = cname
+    names = {}
+    for name, net in mod["netnames"].items():
+        for b in net["bits"]:
+            names.setdefault(b, name)
+    found, seen = set(), set()
+    todo = [b for b in mod["ports"][output]["bits"] if isinstance(b, int)]
+    while todo:
+        b = todo.pop()
+        cname = driver.get(b)
+        if cname is None or cname in seen:
+            continue
+        seen.add(cname)
+        cell = mod["cells"][cname]
+        if cell["type"] in _STATE_CELLS and any(q in kept for q in cell["connections"]["Q"]):
+            found.add(names.get(cell["connections"]["Q"][0], cname))
+            continue
+        todo += [b for port, direction in cell.get("port_directions", {}).items()
+                 if direction == "input" for b in cell["connections"][port] if isinstance(b, int)]
+    return sorted(found)
 
 
 def split_at_cuts(netlist: dict, module: str, cuts) -> tuple[dict, dict]:
@@ -207,7 +259,7 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
     netlist = json.loads(path.read_text())
     probes = pipeline_probes(unit.sections(k, stages), stages, unit.prefix, unit.registered_stall,
                              data=True)
-    problems = bypass_data_registers(netlist, name, probes)
+    problems = bypass_data_registers(netlist, name, probes, unit.state)
     path.write_text(json.dumps(netlist))
     cuts = [c for c in unit.cuts if c in netlist["modules"][name]["netnames"]]
     if unit.cuts and not cuts:
@@ -216,6 +268,12 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
         for part, split in zip(("cut", "rest"), split_at_cuts(netlist, name, cuts),
                                strict=True):
             (workdir / f"{name}_{part}.json").write_text(json.dumps(split))
+            if part == "rest" and unit.state:
+                problems += [f"the output payload depends on {reg} beyond the cut nets"
+                             for reg in state_in_cone(split, name, unit.state)]
+    elif unit.state:
+        problems.append("state outside the pipeline needs cut nets separating it from "
+                        "the output")
     return [f"{name} (stages = {stages}): {p}" for p in problems]
 
 
@@ -252,6 +310,8 @@ def prove_same_datapath(unit: FormalUnit, k: int, stages: int, workdir: Path, *,
         steps = [("same_cut_nets", "yosys_cut.log", "ref_cut.json", "deep_cut.json"),
                  ("same_datapath_given_cut_nets", "yosys.log", "ref_rest.json",
                   "deep_rest.json")]
+        if unit.state:  # the cut nets follow the state: the chain harness's business
+            steps = steps[1:]
     for assertion, log_name, ref, deep in steps:
         left = max(1.0, timeout - (time.monotonic() - start))
         failed = _yosys(_PROVE.format(ref=ref, deep=deep), workdir, log_name, left)

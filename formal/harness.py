@@ -22,6 +22,8 @@ Every harness has the same conventions:
 * :class:`MiterHarness` -- property 4: the unit at ``stages`` against the unit at 1.
 * :class:`OrderHarness` -- ordering, on the datapath-free :class:`hw.pipeline.Pipeline` with the
   unit's sections, depth and flavour, carrying sequence-number tags.
+* :class:`ChainHarness` -- MXDotGeneral's half of property 4 that depends on the timing: which
+  result becomes which block's accumulator input.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from amaranth.hdl import (
     Assert,
     Assume,
     Cat,
+    Const,
     Elaboratable,
     Module,
+    Mux,
     ResetSignal,
     Signal,
     Value,
@@ -42,7 +46,7 @@ from hw.pipeline import Pipeline
 
 from .units import FormalUnit, pipeline_probes
 
-__all__ = ["FlowHarness", "MiterHarness", "OrderHarness"]
+__all__ = ["FlowHarness", "MiterHarness", "OrderHarness", "ChainHarness"]
 
 
 def _popcount(bits):
@@ -373,3 +377,130 @@ class OrderHarness(_Harness):
                              "inv_count_in_is_out_plus_held"))
         with m.If(started):
             m.d.comb += checks
+
+
+class ChainHarness(_Harness):
+    """MXDotGeneral's chaining: each block's accumulator input is its run's ``c0`` or the
+    result of the block of its context that left the fused step last, and results leave
+    once each.
+
+    The register-bypass proof (:mod:`formal.datapath`) cuts MXDotGeneral at ``step_c``, the
+    accumulator input entering the fused step, and proves the fused step the same function
+    of its inputs and ``step_c`` at every depth.  What is left is the wrapper around it (the
+    per-context accumulators, busy bits and the forwarding of a leaving result), whose
+    behaviour follows the pipeline's timing; this harness proves it at one depth, with a free
+    environment on both ports (``i`` held while not ready, as in :class:`FlowHarness`).
+
+    The harness keeps, per context ``j``: ``pending[j]`` (a block of ``j`` was accepted and
+    has not left the fused step), ``last[j]`` (that block ends its run), ``result[j]`` (the
+    result of the last block of ``j`` to leave) and ``known[j]`` (a block of ``j`` left since
+    the reset).  A block leaves when the unit's ``leave`` is high, with ``leave_ctx`` and
+    ``leave_result`` (probed).  Asserted:
+
+    * ``chain_one_block_per_context``: a block of ``j`` is accepted only while no block of
+      ``j`` is pending, or in the cycle the pending one leaves;
+    * ``chain_leave_only_pending`` / ``chain_leave_at_pipeline_output``: a result leaves only
+      for a pending block, and only while the pipeline presents a block;
+    * ``chain_first_takes_c0`` / ``chain_next_takes_previous_result``: the accepted block's
+      ``step_c`` is its ``c0`` if it starts a run, else the result of the previous block of
+      its context (the one leaving in this cycle, if any);
+    * ``chain_output_is_last_result`` / ``chain_last_result_is_output``: an output beat is
+      taken exactly when a pending ``last`` block leaves, with its context and result;
+    * ``chain_nothing_pending_after_drain``: after ``drain`` cycles of ``o.ready`` high with
+      nothing accepted, no block is pending (every block leaves).
+
+    With the fused step the same function at every depth, and the pipeline's flow and order
+    proofs (each block leaves once, in order), these make each run's result the same fold of
+    the fused step over the run's blocks, from its ``c0``, at every depth: property 4 for
+    MXDotGeneral, per context.  A non-first block for a context with no result since the reset
+    (a run that was never opened) is outside the contract and not checked.
+    """
+
+    def __init__(self, unit: FormalUnit, k: int, stages: int):
+        super().__init__()
+        if not unit.runs:
+            raise ValueError(f"the chain harness is for units with runs, not {unit.name}")
+        self.unit, self.stages = unit, stages
+        self.dut = unit.build(k, stages)
+        self.i_payload = Signal(len(Value.cast(self.dut.i.payload)))
+        ctx_bits = self.dut.ctx_bits
+        self.probe_names = {"step_c": ["dut.step_c"], "leave": ["dut.leave"],
+                            "leave_result": ["dut.leave_result"],
+                            "pipe_valid": ["dut.pipe_valid"]}
+        self.widths = {"step_c": 32, "leave_result": 32}
+        if ctx_bits:
+            self.probe_names["leave_ctx"] = ["dut.leave_ctx"]
+            self.widths["leave_ctx"] = ctx_bits
+        self.probe = Signal(len(self.probe_wires))
+
+    @property
+    def ports(self):
+        return [self.i_valid, self.i_payload, self.o_ready, self.probe]
+
+    @property
+    def probe_wires(self) -> list[str]:
+        """Netlist names behind ``probe``, bit 0 first."""
+        return _probe_bits(self.probe_names, self.widths)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.dut
+        rst, started, past_rst = self._reset_control(m)
+        m.d.comb += [dut.i.valid.eq(self.i_valid), dut.i.payload.eq(self.i_payload),
+                     dut.o.ready.eq(self.o_ready)]
+        i_wait, i_prev = _held(m, "i", dut.i.valid, dut.i.ready, dut.i.payload)
+        with m.If(i_wait & ~past_rst):
+            m.d.comb += Assume(dut.i.valid & (Value.cast(dut.i.payload) == i_prev),
+                               "input held while not ready")
+        f = _probe_fields(self.probe, self.probe_names, self.widths)
+        step_c, leave, leave_result = f["step_c"][0], f["leave"][0], f["leave_result"][0]
+        pipe_valid = f["pipe_valid"][0]
+        leave_ctx = f["leave_ctx"][0] if "leave_ctx" in f else Const(0, 1)
+        p = dut.i.payload
+        ctx = p.ctx if dut.ctx_bits else Const(0, 1)
+        accept = dut.i.valid & dut.i.ready
+        produce = dut.o.valid & dut.o.ready
+        out_ctx = dut.o.payload.ctx if dut.ctx_bits else Const(0, 1)
+
+        checks = [Assert(~leave | pipe_valid, "chain_leave_at_pipeline_output"),
+                  Assert(~(accept & p.first) | (step_c == p.c0), "chain_first_takes_c0")]
+        pending_any = []
+        drain = self.unit.drain_cycles(self.stages)
+        quiet = Signal(range(drain + 1), reset_less=True)  # o.ready high, nothing accepted
+        with m.If(rst | ~self.o_ready | accept):
+            m.d.sync += quiet.eq(0)
+        with m.Elif(quiet != drain):
+            m.d.sync += quiet.eq(quiet + 1)
+        for j in range(dut.contexts):
+            pending = Signal(name=f"pending{j}", reset_less=True)
+            last = Signal(name=f"last{j}", reset_less=True)
+            known = Signal(name=f"known{j}", reset_less=True)
+            result = Signal(32, name=f"result{j}", reset_less=True)
+            leave_j = leave & (leave_ctx == j)
+            accept_j = accept & (ctx == j)
+            with m.If(rst):
+                m.d.sync += [pending.eq(0), known.eq(0)]
+            with m.Else():
+                m.d.sync += pending.eq((pending & ~leave_j) | accept_j)
+                with m.If(accept_j):
+                    m.d.sync += last.eq(p.last)
+                with m.If(leave_j):
+                    m.d.sync += [result.eq(leave_result), known.eq(1)]
+            # (each Assert with its message on one line: formal.sby reads the names from there)
+            chained = accept_j & ~p.first & (known | leave_j)
+            previous = Mux(leave_j, leave_result, result)
+            output_j = produce & (out_ctx == j)
+            emitted = leave_j & pending & last & (dut.o.payload.result == leave_result)
+            checks += [
+                Assert(~accept_j | ~pending | leave_j, "chain_one_block_per_context"),
+                Assert(~leave_j | pending, "chain_leave_only_pending"),
+                Assert(~chained | (step_c == previous), "chain_next_takes_previous_result"),
+                Assert(~(leave_j & pending & last) | produce, "chain_last_result_is_output"),
+                Assert(~output_j | emitted, "chain_output_is_last_result"),
+            ]
+            pending_any.append(pending)
+        with m.If(started):
+            m.d.comb += checks
+            with m.If(quiet == drain):
+                m.d.comb += Assert(~Cat(*pending_any).any(), "chain_nothing_pending_after_drain")
+        return m

@@ -10,9 +10,11 @@ Property groups (the harnesses of :mod:`formal.harness`):
   (k-induction; MXDotGeneral's ``hold_when`` pipeline by BMC);
 * ``miter`` -- property 4, depth ``stages`` against depth 1 (BMC; ``stages`` > 1);
 * ``datapath`` -- property 4 for all inputs, by the register-bypass proof of
-  :mod:`formal.datapath` (``stages`` > 1, every depth; units without state outside their
-  pipeline), at k = 2 and 4 and for every default configuration of ``python -m hw
-  generate`` at its block size.
+  :mod:`formal.datapath` (``stages`` > 1, every depth), at k = 2 and 4 and for every default
+  configuration of ``python -m hw generate`` at its block size; for MXDotGeneral the fused
+  step after its accumulator input;
+* ``chain`` -- MXDotGeneral only: the other half of its property 4, the accumulator chaining
+  per context (BMC, every depth at k = 2 and 4).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .datapath import prove_same_datapath
-from .harness import FlowHarness, MiterHarness, OrderHarness
+from .harness import ChainHarness, FlowHarness, MiterHarness, OrderHarness
 from .sby import SbyResult, run_sby
 from .units import UNITS, FormalUnit, default_configurations
 
@@ -34,11 +36,12 @@ PROPERTIES = {
     "order": "2 in order (tags, pipeline skeleton)",
     "miter": "4 same outputs as stages=1",
     "datapath": "4 same datapath function as stages=1 (register bypass, all inputs)",
+    "chain": "4 per-context chaining of the accumulator (MXDotGeneral)",
 }
 
 #: Extra BMC steps beyond the pipeline depth: enough for a reset, a block through the
 #: deepest pipeline and a few cycles of backpressure behind it.
-BMC_MARGIN = {"flow": 10, "order": 8, "miter": 4}
+BMC_MARGIN = {"flow": 10, "order": 8, "miter": 4, "chain": 10}
 
 
 #: Units whose miter the SMT solver does not settle in minutes (the dot units' fused step:
@@ -70,6 +73,9 @@ class Job:
         if self.prop == "order":
             h = OrderHarness(self.unit, self.k, self.stages, probes=self.mode == "prove")
             return h, {"probe": h.probe_wires}
+        if self.prop == "chain":
+            h = ChainHarness(self.unit, self.k, self.stages)
+            return h, {"probe": h.probe_wires}
         return MiterHarness(self.unit, self.k, self.stages), {}
 
     def run(self, outdir: Path, timeout: float) -> SbyResult:
@@ -97,10 +103,14 @@ def _jobs_for(unit: FormalUnit, k: int, stages: int) -> list[Job]:
     return jobs
 
 
-def _datapath_jobs(unit: FormalUnit, k: int, depths) -> list[Job]:
-    if unit.runs:  # MXDotGeneral: per-context accumulators, state outside the pipeline
-        return []
-    return [Job(unit, k, s, "datapath", "equiv", 1) for s in depths if s > 1]
+def _datapath_jobs(unit: FormalUnit, k: int, depths, *, chain: bool = True) -> list[Job]:
+    """The register-bypass jobs at ``depths`` (beyond 1), and (``chain``) for a unit with runs
+    the chain jobs at every depth (the chaining depends on the timing, so depth 1 too)."""
+    jobs = []
+    if unit.runs and chain:
+        jobs += [Job(unit, k, s, "chain", "bmc", unit.drain_cycles(s) + BMC_MARGIN["chain"])
+                 for s in depths]
+    return jobs + [Job(unit, k, s, "datapath", "equiv", 1) for s in depths if s > 1]
 
 
 def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = None,
@@ -129,7 +139,7 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
                     if job.prop == "miter" and not full and unit.name in SLOW_MITERS:
                         continue
                     jobs.append(job)
-            jobs += _datapath_jobs(unit, k, range(2, unit.max_stages(k) + 1))
+            jobs += _datapath_jobs(unit, k, range(1, unit.max_stages(k) + 1))
     if not quick:
         # The full-size rows: the datapath at each default configuration's depths, and the
         # pipeline skeleton's order proof at any (sections, depth) the small units do not
@@ -137,7 +147,7 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
         covered = {(j.unit.prefix, tuple(j.unit.sections(j.k, j.stages)), j.stages)
                    for j in jobs if j.prop == "order"}
         for unit, k in default_configurations():
-            jobs += _datapath_jobs(unit, k, unit.stage_settings(k))
+            jobs += _datapath_jobs(unit, k, unit.stage_settings(k), chain=False)
             for stages in unit.stage_settings(k):
                 key = (unit.prefix, tuple(unit.sections(k, stages)), stages)
                 if key not in covered and not unit.runs:
@@ -164,9 +174,9 @@ def report_table(results: list[tuple[Job, SbyResult]]) -> str:
     for (name, k, stages), cells in rows.items():
         slow = name in SLOW_MITERS and stages in settings[name, k]
         missing = {"miter": "`--all` only" if slow else "-",
-                   "datapath": "n/a (accumulator state)" if name == "dot-general" else "-"}
+                   "chain": "-" if name.startswith("dot-general") else "n/a (no runs)"}
         if stages == 1:
-            missing = {"miter": "n/a (stages = 1)", "datapath": "n/a (stages = 1)"}
+            missing.update(miter="n/a (stages = 1)", datapath="n/a (stages = 1)")
         lines.append(f"| {name} | {k} | {stages} | "
                      + " | ".join(cells.get(p, missing.get(p, "-")) for p in PROPERTIES)
                      + " |")

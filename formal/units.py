@@ -48,7 +48,14 @@ class FormalUnit:
         Nets where a depth-dependent part of the datapath ends, for the register-bypass proof
         (:func:`formal.datapath.split_at_cuts`; those the netlist has): the quantizer's
         block-max tree outputs (the key, and the rceil flag where it is built), whose tree's
-        shape follows the depth (:func:`hw.quantizer.max_tree_radices`).
+        shape follows the depth (:func:`hw.quantizer.max_tree_radices`).  MXDotGeneral's
+        cut is ``step_c``, the accumulator input entering its fused step.
+    state : tuple of str
+        Shell patterns naming the registers outside the pipeline (MXDotGeneral's accumulators
+        and busy bits).  The register-bypass proof accepts them only if no bit of the output
+        payload depends on them once the datapath is cut at ``cuts``; it then proves the part
+        after the cuts (the fused step) and leaves the part before them, whose state follows
+        the depth's timing, to the chain proof (:class:`formal.harness.ChainHarness`).
     """
 
     name: str
@@ -59,6 +66,7 @@ class FormalUnit:
     registered_stall: bool
     runs: bool = False
     cuts: tuple[str, ...] = ()
+    state: tuple[str, ...] = ()
 
     def max_stages(self, k: int) -> int:
         """The deepest pipeline at block size ``k`` (every boundary registered)."""
@@ -128,7 +136,8 @@ UNITS = (
                _dot_sections, "dot", registered_stall=False),
     FormalUnit("dot-general", "fp4_e2m1 x fp4_e2m1, 2 contexts",
                lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2, stages=s),
-               _dot_sections, "dotg", registered_stall=False, runs=True),
+               _dot_sections, "dotg", registered_stall=False, runs=True,
+               cuts=("step_c",), state=("acc[0-9]*", "busy")),
 )
 
 

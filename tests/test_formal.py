@@ -7,6 +7,10 @@ missing; the first run after installing yowasp compiles the tools (about a minut
 
 from __future__ import annotations
 
+import inspect
+import textwrap
+from dataclasses import replace
+
 import pytest
 from amaranth.hdl import Const, Module, Signal
 from amaranth.lib import stream, wiring
@@ -14,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from formal.datapath import bypass_data_registers, prove_same_datapath
 from formal.harness import FlowHarness, MiterHarness
-from formal.matrix import SLOW_MITERS, proof_jobs
+from formal.matrix import BMC_MARGIN, SLOW_MITERS, Job, proof_jobs
 from formal.sby import run_sby, sby_available
 from formal.units import FormalUnit, default_configurations, pipeline_probes, unit_by_name
 from hw.arith import wire
@@ -167,6 +171,75 @@ def test_register_outside_the_pipeline_is_reported(tmp_path):
     assert any("outside the pipeline" in p and "stray" in p for p in res.failed), res.failed
 
 
+def _planted_dot_general(old: str, new: str):
+    """MXDotGeneral with one line of its ``elaborate`` replaced (a planted wrapper bug)."""
+    import hw.dot.units as units
+
+    source = textwrap.dedent(inspect.getsource(units.MXDotGeneral.elaborate))
+    assert old in source, old  # the planted line must still exist
+    namespace = {}
+    exec(compile(source.replace(old, new), "<planted>", "exec"), dict(vars(units)), namespace)
+    planted = type("PlantedDotGeneral", (units.MXDotGeneral,),
+                   {"elaborate": namespace["elaborate"]})
+    return replace(unit_by_name("dot-general"),
+                   build=lambda k, s: planted("fp4_e2m1", block_size=k, contexts=2, stages=s))
+
+
+def test_dot_general_fused_step_same_and_chain_bounded(tmp_path):
+    """MXDotGeneral's property 4 in its two halves at k = 2, 3 stages: the fused step after
+    the accumulator input is the same function as at depth 1 (register bypass, all inputs),
+    and the chaining holds to the BMC bound (about 6 s)."""
+    unit = unit_by_name("dot-general")
+    res = prove_same_datapath(unit, 2, 3, tmp_path / "datapath")
+    assert res.status == "PASS", res.failed
+    job = Job(unit, 2, 3, "chain", "bmc", unit.drain_cycles(3) + BMC_MARGIN["chain"])
+    res = job.run(tmp_path, 600)
+    assert res.status == "PASS", (res.failed, (res.workdir / "sby.out").read_text()[-3000:])
+
+
+#: Planted MXDotGeneral wrapper bugs and the chain assertion each must fail.
+PLANTED_CHAIN_BUGS = {
+    # a result leaving in the cycle the next block of its context enters is not forwarded
+    "no_forwarding": ("current = Mux(handoff, leave_result,", "current = Mux(0, leave_result,",
+                      "chain_next_takes_previous_result"),
+    # a context's second block enters while its first is still in the fused step
+    "busy_ignored": ("free = ~(busy & onehot).any() | handoff", "free = 1",
+                     "chain_one_block_per_context"),
+    # a last block's result is emitted but never leaves into the accumulator
+    "last_never_leaves": ("leave.eq(pipe_valid & (~out.side.last | self.o.ready))",
+                          "leave.eq(pipe_valid & ~out.side.last)",
+                          "chain_output_is_last_result"),
+}
+
+
+@pytest.mark.parametrize("bug", [pytest.param(b, marks=[] if b == "no_forwarding"
+                                              else pytest.mark.slow)
+                                 for b in PLANTED_CHAIN_BUGS])
+def test_planted_chain_bug_fails(tmp_path, bug):
+    """Each planted wrapper bug fails the chain proof with a counterexample, in the assertion
+    that states what it breaks (``make test`` runs the first; ``make sim-full`` all)."""
+    old, new, assertion = PLANTED_CHAIN_BUGS[bug]
+    unit = _planted_dot_general(old, new)
+    job = Job(unit, 2, 3, "chain", "bmc", unit.drain_cycles(3) + BMC_MARGIN["chain"])
+    res = job.run(tmp_path, 600)
+    assert res.status == "FAIL", res.failed
+    assert assertion in res.failed, res.failed
+    assert res.trace is not None and res.trace.is_file()
+
+
+def test_state_reaching_the_output_past_the_cut_is_reported(tmp_path):
+    """MXDotGeneral's accumulators are accepted only behind its cut: cut elsewhere (at
+    ``leave``, which leaves ``step_c`` driven by the accumulators) the proof is an error
+    naming them; with no cut at all, one saying so."""
+    base = unit_by_name("dot-general")
+    res = prove_same_datapath(replace(base, cuts=("leave",)), 2, 3, tmp_path / "leave")
+    assert res.status == "ERROR"
+    assert any("depends on acc0" in p for p in res.failed), res.failed
+    res = prove_same_datapath(replace(base, cuts=()), 2, 3, tmp_path / "none")
+    assert res.status == "ERROR"
+    assert any("needs cut nets" in p for p in res.failed), res.failed
+
+
 def _one_register_netlist(enable_bit):
     """A Yosys JSON module with the chain's naming: data register ``t_a`` (bits 2-3), loaded
     from bits 4-5 on ``enable_bit``; the stage enable net ``t_a_en`` is bit 6."""
@@ -197,21 +270,23 @@ def test_bypass_checks_the_data_registers_enable():
 
 
 def test_matrix_has_datapath_proofs_at_every_depth():
-    """The register-bypass jobs: every depth above 1 of the quantizer, the dequantizer and the
-    dot at k = 2 and 4, and every default configuration of ``hw generate`` at full size; none
-    for MXDotGeneral (its accumulators are state outside the pipeline)."""
-    jobs = {(j.unit.name, j.k, j.stages) for j in proof_jobs() if j.prop == "datapath"}
-    for unit in ("quantizer", "dequantizer", "dot"):
+    """The register-bypass jobs: every depth above 1 of every unit at k = 2 and 4, and every
+    default configuration of ``hw generate`` at full size; MXDotGeneral's chain jobs at every
+    depth, 1 included, at k = 2 and 4."""
+    all_jobs = proof_jobs()
+    jobs = {(j.unit.name, j.k, j.stages) for j in all_jobs if j.prop == "datapath"}
+    chain = {(j.unit.name, j.k, j.stages) for j in all_jobs if j.prop == "chain"}
+    for unit in ("quantizer", "dequantizer", "dot", "dot-general"):
         u = unit_by_name(unit)
         for k in (2, 4):
             assert {s for n, kk, s in jobs if (n, kk) == (unit, k)} == set(
                 range(2, u.max_stages(k) + 1))
-    assert not any(n.startswith("dot-general") for n, _, _ in jobs)
+    assert chain == {("dot-general", k, s) for k in (2, 4)
+                     for s in range(1, unit_by_name("dot-general").max_stages(k) + 1)}
     configs = default_configurations()
     assert len(configs) >= 24
     for unit, k in configs:
-        if not unit.runs:
-            assert (unit.name, k, unit.max_stages(k)) in jobs
+        assert (unit.name, k, unit.max_stages(k)) in jobs
 
 
 def test_matrix_covers_every_unit_at_three_depths():

@@ -231,7 +231,10 @@ class MXDotGeneral(wiring.Component):
         handoff = leave & (leave_ctx == p.ctx) if self.ctx_bits else leave
         free = ~(busy & onehot).any() | handoff
         current = Mux(handoff, leave_result, acc[ctx] if self.ctx_bits else acc[0])
-        c = Mux(p.first, p.c0, current)
+        # Named: the formal proofs cut the design here (the fused step after it has the same
+        # function at every depth; the chaining before it is proven per depth).
+        c = Signal(32, name="step_c")
+        m.d.comb += c.eq(Mux(p.first, p.c0, current))
 
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
         out = build_fused_step(m, pipe, self.geometry, p.a, p.b, c, side,
