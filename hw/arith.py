@@ -284,6 +284,9 @@ def _max_of_four(m: Module, group, tag: str):
     return key, flag
 
 
+# A chain of two-input gates, not ``Cat(*terms).all()`` / ``.any()``: the reduction cells map
+# worse on ECP5 (measured: the bf16 -> fp8_e4m3 quantizer at k = 32 and 5 stages, radix-4
+# tree, 3,767 LUT4 with the reductions against 3,731 with these chains).
 def _all(terms):
     out = Const(1, 1)
     for t in terms:

@@ -16,7 +16,8 @@ from amaranth.lib import data
 
 from .params import check_stages
 
-__all__ = ["Pipeline", "place_registers", "stage_delays", "registered_boundaries"]
+__all__ = ["Pipeline", "place_registers", "stage_sections", "stage_delays",
+           "registered_boundaries"]
 
 
 def place_registers(delays: Sequence[float], stages: int) -> tuple[bool, ...]:
@@ -54,16 +55,24 @@ def place_registers(delays: Sequence[float], stages: int) -> tuple[bool, ...]:
     return tuple(i + 1 in cuts for i in range(n))
 
 
+def stage_sections(sections: Mapping[str, float], stages: int) -> tuple[tuple[str, ...], ...]:
+    """The names of the sections in each stage when :func:`place_registers` places ``stages``
+    registers on ``sections`` (name -> delay, in datapath order)."""
+    groups, current = [], []
+    flags = place_registers(list(sections.values()), stages)
+    for name, registered in zip(sections, flags, strict=True):
+        current.append(name)
+        if registered:
+            groups.append(tuple(current))
+            current = []
+    return tuple(groups)
+
+
 def stage_delays(delays: Sequence[float], stages: int) -> tuple[float, ...]:
     """The summed section delay of each stage when :func:`place_registers` places ``stages``
     registers after sections of ``delays`` (their maximum is the estimated critical stage)."""
-    sums, current = [], 0.0
-    for delay, registered in zip(delays, place_registers(delays, stages), strict=True):
-        current += delay
-        if registered:
-            sums.append(current)
-            current = 0.0
-    return tuple(sums)
+    groups = stage_sections(dict(enumerate(delays)), stages)
+    return tuple(sum(delays[i] for i in group) for group in groups)
 
 
 def registered_boundaries(sections: Mapping[str, float], stages: int) -> tuple[str, ...]:

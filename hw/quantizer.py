@@ -25,7 +25,7 @@ from golden.formats import (
 from .arith import leading_zeros, less_than_const, max_tree_levels, reduce_significand, wire
 from .elements import block_layout, encode_element
 from .params import check_block_size, check_choice, check_int, check_stages
-from .pipeline import Pipeline, place_registers, registered_boundaries, stage_delays
+from .pipeline import Pipeline, registered_boundaries, stage_sections
 from .rounding import round_increment
 
 __all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "TREE_LEVEL_DELAY",
@@ -88,16 +88,15 @@ def max_tree_radices(block_size: int, stages: int | None = None) -> list[int]:
     radix4 = [2] * (levels % 2) + [4] * (levels // 2)
     if stages is None or radix4 == binary or stages > len(_sections(radix4)):
         return binary
-    sections = _sections(binary)
-    per_stage, shares = 0, False
-    for name, registered in zip(sections, place_registers(list(sections.values()), stages),
-                                strict=True):
-        per_stage += name.startswith("amax")
-        shares |= per_stage > 1
-        if registered:
-            per_stage = 0
-    shorter = (max(stage_delays(list(_sections(radix4).values()), stages))
-               < max(stage_delays(list(sections.values()), stages)))
+    binary_sections, radix4_sections = _sections(binary), _sections(radix4)
+    binary_stages = stage_sections(binary_sections, stages)
+    shares = any(sum(name.startswith("amax") for name in stage) > 1 for stage in binary_stages)
+
+    def critical(sections, grouping):  # the estimated critical stage
+        return max(sum(sections[name] for name in stage) for stage in grouping)
+
+    shorter = (critical(radix4_sections, stage_sections(radix4_sections, stages))
+               < critical(binary_sections, binary_stages))
     return radix4 if shares or shorter else binary
 
 

@@ -147,39 +147,48 @@ def test_block_max_tree_radix_follows_the_depth():
     """The binary block-max tree unless the binary placement would put two of its levels in
     one stage or the radix-4 tree's placement has the shorter critical stage by the estimates;
     then radix-4 levels (after a radix-2 level for odd log2 k).  The sidecar says which, and
-    the sections follow the tree."""
-    from hw.pipeline import place_registers, stage_delays
-    from hw.quantizer import TREE_LEVEL_DELAY, max_tree_radices
+    the sections follow the tree.
+
+    Checked as the choices documented and measured for k = 32 and k = 4, and for every k and
+    depth as consequences of the rule on the placements themselves
+    (:func:`hw.pipeline.stage_sections`), without recomputing the choice."""
+    from hw.pipeline import stage_sections
+    from hw.quantizer import max_tree_radices
 
     assert MXQuantizer().parameters["max_tree_radices"] == [2] * 5
     q5 = MXQuantizer("fp8_e4m3", 32, "bf16", stages=5)
     assert q5.tree_radices == [2, 4, 4]
     assert q5.parameters["registered_boundaries"] == ["amax1", "amax2", "amax3", "cmp",
                                                       "output"]
-    assert [len(max_tree_radices(32, s)) for s in range(1, 16)] == [3] * 8 + [5] * 7
+    # docs/quantizer.md: k = 32 radix 4 at 1-8 stages, binary from 9 (the default is 15)
+    assert [max_tree_radices(32, s) for s in range(1, 16)] == (
+        [[2, 4, 4]] * 8 + [[2, 2, 2, 2, 2]] * 7)
+    # k = 4 (one radix-4 level or two binary ones): binary at 3, the one odd case
+    assert [max_tree_radices(4, s) for s in range(1, 8)] == (
+        [[4], [4], [2, 2], [4], [2, 2], [2, 2], [2, 2]])
+
+    def critical(sections, stages):
+        return max(sum(sections[n] for n in g) for g in stage_sections(sections, stages))
+
     for k in (2, 4, 8, 16, 32, 64):
         levels = (k - 1).bit_length()
-        binary, radix4 = [2] * levels, [2] * (levels % 2) + [4] * (levels // 2)
-        for stages in range(1, len(quantizer_sections(k)) + 1):
-            sections = quantizer_sections(k)  # the binary tree's sections
-            flags = place_registers(list(sections.values()), stages)
-            per_stage, most = 0, 0
-            for name, registered in zip(sections, flags, strict=True):
-                per_stage += name.startswith("amax")
-                most = max(most, per_stage)
-                per_stage = 0 if registered else per_stage
-            r4_sections = {n: (TREE_LEVEL_DELAY[radix4[int(n[4:]) - 1]]
-                               if n.startswith("amax") else d)
-                           for n, d in sections.items()
-                           if not n.startswith("amax") or int(n[4:]) <= len(radix4)}
-            shorter = (stages <= len(r4_sections)
-                       and max(stage_delays(list(r4_sections.values()), stages))
-                       < max(stage_delays(list(sections.values()), stages)))
-            expected = radix4 if (most > 1 or shorter) and stages <= len(r4_sections) \
-                else binary
-            assert max_tree_radices(k, stages) == expected, (k, stages)
+        binary_radices, radix4_radices = [2] * levels, [2] * (levels % 2) + [4] * (levels // 2)
+        binary = quantizer_sections(k)  # every boundary registered: the binary tree
+        radix4 = quantizer_sections(k, 1)  # one stage: radix 4 wherever it exists
+        assert len(radix4) == len(binary) - levels // 2
+        for stages in range(1, len(binary) + 1):
+            radices = max_tree_radices(k, stages)
+            assert radices in (binary_radices, radix4_radices), (k, stages)
             assert [n for n in quantizer_sections(k, stages) if n.startswith("amax")] == [
-                f"amax{j}" for j in range(1, len(expected) + 1)]
+                f"amax{j}" for j in range(1, len(radices) + 1)]
+            two_levels_in_a_stage = any(sum(n.startswith("amax") for n in g) > 1
+                                        for g in stage_sections(binary, stages))
+            radix4_shorter = (stages <= len(radix4)
+                              and critical(radix4, stages) < critical(binary, stages))
+            if radices != binary_radices:  # radix 4: one of the two reasons holds
+                assert two_levels_in_a_stage or radix4_shorter, (k, stages)
+            elif levels > 1 and stages <= len(radix4):  # binary: neither holds
+                assert not two_levels_in_a_stage and not radix4_shorter, (k, stages)
 
 
 # -- synthesis smoke test ------------------------------------------------------------------
