@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+import golden
+
 from hw.cli import to_verilog, units
 from tb.runner import ROOT, verilator_env
 
@@ -20,9 +22,19 @@ EXTRA = {"quantizer": [["--format", "fp8_e4m3", "--input", "bf16", "--stages", "
                         "--stages", "3"]]}
 
 
+#: Every element format with the run-time choices (both rounding and scale mode in the
+#: payload, so every rounder and both scale rules are built), at k = 8 and the radix-4 tree's
+#: depth and at the default depth: the logic the default configurations (rne, floor) leave
+#: out.
+RUNTIME = [["--format", fmt, "--input", "fp32", "--block-size", "8", "--rounding", "runtime",
+            "--scale-mode", "runtime", "--stages", stages]
+           for fmt in golden.FORMATS for stages in ("2", "13")]
+
+
 def _defaults():
     for spec in units().values():
-        for argv in spec.defaults + EXTRA.get(spec.name, []):
+        extra = EXTRA.get(spec.name, []) + (RUNTIME if spec.name == "quantizer" else [])
+        for argv in spec.defaults + extra:
             yield pytest.param(spec, argv, id=f"{spec.name}:{' '.join(argv)}")
 
 
