@@ -57,15 +57,27 @@ class BitLayout:
     # -- numpy field arrays <-> payload byte matrices ------------------------------------------
     def pack(self, n: int, **values) -> np.ndarray:
         """Payload byte matrix ``(n, nbytes)`` from field arrays (shape ``(n,)`` or
-        ``(n, length)``); missing fields are zero."""
+        ``(n, length)``) of non-negative integers; missing fields are zero.
+
+        A value that does not fit its field's width is an error, not truncated: a layout
+        narrower than the values a model produces (a sidecar field a bit short, e.g. a
+        31-bit fp32 result) must fail the test, not drop the bits on both sides of the
+        comparison."""
         out = np.zeros((n, self.nbytes), np.uint8)
         for name, v in values.items():
             f, length, w = self._geometry(name)
             if w > 64:
                 raise ValueError(f"field {name}: elements wider than 64 bits")
-            v = np.ascontiguousarray(np.asarray(v).astype("<u8")).reshape(n, -1)
+            v = np.asarray(v)
+            if v.dtype.kind == "i" and v.size and v.min() < 0:
+                raise ValueError(f"field {name}: negative value {v.min()} (pass the bit "
+                                 "pattern as an unsigned integer)")
+            v = np.ascontiguousarray(v.astype("<u8")).reshape(n, -1)
             if v.shape[1] != length:
                 raise ValueError(f"field {name}: expected {length} lanes, got {v.shape[1]}")
+            if w < 64 and v.size and int(v.max()) >> w:
+                raise ValueError(f"field {name}: value {int(v.max()):#x} does not fit its "
+                                 f"{w} bits")
             lo = f["lsb"]
             if lo % 8 == 0 and w % 8 == 0:  # whole bytes: copy
                 b = v.view(np.uint8).reshape(n, length, 8)[:, :, :w // 8]
