@@ -84,3 +84,19 @@ def test_pack_matches_python_integers(elem_width, lsb, seed):
         for j, v in enumerate(lanes):
             want |= int(v) << (lsb + j * elem_width)
         assert int.from_bytes(row.tobytes(), "little") == want
+
+
+@pytest.mark.parametrize("elem_width", [4, 8, 31])
+def test_pack_rejects_values_wider_than_the_field(elem_width):
+    """A value one bit too wide for its field, or negative, is an error naming the field,
+    not truncated (a short sidecar field would otherwise truncate the expected values the
+    same way as the DUT's outputs and the comparison would pass)."""
+    layout = BitLayout(2 * elem_width, [{"name": "r", "lsb": 0, "width": 2 * elem_width,
+                                         "array": {"length": 2, "elem_width": elem_width}}])
+    top = (1 << elem_width) - 1
+    layout.pack(1, r=np.array([[top, 0]], np.uint64))  # the largest value fits
+    with pytest.raises(ValueError, match=f"field r: value {top + 1:#x} does not fit its "
+                                         f"{elem_width} bits"):
+        layout.pack(1, r=np.array([[0, top + 1]], np.uint64))
+    with pytest.raises(ValueError, match="field r: negative value -1"):
+        layout.pack(1, r=np.array([[-1, 0]], np.int64))
