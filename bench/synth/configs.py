@@ -41,6 +41,7 @@ SWEEP_LATENCIES = (1, 3, 5, 8)
 #: Pipeline-depth sweeps: (unit, args).
 SWEEPS = (
     ("quantizer", ["--format", "fp8_e4m3", "--input", "bf16", *K]),
+    ("quantizer", ["--format", "fp8_e4m3", "--input", "fp32", *K]),
     ("dequantizer", ["--format", "fp8_e4m3", *K]),
     ("dot", ["--format", "fp8_e4m3", *K]),
 )
@@ -86,7 +87,18 @@ NEXT_STEPS = {
                  "registers (after input, exp and round) add 1,379 FF on the shared enables "
                  "and, by the delay estimates, do not shorten the worst stage (norm, at both "
                  "depths); 12 is not the default because the other formats lose at 12 "
-                 "(docs/quantizer.md).",
+                 "(docs/quantizer.md). The fp32 -> fp8_e4m3 sweep's medians rise at every point, "
+                 "flat within the seed spread from 7 to 9 stages (137.4, 138.4, 140.1; every "
+                 "seed's worst path the input register -> decode -> norm, 8 cells, 1.8 ns "
+                 "logic + 5.4 ns routing), and sit below bf16's at short depths (5 stages: "
+                 "95.4 MHz against 134.5): the "
+                 "section estimates are the same for every input, and fp32's first stage "
+                 "(input, decode, the 23-bit normalization and the first tree level; worst "
+                 "path 15 cells, 3.1 ns logic + 7.4 ns routing) is longer than bf16's. Next "
+                 "step: section estimates per input format (norm about 5 ns for fp32): by the "
+                 "estimates that registers decode at 8-9 stages, splitting that path, and "
+                 "moves the first register after norm at 4-5 stages, where it then puts the "
+                 "tree's first two levels in one stage, so it needs placing to know the gain.",
     "dequantizer": "at the default depth (6, every boundary registered, registered stall) "
                    "the worst path depends on the nextpnr seed: the `advance` register's route "
                    "to the decode stage's load enables (seeds 1 and 2: 1 cell, 0.9 ns logic + "
@@ -103,9 +115,11 @@ NEXT_STEPS = {
            "stage). int8, fp6_e2m3 and the DSP builds: decode -> multiply (the lane products; "
            "int8 13 cells, 2.2 + 4.8 ns); next step: a register inside the partial-product "
            "sum. fp4 and fp6_e3m2: round -> the output port (11-15 cells).",
-    "dot-general": "the median seed's worst path is the fused step's `add` carry chain, as in "
-                   "MXDot (70 cells, 3.3 ns logic + 3.1 ns routing), with the same next step; "
-                   "seed 1's (149.5 MHz) was round -> finish -> the forwarding mux (16 cells, "
-                   "2.1 + 4.6 ns), whose next step is a registered stall (skid buffer) on the "
-                   "output.",
+    "dot-general": "every seed's worst path is round -> finish -> the accumulator forwarding "
+                   "mux (12-16 cells, 1.9-2.1 ns logic + 4.2-4.4 ns routing; placed again "
+                   "2026-11-24 after the accumulator input became the named net `step_c` for "
+                   "the formal proof, +2 LUT4; before, the median seed's path was the `add` "
+                   "carry chain as in MXDot, 157.8 MHz, 149.5-159.8). Next step: a registered "
+                   "stall (skid buffer) on the output, so the forwarding mux is not behind the "
+                   "finish section in the same cycle; then the `add` chain's split as in MXDot.",
 }
