@@ -103,6 +103,22 @@ KNOWN_EQUIVALENTS = (
         "the slice then keeps above's sign bit as well, which is 0 whenever the Mux passes "
         "above (not under) and 0 from the Mux's other arm: a wider field whose extra bit is "
         "always 0 (campaign 10, 6 configurations passed)"),
+    KnownEquivalent(
+        "hw/rounding.py",
+        'below = wire(m, frac[:f - 1].any() | sticky if f > 1 else Value.cast(sticky), '
+        'f"{name}_below")',
+        'below = wire(m, frac[:f - 1].any() | sticky if f > 0 else Value.cast(sticky), '
+        'f"{name}_below")',
+        "the two arms differ only at f = 1, where frac[:0].any() is the reduction of an empty "
+        "value, the constant 0, and 0 | sticky is sticky (campaign 11, 16 configurations "
+        "passed)"),
+    KnownEquivalent(
+        "hw/elements.py",
+        "mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 1))",
+        "mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 0))",
+        "element_binade switches on a magnitude of bits - 1 bits: the extra table entries "
+        "(codes with the sign bit) are cases it can never take, and every reachable code keeps "
+        "its binade (campaign 11, 5 configurations passed)"),
 )
 
 
