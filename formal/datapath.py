@@ -92,7 +92,7 @@ def _yosys(script: str, workdir: Path, log: str, timeout: float) -> str | None:
 
 
 def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str]],
-                          state=()) -> list[str]:
+                          state=(), compared=()) -> list[str]:
     """Check the structure of ``module`` in a Yosys JSON ``netlist`` and replace its pipeline
     data registers by wires (in place), keeping only the output payload as an output.
 
@@ -107,6 +107,9 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     state : iterable of str
         Shell patterns of the registers outside the pipeline that are accepted and kept
         (:attr:`formal.units.FormalUnit.state`).
+    compared : iterable of str
+        Internal nets made outputs ``net_<name>`` beside the payload, to be compared too
+        (:attr:`formal.units.FormalUnit.compared`).
 
     Returns
     -------
@@ -174,6 +177,8 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     for name, port in list(mod["ports"].items()):
         if port["direction"] == "output" and name != "o__payload":
             del mod["ports"][name]  # o.valid, i.ready: the flow proofs' business
+    for name in compared:
+        mod["ports"][f"net_{name}"] = {"direction": "output", "bits": bits(name)}
     return problems
 
 
@@ -259,7 +264,7 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
     netlist = json.loads(path.read_text())
     probes = pipeline_probes(unit.sections(k, stages), stages, unit.prefix, unit.registered_stall,
                              data=True)
-    problems = bypass_data_registers(netlist, name, probes, unit.state)
+    problems = bypass_data_registers(netlist, name, probes, unit.state, unit.compared)
     path.write_text(json.dumps(netlist))
     cuts = [c for c in unit.cuts if c in netlist["modules"][name]["netnames"]]
     if unit.cuts and not cuts:
@@ -269,8 +274,9 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
                                strict=True):
             (workdir / f"{name}_{part}.json").write_text(json.dumps(split))
             if part == "rest" and unit.state:
-                problems += [f"the output payload depends on {reg} beyond the cut nets"
-                             for reg in state_in_cone(split, name, unit.state)]
+                for output in ("o__payload", *(f"net_{c}" for c in unit.compared)):
+                    problems += [f"{output} depends on {reg} beyond the cut nets"
+                                 for reg in state_in_cone(split, name, unit.state, output)]
     elif unit.state:
         problems.append("state outside the pipeline needs cut nets separating it from "
                         "the output")

@@ -50,6 +50,10 @@ class FormalUnit:
         block-max tree outputs (the key, and the rceil flag where it is built), whose tree's
         shape follows the depth (:func:`hw.quantizer.max_tree_radices`).  MXDotGeneral's
         cut is ``step_c``, the accumulator input entering its fused step.
+    compared : tuple of str
+        Internal nets the register-bypass proof compares besides ``o.payload``: MXDotGeneral's
+        ``leave_result``, the value its accumulators load (the chain proof shows which block
+        it belongs to; this shows it is the same function of that block at every depth).
     state : tuple of str
         Shell patterns naming the registers outside the pipeline (MXDotGeneral's accumulators
         and busy bits).  The register-bypass proof accepts them only if no bit of the output
@@ -66,6 +70,7 @@ class FormalUnit:
     registered_stall: bool
     runs: bool = False
     cuts: tuple[str, ...] = ()
+    compared: tuple[str, ...] = ()
     state: tuple[str, ...] = ()
 
     def max_stages(self, k: int) -> int:
@@ -137,7 +142,7 @@ UNITS = (
     FormalUnit("dot-general", "fp4_e2m1 x fp4_e2m1, 2 contexts",
                lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2, stages=s),
                _dot_sections, "dotg", registered_stall=False, runs=True,
-               cuts=("step_c",), state=("acc[0-9]*", "busy")),
+               cuts=("step_c",), compared=("leave_result",), state=("acc[0-9]*", "busy")),
 )
 
 

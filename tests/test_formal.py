@@ -227,6 +227,15 @@ def test_planted_chain_bug_fails(tmp_path, bug):
     assert res.trace is not None and res.trace.is_file()
 
 
+def test_depth_dependent_write_back_fails_the_fused_step_proof(tmp_path):
+    """The accumulators' ``leave_result`` is compared too (not only ``o.payload``): a write
+    back that differs at depth 3 from depth 1 fails the register-bypass proof."""
+    unit = _planted_dot_general("leave_result.eq(out.result),",
+                                "leave_result.eq(out.result ^ (self.stages > 1)),")
+    res = prove_same_datapath(unit, 2, 3, tmp_path / "write_back")
+    assert (res.status, res.failed) == ("FAIL", ["same_datapath_given_cut_nets"])
+
+
 def test_state_reaching_the_output_past_the_cut_is_reported(tmp_path):
     """MXDotGeneral's accumulators are accepted only behind its cut: cut elsewhere (at
     ``leave``, which leaves ``step_c`` driven by the accumulators) the proof is an error
