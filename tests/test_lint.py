@@ -7,7 +7,6 @@ import subprocess
 import pytest
 
 import golden
-
 from hw.cli import to_verilog, units
 from tb.runner import ROOT, verilator_env
 
@@ -24,18 +23,23 @@ EXTRA = {"quantizer": [["--format", "fp8_e4m3", "--input", "bf16", "--stages", "
 
 #: Every element format with the run-time choices (both rounding and scale mode in the
 #: payload, so every rounder and both scale rules are built), at k = 8 and the radix-4 tree's
-#: depth and at the default depth: the logic the default configurations (rne, floor) leave
-#: out.
-RUNTIME = [["--format", fmt, "--input", "fp32", "--block-size", "8", "--rounding", "runtime",
-            "--scale-mode", "runtime", "--stages", stages]
-           for fmt in golden.FORMATS for stages in ("2", "13")]
+#: depth (2) and at the default depth (13): the logic the default configurations (rne, floor)
+#: leave out.  ``make test`` lints each format at one of the two depths, alternating (both
+#: tree shapes, every format); the other half is marked ``slow`` (``make sim-full``), to
+#: keep ``make test`` inside its 20 minutes.
+RUNTIME = [(["--format", fmt, "--input", "fp32", "--block-size", "8", "--rounding", "runtime",
+             "--scale-mode", "runtime", "--stages", stages], (i + j) % 2 == 1)
+           for i, fmt in enumerate(golden.FORMATS) for j, stages in enumerate(("2", "13"))]
 
 
 def _defaults():
     for spec in units().values():
-        extra = EXTRA.get(spec.name, []) + (RUNTIME if spec.name == "quantizer" else [])
-        for argv in spec.defaults + extra:
-            yield pytest.param(spec, argv, id=f"{spec.name}:{' '.join(argv)}")
+        extra = [(argv, False) for argv in EXTRA.get(spec.name, [])]
+        if spec.name == "quantizer":
+            extra += RUNTIME
+        for argv, slow in [(argv, False) for argv in spec.defaults] + extra:
+            yield pytest.param(spec, argv, id=f"{spec.name}:{' '.join(argv)}",
+                               marks=[pytest.mark.slow] if slow else [])
 
 
 @pytest.mark.parametrize("spec,argv", list(_defaults()))
