@@ -91,10 +91,27 @@ def _yosys(script: str, workdir: Path, log: str, timeout: float) -> str | None:
     return None
 
 
+def _first_names(nets: dict) -> dict:
+    """Netlist bit -> the first net name (of ``netnames``) that holds it."""
+    names = {}
+    for name, net in nets.items():
+        for b in net["bits"]:
+            names.setdefault(b, name)
+    return names
+
+
+def _bits_named(nets: dict, patterns) -> set:
+    """The bits of every net whose name matches one of the shell ``patterns``."""
+    return {b for name, net in nets.items()
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+            for b in net["bits"]}
+
+
 def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str]],
                           state=(), compared=()) -> list[str]:
     """Check the structure of ``module`` in a Yosys JSON ``netlist`` and replace its pipeline
-    data registers by wires (in place), keeping only the output payload as an output.
+    data registers by wires (in place), keeping only the output payload (and the ``compared``
+    nets) as outputs.
 
     Parameters
     ----------
@@ -135,13 +152,8 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
             data[b] = (reg, enable[0] if enable else None)
     control = {b for key in ("valid", "hold", "advance") for name in probes.get(key, [])
                for b in bits(name)}
-    kept = {b for name, net in nets.items() if any(fnmatch.fnmatchcase(name, pattern)
-                                                   for pattern in state)
-            for b in net["bits"]}
-    named = {}
-    for name, net in nets.items():
-        for b in net["bits"]:
-            named.setdefault(b, name)
+    kept = _bits_named(nets, state)
+    named = _first_names(nets)
 
     for cname, cell in list(mod["cells"].items()):
         if cell["type"].startswith("$mem"):
@@ -187,18 +199,14 @@ def state_in_cone(netlist: dict, module: str, state, output: str = "o__payload")
     in ``module`` (its cone of influence, through every cell, registers included); empty
     when the output is a function of the module's inputs and other registers only."""
     mod = netlist["modules"][module]
-    kept = {b for name, net in mod["netnames"].items()
-            if any(fnmatch.fnmatchcase(name, pattern) for pattern in state) for b in net["bits"]}
+    kept = _bits_named(mod["netnames"], state)
     driver = {}  # bit -> the cell driving it
     for cname, cell in mod["cells"].items():
         for port, direction in cell.get("port_directions", {}).items():
             if direction == "output":
                 for b in cell["connections"][port]:
                     driver[b] = cname
-    names = {}
-    for name, net in mod["netnames"].items():
-        for b in net["bits"]:
-            names.setdefault(b, name)
+    names = _first_names(mod["netnames"])
     found, seen = set(), set()
     todo = [b for b in mod["ports"][output]["bits"] if isinstance(b, int)]
     while todo:

@@ -101,6 +101,29 @@ def _held(m, name, valid, ready, payload):
     return wait, prev
 
 
+def _drive_free(m, harness, dut, past_rst):
+    """Connect ``dut``'s streams to the harness's free inputs (``i_valid``, ``i_payload``,
+    ``o_ready``) and assume property 1 on the input: while ``i.valid & ~i.ready``, the next
+    cycle keeps ``i.valid`` and the payload (not across a reset)."""
+    m.d.comb += [dut.i.valid.eq(harness.i_valid), dut.i.payload.eq(harness.i_payload),
+                 dut.o.ready.eq(harness.o_ready)]
+    i_wait, i_prev = _held(m, "i", dut.i.valid, dut.i.ready, dut.i.payload)
+    with m.If(i_wait & ~past_rst):
+        m.d.comb += Assume(dut.i.valid & (Value.cast(dut.i.payload) == i_prev),
+                           "input held while not ready")
+
+
+def _quiet_cycles(m, rst, o_ready, accept, drain: int) -> Signal:
+    """Consecutive cycles (saturating at ``drain``) with ``o_ready`` high and nothing
+    accepted, restarted by a reset: at ``drain``, every block accepted before has left."""
+    quiet = Signal(range(drain + 1), name="quiet", reset_less=True)
+    with m.If(rst | ~o_ready | accept):
+        m.d.sync += quiet.eq(0)
+    with m.Elif(quiet != drain):
+        m.d.sync += quiet.eq(quiet + 1)
+    return quiet
+
+
 class FlowHarness(_Harness):
     """Properties 1-3 on one unit, with a free environment on both ports.
 
@@ -153,17 +176,12 @@ class FlowHarness(_Harness):
         m.submodules.dut = dut = self.dut
         unit, latency = self.unit, self.stages
         rst, started, past_rst = self._reset_control(m)
-        m.d.comb += [dut.i.valid.eq(self.i_valid), dut.i.payload.eq(self.i_payload),
-                     dut.o.ready.eq(self.o_ready)]
+        _drive_free(m, self, dut, past_rst)  # 1. stream rules: the input's, assumed
         accept = dut.i.valid & dut.i.ready
         produce = dut.o.valid & dut.o.ready
         counted = accept & dut.i.payload.last if unit.runs else accept
 
-        # 1. stream rules
-        i_wait, i_prev = _held(m, "i", dut.i.valid, dut.i.ready, dut.i.payload)
-        with m.If(i_wait & ~past_rst):
-            m.d.comb += Assume(dut.i.valid & (Value.cast(dut.i.payload) == i_prev),
-                               "input held while not ready")
+        # 1. stream rules: the output's
         o_wait, o_prev = _held(m, "o", dut.o.valid, dut.o.ready, dut.o.payload)
         with m.If(o_wait & ~past_rst):
             m.d.comb += Assert(dut.o.valid, "stream_o_valid_held")
@@ -172,18 +190,14 @@ class FlowHarness(_Harness):
         # 2. scoreboard
         capacity, drain = unit.capacity(latency), unit.drain_cycles(latency)
         inflight = Signal(bits_for(capacity + 1), reset_less=True)
-        quiet = Signal(range(drain + 1), reset_less=True)  # o.ready high, nothing accepted
+        quiet = _quiet_cycles(m, rst, self.o_ready, accept, drain)
         ready_run = Signal(range(drain + 1), reset_less=True)  # o.ready high
         history = Signal(latency, reset_less=True)  # history[j]: counted accept j+1 cycles ago
         with m.If(rst):
-            m.d.sync += [inflight.eq(0), quiet.eq(0), ready_run.eq(0), history.eq(0)]
+            m.d.sync += [inflight.eq(0), ready_run.eq(0), history.eq(0)]
         with m.Else():
             m.d.sync += [inflight.eq(inflight + counted - produce),
                          history.eq(Cat(counted, history[:-1]))]
-            with m.If(~self.o_ready | accept):
-                m.d.sync += quiet.eq(0)
-            with m.Elif(quiet != drain):
-                m.d.sync += quiet.eq(quiet + 1)
             with m.If(~self.o_ready):
                 m.d.sync += ready_run.eq(0)
             with m.Elif(ready_run != drain):
@@ -446,12 +460,7 @@ class ChainHarness(_Harness):
         m = Module()
         m.submodules.dut = dut = self.dut
         rst, started, past_rst = self._reset_control(m)
-        m.d.comb += [dut.i.valid.eq(self.i_valid), dut.i.payload.eq(self.i_payload),
-                     dut.o.ready.eq(self.o_ready)]
-        i_wait, i_prev = _held(m, "i", dut.i.valid, dut.i.ready, dut.i.payload)
-        with m.If(i_wait & ~past_rst):
-            m.d.comb += Assume(dut.i.valid & (Value.cast(dut.i.payload) == i_prev),
-                               "input held while not ready")
+        _drive_free(m, self, dut, past_rst)
         f = _probe_fields(self.probe, self.probe_names, self.widths)
         step_c, leave, leave_result = f["step_c"][0], f["leave"][0], f["leave_result"][0]
         pipe_valid = f["pipe_valid"][0]
@@ -466,11 +475,7 @@ class ChainHarness(_Harness):
                   Assert(~(accept & p.first) | (step_c == p.c0), "chain_first_takes_c0")]
         pending_any = []
         drain = self.unit.drain_cycles(self.stages)
-        quiet = Signal(range(drain + 1), reset_less=True)  # o.ready high, nothing accepted
-        with m.If(rst | ~self.o_ready | accept):
-            m.d.sync += quiet.eq(0)
-        with m.Elif(quiet != drain):
-            m.d.sync += quiet.eq(quiet + 1)
+        quiet = _quiet_cycles(m, rst, self.o_ready, accept, drain)
         for j in range(dut.contexts):
             pending = Signal(name=f"pending{j}", reset_less=True)
             last = Signal(name=f"last{j}", reset_less=True)

@@ -103,7 +103,7 @@ def _jobs_for(unit: FormalUnit, k: int, stages: int) -> list[Job]:
     return jobs
 
 
-def _datapath_jobs(unit: FormalUnit, k: int, depths, *, chain: bool = True) -> list[Job]:
+def _depth_equivalence_jobs(unit: FormalUnit, k: int, depths, *, chain: bool = True) -> list[Job]:
     """The register-bypass jobs at ``depths`` (beyond 1), and (``chain``) for a unit with runs
     the chain jobs at every depth (the chaining depends on the timing, so depth 1 too)."""
     jobs = []
@@ -139,7 +139,7 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
                     if job.prop == "miter" and not full and unit.name in SLOW_MITERS:
                         continue
                     jobs.append(job)
-            jobs += _datapath_jobs(unit, k, range(1, unit.max_stages(k) + 1))
+            jobs += _depth_equivalence_jobs(unit, k, range(1, unit.max_stages(k) + 1))
     if not quick:
         # The full-size rows: the datapath at each default configuration's depths, and the
         # pipeline skeleton's order proof at any (sections, depth) the small units do not
@@ -147,7 +147,7 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
         covered = {(j.unit.prefix, tuple(j.unit.sections(j.k, j.stages)), j.stages)
                    for j in jobs if j.prop == "order"}
         for unit, k in default_configurations():
-            jobs += _datapath_jobs(unit, k, unit.stage_settings(k), chain=False)
+            jobs += _depth_equivalence_jobs(unit, k, unit.stage_settings(k), chain=False)
             for stages in unit.stage_settings(k):
                 key = (unit.prefix, tuple(unit.sections(k, stages)), stages)
                 if key not in covered and not unit.runs:
