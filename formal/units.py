@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from hw.dequantizer import DEQUANTIZER_SECTIONS, MXDequantizer
 from hw.dot import MXDot, MXDotGeneral
-from hw.dot.fused_step import DOT_SECTIONS
+from hw.dot.fused_step import dot_sections
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
@@ -124,8 +124,9 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     return probes
 
 
-def _dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
-    return DOT_SECTIONS
+def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
+    # the dot units' sections depend on the formats' window width, not the depth
+    return MXDot("fp4_e2m1", block_size=k).sections
 
 
 UNITS = (
@@ -138,10 +139,10 @@ UNITS = (
                lambda k, stages: DEQUANTIZER_SECTIONS, "d", registered_stall=True),
     FormalUnit("dot", "fp4_e2m1 x fp4_e2m1, fp32 accumulator",
                lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s),
-               _dot_sections, "dot", registered_stall=False),
+               _fp4_dot_sections, "dot", registered_stall=False),
     FormalUnit("dot-general", "fp4_e2m1 x fp4_e2m1, 2 contexts",
                lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2, stages=s),
-               _dot_sections, "dotg", registered_stall=False, runs=True,
+               _fp4_dot_sections, "dotg", registered_stall=False, runs=True,
                cuts=("step_c",), compared=("leave_result",), state=("acc[0-9]*", "busy")),
 )
 
@@ -181,6 +182,10 @@ def default_configurations() -> list[tuple[FormalUnit, int]]:
                     raise ValueError(f"{spec.name} {' '.join(argv)} is built at k = {k}")
                 return spec.build_from([*argv, "--stages", str(stages)])
 
+            extra = {}
+            if spec.name in ("dot", "dot-general"):  # sections of this format pair
+                geometry = spec.build_from(argv).geometry
+                extra["sections"] = lambda k_, stages, g=geometry: dot_sections(g)
             found.append((replace(base, name="-".join([spec.name, *values]),
-                                  config=" ".join(argv), build=build), k))
+                                  config=" ".join(argv), build=build, **extra), k))
     return found

@@ -11,15 +11,8 @@ import oracle
 import pytest
 
 import golden
-from hw.dot import (
-    DEFAULT_STAGES,
-    MAX_STAGES,
-    DotGeometry,
-    MXDot,
-    MXDotGeneral,
-    units_max,
-)
-from hw.dot.fused_step import DOT_SECTIONS
+from hw.dot import DotGeometry, MXDot, MXDotGeneral, units_max
+from hw.dot.fused_step import DOT_SECTIONS, SPLIT_ADD_BITS, dot_sections
 from hw.dot.geometry import GUARD
 from hw.pipeline import place_registers
 from tb.runner import ROOT
@@ -63,16 +56,40 @@ def test_window_is_exact(fmt_a, fmt_b):
         assert GUARD - 1 >= 24
 
 
+MAX_STAGES = len(DOT_SECTIONS)  # every boundary of a window that is not split
+
+
 def test_placement_ends_registered_and_registers_everything_at_max():
     for s in range(1, MAX_STAGES + 1):
         r = place_registers(list(DOT_SECTIONS.values()), s)
         assert len(r) == len(DOT_SECTIONS) and sum(r) == s and r[-1]
     assert all(place_registers(list(DOT_SECTIONS.values()), MAX_STAGES))
-    assert 1 <= DEFAULT_STAGES <= MAX_STAGES
     # the placements of the dot unit from before hw.pipeline (unchanged)
     assert [name for name, r in zip(DOT_SECTIONS, place_registers(
         list(DOT_SECTIONS.values()), 5), strict=True) if r] \
         == ["product", "tree2", "align_lo", "shift_hi", "finish"]
+
+
+def test_wide_windows_add_in_two_halves_and_default_to_every_boundary():
+    for fa in FMTS:
+        for fb in FMTS:
+            for k in (2, 32, 64):
+                g = DotGeometry(golden.FORMATS[fa], golden.FORMATS[fb], k)
+                sections = dot_sections(g)
+                split = g.window_bits > SPLIT_ADD_BITS
+                assert list(sections) == [n for name in DOT_SECTIONS for n in (
+                    ["add_lo", name] if split and name == "add" else [name])]
+                unit = MXDot(fa, fb, block_size=k)
+                assert unit.stages == unit.max_stages == len(sections) == 15 + split
+                assert unit.parameters["stages"] == unit.stages
+    # at k = 32 the fp8_e5m2 pairs are the ones split (docs/dot.md)
+    assert [(fa, fb) for fa in FMTS for fb in FMTS if dot_sections(DotGeometry(
+        golden.FORMATS[fa], golden.FORMATS[fb], 32)).get("add_lo")] == [
+        ("fp8_e4m3", "fp8_e5m2"), ("fp8_e5m2", "fp8_e4m3"), ("fp8_e5m2", "fp8_e5m2")]
+    with pytest.raises(ValueError):
+        MXDot("fp8_e5m2", block_size=32, stages=17)
+    assert MXDot("fp8_e5m2", block_size=32, stages=16).module_name.endswith("_s16")
+    assert MXDotGeneral("fp8_e5m2", block_size=32).stages == 16
 
 
 @pytest.mark.parametrize("kwargs,exc", [

@@ -22,24 +22,27 @@ from tb.options import env_flag, env_int
 from tb.runner import run_unit
 
 
-def _default_stages(unit: str) -> int:
-    """The unit's default pipeline depth, from its command line (hw.cli's public API)."""
-    return units()[unit].parser().get_default("stages")
+def default_stages(unit: str, fmt_a: str, fmt_b: str, k: int) -> int:
+    """The unit's default pipeline depth for a format pair and block size (every section
+    boundary: 15, or 16 for the widest windows), from its command line (hw.cli's public API)."""
+    return units()[unit].build_from(["--format-a", fmt_a, "--format-b", fmt_b,
+                                     "--block-size", str(k)]).stages
 
 
 FULL = env_flag("SIM_FULL")
 FMTS = list(golden.FORMATS)
-DEFAULT_STAGES = _default_stages("dot")
 
 # (unit, fmt_a, fmt_b, k, stages, contexts, exhaustive[, multipliers]); multipliers "lut"
 # unless given
 DEFAULT = [
-    *[("dot", f, f, 32 if f.startswith("fp8") else 16, DEFAULT_STAGES, 1, True) for f in FMTS],
+    *[("dot", f, f, k, default_stages("dot", f, f, k), 1, True)
+      for f in FMTS for k in [32 if f.startswith("fp8") else 16]],
     ("dot", "fp8_e4m3", "fp4_e2m1", 32, 4, 1, True),
     ("dot", "int8", "fp6_e2m3", 32, 3, 1, True),
     # DSP lane products: every int8 code pair (the widest products) through `*`
     ("dot", "int8", "int8", 8, 4, 1, True, "dsp"),
-    ("dot-general", "fp8_e4m3", "fp8_e4m3", 32, DEFAULT_STAGES, 16, False),
+    ("dot-general", "fp8_e4m3", "fp8_e4m3", 32,
+     default_stages("dot-general", "fp8_e4m3", "fp8_e4m3", 32), 16, False),
 ]
 FULL_EXTRA = [
     *[("dot", a, b, 32, 4, 1, True) for a in FMTS for b in FMTS if a != b

@@ -6,7 +6,7 @@
 """
 
 from .geometry import DotGeometry, units_max, width_table
-from .units import DEFAULT_STAGES, MAX_STAGES, MXDot, MXDotGeneral, cli_units
+from .units import MXDot, MXDotGeneral, cli_units
 
 __all__ = ["MXDot", "MXDotGeneral", "DotGeometry", "width_table",
-           "units_max", "cli_units", "DEFAULT_STAGES", "MAX_STAGES"]
+           "units_max", "cli_units"]

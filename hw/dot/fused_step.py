@@ -18,7 +18,7 @@ from ..pipeline import Pipeline
 from ..rounding import RNE, round_increment
 from .geometry import GUARD, DotGeometry
 
-__all__ = ["DOT_SECTIONS", "build_fused_step"]
+__all__ = ["DOT_SECTIONS", "SPLIT_ADD_BITS", "dot_sections", "build_fused_step"]
 
 #: The fused step's sections in datapath order, with their estimated delays on ECP5 (ns,
 #: k = 32 fp8 x fp8, from nextpnr critical paths of per-section builds; decode timed in
@@ -27,6 +27,32 @@ __all__ = ["DOT_SECTIONS", "build_fused_step"]
 DOT_SECTIONS = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3, "tree2": 5,
                 "place": 5, "align_hi": 4, "align_lo": 4, "add": 6, "lzc": 5, "shift_hi": 5,
                 "shift_lo": 5, "round": 4, "finish": 3}
+
+#: Windows wider than this many bits are summed in two halves, with the boundary ``add_lo``
+#: between them (:func:`dot_sections`).  The window add's stage grows with the window
+#: (measured, every boundary registered, k = 32, median of nextpnr seeds 1-3: 5.9 ns at 54
+#: bits, fp8_e4m3 x fp4_e2m1; 6.1 at 68, fp8_e4m3; 7.1 at 96, fp8_e5m2), while the dot's
+#: other longest stages take about 6.3 ns (a stage's hold enable to its registers; decode ->
+#: multiply).  Split, fp8_e5m2 went from 141.8 to 154.8 MHz (16 stages against 15) and
+#: fp8_e4m3 from 164.2 to 159.4 (the hold enables then limit it, and there are 264 more
+#: flip-flops), so only windows whose add is estimated above those paths are split (0.034 ns
+#: per bit above 54 bits: 6.3 ns at about 75 bits).
+SPLIT_ADD_BITS = 75
+
+
+def dot_sections(geometry: DotGeometry) -> dict[str, float]:
+    """The fused step's sections for ``geometry``: :data:`DOT_SECTIONS`, with ``add_lo`` (the
+    low halves of the window sums) before ``add`` where the window is wider than
+    :data:`SPLIT_ADD_BITS`."""
+    if geometry.window_bits <= SPLIT_ADD_BITS:
+        return dict(DOT_SECTIONS)
+    sections = {}
+    for name, delay in DOT_SECTIONS.items():
+        if name == "add":  # 7.1 ns measured in one stage; a carry hop between the halves
+            sections["add_lo"] = 3.5
+            delay = 4
+        sections[name] = delay
+    return sections
 
 
 #: The ways :func:`build_fused_step` can build the lane products.
@@ -205,12 +231,37 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "marker": Mux(s.lim_small, Const(1 << (n - 1), n) >> s.lim[:nb], 0),
     }, "align_lo")
 
-    # 10. add: the window sum U +- V' as sign and magnitude (both < 2^(n-1): no overflow).
-    u, v = s.u, s.v
-    same = wire(m, s.u_neg == s.v_neg, "same_sign")
-    total = wire(m, u + v, "win_total")
-    diff = wire(m, u - v, "win_diff")  # n+1 bits: bit n set iff V' > U
-    back = wire(m, v - u, "win_back")
+    # 10. add: the window sum U +- V' as sign and magnitude (both < 2^(n-1): no overflow):
+    #     U + V', U - V' and V' - U in parallel, the magnitude picked by the signs and the
+    #     borrow.  A wide window (dot_sections) sums the low halves first, in add_lo, and
+    #     carries their carry bits over the boundary into the high halves' sums.
+    if n > SPLIT_ADD_BITS:
+        h = n // 2
+        u, v = s.u, s.v
+        # a - b as a + ~b + 1: each half one carry chain, the carry in of the high half the
+        # carry out of the low one (for a difference: set iff the low halves do not borrow)
+        s = cross({
+            **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
+            "u_neg": s.u_neg, "v_neg": s.v_neg, "u_hi": u[h:], "v_hi": v[h:],
+            "total_lo": (u[:h] + v[:h])[:h + 1],
+            "diff_lo": (u[:h] + ~v[:h] + 1)[:h + 1],
+            "back_lo": (v[:h] + ~u[:h] + 1)[:h + 1],
+        }, "add_lo")
+        u, v = s.u_hi, s.v_hi
+        total_hi = wire(m, (u + v + s.total_lo[h])[:n - h + 1], "win_total_hi")
+        diff_hi = wire(m, (u + ~v + s.diff_lo[h])[:n - h + 1], "win_diff_hi")
+        back_hi = wire(m, (v + ~u + s.back_lo[h])[:n - h + 1], "win_back_hi")
+        total = wire(m, Cat(s.total_lo[:h], total_hi), "win_total")
+        # bit n of a difference set iff it is negative, as for u - v below
+        diff = wire(m, Cat(s.diff_lo[:h], diff_hi[:n - h], ~diff_hi[n - h]), "win_diff")
+        back = wire(m, Cat(s.back_lo[:h], back_hi[:n - h], ~back_hi[n - h]), "win_back")
+        same = wire(m, s.u_neg == s.v_neg, "same_sign")
+    else:
+        u, v = s.u, s.v
+        same = wire(m, s.u_neg == s.v_neg, "same_sign")
+        total = wire(m, u + v, "win_total")
+        diff = wire(m, u - v, "win_diff")  # n+1 bits: bit n set iff V' > U
+        back = wire(m, v - u, "win_back")
     v_wins = ~same & diff[n]
     s = cross({
         **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,

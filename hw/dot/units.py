@@ -38,13 +38,10 @@ from ..cli import UnitSpec, format_help
 from ..elements import block_layout
 from ..params import check_block_size, check_choice, check_power_of_two, check_stages
 from ..pipeline import Pipeline
-from .fused_step import DOT_SECTIONS, MULTIPLIERS, build_fused_step
+from .fused_step import MULTIPLIERS, build_fused_step, dot_sections
 from .geometry import DotGeometry
 
-__all__ = ["MXDot", "MXDotGeneral", "cli_units", "DEFAULT_STAGES", "MAX_STAGES"]
-
-MAX_STAGES = len(DOT_SECTIONS)
-DEFAULT_STAGES = 15
+__all__ = ["MXDot", "MXDotGeneral", "cli_units"]
 
 
 def _check_multipliers(multipliers) -> str:
@@ -64,8 +61,11 @@ def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers) 
     fmt_a = golden.element_format(fmt_a)
     fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
     unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
-    unit.stages = unit.latency = check_stages(stages, MAX_STAGES)
-    unit.max_stages = MAX_STAGES  # the deepest pipeline (bench.synth sweeps 1..max_stages)
+    unit.sections = dot_sections(unit.geometry)
+    unit.max_stages = len(unit.sections)  # every boundary (bench.synth sweeps 1..max_stages)
+    unit.stages = unit.latency = check_stages(unit.max_stages if stages is None else stages,
+                                              unit.max_stages)
+    stages = unit.stages
     unit.multipliers = _check_multipliers(multipliers)
     unit.fmt_a, unit.fmt_b, unit.block_size = fmt_a, fmt_b, block_size
     return {"format_a": fmt_a.name, "format_b": fmt_b.name, "block_size": block_size,
@@ -86,9 +86,12 @@ class MXDot(wiring.Component):
     block_size : int
         Elements per block, a power of two in 2..64.
     stages : int
-        Pipeline registers, 1..15 (the latency; default 15, every section boundary).  They
-        are placed by :func:`hw.pipeline.place_registers` on the delays of
-        :data:`hw.dot.fused_step.DOT_SECTIONS`.
+        Pipeline registers, 1..``max_stages`` (the latency); None (the default) registers
+        every section boundary: 15, or 16 where the window is wider than
+        :data:`hw.dot.fused_step.SPLIT_ADD_BITS` (fp8_e5m2 x fp8_e5m2 and x fp8_e4m3), whose
+        add has a boundary between its halves.  Fewer registers are placed by
+        :func:`hw.pipeline.place_registers` on the delays of
+        :func:`hw.dot.fused_step.dot_sections`.
     multipliers : {"lut", "dsp"}
         Lane significand products in LUTs and carry chains (default) or as ``*`` for the
         synthesis tool's DSP multipliers (ECP5: one MULT18X18D per lane).  Same function;
@@ -107,17 +110,21 @@ class MXDot(wiring.Component):
         ``stages``: a block accepted in cycle t leaves in cycle t + latency (without
         backpressure).  Initiation interval 1; lossless under any valid/ready pattern (all
         registers share one enable, see :class:`hw.pipeline.Pipeline`).
+    sections : dict of str to float
+        :func:`hw.dot.fused_step.dot_sections` of the geometry.
+    max_stages : int
+        The deepest pipeline, every boundary registered (``len(sections)``).
     """
 
     #: ``i.ready`` is one gate from ``o.ready`` (the sidecar's ``flow_control``).
     registered_stall = False
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
-                 stages: int = DEFAULT_STAGES, multipliers: str = "lut"):
+                 stages: int | None = None, multipliers: str = "lut"):
         self.parameters = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
                                                  multipliers)
         fmt_a, fmt_b = self.fmt_a, self.fmt_b
-        self.module_name = (f"mx_dot_{fmt_a.name}_{fmt_b.name}_k{block_size}_s{stages}"
+        self.module_name = (f"mx_dot_{fmt_a.name}_{fmt_b.name}_k{block_size}_s{self.stages}"
                             + _multipliers_suffix(multipliers))
         layout = data.StructLayout({
             "a": block_layout(fmt_a, block_size),
@@ -131,7 +138,7 @@ class MXDot(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipeline(m, DOT_SECTIONS, self.stages, name="dot",
+        pipe = Pipeline(m, self.sections, self.stages, name="dot",
                         registered_stall=self.registered_stall)
         p = self.i.payload
         out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c,
@@ -166,7 +173,7 @@ class MXDotGeneral(wiring.Component):
     contexts : int
         Accumulation contexts (simultaneously open runs), a power of two in 1..64.
     stages : int
-        Pipeline registers of the fused step, 1..15 (= ``latency``; default 15).
+        Pipeline registers of the fused step (= ``latency``), as for :class:`MXDot`.
     multipliers : {"lut", "dsp"}
         As for :class:`MXDot`.
 
@@ -189,14 +196,14 @@ class MXDotGeneral(wiring.Component):
     registered_stall = False
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
-                 stages: int = DEFAULT_STAGES, multipliers: str = "lut"):
+                 stages: int | None = None, multipliers: str = "lut"):
         shared = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers)
         check_power_of_two("contexts", contexts, 1, 64)
         self.contexts = contexts
         self.ctx_bits = (contexts - 1).bit_length()
         fmt_a, fmt_b = self.fmt_a, self.fmt_b
         self.module_name = (f"mx_dot_general_{fmt_a.name}_{fmt_b.name}_k{block_size}"
-                            f"_c{contexts}_s{stages}" + _multipliers_suffix(multipliers))
+                            f"_c{contexts}_s{self.stages}" + _multipliers_suffix(multipliers))
         self.parameters = {**shared, "contexts": contexts}
         layout = data.StructLayout({
             "a": block_layout(fmt_a, block_size),
@@ -216,7 +223,7 @@ class MXDotGeneral(wiring.Component):
         m = Module()
         nctx = self.contexts
         p = self.i.payload
-        pipe = Pipeline(m, DOT_SECTIONS, self.stages, name="dotg",
+        pipe = Pipeline(m, self.sections, self.stages, name="dotg",
                         registered_stall=self.registered_stall)
 
         acc = Array(Signal(32, name=f"acc{j}", reset_less=True) for j in range(nctx))
@@ -272,8 +279,9 @@ def _add_common(p: argparse.ArgumentParser):
     p.add_argument("--format-b", help=format_help("element format of B (default: --format)"))
     p.add_argument("--format", help=format_help("element format of both A and B"))
     p.add_argument("--block-size", type=int, default=32, help="elements per block (2..64)")
-    p.add_argument("--stages", type=int, default=DEFAULT_STAGES,
-                   help=f"pipeline registers = latency in cycles (1..{MAX_STAGES})")
+    p.add_argument("--stages", type=int, default=None,
+                   help="pipeline registers = latency in cycles (1..15, or 1..16 for windows "
+                        "wider than 75 bits; default: every section boundary, 15 or 16)")
     p.add_argument("--multipliers", choices=MULTIPLIERS, default="lut",
                    help="lane products in LUTs and carry chains (lut, default) or as `*` "
                         "for the synthesis tool's DSP multipliers (dsp)")
