@@ -76,6 +76,16 @@ KNOWN_EQUIVALENTS = (
         "a larger int8 magnitude bound only widens the exact fused-step datapath "
         "(campaign 5)"),
     KnownEquivalent(
+        "hw/dot/fused_step.py", "h = n // 2", "h = n // 3",
+        "where the split add cuts the window is a timing choice, not a function: the high "
+        "halves' sums take the low halves' carry-outs as carry-ins, so every 1 <= h <= n "
+        "gives the same sums (fp8_e5m2 dot's make-sim test passed with h = n // 3, 61 s)"),
+    KnownEquivalent(
+        "hw/dot/fused_step.py", "h = n // 2", "h = n // 1",
+        "h = n: the low half is the whole window and the high half 0 bits, whose sums are "
+        "the carries: the same sums unsplit, the register after them (fp8_e5m2 dot's make-sim "
+        "test passed, 59 s)"),
+    KnownEquivalent(
         "hw/dot/geometry.py", "return 1 << (fmt.bits - 1)", "return 1 << (fmt.bits + 1)",
         "the same, four times the bound: only a wider exact datapath, so make sim passes "
         "(campaign 12, 3 int8 dot configurations); tests/test_sidecar.py kills it, the "
@@ -124,6 +134,25 @@ KNOWN_EQUIVALENTS = (
         "element_binade switches on a magnitude of bits - 1 bits: the extra table entries "
         "(codes with the sign bit) are cases it can never take, and every reachable code keeps "
         "its binade (campaign 11, 5 configurations passed)"),
+    KnownEquivalent(
+        "hw/elements.py",
+        "mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 1))",
+        "mags = range(1, 129) if fmt.twos_complement else range(1, 2 << (fmt.bits - 1))",
+        "the same table as 1 << (bits - 0) above, written another way (campaign 12, 5 "
+        "configurations passed)"),
+    KnownEquivalent(
+        "hw/quantizer.py", "fw, sw = bits_for(b_ovf + 1), bits_for(keep)",
+        "fw, sw = bits_for(b_ovf + 2), bits_for(keep)",
+        "the exponent field one bit wider where b_ovf + 2 is a power of two: br + 1 <= "
+        "b_ovf + 1 (the comment above the line), so the extra bit is always 0 and the "
+        "element code the same (campaign 12, fp8_e5m2 from fp16, the one configuration "
+        "changed, passed)"),
+    KnownEquivalent(
+        "hw/dequantizer.py", '"below": Mux(el.zero, 0, payload.below),',
+        '"below": Mux(el.zero, 1, payload.below),',
+        "a zero lane's copy of the block exponent is never read (its output is forced to a "
+        "signed zero); the Mux is there so each lane keeps its own copy for timing, and a 1 "
+        "keeps them lane-specific too (campaign 12, 6 configurations passed)"),
 )
 
 
