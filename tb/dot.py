@@ -102,6 +102,19 @@ class DotModel(standard_tests.UnitModel):
         self.drain = 4 * self.latency + 8  # an extra output would come within a few latencies
         self.throughput_blocks = min(config.blocks, 4096) or 256  # MXDot back to back
         self.long_k = 8192 if config.full else 1024
+        self.check_interface()
+
+    def interface(self):
+        """docs/dot.md, Interface: ``a``, ``b`` (scale, codes), then ``c`` (MXDot) or ``c0``,
+        ``first``, ``last``, ``ctx`` (MXDotGeneral); out ``result`` (and ``ctx``)."""
+        k = self.k
+        bits_a, bits_b = golden.FORMATS[self.fmt_a].bits, golden.FORMATS[self.fmt_b].bits
+        ctx = [("ctx", (self.contexts - 1).bit_length())]  # 0 bits for one context
+        blocks = [("a.scale", 8), ("a.codes", k * bits_a), ("b.scale", 8),
+                  ("b.codes", k * bits_b)]
+        if self.general:
+            return [*blocks, ("c0", 32), ("first", 1), ("last", 1), *ctx], [("result", 32), *ctx]
+        return [*blocks, ("c", 32)], [("result", 32)]
 
     def coverage_model(self):
         if self.general:

@@ -136,6 +136,27 @@ class UnitModel:
         self.in_layout = BitLayout.from_sidecar(config.sidecar, "i.payload")
         self.out_layout = BitLayout.from_sidecar(config.sidecar, "o.payload")
 
+    def check_interface(self):
+        """Fail unless the sidecar's payload fields are those of :meth:`interface`, in order
+        and width.  The layouts above come from the sidecar, which the generator writes
+        with the Verilog: a field made wider in both would otherwise pass every run (mutation
+        campaign 12, docs/verification.md)."""
+        stated = self.interface()
+        if stated is None:
+            return
+        for (role, layout), fields in zip((("i.payload", self.in_layout),
+                                           ("o.payload", self.out_layout)), stated, strict=True):
+            found = [(f["name"], f["width"])
+                     for f in sorted(layout.fields.values(), key=lambda f: f["lsb"])]
+            if found != list(fields):
+                raise AssertionError(f"{role} fields {found} differ from the documented "
+                                     f"interface {list(fields)}")
+
+    def interface(self) -> tuple[list, list] | None:
+        """The ``i`` and ``o`` payload fields as (name, width) pairs, LSB first, from the
+        unit's documented interface and parameters alone; None: not stated."""
+        return None
+
     def coverage_model(self):
         """The unit's :class:`tb.coverage.model.CoverageModel` for this configuration (the
         standard tests add the stream cover point)."""
