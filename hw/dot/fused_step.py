@@ -33,7 +33,7 @@ DOT_SECTIONS = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3
 #: (measured, every boundary registered, k = 32, median of nextpnr seeds 1-3: 5.9 ns at 54
 #: bits, fp8_e4m3 x fp4_e2m1; 6.1 at 68, fp8_e4m3; 7.1 at 96, fp8_e5m2), while the dot's
 #: other longest stages take about 6.3 ns (a stage's hold enable to its registers; decode ->
-#: multiply).  Split, fp8_e5m2 went from 141.8 to 154.8 MHz (16 stages against 15) and
+#: multiply).  Split, fp8_e5m2 went from 141.8 to 154.6 MHz (16 stages against 15) and
 #: fp8_e4m3 from 164.2 to 159.4 (the hold enables then limit it, and there are 264 more
 #: flip-flops), so only windows whose add is estimated above those paths are split (0.034 ns
 #: per bit above 54 bits: 6.3 ns at about 75 bits).
@@ -235,7 +235,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     #     U + V', U - V' and V' - U in parallel, the magnitude picked by the signs and the
     #     borrow.  A wide window (dot_sections) sums the low halves first, in add_lo, and
     #     carries their carry bits over the boundary into the high halves' sums.
-    if n > SPLIT_ADD_BITS:
+    if "add_lo" in dot_sections(g):
         h = n // 2
         u, v = s.u, s.v
         # a - b as a + ~b + 1: each half one carry chain, the carry in of the high half the
