@@ -64,6 +64,14 @@ class DequantizerModel(standard_tests.UnitModel):
         super().__init__(config)
         self.fmt = golden.element_format(self.parameters["format"])
         self.output_format = golden.float_format(self.parameters["output"])
+        self.check_interface()
+
+    def interface(self):
+        """docs/quantizer.md, Stream interface: ``scale`` (8) and ``codes`` (k element codes);
+        out ``data`` (k output values)."""
+        k = self.k
+        return ([("scale", 8), ("codes", k * self.fmt.bits)],
+                [("data", k * self.output_format.bits)])
 
     def coverage_model(self):
         return dequantizer_model(self.fmt, self.output_format)

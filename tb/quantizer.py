@@ -98,6 +98,7 @@ class QuantizerModel(standard_tests.UnitModel):
         self.rounding = p["rounding"]
         self.scale_mode = p["scale_mode"]
         self.random_bits = p["random_bits"]
+        self.check_interface()
         # golden ids of the modes the build supports: the fixed one, or those the runtime
         # field's encoding lists; and the RTL's code for each golden id (the encoding's).
         self.rounding_modes = self._modes("rounding", self.rounding, ROUNDING_IDS)
@@ -107,6 +108,20 @@ class QuantizerModel(standard_tests.UnitModel):
                                                ("scale_mode", SCALE_MODES))
                           if (encoding := self.in_layout.fields.get(field, {})
                               .get("encoding")) is not None}
+
+    def interface(self):
+        """docs/quantizer.md, Stream interface: ``data`` (k input values), ``random`` (k x R,
+        rounding ``stochastic`` or ``runtime``), ``rounding`` (2 bits) and ``scale_mode`` (1
+        bit) where runtime; out ``scale`` (8) and ``codes`` (k element codes)."""
+        k = self.k
+        fields = [("data", k * self.input_format.bits)]
+        if self.rounding in ("stochastic", "runtime"):
+            fields.append(("random", k * self.random_bits))
+        if self.rounding == "runtime":
+            fields.append(("rounding", 2))
+        if self.scale_mode == "runtime":
+            fields.append(("scale_mode", 1))
+        return fields, [("scale", 8), ("codes", k * self.fmt.bits)]
 
     def _modes(self, field: str, setting: str, ids: dict[str, int]) -> list[int]:
         if setting != "runtime":

@@ -6,6 +6,7 @@ or, for the mismatch reports, only when the RTL is already wrong)."""
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 
 import numpy as np
@@ -32,14 +33,34 @@ UNITS = {
 }
 
 
-def _model(unit: str, seed: int):
-    model_class, argv = UNITS[unit]
+def _sidecar(unit: str) -> dict:
     spec = units()[unit]
     p = argparse.ArgumentParser()
     spec.add_arguments(p)
-    meta = sidecar(spec.build(p.parse_args(argv)), unit)
-    return model_class(UnitConfig(sidecar=meta, seed=seed, label=unit, blocks=40, full=False,
-                                  sweeps=True))
+    return sidecar(spec.build(p.parse_args(UNITS[unit][1])), unit)
+
+
+def _model(unit: str, seed: int, meta: dict | None = None):
+    return UNITS[unit][0](UnitConfig(sidecar=meta or _sidecar(unit), seed=seed, label=unit,
+                                     blocks=40, full=False, sweeps=True))
+
+
+@pytest.mark.parametrize("unit", list(UNITS))
+@pytest.mark.parametrize("role", ["i.payload", "o.payload"])
+def test_a_payload_field_wider_than_documented_fails_the_model(unit, role, seed):
+    # the generator writes the sidecar with the Verilog: a field widened in both (mutation
+    # campaign 12) must not pass by the layouts the testbench reads from the sidecar
+    meta = _sidecar(unit)
+    port = next(p for p in meta["ports"] if p.get("role") == role)
+    field = port["fields"][-1]
+    grow = field["array"]["length"] if "array" in field else 1
+    if "array" in field:
+        field["array"]["elem_width"] += 1
+    field["width"] += grow
+    port["width"] += grow
+    with pytest.raises(AssertionError, match=f"{role} fields .* differ from the documented "
+                                             "interface"):
+        _model(unit, seed, meta)
 
 
 class _Collect(logging.Handler):
@@ -239,3 +260,17 @@ def test_exhaustive_threshold_passes_share_one_bisection_per_chunk(monkeypatch):
     assert np.array_equal(at.random, np.minimum(below.random + 1, ones))
     jobs[2].make()
     assert len(calls) == 2
+
+
+def test_field_order_is_checked_for_generated_units_only(seed):
+    # the project's units document their offsets; another generator's design (the
+    # verify-your-rtl example: codes below the scale) may order its fields as it likes
+    meta = _sidecar("quantizer")
+    port = next(p for p in meta["ports"] if p.get("role") == "o.payload")
+    scale, codes = (next(f for f in port["fields"] if f["name"] == n) for n in ("scale", "codes"))
+    codes["lsb"], scale["lsb"] = 0, codes["width"]
+    with pytest.raises(AssertionError, match="o.payload fields .* differ from the documented"):
+        _model("quantizer", seed, copy.deepcopy(meta))
+    meta["generator"] = {"name": "hand-written", "version": "1.0"}
+    model = _model("quantizer", seed, meta)
+    assert model.out_layout.fields["scale"]["lsb"] == codes["width"]
