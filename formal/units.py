@@ -132,17 +132,19 @@ def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
 UNITS = (
     FormalUnit("quantizer", "fp8_e4m3 from bf16, rne, floor",
                lambda k, s: MXQuantizer("fp8_e4m3", k, "bf16", stages=s),
-               quantizer_sections, "q", registered_stall=True,
+               quantizer_sections, "q", registered_stall=MXQuantizer.registered_stall,
                cuts=("amax_key", "amax_flag")),
     FormalUnit("dequantizer", "fp8_e4m3 to fp16",
                lambda k, s: MXDequantizer("fp8_e4m3", k, "fp16", stages=s),
-               lambda k, stages: DEQUANTIZER_SECTIONS, "d", registered_stall=True),
+               lambda k, stages: DEQUANTIZER_SECTIONS, "d",
+               registered_stall=MXDequantizer.registered_stall),
     FormalUnit("dot", "fp4_e2m1 x fp4_e2m1, fp32 accumulator",
                lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s),
-               _fp4_dot_sections, "dot", registered_stall=False),
+               _fp4_dot_sections, "dot", registered_stall=MXDot.registered_stall),
     FormalUnit("dot-general", "fp4_e2m1 x fp4_e2m1, 2 contexts",
                lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2, stages=s),
-               _fp4_dot_sections, "dotg", registered_stall=False, runs=True,
+               _fp4_dot_sections, "dotg", registered_stall=MXDotGeneral.registered_stall,
+               runs=True,
                cuts=("step_c",), compared=("leave_result",), state=("acc[0-9]*", "busy")),
 )
 

@@ -134,6 +134,8 @@ class Pipeline:
         ``stages``.
     registered : tuple of bool
         Per boundary, whether it holds a register.
+    names : tuple of str
+        The boundaries, in datapath order.
     """
 
     def __init__(self, m: Module, sections: Mapping[str, float], stages: int, *,
@@ -158,6 +160,18 @@ class Pipeline:
     @property
     def registered(self) -> tuple[bool, ...]:
         return self._registered
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The boundaries' names, in datapath order (the keys of ``sections``)."""
+        return self._names
+
+    def registers(self, name: str) -> bool:
+        """Whether the boundary ``name`` holds a register (a datapath may build a section
+        differently when it does)."""
+        if name not in self._names:
+            raise ValueError(f"no boundary {name!r}; declared: {', '.join(self._names)}")
+        return self._registered[self._names.index(name)]
 
     @property
     def hold(self) -> Signal:

@@ -89,3 +89,12 @@ def test_pipeline_checks_its_boundaries():
         Pipeline(Module(), SECTIONS, 5)
     with pytest.raises(ValueError, match="registered_stall"):
         Pipeline(Module(), SECTIONS, 2, registered_stall=True).hold_when(Signal())
+
+
+def test_pipeline_names_which_boundaries_hold_registers():
+    pipe = Pipeline(Module(), SECTIONS, 2, name="t")
+    assert pipe.names == ("a", "b", "c", "d")
+    assert [pipe.registers(name) for name in pipe.names] == list(pipe.registered)
+    assert sum(pipe.registered) == 2 and pipe.registers("d")  # the last one always
+    with pytest.raises(ValueError, match="no boundary 'e'; declared: a, b, c, d"):
+        pipe.registers("e")
