@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from golden.formats import FP4_E2M1
 from hw.dequantizer import DEQUANTIZER_SECTIONS, MXDequantizer
 from hw.dot import MXDot, MXDotGeneral
 from hw.dot.fused_step import dot_sections
+from hw.dot.geometry import DotGeometry
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
@@ -126,7 +128,7 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
 
 def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
     # the dot units' sections depend on the formats' window width, not the depth
-    return MXDot("fp4_e2m1", block_size=k).sections
+    return dot_sections(DotGeometry(FP4_E2M1, FP4_E2M1, k))
 
 
 UNITS = (

@@ -31,12 +31,14 @@ DOT_SECTIONS = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3
 #: Windows wider than this many bits are summed in two halves, with the boundary ``add_lo``
 #: between them (:func:`dot_sections`).  The window add's stage grows with the window
 #: (measured, every boundary registered, k = 32, median of nextpnr seeds 1-3: 5.9 ns at 54
-#: bits, fp8_e4m3 x fp4_e2m1; 6.1 at 68, fp8_e4m3; 7.1 at 96, fp8_e5m2), while the dot's
-#: other longest stages take about 6.3 ns (a stage's hold enable to its registers; decode ->
-#: multiply).  Split, fp8_e5m2 went from 141.8 to 154.6 MHz (16 stages against 15) and
-#: fp8_e4m3 from 164.2 to 159.4 (the hold enables then limit it, and there are 264 more
-#: flip-flops), so only windows whose add is estimated above those paths are split (0.034 ns
-#: per bit above 54 bits: 6.3 ns at about 75 bits).
+#: bits, fp8_e4m3 x fp4_e2m1; 6.1 at 68, fp8_e4m3; 7.1 at 96, fp8_e5m2).  Split, fp8_e5m2
+#: went from 141.8 to 154.6 MHz (16 stages against 15).  fp8_e4m3 (68 bits) is not split:
+#: with MXDot's registered stall it gives 170.9 MHz at 16 stages against 168.7 at 15
+#: unsplit, within the seeds' spread, for a cycle and 114 LUT4; MXDotGeneral's fp8_e4m3
+#: split gives 164.6 against 160.0, but its accumulator loop is a cycle longer, so one run
+#: alone takes 97.2 ns per block against 93.8 (docs/dot.md).  The bound lies where the add's
+#: estimate (0.034 ns per bit above 54 bits) reaches the dot's next longest stages, about
+#: 6.3 ns: near 75 bits.
 SPLIT_ADD_BITS = 75
 
 
