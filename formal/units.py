@@ -187,9 +187,9 @@ def default_configurations() -> list[tuple[FormalUnit, int]]:
                 return spec.build_from([*argv, "--stages", str(stages)])
 
             extra = {}
-            if spec.name in ("dot", "dot-general"):  # sections of this format pair
-                geometry = spec.build_from(argv).geometry
-                extra["sections"] = lambda k_, stages, g=geometry: dot_sections(g)
+            if spec.name in ("dot", "dot-general"):  # sections of this configuration
+                built = spec.build_from(argv)
+                extra["sections"] = lambda k_, stages, s=built.sections: s
             found.append((replace(base, name="-".join([spec.name, *values]),
                                   config=" ".join(argv), build=build, **extra), k))
     return found

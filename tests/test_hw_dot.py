@@ -12,7 +12,7 @@ import pytest
 
 import golden
 from hw.dot import DotGeometry, MXDot, MXDotGeneral, units_max
-from hw.dot.fused_step import DOT_SECTIONS, SPLIT_ADD_BITS, dot_sections
+from hw.dot.fused_step import DOT_SECTIONS, SPLIT_ADD_BITS, SPLIT_MULTIPLY_BITS, dot_sections
 from hw.dot.geometry import GUARD
 from hw.pipeline import place_registers
 from tb.runner import ROOT
@@ -70,26 +70,36 @@ def test_placement_ends_registered_and_registers_everything_at_max():
         == ["product", "tree2", "align_lo", "shift_hi", "finish"]
 
 
-def test_wide_windows_add_in_two_halves_and_default_to_every_boundary():
+def test_wide_windows_and_wide_factors_split_and_default_to_every_boundary():
     for fa in FMTS:
         for fb in FMTS:
             for k in (2, 32, 64):
                 g = DotGeometry(golden.FORMATS[fa], golden.FORMATS[fb], k)
-                sections = dot_sections(g)
-                split = g.window_bits > SPLIT_ADD_BITS
-                assert list(sections) == [n for name in DOT_SECTIONS for n in (
-                    ["add_lo", name] if split and name == "add" else [name])]
-                unit = MXDot(fa, fb, block_size=k)
-                assert unit.stages == unit.max_stages == len(sections) == 15 + split
-                assert unit.parameters["stages"] == unit.stages
-    # at k = 32 the fp8_e5m2 pairs are the ones split (docs/dot.md)
+                split_add = g.window_bits > SPLIT_ADD_BITS
+                narrow = min(golden.FORMATS[fa].mbits, golden.FORMATS[fb].mbits) + 1
+                for multipliers in ("lut", "dsp"):
+                    split_mul = multipliers == "lut" and narrow > SPLIT_MULTIPLY_BITS
+                    sections = dot_sections(g, multipliers)
+                    assert list(sections) == [n for name in DOT_SECTIONS for n in (
+                        ["add_lo", name] if split_add and name == "add" else
+                        ["multiply_lo", name] if split_mul and name == "multiply" else [name])]
+                    unit = MXDot(fa, fb, block_size=k, multipliers=multipliers)
+                    assert unit.sections == sections
+                    assert (unit.stages == unit.max_stages == len(sections)
+                            == 15 + split_add + split_mul)
+                    assert unit.parameters["stages"] == unit.stages
+    # at k = 32 the fp8_e5m2 pairs add in two halves, int8 x int8 multiplies in two (docs/dot.md)
     assert [(fa, fb) for fa in FMTS for fb in FMTS if dot_sections(DotGeometry(
         golden.FORMATS[fa], golden.FORMATS[fb], 32)).get("add_lo")] == [
         ("fp8_e4m3", "fp8_e5m2"), ("fp8_e5m2", "fp8_e4m3"), ("fp8_e5m2", "fp8_e5m2")]
+    assert [(fa, fb) for fa in FMTS for fb in FMTS if dot_sections(DotGeometry(
+        golden.FORMATS[fa], golden.FORMATS[fb], 32)).get("multiply_lo")] == [("int8", "int8")]
     with pytest.raises(ValueError):
         MXDot("fp8_e5m2", block_size=32, stages=17)
     assert MXDot("fp8_e5m2", block_size=32, stages=16).module_name.endswith("_s16")
     assert MXDotGeneral("fp8_e5m2", block_size=32).stages == 16
+    assert MXDotGeneral("int8", block_size=32).stages == 16
+    assert MXDot("int8", block_size=32, multipliers="dsp").stages == 15
 
 
 @pytest.mark.parametrize("kwargs,exc", [

@@ -45,6 +45,8 @@ class DotGeometry:
         position, bit ``N - 1`` the carry).
     lsb_exp : int
         Exponent of the block sum's unit before scaling (``lsb_a + lsb_b``).
+    narrow_bits : int
+        Bits of the narrower of the two significands.
     """
 
     fmt_a: ElementFormat
@@ -66,6 +68,12 @@ class DotGeometry:
     @property
     def lsb_exp(self) -> int:
         return self.fmt_a.lsb_exp + self.fmt_b.lsb_exp
+
+    @property
+    def narrow_bits(self) -> int:
+        """Bits of the narrower significand (``mbits + 1``; int8: 7): the lane product's
+        partial-product rows (:func:`hw.arith.partial_product_sum`)."""
+        return min(self.fmt_a.mbits, self.fmt_b.mbits) + 1
 
 
 def width_table(block_size: int = 32) -> str:

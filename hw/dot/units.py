@@ -61,12 +61,12 @@ def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers) 
     fmt_a = golden.element_format(fmt_a)
     fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
     unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
-    unit.sections = dot_sections(unit.geometry)
+    unit.multipliers = _check_multipliers(multipliers)
+    unit.sections = dot_sections(unit.geometry, multipliers)
     unit.max_stages = len(unit.sections)  # every boundary (bench.synth sweeps 1..max_stages)
     unit.stages = unit.latency = check_stages(unit.max_stages if stages is None else stages,
                                               unit.max_stages)
     stages = unit.stages
-    unit.multipliers = _check_multipliers(multipliers)
     unit.fmt_a, unit.fmt_b, unit.block_size = fmt_a, fmt_b, block_size
     return {"format_a": fmt_a.name, "format_b": fmt_b.name, "block_size": block_size,
             "stages": stages, "sum_bits": unit.geometry.sum_bits + 1,
@@ -87,9 +87,11 @@ class MXDot(wiring.Component):
         Elements per block, a power of two in 2..64.
     stages : int
         Pipeline registers, 1..``max_stages`` (the latency); None (the default) registers
-        every section boundary: 15, or 16 where the window is wider than
+        every section boundary: 15, plus one where the window is wider than
         :data:`hw.dot.fused_step.SPLIT_ADD_BITS` (fp8_e5m2 x fp8_e5m2 and x fp8_e4m3), whose
-        add has a boundary between its halves.  Fewer registers are placed by
+        add has a boundary between its halves, and one where LUT products have a narrow
+        factor wider than :data:`hw.dot.fused_step.SPLIT_MULTIPLY_BITS` (int8 x int8), whose
+        partial products are summed in two halves.  Fewer registers are placed by
         :func:`hw.pipeline.place_registers` on the delays of
         :func:`hw.dot.fused_step.dot_sections`.
     multipliers : {"lut", "dsp"}
@@ -111,7 +113,7 @@ class MXDot(wiring.Component):
         backpressure).  Initiation interval 1; lossless under any valid/ready pattern (all
         registers share one enable, see :class:`hw.pipeline.Pipeline`).
     sections : dict of str to float
-        :func:`hw.dot.fused_step.dot_sections` of the geometry.
+        :func:`hw.dot.fused_step.dot_sections` of the geometry and the multipliers.
     max_stages : int
         The deepest pipeline, every boundary registered (``len(sections)``).
     registered_stall : bool
