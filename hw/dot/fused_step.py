@@ -169,6 +169,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     lanes = [s.lanes[i] for i in range(k)]
     if "multiply_lo" in pipe.names:
         h = (len(lanes[0].narrow) + 1) // 2
+        width = len(lanes[0].wide) + len(lanes[0].narrow)  # the whole product's (signed)
         s = cross({
             "lanes": [{"lo": lane_product(m, ln.wide, ln.narrow[:h], f"sig_prod_lo{i}",
                                           multipliers),
@@ -180,7 +181,6 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
             "side": s.side if side else None,
         }, "multiply_lo")
         lanes = [s.lanes[i] for i in range(k)]
-        width = len(lanes[0].lo) + len(lanes[0].hi) - h  # len(wide) + len(narrow)
         prods = [wire(m, (ln.lo + (ln.hi << h))[:width].as_signed(), f"sig_prod{i}")
                  for i, ln in enumerate(lanes)]
     else:
