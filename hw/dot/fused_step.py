@@ -61,10 +61,12 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
     split_multiply = multipliers == "lut" and geometry.narrow_bits > SPLIT_MULTIPLY_BITS
     sections = {}
     for name, delay in DOT_SECTIONS.items():
-        if name == "add" and split_add:  # 7.1 ns measured in one stage; a carry hop between
+        if name == "add" and split_add:
+            # 7.1 ns measured in one stage; a carry hop between the halves
             sections["add_lo"] = 3.5
             delay = 4
-        if name == "multiply" and split_multiply:  # the halves' sums, then one short add
+        if name == "multiply" and split_multiply:
+            # the halves' sums, then one short add
             sections["multiply_lo"] = 5
             delay = 3
         sections[name] = delay
