@@ -64,7 +64,6 @@ class DequantizerModel(standard_tests.UnitModel):
         super().__init__(config)
         self.fmt = golden.element_format(self.parameters["format"])
         self.output_format = golden.float_format(self.parameters["output"])
-        self.check_interface()
 
     def interface(self):
         """docs/quantizer.md, Stream interface: ``scale`` (8) and ``codes`` (k element codes);

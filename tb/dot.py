@@ -102,7 +102,6 @@ class DotModel(standard_tests.UnitModel):
         self.drain = 4 * self.latency + 8  # an extra output would come within a few latencies
         self.throughput_blocks = min(config.blocks, 4096) or 256  # MXDot back to back
         self.long_k = 8192 if config.full else 1024
-        self.check_interface()
 
     def interface(self):
         """docs/dot.md, Interface: ``a``, ``b`` (scale, codes), then ``c`` (MXDot) or ``c0``,

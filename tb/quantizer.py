@@ -98,7 +98,6 @@ class QuantizerModel(standard_tests.UnitModel):
         self.rounding = p["rounding"]
         self.scale_mode = p["scale_mode"]
         self.random_bits = p["random_bits"]
-        self.check_interface()
         # golden ids of the modes the build supports: the fixed one, or those the runtime
         # field's encoding lists; and the RTL's code for each golden id (the encoding's).
         self.rounding_modes = self._modes("rounding", self.rounding, ROUNDING_IDS)

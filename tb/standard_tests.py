@@ -137,7 +137,8 @@ class UnitModel:
         self.out_layout = BitLayout.from_sidecar(config.sidecar, "o.payload")
 
     def check_interface(self):
-        """Fail unless the sidecar's payload fields are those of :meth:`interface`: in order
+        """Fail unless the sidecar's payload fields are those of :meth:`interface` (the
+        standard tests check it once the model is built, before any stimulus): in order
         and width for this project's generated units (whose offsets are documented); by name
         and width for a design of another generator, which may order its fields as it likes
         (docs/verify-your-rtl.md).  The layouts above come from the sidecar, which the
@@ -193,6 +194,7 @@ class UnitModel:
 def _start(dut, model_class, seed_offset: int):
     config = UnitConfig.from_env()
     model = model_class(config)
+    model.check_interface()
     seed = config.seed + seed_offset
     dut._log.info("%s: seed %d (MX_SEED=%d)", config.label, seed, config.seed)
     if coverage.enabled():

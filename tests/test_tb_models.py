@@ -41,8 +41,11 @@ def _sidecar(unit: str) -> dict:
 
 
 def _model(unit: str, seed: int, meta: dict | None = None):
-    return UNITS[unit][0](UnitConfig(sidecar=meta or _sidecar(unit), seed=seed, label=unit,
-                                     blocks=40, full=False, sweeps=True))
+    """The unit's model as the standard tests start it: built, then its interface checked."""
+    model = UNITS[unit][0](UnitConfig(sidecar=meta or _sidecar(unit), seed=seed, label=unit,
+                                      blocks=40, full=False, sweeps=True))
+    model.check_interface()
+    return model
 
 
 @pytest.mark.parametrize("unit", list(UNITS))
