@@ -44,6 +44,7 @@ SWEEPS = (
     ("quantizer", ["--format", "fp8_e4m3", "--input", "fp32", *K]),
     ("dequantizer", ["--format", "fp8_e4m3", *K]),
     ("dot", ["--format", "fp8_e4m3", *K]),
+    ("dot-general", ["--format", "fp8_e4m3", *K]),
 )
 
 #: Targets from the project's issue, checked in the table (ECP5 speed 8, k = 32).
@@ -124,9 +125,14 @@ NEXT_STEPS = {
            "3.46 ns plus the routes to and from it); fp6_e3m2: round -> finish (15 cells, "
            "1.9 + 3.4 ns). The add split for fp8_e4m3 too gives 170.9 MHz at 16 stages "
            "against 168.7 at 15, within the seeds' spread, so it is not adopted. Next steps: "
-           "the DSP builds, the MULT18X18D's own input or output registers; fp8_e5m2, |S| "
-           "folded into the window add (the negation as the add's carry in) so the place "
-           "section has no carry chain.",
+           "the DSP builds, the MULT18X18D's own input or output registers; fp8_e5m2 has "
+           "two stages of a 66-70-bit carry chain each at 6.2-6.5 ns, |S| in place and the "
+           "tree's last two levels (tree1 -> t_neg, 64 cells, 3.1 + 3.4 ns, the worst path "
+           "of the split build before the registered stall), so folding |S| into the window "
+           "add alone would leave the tree's: both need a cut (the tree's levels over four "
+           "sections, |S| as the add's carry in). Below the deepest setting the balancer "
+           "now weighs finish at its measured 5 ns (was 3): int8 x int8 at 15 stages 131.8 "
+           "-> 175.1 MHz (171.6-184.7), fp8_e4m3 at 7 stages 90.3 -> 95.8 (docs/dot.md).",
     "dot-general": "every seed's worst path is round -> finish -> the accumulator forwarding "
                    "mux (12-16 cells, 1.9-2.1 ns logic + 4.2-4.4 ns routing; placed again "
                    "2026-11-24 after the accumulator input became the named net `step_c` for "
