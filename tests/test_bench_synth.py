@@ -100,3 +100,12 @@ def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
                    "10 LUT4 | **no** |"]
     assert describe("dot", ["--format-a", "int8", "--block-size", "32", "--format-b", "int8"]) \
         == "dot --format-a int8 --format-b int8"
+
+
+def test_every_unit_has_a_depth_sweep():
+    """The Pareto table of docs/performance.md has every unit of ``python -m hw generate``:
+    a unit added without a sweep fails here, not in a reader's search for its curve."""
+    from bench.synth.configs import SWEEPS
+    from hw.cli import units
+
+    assert set(units()) <= {unit for unit, _ in SWEEPS}
