@@ -134,7 +134,8 @@ def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
 UNITS = (
     FormalUnit("quantizer", "fp8_e4m3 from bf16, rne, floor",
                lambda k, s: MXQuantizer("fp8_e4m3", k, "bf16", stages=s),
-               quantizer_sections, "q", registered_stall=MXQuantizer.registered_stall,
+               lambda k, s: quantizer_sections("fp8_e4m3", k, s), "q",
+               registered_stall=MXQuantizer.registered_stall,
                cuts=("amax_key", "amax_flag")),
     FormalUnit("dequantizer", "fp8_e4m3 to fp16",
                lambda k, s: MXDequantizer("fp8_e4m3", k, "fp16", stages=s),

@@ -17,7 +17,7 @@ from golden.formats import SCALE_BIAS, SCALE_NAN
 from .arith import leading_zeros, wire
 from .elements import block_layout, decode_element, element_binade
 from .params import check_block_size, check_choice, check_stages
-from .pipeline import Pipeline, registered_boundaries
+from .pipeline import Pipeline, default_stages, registered_boundaries
 from .rounding import RNE, Grid, round_aligned
 
 __all__ = ["MXDequantizer", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
@@ -36,7 +36,8 @@ OUTPUTS = ("fp32", "bf16", "fp16")
 #: enables (192.8 MHz).
 DEQUANTIZER_SECTIONS = {"input": 2.0, "decode": 4.0, "position": 3.0, "align": 3.5,
                         "round": 3.5, "output": 2.5}
-DEFAULT_STAGES = 6
+#: The default depth, :func:`hw.pipeline.default_stages`: 6, every boundary registered.
+DEFAULT_STAGES = default_stages(DEQUANTIZER_SECTIONS.values())
 
 
 class MXDequantizer(wiring.Component):

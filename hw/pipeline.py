@@ -17,7 +17,7 @@ from amaranth.lib import data
 from .params import check_stages
 
 __all__ = ["Pipeline", "place_registers", "stage_sections", "stage_delays",
-           "registered_boundaries"]
+           "registered_boundaries", "default_stages"]
 
 
 def place_registers(delays: Sequence[float], stages: int) -> tuple[bool, ...]:
@@ -73,6 +73,18 @@ def stage_delays(delays: Sequence[float], stages: int) -> tuple[float, ...]:
     registers after sections of ``delays`` (their maximum is the estimated critical stage)."""
     groups = stage_sections(dict(enumerate(delays)), stages)
     return tuple(sum(delays[i] for i in group) for group in groups)
+
+
+def default_stages(delays: Sequence[float]) -> int:
+    """A unit's default depth: the fewest registers whose placement (:func:`place_registers`)
+    has the estimated critical stage of the deepest pipeline, i.e. the largest single section
+    delay.  A register beyond it adds a cycle of latency and a stage of flip-flops but, by the
+    estimates, no clock: the quantizer measured so (docs/quantizer.md, default depth)."""
+    delays = list(delays)
+    worst = max(delays)
+    # the estimates are sums of a few decimals: compare with a tolerance, not exactly
+    return next(stages for stages in range(1, len(delays) + 1)
+                if max(stage_delays(delays, stages)) <= worst + 1e-9)
 
 
 def registered_boundaries(sections: Mapping[str, float], stages: int) -> tuple[str, ...]:

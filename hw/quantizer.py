@@ -25,11 +25,11 @@ from golden.formats import (
 from .arith import leading_zeros, less_than_const, max_tree_levels, reduce_significand, wire
 from .elements import block_layout, encode_element
 from .params import check_block_size, check_choice, check_int, check_stages
-from .pipeline import Pipeline, registered_boundaries, stage_sections
+from .pipeline import Pipeline, default_stages, registered_boundaries, stage_sections
 from .rounding import round_increment
 
 __all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "TREE_LEVEL_DELAY",
-           "cli_units"]
+           "OUTPUT_DELAY", "cli_units"]
 
 ROUNDINGS = (*ROUNDING_IDS, "runtime")
 SCALE_MODES = (*SCALE_MODE_IDS, "runtime")
@@ -49,16 +49,25 @@ MAX_RANDOM_BITS = 16
 TREE_LEVEL_DELAY = {2: 3.2, 4: 5.5}
 
 
-def _sections(radices) -> dict[str, float]:
+#: Estimated delay (ns, as in :func:`quantizer_sections`) of the ``output`` section by
+#: element encoding.  Sign-magnitude: the zero and NaN/Inf-block muxes and the sign bit.  Two's
+#: complement (int8) adds the negation, an 8-bit carry chain: 2.6 is the round + output stage
+#: measured at 12 stages, where the two shared one (fp32 -> int8: align -> output, 7.1 ns:
+#: 2.2 ns logic + 4.9 ns routing, 139.5 MHz), less the 2 ns register overhead and round's 2.5.
+OUTPUT_DELAY = {"sign_magnitude": 1.0, "twos_complement": 2.6}
+
+
+def _sections(fmt, radices) -> dict[str, float]:
     tree = {f"amax{j}": TREE_LEVEL_DELAY[radix] for j, radix in enumerate(radices, 1)}
+    output = OUTPUT_DELAY["twos_complement" if fmt.twos_complement else "sign_magnitude"]
     return {"input": 0.2, "decode": 1.5, "norm": 3.5, **tree,
             "exp": 2.0, "scale": 1.5, "cmp": 2.5, "shift": 2.0, "align": 2.5, "round": 2.5,
-            "output": 1.0}
+            "output": output}
 
 
-def max_tree_radices(block_size: int, stages: int | None = None) -> list[int]:
-    """The radix of each level of the block-max tree (one section ``amax<j>`` per level) at
-    depth ``stages`` (None: every boundary registered).
+def max_tree_radices(fmt, block_size: int, stages: int | None = None) -> list[int]:
+    """The radix of each level of the block-max tree (one section ``amax<j>`` per level) of a
+    quantizer to element format ``fmt`` at depth ``stages`` (None: every boundary registered).
 
     The tree has radix-4 levels, after one radix-2 level if log2 k is odd (2, 4, 4 for
     k = 32), where either
@@ -83,12 +92,13 @@ def max_tree_radices(block_size: int, stages: int | None = None) -> list[int]:
     which have slack. Last, it shared one with a radix-4 level (9.4 ns, 106.3 MHz at 5
     stages).
     """
+    fmt = golden.element_format(fmt)
     levels = (block_size - 1).bit_length()
     binary = [2] * levels
     radix4 = [2] * (levels % 2) + [4] * (levels // 2)
-    if stages is None or radix4 == binary or stages > len(_sections(radix4)):
+    if stages is None or radix4 == binary or stages > len(_sections(fmt, radix4)):
         return binary
-    binary_sections, radix4_sections = _sections(binary), _sections(radix4)
+    binary_sections, radix4_sections = _sections(fmt, binary), _sections(fmt, radix4)
     binary_stages = stage_sections(binary_sections, stages)
     shares = any(sum(name.startswith("amax") for name in stage) > 1 for stage in binary_stages)
 
@@ -100,9 +110,10 @@ def max_tree_radices(block_size: int, stages: int | None = None) -> list[int]:
     return radix4 if shares or shorter else binary
 
 
-def quantizer_sections(block_size: int, stages: int | None = None) -> dict[str, float]:
-    """The quantizer's sections for blocks of ``block_size`` values at depth ``stages`` (None:
-    every boundary registered), in datapath order, with their estimated delays in ns (the
+def quantizer_sections(fmt, block_size: int, stages: int | None = None) -> dict[str, float]:
+    """The sections of a quantizer to element format ``fmt`` for blocks of ``block_size``
+    values at depth ``stages`` (None: every boundary registered), in datapath order, with
+    their estimated delays in ns (the
     boundary after a section has its name): ``input``, ``decode``, ``norm``, one ``amax<j>``
     per level of the block-max tree (:func:`max_tree_radices`: log2 k binary levels, or
     fewer of radix 4 where the depth is short), ``exp``, ``scale``, ``cmp``, ``shift``,
@@ -116,7 +127,8 @@ def quantizer_sections(block_size: int, stages: int | None = None) -> dict[str, 
     :data:`TREE_LEVEL_DELAY`); ``cmp`` is the ``e_key`` fan-out to all lanes plus a 10-bit carry
     chain; the others are their logic depth at about 1.2 ns per LUT level with local routing, less
     the overhead (decode: a leading-zero tree; exp/shift: comparisons as gates; align: a short
-    shifter and a sticky mask; round: the increment and the saturation select; scale/output: muxes);
+    shifter and a sticky mask; round: the increment and the saturation select; scale: muxes;
+    output: muxes, and int8's negation, :data:`OUTPUT_DELAY`);
     ``input`` carries no logic (the route from the ring of port flip-flops the unit is timed in).
     Counting the overhead once per section instead (the estimates before) over-weighted stages of
     many short sections: at 5 stages it placed the registers after amax1, amax3, exp, shift, output
@@ -124,7 +136,8 @@ def quantizer_sections(block_size: int, stages: int | None = None) -> dict[str, 
     amax1, amax3, amax5, cmp, output (124.2 MHz), and on the radix-4 tree the quantizer now builds
     at that depth after amax1, amax2, amax3, cmp, output (134.5 MHz).
     """
-    return _sections(max_tree_radices(block_size, stages))
+    fmt = golden.element_format(fmt)
+    return _sections(fmt, max_tree_radices(fmt, block_size, stages))
 
 
 class MXQuantizer(wiring.Component):
@@ -147,8 +160,12 @@ class MXQuantizer(wiring.Component):
         R, random bits per element for stochastic rounding (1..16); used when ``rounding`` is
         ``"stochastic"`` or ``"runtime"``.
     stages : int or None
-        Pipeline registers, 1..10 + log2(k); None (the default) registers every boundary
-        (15 for k = 32), the fastest clock.  Fewer registers are placed by
+        Pipeline registers, 1..10 + log2(k); None (the default):
+        :func:`hw.pipeline.default_stages`, the fewest registers with the estimated critical
+        stage of all 10 + log2(k): 7 + log2(k) (12 for k = 32), int8 8 + log2(k) (13), whose
+        negation keeps round and output apart.  The three registers more add latency and
+        flip-flops, no clock (measured: ``docs/quantizer.md``, default depth).  Registers are
+        placed by
         :func:`hw.pipeline.place_registers` on the delays of :func:`quantizer_sections`
         (stage contents in ``docs/quantizer.md``); where two levels of the binary block-max
         tree would share a stage, the tree has radix-4 levels instead
@@ -186,11 +203,12 @@ class MXQuantizer(wiring.Component):
             check_int("random_bits", random_bits, 1, MAX_RANDOM_BITS)
         self.random_bits = random_bits if self.stochastic else 0
         # the deepest pipeline: every boundary of the binary tree's sections registered
-        self.max_stages = len(quantizer_sections(self.block_size))
-        self.stages = check_stages(self.max_stages if stages is None else stages,
-                                   self.max_stages)
-        self.tree_radices = max_tree_radices(self.block_size, self.stages)
-        self.sections = quantizer_sections(self.block_size, self.stages)
+        deepest = quantizer_sections(self.fmt, self.block_size)
+        self.max_stages = len(deepest)
+        self.stages = check_stages(default_stages(deepest.values()) if stages is None
+                                   else stages, self.max_stages)
+        self.tree_radices = max_tree_radices(self.fmt, self.block_size, self.stages)
+        self.sections = quantizer_sections(self.fmt, self.block_size, self.stages)
         self.latency = self.stages
 
         k = self.block_size
@@ -460,8 +478,8 @@ def _add_arguments(p):
                    help=f"R, bits per lane of the random field (stochastic and runtime "
                         f"rounding), 1..{MAX_RANDOM_BITS}")
     p.add_argument("--stages", type=int, default=None,
-                   help="pipeline registers = latency in cycles, 1..10+log2(k) (default: all, "
-                        "10+log2(k): 15 for k = 32)")
+                   help="pipeline registers = latency in cycles, 1..10+log2(k) (default: "
+                        "7+log2(k), 12 for k = 32; int8 8+log2(k), 13)")
 
 
 def _build(a):

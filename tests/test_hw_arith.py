@@ -229,8 +229,9 @@ def _units_sections():
     yield "dot", DOT_SECTIONS
     yield "dequantizer", DEQUANTIZER_SECTIONS
     for k in (2, 4, 32, 64):
-        yield f"quantizer k={k}", quantizer_sections(k)
-    yield "quantizer k=32 radix 4", quantizer_sections(32, 5)
+        yield f"quantizer k={k}", quantizer_sections("fp8_e4m3", k)
+    yield "quantizer int8 k=32", quantizer_sections("int8", 32)
+    yield "quantizer k=32 radix 4", quantizer_sections("fp8_e4m3", 32, 5)
 
 
 @pytest.mark.parametrize("unit,sections", list(_units_sections()),

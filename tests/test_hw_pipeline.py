@@ -8,7 +8,7 @@ import random
 import pytest
 from amaranth.hdl import Elaboratable, Module, Signal
 
-from hw.pipeline import Pipeline
+from hw.pipeline import Pipeline, default_stages
 
 SECTIONS = {"a": 1.0, "b": 2.0, "c": 1.0, "d": 3.0}
 
@@ -98,3 +98,15 @@ def test_pipeline_names_which_boundaries_hold_registers():
     assert sum(pipe.registered) == 2 and pipe.registers("d")  # the last one always
     with pytest.raises(ValueError, match="no boundary 'e'; declared: a, b, c, d"):
         pipe.registers("e")
+
+
+@pytest.mark.parametrize("delays,expected", [
+    ([3.0], 1),
+    ([1.0, 1.0, 1.0, 1.0], 4),  # no two sections fit in one stage
+    ([3.0, 1.0, 2.0, 3.0], 3),  # 1 + 2 <= 3: one merge; 3 + 1 > 3, so not two
+    ([0.2, 1.5, 3.5, 2.0, 1.5], 3),  # input + decode, norm, exp + scale (the quantizer's)
+    ([2.0, 4.0, 3.0, 3.5, 3.5, 2.5], 6),  # the dequantizer's: no pair within 4.0
+    ([0.1, 0.2, 0.3], 2),  # 0.1 + 0.2 is 0.30000000000000004 in floating point: fits
+])
+def test_default_stages_is_the_fewest_with_the_longest_section_as_critical(delays, expected):
+    assert default_stages(delays) == expected

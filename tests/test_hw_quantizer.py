@@ -5,6 +5,7 @@ that fixed modes remove the runtime logic and that ``stages`` sets the register 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import golden
 from hw.cli import main as cli_main
 from hw.cli import to_verilog, units
 from hw.dequantizer import MXDequantizer
@@ -109,8 +111,8 @@ def test_cli_defaults_in_process(tmp_path, monkeypatch):
     assert cli_main(["defaults", "-o", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "mx_dequantizer_int8_k2_fp32_s6.json", "mx_dequantizer_int8_k2_fp32_s6.v",
-        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s11.json",
-        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s11.v"]
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s8.json",
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s8.v"]
 
 
 # -- parameters and interface --------------------------------------------------------------
@@ -135,10 +137,30 @@ def test_latency_is_stage_count(k, stages):
     assert "output" in q.parameters["registered_boundaries"]
 
 
-def test_default_stages_register_every_boundary():
-    q = MXQuantizer()  # k = 32: 10 + log2(k) boundaries
-    assert q.stages == q.latency == 15
-    assert q.parameters["registered_boundaries"] == list(quantizer_sections(32))
+def test_default_depth_is_the_fewest_stages_with_the_deepest_critical_stage():
+    """docs/quantizer.md, default depth: 7 + log2(k) registers (12 for k = 32; int8, whose
+    output negates, 8 + log2(k)), three fewer than the 10 + log2(k) boundaries."""
+    from hw.pipeline import stage_delays
+
+    q = MXQuantizer()
+    assert q.stages == q.latency == 12 and q.max_stages == 15
+    # merged: input + decode, exp + scale, round + output (docs/quantizer.md)
+    assert q.parameters["registered_boundaries"] == [
+        "decode", "norm", *(f"amax{j}" for j in range(1, 6)), "scale", "cmp", "shift",
+        "align", "output"]
+    q8 = MXQuantizer("int8")
+    assert q8.stages == 13
+    assert {"round", "output"} <= set(q8.parameters["registered_boundaries"])
+    for fmt in golden.FORMATS:
+        for k in (2, 4, 8, 16, 32, 64):
+            q = MXQuantizer(fmt, k)
+            levels = (k - 1).bit_length()
+            assert q.max_stages == 10 + levels
+            assert q.stages == 7 + levels + (fmt == "int8"), (fmt, k)
+            # minimal: one register fewer lengthens the estimated critical stage
+            delays = list(q.sections.values())
+            assert max(stage_delays(delays, q.stages)) == max(delays)
+            assert max(stage_delays(delays, q.stages - 1)) > max(delays)
     with pytest.raises(ValueError, match="stages must be in 1..11"):
         MXQuantizer("int8", 2, stages=12)
 
@@ -160,27 +182,27 @@ def test_block_max_tree_radix_follows_the_depth():
     assert q5.tree_radices == [2, 4, 4]
     assert q5.parameters["registered_boundaries"] == ["amax1", "amax2", "amax3", "cmp",
                                                       "output"]
-    # docs/quantizer.md: k = 32 radix 4 at 1-8 stages, binary from 9 (the default is 15)
-    assert [max_tree_radices(32, s) for s in range(1, 16)] == (
+    # docs/quantizer.md: k = 32 radix 4 at 1-8 stages, binary from 9 (the default is 12)
+    assert [max_tree_radices("fp8_e4m3", 32, s) for s in range(1, 16)] == (
         [[2, 4, 4]] * 8 + [[2, 2, 2, 2, 2]] * 7)
     # k = 4 (one radix-4 level or two binary ones): binary at 3, the one odd case
-    assert [max_tree_radices(4, s) for s in range(1, 8)] == (
+    assert [max_tree_radices("fp8_e4m3", 4, s) for s in range(1, 8)] == (
         [[4], [4], [2, 2], [4], [2, 2], [2, 2], [2, 2]])
 
     def critical(sections, stages):
         return max(sum(sections[n] for n in g) for g in stage_sections(sections, stages))
 
-    for k in (2, 4, 8, 16, 32, 64):
+    for fmt, k in itertools.product(("fp8_e4m3", "int8"), (2, 4, 8, 16, 32, 64)):
         levels = (k - 1).bit_length()
         binary_radices, radix4_radices = [2] * levels, [2] * (levels % 2) + [4] * (levels // 2)
-        binary = quantizer_sections(k)  # every boundary registered: the binary tree
-        radix4 = quantizer_sections(k, 1)  # one stage: radix 4 wherever it exists
+        binary = quantizer_sections(fmt, k)  # every boundary registered: the binary tree
+        radix4 = quantizer_sections(fmt, k, 1)  # one stage: radix 4 wherever it exists
         assert len(radix4) == len(binary) - levels // 2
         for stages in range(1, len(binary) + 1):
-            radices = max_tree_radices(k, stages)
+            radices = max_tree_radices(fmt, k, stages)
             assert radices in (binary_radices, radix4_radices), (k, stages)
-            assert [n for n in quantizer_sections(k, stages) if n.startswith("amax")] == [
-                f"amax{j}" for j in range(1, len(radices) + 1)]
+            assert [n for n in quantizer_sections(fmt, k, stages)
+                    if n.startswith("amax")] == [f"amax{j}" for j in range(1, len(radices) + 1)]
             two_levels_in_a_stage = any(sum(n.startswith("amax") for n in g) > 1
                                         for g in stage_sections(binary, stages))
             radix4_shorter = (stages <= len(radix4)

@@ -37,7 +37,7 @@ import golden
 from ..cli import UnitSpec, format_help
 from ..elements import block_layout
 from ..params import check_block_size, check_choice, check_power_of_two, check_stages
-from ..pipeline import Pipeline
+from ..pipeline import Pipeline, default_stages
 from .fused_step import MULTIPLIERS, build_fused_step, dot_sections
 from .geometry import DotGeometry
 
@@ -64,7 +64,8 @@ def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers) 
     unit.multipliers = _check_multipliers(multipliers)
     unit.sections = dot_sections(unit.geometry, multipliers)
     unit.max_stages = len(unit.sections)  # every boundary (bench.synth sweeps 1..max_stages)
-    unit.stages = unit.latency = check_stages(unit.max_stages if stages is None else stages,
+    default = default_stages(unit.sections.values())  # every boundary, for every pair so far
+    unit.stages = unit.latency = check_stages(default if stages is None else stages,
                                               unit.max_stages)
     stages = unit.stages
     unit.fmt_a, unit.fmt_b, unit.block_size = fmt_a, fmt_b, block_size
@@ -86,8 +87,9 @@ class MXDot(wiring.Component):
     block_size : int
         Elements per block, a power of two in 2..64.
     stages : int
-        Pipeline registers, 1..``max_stages`` (the latency); None (the default) registers
-        every section boundary: 15, plus one where the window is wider than
+        Pipeline registers, 1..``max_stages`` (the latency); None (the default):
+        :func:`hw.pipeline.default_stages`, which for every format pair registers every
+        section boundary: 15, plus one where the window is wider than
         :data:`hw.dot.fused_step.SPLIT_ADD_BITS` (fp8_e5m2 x fp8_e5m2 and x fp8_e4m3), whose
         add has a boundary between its halves, and one where LUT products have a narrow
         factor wider than :data:`hw.dot.fused_step.SPLIT_MULTIPLY_BITS` (int8 x int8), whose
