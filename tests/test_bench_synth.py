@@ -109,3 +109,25 @@ def test_every_unit_has_a_depth_sweep():
     from hw.cli import units
 
     assert set(units()) <= {unit for unit, _ in SWEEPS}
+
+
+def test_critical_path_names_anonymous_cells_by_their_nets():
+    """nextpnr's report names a cell yosys left anonymous (``$<n>``) only by that number;
+    the summary names such an end by the net it drives or is driven by (the report rows
+    once read ``dut.\\ -> dut.q_amax1``)."""
+    from bench.synth.flow import critical_path
+
+    def step(kind, src, dst, delay, net=None):
+        return {"type": kind, "from": {"cell": src}, "to": {"cell": dst}, "delay": delay,
+                **({"net": net} if net else {})}
+
+    ff, lut, reg = "dut.\\$10499_TRELLIS_FF_Q", "dut.\\$77_LUT4_Z", "dut.q_amax1_TRELLIS_FF_Q"
+    rep = {"critical_paths": [{"path": [
+        step("clk-to-q", ff, ff, 0.5),
+        step("routing", ff, lut, 2.0, "dut.amax1_l32_8_b[8]"),
+        step("logic", lut, lut, 0.4),
+        step("routing", lut, reg, 1.5, "dut.amax1_max"),
+        step("setup", reg, reg, 0.1)]}]}
+    assert critical_path(rep) == {"from": "dut.amax1_l32_8_b[8] (net)", "to": "dut.q_amax1",
+                                  "logic_ns": 1.0, "routing_ns": 3.5, "cells": 1}
+    assert critical_path({}) == {}

@@ -24,7 +24,7 @@ FULL = env_flag("SIM_FULL")
 
 # (format, input format, block size, rounding, scale mode, stages)
 DEFAULT = [
-    ("fp8_e4m3", "fp32", 32, "runtime", "runtime", 15),
+    ("fp8_e4m3", "fp32", 32, "runtime", "runtime", 12),  # the default depth
     ("fp8_e5m2", "fp16", 8, "runtime", "runtime", 7),
     ("fp6_e3m2", "fp32", 8, "runtime", "runtime", 2),
     ("fp6_e2m3", "bf16", 16, "runtime", "runtime", 5),  # the radix-4 block-max tree: 4, 4

@@ -22,7 +22,7 @@ from .configs import SWEEP_LATENCIES
 from .ring import port_ring
 
 __all__ = ["ROOT", "OUT", "FLOW", "tool", "build", "synthesize", "stored", "sweep_points",
-           "sweep"]
+           "sweep", "critical_path"]
 
 ROOT = perfdoc.ROOT
 OUT = ROOT / "build" / "synth"
@@ -172,7 +172,7 @@ def _place(d: Path, seed: int) -> dict:
     rep = json.loads((d / report).read_text())
     fmax = [v["achieved"] for v in rep.get("fmax", {}).values()]
     return {"fmax_mhz": round(min(fmax), 1) if fmax else None,
-            "critical_path": _critical_path(rep)}
+            "critical_path": critical_path(rep)}
 
 
 def _by_seed(ecp5: dict) -> dict[int, dict]:
@@ -218,7 +218,7 @@ def _xc7_generic(name: str, d: Path) -> dict:
     }
 
 
-def _critical_path(rep: dict) -> dict:
+def critical_path(rep: dict) -> dict:
     """Start and end register of the worst path, its logic/routing split and cell count:
     the 'where' of a missed clock target (full detail stays in pnr_report.json)."""
     paths = rep.get("critical_paths") or []
@@ -232,7 +232,18 @@ def _critical_path(rep: dict) -> dict:
     def short(c):  # yosys names carry the driven signal first; the rest is mapping noise
         return re.split(r"_TRELLIS|_LUT4|_CCU2C|\$", c)[0]
 
-    return {"from": short(steps[0]["from"]["cell"]), "to": short(steps[-1]["to"]["cell"]),
+    def endpoint(cell, routes):
+        # an anonymous cell (yosys `$<n>`, escaped: `dut.\$123_TRELLIS_FF_Q`) says nothing:
+        # name it by the net it drives (start) or is driven by (end) instead
+        name = short(cell)
+        if not name.endswith("\\"):
+            return name
+        nets = [s["net"] for s in routes if s.get("net")]
+        return f"{nets[0]} (net)" if nets else name
+
+    routes = [s for s in steps if s.get("type") == "routing"]
+    return {"from": endpoint(steps[0]["from"]["cell"], routes),
+            "to": endpoint(steps[-1]["to"]["cell"], routes[::-1]),
             "logic_ns": round(logic, 2), "routing_ns": round(route, 2), "cells": len(cells)}
 
 
