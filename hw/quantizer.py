@@ -163,9 +163,9 @@ class MXQuantizer(wiring.Component):
         Pipeline registers, 1..10 + log2(k); None (the default):
         :func:`hw.pipeline.default_stages`, the fewest registers with the estimated critical
         stage of all 10 + log2(k): 7 + log2(k) (12 for k = 32), int8 8 + log2(k) (13), whose
-        negation keeps round and output apart.  The three registers more add latency and
-        flip-flops, no clock (measured: ``docs/quantizer.md``, default depth).  Registers are
-        placed by
+        negation keeps round and output apart.  The registers beyond it (three; int8 two)
+        add latency and flip-flops, no clock (measured: ``docs/quantizer.md``, default
+        depth).  Registers are placed by
         :func:`hw.pipeline.place_registers` on the delays of :func:`quantizer_sections`
         (stage contents in ``docs/quantizer.md``); where two levels of the binary block-max
         tree would share a stage, the tree has radix-4 levels instead
