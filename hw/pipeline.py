@@ -16,7 +16,7 @@ from amaranth.lib import data
 
 from .params import check_stages
 
-__all__ = ["Pipeline", "place_registers", "stage_sections", "stage_delays",
+__all__ = ["Pipeline", "place_registers", "stage_sections", "stage_delays", "critical_stage",
            "registered_boundaries", "default_stages"]
 
 
@@ -75,6 +75,12 @@ def stage_delays(delays: Sequence[float], stages: int) -> tuple[float, ...]:
     return tuple(sum(delays[i] for i in group) for group in groups)
 
 
+def critical_stage(delays: Sequence[float], stages: int) -> float:
+    """The estimated critical stage: the largest summed section delay between two registers
+    when :func:`place_registers` places ``stages`` registers after sections of ``delays``."""
+    return max(stage_delays(delays, stages))
+
+
 def default_stages(delays: Sequence[float]) -> int:
     """A unit's default depth: the fewest registers whose placement (:func:`place_registers`)
     has the estimated critical stage of the deepest pipeline, i.e. the largest single section
@@ -84,7 +90,7 @@ def default_stages(delays: Sequence[float]) -> int:
     worst = max(delays)
     # the estimates are sums of a few decimals: compare with a tolerance, not exactly
     return next(stages for stages in range(1, len(delays) + 1)
-                if max(stage_delays(delays, stages)) <= worst + 1e-9)
+                if critical_stage(delays, stages) <= worst + 1e-9)
 
 
 def registered_boundaries(sections: Mapping[str, float], stages: int) -> tuple[str, ...]:

@@ -25,7 +25,13 @@ from golden.formats import (
 from .arith import leading_zeros, less_than_const, max_tree_levels, reduce_significand, wire
 from .elements import block_layout, encode_element
 from .params import check_block_size, check_choice, check_int, check_stages
-from .pipeline import Pipeline, default_stages, registered_boundaries, stage_sections
+from .pipeline import (
+    Pipeline,
+    critical_stage,
+    default_stages,
+    registered_boundaries,
+    stage_sections,
+)
 from .rounding import round_increment
 
 __all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "TREE_LEVEL_DELAY",
@@ -102,11 +108,8 @@ def max_tree_radices(fmt, block_size: int, stages: int | None = None) -> list[in
     binary_stages = stage_sections(binary_sections, stages)
     shares = any(sum(name.startswith("amax") for name in stage) > 1 for stage in binary_stages)
 
-    def critical(sections, grouping):  # the estimated critical stage
-        return max(sum(sections[name] for name in stage) for stage in grouping)
-
-    shorter = (critical(radix4_sections, stage_sections(radix4_sections, stages))
-               < critical(binary_sections, binary_stages))
+    shorter = (critical_stage(list(radix4_sections.values()), stages)
+               < critical_stage(list(binary_sections.values()), stages))
     return radix4 if shares or shorter else binary
 
 

@@ -8,7 +8,7 @@ import random
 import pytest
 from amaranth.hdl import Elaboratable, Module, Signal
 
-from hw.pipeline import Pipeline, default_stages
+from hw.pipeline import Pipeline, critical_stage, default_stages
 
 SECTIONS = {"a": 1.0, "b": 2.0, "c": 1.0, "d": 3.0}
 
@@ -110,3 +110,13 @@ def test_pipeline_names_which_boundaries_hold_registers():
 ])
 def test_default_stages_is_the_fewest_with_the_longest_section_as_critical(delays, expected):
     assert default_stages(delays) == expected
+
+
+@pytest.mark.parametrize("delays,stages,expected", [
+    ([3.0, 1.0, 2.0, 3.0], 4, 3.0),  # every boundary: the longest section
+    ([3.0, 1.0, 2.0, 3.0], 3, 3.0),  # 1 + 2 share a stage
+    ([3.0, 1.0, 2.0, 3.0], 2, 5.0),  # 3 + 1 | 2 + 3 (or 3 | 1 + 2 + 3 = 6: worse)
+    ([3.0, 1.0, 2.0, 3.0], 1, 9.0),  # all in one stage
+])
+def test_critical_stage_is_the_longest_stage_of_the_placement(delays, stages, expected):
+    assert critical_stage(delays, stages) == expected

@@ -140,7 +140,7 @@ def test_latency_is_stage_count(k, stages):
 def test_default_depth_is_the_fewest_stages_with_the_deepest_critical_stage():
     """docs/quantizer.md, default depth: 7 + log2(k) registers (12 for k = 32; int8, whose
     output negates, 8 + log2(k)), three fewer than the 10 + log2(k) boundaries."""
-    from hw.pipeline import stage_delays
+    from hw.pipeline import critical_stage
 
     q = MXQuantizer()
     assert q.stages == q.latency == 12 and q.max_stages == 15
@@ -159,8 +159,8 @@ def test_default_depth_is_the_fewest_stages_with_the_deepest_critical_stage():
             assert q.stages == 7 + levels + (fmt == "int8"), (fmt, k)
             # minimal: one register fewer lengthens the estimated critical stage
             delays = list(q.sections.values())
-            assert max(stage_delays(delays, q.stages)) == max(delays)
-            assert max(stage_delays(delays, q.stages - 1)) > max(delays)
+            assert critical_stage(delays, q.stages) == max(delays)
+            assert critical_stage(delays, q.stages - 1) > max(delays)
     with pytest.raises(ValueError, match="stages must be in 1..11"):
         MXQuantizer("int8", 2, stages=12)
 
@@ -174,7 +174,7 @@ def test_block_max_tree_radix_follows_the_depth():
     Checked as the choices documented and measured for k = 32 and k = 4, and for every k and
     depth as consequences of the rule on the placements themselves
     (:func:`hw.pipeline.stage_sections`), without recomputing the choice."""
-    from hw.pipeline import stage_sections
+    from hw.pipeline import critical_stage, stage_sections
     from hw.quantizer import max_tree_radices
 
     assert MXQuantizer().parameters["max_tree_radices"] == [2] * 5
@@ -190,7 +190,7 @@ def test_block_max_tree_radix_follows_the_depth():
         [[4], [4], [2, 2], [4], [2, 2], [2, 2], [2, 2]])
 
     def critical(sections, stages):
-        return max(sum(sections[n] for n in g) for g in stage_sections(sections, stages))
+        return critical_stage(list(sections.values()), stages)
 
     for fmt, k in itertools.product(("fp8_e4m3", "int8"), (2, 4, 8, 16, 32, 64)):
         levels = (k - 1).bit_length()
