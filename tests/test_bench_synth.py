@@ -49,7 +49,7 @@ def test_seeds_give_the_median_and_are_placed_once(tmp_path, monkeypatch):
     fmax = {1: 190.0, 2: 201.5, 3: 185.2, 4: 188.0}
     placed = []
 
-    def synth(comp, name, d):
+    def synth(comp, name, d, lut_map):
         (d / "ecp5.json").write_text("{}")
         return {"LUT4": 10, "FF": 5, "MULT18X18D": 0, "CCU2C": 0}
 
@@ -86,18 +86,31 @@ def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
     config = ["--format", "fp8_e4m3", "--block-size", "4"]
     monkeypatch.setattr(report, "TARGETS", [("dequantizer", config, 200, None)])
     monkeypatch.setattr(flow, "OUT", tmp_path)
-    monkeypatch.setattr(flow, "_ecp5", lambda comp, name, d: {"LUT4": 10, "FF": 5,
-                                                             "MULT18X18D": 0, "CCU2C": 0})
-    monkeypatch.setattr(flow, "_place", lambda d, seed: {"fmax_mhz": 123.4,
-                                                         "critical_path": None})
+    monkeypatch.setattr(flow, "_ecp5", lambda comp, name, d, lut_map: {
+        "LUT4": 10 if lut_map == "lut4" else 12, "FF": 5, "MULT18X18D": 0, "CCU2C": 0})
+    monkeypatch.setattr(flow, "_place", lambda d, seed: {
+        "fmax_mhz": 201.0 if "wide" in d.parts else 123.4, "critical_path": None})
     default = MXDequantizer("fp8_e4m3", 4).stages
     flow.synthesize("dequantizer", [*config, "--stages", str(default)], log=lambda s: None,
                     ecp5_only=True)
     r = flow.stored("dequantizer", config)
     assert r is not None and r["args"] == config
+    assert flow.stored("dequantizer", config, "wide") is None
     row = [line for line in report.targets_md([r]) if line.startswith("| dequantizer ")]
     assert row == ["| dequantizer --format fp8_e4m3 --block-size 4 | >= 200 MHz | 123.4 MHz, "
-                   "10 LUT4 | **no** |"]
+                   "10 LUT4 | **no** | not placed |  |"]
+    # the wide LUT mapping: its own results (build/synth/wide), beside the project flow's
+    flow.synthesize("dequantizer", config, log=lambda s: None, lut_map="wide")
+    w = flow.stored("dequantizer", config, "wide")
+    assert w["lut_map"] == "wide" and w["verilog_sha256"] != r["verilog_sha256"]
+    assert "xc7" not in w  # ECP5 only
+    assert (tmp_path / "wide" / f"{w['module']}.json").exists()
+    assert flow.stored("dequantizer", config) == r  # the project flow's result untouched
+    row = [line for line in report.targets_md([r], [w]) if line.startswith("| dequantizer ")]
+    assert row == ["| dequantizer --format fp8_e4m3 --block-size 4 | >= 200 MHz | 123.4 MHz, "
+                   "10 LUT4 | **no** | 201.0 MHz, 12 LUT4 | yes |"]
+    with pytest.raises(ValueError, match="lut_map must be one of lut4, wide, not 'lut6'"):
+        flow.synthesize("dequantizer", config, lut_map="lut6")
     assert describe("dot", ["--format-a", "int8", "--block-size", "32", "--format-b", "int8"]) \
         == "dot --format-a int8 --format-b int8"
 

@@ -17,7 +17,9 @@ unchanged) and to the synthesis section of docs/performance.md, with a plot of t
 pipeline-depth sweep in docs/stages_sweep.png.
 
 Usage: ``python -m bench.synth [--only SUBSTR] [--no-sweep] [--sweep-points N] [--ecp5-only]
-[--report-only] [--jobs N]``.
+[--report-only] [--seeds N] [--lut-map lut4|wide] [--jobs N]``.  ``--lut-map wide`` places
+the configurations with LUTs of up to 7 inputs (PFU muxes) instead of LUT4s only
+(:data:`bench.synth.flow.LUT_MAPS`), into ``build/synth/wide``; the target table shows both.
 
 Modules: :mod:`.configs` (what is synthesized and the targets), :mod:`.ring` (the in-context
 port ring), :mod:`.flow` (tool runs, parsing, the result cache, depth sweeps), :mod:`.report`

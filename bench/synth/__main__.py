@@ -11,7 +11,7 @@ from hw.cli import units
 
 from .. import perfdoc
 from .configs import CONFIGS, SWEEPS, describe
-from .flow import ROOT, stored, sweep, synthesize
+from .flow import LUT_MAPS, ROOT, stored, sweep, synthesize
 from .report import markdown, plot
 
 
@@ -38,6 +38,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=1,
                     help="place each configuration with nextpnr seeds 1..N and report the "
                          "median Fmax and the range (default 1; stored seeds are reused)")
+    ap.add_argument("--lut-map", choices=LUT_MAPS, default="lut4",
+                    help="LUT mapping of the configurations synthesized by this run: lut4 "
+                         "(default, the project's flow) or wide (LUT4-7 through PFU muxes, "
+                         "ECP5 only, kept in build/synth/wide and shown beside the targets); "
+                         "the sweeps are always lut4")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     if args.seeds < 1:
@@ -52,8 +57,9 @@ def main(argv=None) -> int:
         print(f"units not available yet, skipped: {', '.join(missing)}")
     with cf.ThreadPoolExecutor(args.jobs) as ex:
         ran = list(ex.map(lambda c: synthesize(*c, ecp5_only=args.ecp5_only,
-                                               seeds=args.seeds), todo))
+                                               seeds=args.seeds, lut_map=args.lut_map), todo))
     results = [r for r in (stored(u, a) for u, a in configs) if r is not None]
+    wide = [r for r in (stored(u, a, "wide") for u, a in configs) if r is not None]
     sweeps = {}
     if not args.no_sweep and not args.only:
         for unit, a in SWEEPS:
@@ -63,7 +69,7 @@ def main(argv=None) -> int:
         if sweeps:
             plot(sweeps, ROOT / "docs" / "stages_sweep.png")
     not_run = len(configs) - len(results)
-    text = markdown(results, sweeps)
+    text = markdown(results, sweeps, wide)
     if not_run:
         text += (f"\n{not_run} configuration(s) of the list have no current result yet "
                  "(run `make synth`).\n")

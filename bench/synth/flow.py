@@ -21,8 +21,8 @@ from .. import perfdoc
 from .configs import SWEEP_LATENCIES
 from .ring import port_ring
 
-__all__ = ["ROOT", "OUT", "FLOW", "tool", "build", "synthesize", "stored", "sweep_points",
-           "sweep", "critical_path"]
+__all__ = ["ROOT", "OUT", "FLOW", "LUT_MAPS", "tool", "build", "synthesize", "stored",
+           "sweep_points", "sweep", "critical_path"]
 
 ROOT = perfdoc.ROOT
 OUT = ROOT / "build" / "synth"
@@ -31,9 +31,24 @@ BIN = Path(sys.executable).parent
 #: Part of every result's cache key: a change of method invalidates stored results.
 FLOW = "ecp5 in-context port ring v1"
 
+#: How yosys maps the ECP5 logic to LUTs, in the step where ``synth_ecp5`` runs abc9 (which
+#: the YoWASP build cannot run on designs this large): ``lut4``, LUT4s only (every result
+#: before 2026-11-24; ``build/synth``); ``wide``, functions of up to 7 inputs, those of 5-7
+#: built from LUT4s and the slice's PFU multiplexers (PFUMX, L6MUX21) as synth_ecp5's abc9
+#: step maps them (``build/synth/wide``; ECP5 only).
+LUT_MAPS = {"lut4": "abc -lut 4 -dress", "wide": "abc -lut 4:7 -dress"}
 
-def _digest(verilog: str) -> str:
-    return hashlib.sha256((FLOW + "\n" + verilog).encode()).hexdigest()[:16]
+
+def _digest(verilog: str, lut_map: str = "lut4") -> str:
+    flow = FLOW if lut_map == "lut4" else f"{FLOW}; {LUT_MAPS[lut_map]}"
+    return hashlib.sha256((flow + "\n" + verilog).encode()).hexdigest()[:16]
+
+
+def _out(lut_map: str) -> Path:
+    """Where the results of a LUT mapping (:data:`LUT_MAPS`) are kept."""
+    if lut_map not in LUT_MAPS:
+        raise ValueError(f"lut_map must be one of {', '.join(LUT_MAPS)}, not {lut_map!r}")
+    return OUT if lut_map == "lut4" else OUT / lut_map
 
 
 def tool(name: str) -> str:
@@ -68,7 +83,7 @@ def _yosys(script: str, cwd: Path, tag: str) -> None:
 
 
 def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
-               seeds: int = 1) -> dict:
+               seeds: int = 1, lut_map: str = "lut4") -> dict:
     """Synthesize one configuration (``ecp5_only``: skip the xc7 and generic reports).
 
     The two parts are cached separately in ``build/synth/<module>.json`` while the Verilog is
@@ -78,18 +93,22 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
     ``seeds``: place and route with nextpnr seeds ``1..seeds``; the result's ``fmax_mhz`` is
     their median (``placements`` keeps each seed's), its critical path that of the median seed.
     Seeds already stored are not placed again.
+
+    ``lut_map``: the LUT mapping (:data:`LUT_MAPS`); other than ``lut4``, ECP5 only.
     """
     if not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds must be a positive integer, not {seeds!r}")
+    out = _out(lut_map)
+    ecp5_only = ecp5_only or lut_map != "lut4"
     comp = build(unit, argv)
     name = comp.module_name
     verilog = to_verilog(comp)
-    d = OUT / name
+    d = out / name
     d.mkdir(parents=True, exist_ok=True)
-    digest = _digest(verilog)
-    result_file = OUT / f"{name}.json"
+    digest = _digest(verilog, lut_map)
+    result_file = out / f"{name}.json"
     res = {"module": name, "unit": unit, "args": argv, "parameters": comp.parameters,
-           "latency": comp.latency, "ii": 1, "verilog_sha256": digest}
+           "latency": comp.latency, "ii": 1, "lut_map": lut_map, "verilog_sha256": digest}
     if result_file.exists():
         old = json.loads(result_file.read_text())
         if old.get("verilog_sha256") == digest and "error" not in old:
@@ -107,7 +126,7 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
         if ecp5 is None or (len(_by_seed(ecp5)) < seeds and not (d / "ecp5.json").exists()):
             # synthesize (again: yosys is deterministic, so stored placements stay valid)
             placed = _by_seed(ecp5) if ecp5 else {}
-            ecp5 = _ecp5(comp, name, d)
+            ecp5 = _ecp5(comp, name, d, lut_map)
             ecp5["placements"] = {str(k): v for k, v in placed.items()}
         _place_seeds(ecp5, d, seeds, log, name)
         res["ecp5"] = ecp5
@@ -126,18 +145,18 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
     return res
 
 
-def _ecp5(comp, name: str, d: Path) -> dict:
-    """ECP5 synthesis and place and route of the unit inside its port ring."""
+def _ecp5(comp, name: str, d: Path, lut_map: str) -> dict:
+    """ECP5 synthesis of the unit inside its port ring, LUTs mapped as ``lut_map`` says."""
     ring, ring_v = port_ring(comp, name)
     (d / "ring.v").write_text(ring_v)
-    # synth_ecp5 with its LUT mapping step swapped from abc9 to abc: the YoWASP (WebAssembly)
-    # build of abc9 dies without a message on designs of this size.
+    # synth_ecp5 with its LUT mapping step swapped from abc9 to abc (LUT_MAPS): the YoWASP
+    # (WebAssembly) build of abc9 dies without a message on designs of this size.
     # keep_hierarchy: the unit is synthesized as a host design would instantiate it, and
     # its cell counts come out without the ring's flip-flops.
     _yosys(f"read_verilog top.v ring.v; hierarchy -top {ring}; "
            f"setattr -mod -set keep_hierarchy 1 {name}; "
            f"synth_ecp5 -top {ring} -run :map_luts; "
-           "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean; "
+           f"techmap -map +/lattice/latches_map.v; {LUT_MAPS[lut_map]}; clean; "
            f"synth_ecp5 -top {ring} -run map_cells: -json ecp5.json; "
            "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
     if not (d / "ecp5.json").exists():
@@ -148,6 +167,8 @@ def _ecp5(comp, name: str, d: Path) -> dict:
         "FF": sum(v for k, v in cells.items() if k.startswith("TRELLIS_FF")),
         "MULT18X18D": cells.get("MULT18X18D", 0),
         "CCU2C": cells.get("CCU2C", 0),
+        "PFUMX": cells.get("PFUMX", 0),
+        "L6MUX21": cells.get("L6MUX21", 0),
     }
     return res
 
@@ -272,14 +293,14 @@ def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6,
     return out
 
 
-def stored(unit: str, argv: list[str]):
+def stored(unit: str, argv: list[str], lut_map: str = "lut4"):
     """The stored result of a configuration whose Verilog is unchanged, else None."""
     comp = build(unit, argv)
-    f = OUT / f"{comp.module_name}.json"
+    f = _out(lut_map) / f"{comp.module_name}.json"
     if not f.exists():
         return None
     res = json.loads(f.read_text())
-    if res.get("verilog_sha256") != _digest(to_verilog(comp)):
+    if res.get("verilog_sha256") != _digest(to_verilog(comp), lut_map):
         return None
     # The same Verilog may have been stored under other arguments (the sweep's point at the
     # default depth carries an explicit ``--stages``): report it under the ones asked for.

