@@ -34,8 +34,9 @@ FLOW = "ecp5 in-context port ring v1"
 #: How yosys maps the ECP5 logic to LUTs, in the step where ``synth_ecp5`` runs abc9 (which
 #: the YoWASP build cannot run on designs this large): ``lut4``, LUT4s only (every result
 #: before 2026-11-24; ``build/synth``); ``wide``, functions of up to 7 inputs, those of 5-7
-#: built from LUT4s and the slice's PFU multiplexers (PFUMX, L6MUX21) as synth_ecp5's abc9
-#: step maps them (``build/synth/wide``; ECP5 only).
+#: built from LUT4s and the slice's PFU multiplexers (PFUMX, L6MUX21), which synth_ecp5's
+#: abc9 step uses too (``build/synth/wide``; ECP5 only).  abc's unit-delay model spends LUT4s
+#: on depth freely here, abc9's timing-driven mapping less so: an upper bound on the area.
 LUT_MAPS = {"lut4": "abc -lut 4 -dress", "wide": "abc -lut 4:7 -dress"}
 
 

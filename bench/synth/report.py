@@ -16,9 +16,9 @@ WIDE_NOTE = (
     "*Measured* and *met*: the flow above, LUT4s only. *Wide LUT mapping*: the same Verilog "
     "and placement flow with abc mapping functions of up to 7 inputs (`abc -lut 4:7`; "
     "`python -m bench.synth --lut-map wide`), those of 5-7 inputs built from LUT4s and the "
-    "slice's PFU multiplexers (PFUMX, L6MUX21), as the stock `synth_ecp5` (abc9) maps them: "
-    "fewer LUT levels, and fewer routes between them, at more LUT4. Results in "
-    "`build/synth/wide`.")
+    "slice's PFU multiplexers (PFUMX, L6MUX21), which the stock `synth_ecp5` (abc9) uses "
+    "too: fewer LUT levels, and fewer routes between them, at more LUT4 (abc's unit-delay "
+    "model buys depth with area wherever it can). Results in `build/synth/wide`.")
 
 
 def plot(sweeps: dict[str, list[dict]], path: Path) -> None:
