@@ -79,7 +79,7 @@ verilog: $(STAMP)  ## Write the default set of generated Verilog into build/veri
 bench: $(STAMP)  ## Throughput of golden vs alternatives, testbench and Verilator speed -> docs/performance.md
 	$(VPY) -m bench
 
-synth: $(STAMP)  ## Yosys/nextpnr-ecp5 synthesis reports -> build/synth/, docs/performance.md (SEEDS=3: median of nextpnr seeds 1-3)
+synth: $(STAMP)  ## Yosys/nextpnr-ecp5 synthesis reports -> bench/results/synth/, docs/performance.md (SEEDS=3: median of nextpnr seeds 1-3)
 	$(VPY) -m bench.synth --seeds $(SEEDS)
 
 clean:  ## Remove build products (keeps .venv)

@@ -57,7 +57,8 @@ def test_seeds_give_the_median_and_are_placed_once(tmp_path, monkeypatch):
         placed.append(seed)
         return {"fmax_mhz": fmax[seed], "critical_path": {"from": f"seed{seed}"}}
 
-    monkeypatch.setattr(flow, "OUT", tmp_path)
+    monkeypatch.setattr(flow, "OUT", tmp_path / "build")
+    monkeypatch.setattr(flow, "RESULTS", tmp_path)
     monkeypatch.setattr(flow, "_ecp5", synth)
     monkeypatch.setattr(flow, "_place", place)
     argv = ["--format", "int8", "--block-size", "2", "--stages", "1"]
@@ -85,7 +86,8 @@ def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
 
     config = ["--format", "fp8_e4m3", "--block-size", "4"]
     monkeypatch.setattr(report, "TARGETS", [("dequantizer", config, 200, None)])
-    monkeypatch.setattr(flow, "OUT", tmp_path)
+    monkeypatch.setattr(flow, "OUT", tmp_path / "build")
+    monkeypatch.setattr(flow, "RESULTS", tmp_path)
     monkeypatch.setattr(flow, "_ecp5", lambda comp, name, d, lut_map: {
         "LUT4": 10 if lut_map == "lut4" else 12, "FF": 5, "MULT18X18D": 0, "CCU2C": 0})
     monkeypatch.setattr(flow, "_place", lambda d, seed: {
@@ -99,7 +101,7 @@ def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
     row = [line for line in report.targets_md([r]) if line.startswith("| dequantizer ")]
     assert row == ["| dequantizer --format fp8_e4m3 --block-size 4 | >= 200 MHz | 123.4 MHz, "
                    "10 LUT4 | **no** | not placed |  | not placed |  |"]
-    # another LUT mapping: its own results (build/synth/wide), beside the project flow's
+    # another LUT mapping: its own results (RESULTS/wide), beside the project flow's
     flow.synthesize("dequantizer", config, log=lambda s: None, lut_map="wide")
     w = flow.stored("dequantizer", config, "wide")
     assert w["lut_map"] == "wide" and w["verilog_sha256"] != r["verilog_sha256"]

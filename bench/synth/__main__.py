@@ -41,8 +41,8 @@ def main(argv=None) -> int:
     ap.add_argument("--lut-map", choices=LUT_MAPS, default="lut4",
                     help="LUT mapping of the configurations synthesized by this run: lut4 "
                          "(default, the project's flow), lut5 or wide (LUT4-5 or LUT4-7 "
-                         "through PFU muxes, ECP5 only, kept in build/synth/<mapping> and "
-                         "shown beside the targets); the sweeps are always lut4")
+                         "through PFU muxes, ECP5 only, stored in bench/results/synth/<mapping> "
+                         "and shown beside the targets); the sweeps are always lut4")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     if args.seeds < 1:

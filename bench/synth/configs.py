@@ -127,7 +127,9 @@ NEXT_STEPS = {
                    "stage's, against the 5 % area bound, so not placed or kept. nextpnr options "
                    "(2026-11-24): `--freq 220` gives the same placements as 400; "
                    "`--placer-heap-timingweight 30` 181.2 MHz (179.2-181.3); `--router router2 "
-                   "--tmg-ripup` had not finished seed 1 after 15 min. Copies of "
+                   "--tmg-ripup` had not finished seed 1 after 15 min. Nor do wider LUTs "
+                   "help (LUT4-5 181.9 MHz, LUT4-7 188.2): these paths are routes, not LUT "
+                   "levels. Copies of "
                    "`advance` per slice of 64 flip-flops were tried and were slower (169.2 MHz "
                    "median, 159.1-174.9), so they were not kept. Next step: the skid buffer with a "
                    "registered output (its 2:1 mux in front of the last register instead of "
@@ -154,7 +156,11 @@ NEXT_STEPS = {
            "add alone would leave the tree's: both need a cut (the tree's levels over four "
            "sections, |S| as the add's carry in). Below the deepest setting the balancer "
            "now weighs finish at its measured 5 ns (was 3): int8 x int8 at 15 stages 131.8 "
-           "-> 175.1 MHz (171.6-184.7), fp8_e4m3 at 7 stages 90.3 -> 95.8 (docs/dot.md).",
+           "-> 175.1 MHz (171.6-184.7), fp8_e4m3 at 7 stages 90.3 -> 95.8 (docs/dot.md). "
+           "The wider LUT mappings (the columns beside the targets) move the dots' clock "
+           "within the seeds' spread, at 1-7 % more LUT4 (fp8_e4m3 173.0 MHz with LUT5s, "
+           "174.3 up to LUT7): their worst paths are carry chains, which no LUT mapping "
+           "shortens.",
     "dot-general": "every seed's worst path is round -> finish -> the accumulator forwarding "
                    "mux (12-16 cells, 1.9-2.1 ns logic + 4.2-4.4 ns routing; placed again "
                    "2026-11-24 after the accumulator input became the named net `step_c` for "

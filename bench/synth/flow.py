@@ -1,5 +1,7 @@
 """The synthesis flow of one configuration: yosys + nextpnr-ecp5 in context, the xc7 and
-generic reports, parsing of the tools' reports, and the result cache in ``build/synth``."""
+generic reports, parsing of the tools' reports, and the stored results (``bench/results/synth``,
+committed: the measurements docs/performance.md is made from; the tools' files in
+``build/synth``)."""
 
 from __future__ import annotations
 
@@ -21,11 +23,17 @@ from .. import perfdoc
 from .configs import SWEEP_LATENCIES
 from .ring import port_ring
 
-__all__ = ["ROOT", "OUT", "FLOW", "LUT_MAPS", "tool", "build", "synthesize", "stored",
+__all__ = ["ROOT", "OUT", "RESULTS", "FLOW", "LUT_MAPS", "tool", "build", "synthesize", "stored",
            "sweep_points", "sweep", "critical_path"]
 
 ROOT = perfdoc.ROOT
+#: The tools' files per configuration (Verilog, netlists, logs, nextpnr reports): not kept.
 OUT = ROOT / "build" / "synth"
+#: One JSON file per configuration (``<module>.json``; ``<mapping>/<module>.json`` for the
+#: other LUT mappings): the measurements themselves, committed with the report made from
+#: them, so that a clone rebuilds the report (``--report-only``) and reruns only what its
+#: changes touch, instead of hours of placement.
+RESULTS = ROOT / "bench" / "results" / "synth"
 BIN = Path(sys.executable).parent
 
 #: Part of every result's cache key: a change of method invalidates stored results.
@@ -33,9 +41,9 @@ FLOW = "ecp5 in-context port ring v1"
 
 #: How yosys maps the ECP5 logic to LUTs, in the step where ``synth_ecp5`` runs abc9 (which
 #: the YoWASP build cannot run on designs this large): ``lut4``, LUT4s only (the project's
-#: flow, ``build/synth``); ``lut5``, functions of up to 5 inputs, a 5-input one from two
+#: flow); ``lut5``, functions of up to 5 inputs, a 5-input one from two
 #: LUT4s and the slice's PFUMX; ``wide``, up to 7 inputs, through the PFUMX and L6MUX21 muxes
-#: (``build/synth/<mapping>``; ECP5 only).  synth_ecp5's abc9 step uses those muxes too; abc's
+#: (stored under ``<mapping>/``; ECP5 only).  synth_ecp5's abc9 step uses those muxes too; abc's
 #: unit-delay model here buys depth with LUT4s wherever it can, so more so the wider.
 LUT_MAPS = {"lut4": "abc -lut 4 -dress", "lut5": "abc -lut 4:5 -dress",
             "wide": "abc -lut 4:7 -dress"}
@@ -46,11 +54,11 @@ def _digest(verilog: str, lut_map: str = "lut4") -> str:
     return hashlib.sha256((flow + "\n" + verilog).encode()).hexdigest()[:16]
 
 
-def _out(lut_map: str) -> Path:
-    """Where the results of a LUT mapping (:data:`LUT_MAPS`) are kept."""
+def _dirs(lut_map: str) -> tuple[Path, Path]:
+    """Where a LUT mapping's (:data:`LUT_MAPS`) results are stored and its tools' files go."""
     if lut_map not in LUT_MAPS:
         raise ValueError(f"lut_map must be one of {', '.join(LUT_MAPS)}, not {lut_map!r}")
-    return OUT if lut_map == "lut4" else OUT / lut_map
+    return (RESULTS, OUT) if lut_map == "lut4" else (RESULTS / lut_map, OUT / lut_map)
 
 
 def tool(name: str) -> str:
@@ -88,9 +96,9 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
                seeds: int = 1, lut_map: str = "lut4") -> dict:
     """Synthesize one configuration (``ecp5_only``: skip the xc7 and generic reports).
 
-    The two parts are cached separately in ``build/synth/<module>.json`` while the Verilog is
-    unchanged: a later run without ``ecp5_only`` adds the xc7 and generic reports to a stored
-    ECP5 result instead of placing the design again.
+    The two parts are stored separately in ``bench/results/synth/<module>.json`` while the
+    Verilog is unchanged: a later run without ``ecp5_only`` adds the xc7 and generic reports
+    to a stored ECP5 result instead of placing the design again.
 
     ``seeds``: place and route with nextpnr seeds ``1..seeds``; the result's ``fmax_mhz`` is
     their median (``placements`` keeps each seed's), its critical path that of the median seed.
@@ -100,15 +108,16 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
     """
     if not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds must be a positive integer, not {seeds!r}")
-    out = _out(lut_map)
+    results, work = _dirs(lut_map)
     ecp5_only = ecp5_only or lut_map != "lut4"
     comp = build(unit, argv)
     name = comp.module_name
     verilog = to_verilog(comp)
-    d = out / name
+    d = work / name
     d.mkdir(parents=True, exist_ok=True)
+    results.mkdir(parents=True, exist_ok=True)
     digest = _digest(verilog, lut_map)
-    result_file = out / f"{name}.json"
+    result_file = results / f"{name}.json"
     res = {"module": name, "unit": unit, "args": argv, "parameters": comp.parameters,
            "latency": comp.latency, "ii": 1, "lut_map": lut_map, "verilog_sha256": digest}
     if result_file.exists():
@@ -298,7 +307,7 @@ def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6,
 def stored(unit: str, argv: list[str], lut_map: str = "lut4"):
     """The stored result of a configuration whose Verilog is unchanged, else None."""
     comp = build(unit, argv)
-    f = _out(lut_map) / f"{comp.module_name}.json"
+    f = _dirs(lut_map)[0] / f"{comp.module_name}.json"
     if not f.exists():
         return None
     res = json.loads(f.read_text())

@@ -16,7 +16,7 @@ MAPPING_NOTE = (
     "*Measured* and *met*: the flow above, LUT4s only. *LUT4-5* and *LUT4-7*: the same "
     "Verilog and placement flow with abc mapping functions of up to 5 or 7 inputs (`abc -lut "
     "4:5`, `4:7`; `python -m bench.synth --lut-map lut5|wide`, results in "
-    "`build/synth/<mapping>`), those of 5-7 inputs built from LUT4s and the slice's PFU "
+    "`bench/results/synth/<mapping>`), those of 5-7 inputs built from LUT4s and the slice's PFU "
     "multiplexers (PFUMX, L6MUX21), which the stock `synth_ecp5` (abc9) uses too: fewer LUT "
     "levels, and fewer routes between them, at more LUT4 (abc's unit-delay model buys depth "
     "with area wherever it can, the more so the wider). Their *met* checks the clock (and "
@@ -77,7 +77,7 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]],
     lines = [
         "### Synthesis (k = 32)", "",
         f"Tools: {yv.strip()}; {(nv.stdout + nv.stderr).strip().splitlines()[-1]}. "
-        "Reproduce with `make synth` (results in `build/synth/*.json`). ECP5: `synth_ecp5` "
+        "Reproduce with `make synth` (results in `bench/results/synth/*.json`). ECP5: `synth_ecp5` "
         "(LUT mapping with `abc -lut 4` in place of abc9, which the WebAssembly build cannot "
         "run on designs this large), "
         "`nextpnr-ecp5 --85k --speed 8 --out-of-context --seed N` on the unit placed in "
