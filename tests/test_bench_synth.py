@@ -127,6 +127,36 @@ def test_every_unit_has_a_depth_sweep():
     assert set(units()) <= {unit for unit, _ in SWEEPS}
 
 
+def test_curve_falls_count_only_beyond_the_seeds_spread():
+    """A sweep's curve row: a fall of Fmax counts only where a point's median is below every
+    seed of the point before it; a point with one seed has no spread.  Hand-made results."""
+    from bench.synth.report import curve_falls, curve_targets_md
+
+    def point(stages, *seeds):
+        placements = {str(i): {"fmax_mhz": f} for i, f in enumerate(seeds, 1)}
+        fmax = sorted(seeds)[(len(seeds) - 1) // 2]  # the lower median, as flow stores it
+        return {"unit": "quantizer", "args": ["--stages", str(stages)], "latency": stages,
+                "parameters": {"stages": stages},
+                "ecp5": {"fmax_mhz": fmax, "placements": placements if len(seeds) > 1 else {}}}
+
+    rising = [point(1, 30.0), point(3, 80.0, 79.0, 82.0), point(5, 80.5)]
+    assert curve_falls(rising) == []
+    # 12 -> 13: 195.0 lies inside 12's seeds (194.0-206.0): noise; 13 -> 15 below all of 13's
+    # seeds (195.0, 196.0, 199.0): a fall; 15 -> 16: after one seed any fall counts; the
+    # points are taken in order of stages, whatever order they come in
+    rows = [point(13, 199.0, 195.0, 196.0), point(12, 200.0, 194.0, 206.0),
+            point(16, 190.9), point(15, 191.0)]
+    assert curve_falls(rows) == [
+        "13 -> 15 stages: 196.0 -> 191.0 MHz (13: 195.0-199.0)",
+        "15 -> 16 stages: 191.0 -> 190.9 MHz (15: one seed)"]
+    table = curve_targets_md({"quantizer a": rising, "quantizer b": rows})
+    assert "| quantizer a: Fmax rises with every added stage | within the seeds' spread | " \
+           "rises at every point | yes |" in table
+    assert "| quantizer b: Fmax rises with every added stage | within the seeds' spread | " \
+           "13 -> 15 stages: 196.0 -> 191.0 MHz (13: 195.0-199.0); 15 -> 16 stages: 191.0 " \
+           "-> 190.9 MHz (15: one seed) | **no** |" in table
+
+
 def test_critical_path_names_anonymous_cells_by_their_nets():
     """nextpnr's report names a cell yosys left anonymous (``$<n>``) only by that number;
     the summary names such an end by the net it drives or is driven by (the report rows
