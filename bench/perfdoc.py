@@ -1,8 +1,8 @@
 """docs/performance.md is assembled from sections that different commands regenerate.
 
 ``make bench`` rewrites the header and its measurement sections, ``make synth`` the synthesis
-section; each keeps the others. A section lives between ``<!-- begin NAME -->`` and
-``<!-- end NAME -->`` markers.
+section and the depth sweep's (that one only when it runs the sweeps); each keeps the others.
+A section lives between ``<!-- begin NAME -->`` and ``<!-- end NAME -->`` markers.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
-ORDER = ("header", "golden", "sim", "synth")
+ORDER = ("header", "golden", "sim", "synth", "sweep")
 
 
 def _sections(text: str) -> dict[str, str]:

@@ -177,3 +177,21 @@ def test_critical_path_names_anonymous_cells_by_their_nets():
     assert critical_path(rep) == {"from": "dut.amax1_l32_8_b[8] (net)", "to": "dut.q_amax1",
                                   "logic_ns": 1.0, "routing_ns": 3.5, "cells": 1}
     assert critical_path({}) == {}
+
+
+def test_report_sections_keep_each_other(tmp_path, monkeypatch):
+    """docs/performance.md is assembled from sections: a run that rewrites the synthesis
+    section without the sweeps (``--no-sweep``, ``--only``) keeps the sweep section, and the
+    order of the sections is fixed whichever is written."""
+    from bench import perfdoc
+
+    doc = tmp_path / "performance.md"
+    monkeypatch.setattr(perfdoc, "DOC", doc)
+    perfdoc.update(sweep="old sweep", header="head")
+    perfdoc.update(synth="new table")
+    text = doc.read_text()
+    assert text == ("<!-- begin header -->\nhead\n<!-- end header -->\n\n"
+                    "<!-- begin synth -->\nnew table\n<!-- end synth -->\n\n"
+                    "<!-- begin sweep -->\nold sweep\n<!-- end sweep -->\n")
+    perfdoc.update(synth="newer", sweep="new sweep")
+    assert "old sweep" not in doc.read_text() and "new table" not in doc.read_text()

@@ -12,7 +12,7 @@ from hw.cli import units
 from .. import perfdoc
 from .configs import CONFIGS, SWEEPS, describe
 from .flow import LUT_MAPS, ROOT, stored, sweep, synthesize
-from .report import markdown, plot
+from .report import markdown, plot, sweep_markdown
 
 
 def main(argv=None) -> int:
@@ -27,7 +27,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", default=[],
                     help="run only configurations whose unit/args contain this text (may be "
                          "repeated); the table keeps the stored results of the others")
-    ap.add_argument("--no-sweep", action="store_true", help="skip the pipeline-depth sweeps")
+    ap.add_argument("--no-sweep", action="store_true",
+                    help="skip the pipeline-depth sweeps (the document keeps its sweep section)")
     ap.add_argument("--sweep-points", type=int, default=6,
                     help="stage counts per sweep, spread over the unit's range (default 6)")
     ap.add_argument("--ecp5-only", action="store_true",
@@ -70,11 +71,12 @@ def main(argv=None) -> int:
         if sweeps:
             plot(sweeps, ROOT / "docs" / "stages_sweep.png")
     not_run = len(configs) - len(results)
-    text = markdown(results, sweeps, mapped)
+    text = markdown(results, mapped)
     if not_run:
         text += (f"\n{not_run} configuration(s) of the list have no current result yet "
                  "(run `make synth`).\n")
-    perfdoc.update(synth=text)
+    # without sweeps (--no-sweep, --only) the document keeps its sweep section as it is
+    perfdoc.update(synth=text, **({"sweep": sweep_markdown(sweeps)} if sweeps else {}))
     print(f"updated {perfdoc.DOC.relative_to(ROOT)}")
     failed = [r["module"] for r in ran if "error" in r]
     if failed:

