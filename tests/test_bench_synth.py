@@ -99,8 +99,9 @@ def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
     assert r is not None and r["args"] == config
     assert flow.stored("dequantizer", config, "wide") is None
     row = [line for line in report.targets_md([r]) if line.startswith("| dequantizer ")]
+    # no other mapping placed at all: no columns for them
     assert row == ["| dequantizer --format fp8_e4m3 --block-size 4 | >= 200 MHz | 123.4 MHz, "
-                   "10 LUT4 | **no** | not placed |  | not placed |  |"]
+                   "10 LUT4 | **no** |"]
     # another LUT mapping: its own results (RESULTS/wide), beside the project flow's
     flow.synthesize("dequantizer", config, log=lambda s: None, lut_map="wide")
     w = flow.stored("dequantizer", config, "wide")
@@ -108,10 +109,18 @@ def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
     assert "xc7" not in w  # ECP5 only
     assert (tmp_path / "wide" / f"{w['module']}.json").exists()
     assert flow.stored("dequantizer", config) == r  # the project flow's result untouched
-    row = [line for line in report.targets_md([r], {"wide": [w]})
-           if line.startswith("| dequantizer ")]
+    table = report.targets_md([r], {"wide": [w]})
+    assert table[0] == "| target (default depth) | required | measured | met | LUT4-7: " \
+                       "measured | met |"
+    row = [line for line in table if line.startswith("| dequantizer ")]
     assert row == ["| dequantizer --format fp8_e4m3 --block-size 4 | >= 200 MHz | 123.4 MHz, "
-                   "10 LUT4 | **no** | not placed |  | 201.0 MHz, 12 LUT4 | yes |"]
+                   "10 LUT4 | **no** | 201.0 MHz, 12 LUT4 | yes |"]
+    # a target with no result of its own, beside a mapping that has results elsewhere
+    monkeypatch.setattr(report, "TARGETS", [*report.TARGETS,
+                                            ("dequantizer", ["--format", "int8"], 200, None)])
+    row = [line for line in report.targets_md([r], {"wide": [w]}) if "int8" in line]
+    assert row == ["| dequantizer --format int8 | >= 200 MHz | no result yet | | not placed "
+                   "|  |"]
     with pytest.raises(ValueError, match="lut_map must be one of lut4, lut5, wide, not 'lut6'"):
         flow.synthesize("dequantizer", config, lut_map="lut6")
     assert describe("dot", ["--format-a", "int8", "--block-size", "32", "--format-b", "int8"]) \

@@ -204,10 +204,12 @@ def targets_md(results: list[dict], mapped: dict[str, list[dict]] | None = None)
         return (e["fmax_mhz"] or 0) >= fmax and (luts is None or e["LUT4"] <= luts)
 
     lut4 = by_args(results)
-    others = {name: by_args((mapped or {}).get(name, [])) for name in MAPPING_COLUMNS}
-    lines = ["| target (default depth) | required | measured | met | "
-             + " | ".join(f"{title}: measured | met" for title in MAPPING_COLUMNS.values())
-             + " |", "|---|---|---|---|" + "---|---|" * len(MAPPING_COLUMNS)]
+    # a mapping with no result at all gets no columns (not a column of "not placed")
+    others = {name: rows for name in MAPPING_COLUMNS
+              if (rows := by_args((mapped or {}).get(name, [])))}
+    lines = ["| target (default depth) | required | measured | met |"
+             + "".join(f" {MAPPING_COLUMNS[name]}: measured | met |" for name in others),
+             "|---|---|---|---|" + "---|---|" * len(others)]
     missed = set()
     for unit, args, fmax, luts in TARGETS:
         key = (unit, " ".join(args))
@@ -219,18 +221,18 @@ def targets_md(results: list[dict], mapped: dict[str, list[dict]] | None = None)
             cells.append("not placed | " if w is None else
                          f"{fmax_text(w['ecp5'])} MHz, {w['ecp5']['LUT4']:,} LUT4 | "
                          f"{'yes' if met(w['ecp5'], fmax, luts) else '**no**'}")
-        beside = " | ".join(cells)
+        beside = "".join(f" {c} |" for c in cells)
         r = lut4.get(key)
         if r is None:
-            lines.append(f"| {label} | {need} | no result yet | | {beside} |")
+            lines.append(f"| {label} | {need} | no result yet | |{beside}")
             continue
         e = r["ecp5"]
         ok = met(e, fmax, luts)
         if not ok:
             missed.add(unit)
         lines.append(f"| {label} | {need} | {fmax_text(e)} MHz, {e['LUT4']:,} LUT4 | "
-                     f"{'yes' if ok else '**no**'} | {beside} |")
-    lines += ["", MAPPING_NOTE, ""]
+                     f"{'yes' if ok else '**no**'} |{beside}")
+    lines += ["", MAPPING_NOTE, ""] if others else [""]
     for unit in sorted(missed):
         if unit in NEXT_STEPS:
             lines += [f"Missed: {NEXT_STEPS[unit]}", ""]
