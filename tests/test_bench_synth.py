@@ -204,3 +204,40 @@ def test_report_sections_keep_each_other(tmp_path, monkeypatch):
                     "<!-- begin sweep -->\nold sweep\n<!-- end sweep -->\n")
     perfdoc.update(synth="newer", sweep="new sweep")
     assert "old sweep" not in doc.read_text() and "new table" not in doc.read_text()
+
+
+def test_sweep_tables_show_the_anchor_at_its_latency():
+    """Each sweep has its own table; an anchor doing the same job is a row of it, compared
+    with this project's point at its latency (a combinational anchor: at the smallest
+    latency).  Hand-made results; the anchors are the real ones."""
+    from bench.synth.configs import ANCHOR_POINTS, K
+    from bench.synth.report import sweep_markdown
+
+    def point(unit, args, stages, fmax):
+        return {"unit": unit, "args": [*args, "--stages", str(stages)], "latency": stages,
+                "parameters": {"stages": stages},
+                "ecp5": {"LUT4": 1000 + stages, "FF": 10 * stages, "fmax_mhz": fmax}}
+
+    q = ["--format", "fp8_e4m3", "--input", "bf16", *K]
+    d = ["--format", "fp8_e4m3", *K]
+    deq = ["--format", "fp8_e4m3", *K]
+    text = sweep_markdown({
+        "q": [point("quantizer", q, 5, 129.0), point("quantizer", q, 1, 30.0)],
+        "d": [point("dot", d, 3, 48.2), point("dot", d, 1, 19.2)],
+        "deq": [point("dequantizer", deq, 6, 190.0)],
+    })
+    quantizer = next(a for a in ANCHOR_POINTS if a.unit == "quantizer" and a.latency)
+    assert (quantizer.latency, quantizer.fmax, quantizer.lut4) == (5, 86, 4640)
+    tables = text.split("##### ")[1:]
+    assert [t.splitlines()[0] for t in tables] == ["q", "d", "deq"]
+    q_rows = [line for line in tables[0].splitlines() if line.startswith("| ")][1:]
+    assert q_rows == ["| 1 | 1 | 1,001 | 10 | 30.0 |", "| 5 | 5 | 1,005 | 50 | 129.0 |",
+                      "| anchor | 5 | 4,640 | 3,074 | 86: bf16 -> MXFP8 E4M3; here at latency "
+                      "5: 129.0 MHz, 1.50x |"]
+    d_rows = [line for line in tables[1].splitlines() if line.startswith("| anchor")]
+    assert d_rows == [
+        "| anchor | 0 | 13.9k |  | 38: E4M3 x E4M3 dot product (fixed-point sum, no scales, "
+        "no fp32 rounding) with DSPs, 32 MULT18X18D; here at latency 1: 19.2 MHz, 0.51x |",
+        "| anchor | 0 | 12.4k |  | 48: the same without DSPs; here at latency 1: 19.2 MHz, "
+        "0.40x |"]
+    assert "anchor" not in tables[2].split("| curve target")[0]

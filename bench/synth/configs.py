@@ -3,10 +3,12 @@ targets and the anchor design they are compared with (ECP5 speed 8, k = 32)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import golden
 
-__all__ = ["K", "describe", "FORMATS", "CONFIGS", "SWEEPS", "ANCHORS", "TARGETS", "CURVE_TARGETS",
-           "NEXT_STEPS", "SWEEP_LATENCIES"]
+__all__ = ["K", "describe", "FORMATS", "CONFIGS", "SWEEPS", "Anchor", "ANCHOR_POINTS", "ANCHORS",
+           "TARGETS", "CURVE_TARGETS", "NEXT_STEPS", "SWEEP_LATENCIES"]
 
 K = ["--block-size", "32"]
 
@@ -47,14 +49,67 @@ SWEEPS = (
     ("dot-general", ["--format", "fp8_e4m3", *K]),
 )
 
-#: Targets from the project's issue, checked in the table (ECP5 speed 8, k = 32).
-ANCHORS = """\
-Anchor (same flow, measured on the open MX-for-FPGA library of Samson et al., FPL 2024, at its
-most pipelined setting, k = 32): bf16 -> MXFP8 E4M3 4,640 LUT4 / 3,074 FF at 86 MHz, 5 cycles;
-bf16 -> MXFP4 2,651 LUT4 at 117 MHz; bf16 -> MXINT8 3,374 LUT4 at 114 MHz; its E4M3 x E4M3 dot
-product (combinational, fixed-point sum, no scales, no fp32 rounding) 13.9k LUT4 + 32 MULT18X18D
-at 38 MHz, 12.4k LUT4 at 48 MHz without DSPs.
-"""
+@dataclass(frozen=True)
+class Anchor:
+    """A design of the open MX-for-FPGA library (Samson et al., FPL 2024) at its most pipelined
+    setting, k = 32, measured with this project's flow: the point the sweeps are compared with.
+
+    Members
+    -------
+    unit, args : str, tuple of str
+        The configuration of this project that does the same job (the sweep it is shown in).
+    what : str
+        The anchor design, in its own terms.
+    latency : int or None
+        Its latency in cycles (0: combinational, between the port ring's flip-flops); None
+        where not recorded (it is then named in the prose only).
+    fmax : float
+        MHz.
+    lut4 : int
+        ECP5 LUT4; a multiple of 100 where only thousands with one decimal were recorded
+        (``approx``).
+    ff, mult : int or None, int
+        Flip-flops (None: not recorded) and MULT18X18D blocks.
+    """
+
+    unit: str
+    args: tuple[str, ...]
+    what: str
+    latency: int | None
+    fmax: float
+    lut4: int
+    ff: int | None = None
+    mult: int = 0
+    approx: bool = False
+
+    def luts_text(self) -> str:
+        return f"{self.lut4 / 1000:.1f}k" if self.approx else f"{self.lut4:,}"
+
+    def text(self) -> str:
+        """The anchor as the prose names it: area, clock and latency."""
+        area = (f"{self.luts_text()} LUT4" + (f" / {self.ff:,} FF" if self.ff else "")
+                + (f" + {self.mult} MULT18X18D" if self.mult else ""))
+        when = ("" if self.latency is None
+                else ", combinational" if self.latency == 0 else f", {self.latency} cycles")
+        return f"{self.what}: {area} at {self.fmax:g} MHz{when}"
+
+
+_BF16 = ("--input", "bf16", *K)
+#: The anchor designs, each beside the configuration of this project that does its job.
+ANCHOR_POINTS = (
+    Anchor("quantizer", ("--format", "fp8_e4m3", *_BF16), "bf16 -> MXFP8 E4M3", 5, 86, 4640,
+           ff=3074),
+    Anchor("quantizer", ("--format", "fp4_e2m1", *_BF16), "bf16 -> MXFP4", None, 117, 2651),
+    Anchor("quantizer", ("--format", "int8", *_BF16), "bf16 -> MXINT8", None, 114, 3374),
+    Anchor("dot", ("--format", "fp8_e4m3", *K), "E4M3 x E4M3 dot product (fixed-point sum, no "
+           "scales, no fp32 rounding) with DSPs", 0, 38, 13900, mult=32, approx=True),
+    Anchor("dot", ("--format", "fp8_e4m3", *K), "the same without DSPs", 0, 48, 12400,
+           approx=True),
+)
+#: The anchors as the synthesis section states them.
+ANCHORS = ("Anchor (same flow, measured on the open MX-for-FPGA library of Samson et al., FPL "
+           "2024, at its most pipelined setting, k = 32): "
+           + "; ".join(a.text() for a in ANCHOR_POINTS) + ".")
 
 
 #: The targets at the default depth (issue 13; ECP5 speed 8, k = 32): (unit, args, Fmax MHz,

@@ -7,7 +7,7 @@ import subprocess
 from itertools import pairwise
 from pathlib import Path
 
-from .configs import ANCHORS, CURVE_TARGETS, NEXT_STEPS, TARGETS, describe
+from .configs import ANCHOR_POINTS, ANCHORS, CURVE_TARGETS, NEXT_STEPS, TARGETS, describe
 from .flow import tool
 
 __all__ = ["markdown", "sweep_markdown", "targets_md", "curve_targets_md", "curve_falls",
@@ -112,36 +112,53 @@ def markdown(results: list[dict], mapped: dict[str, list[dict]] | None = None) -
 
 
 def sweep_markdown(sweeps: dict[str, list[dict]]) -> str:
-    """The pipeline-depth sweep section: every point of every sweep (label -> results) and
-    the curve targets."""
+    """The pipeline-depth sweep section: a table per sweep (label -> results) with every point
+    and, where one does the same job, the anchor at its latency (:data:`ANCHOR_POINTS`);
+    then the curve targets."""
     lines = ["#### Pipeline-depth sweep", "", "![Fmax and LUT4 against stages]"
              "(stages_sweep.png)", "",
              "Every point is placed with its ports registered, so low depths show the "
-             "clock rate a host design would get, not just the unit's internal paths.",
-             "",
-             "| configuration | stages | latency | LUT4 | FF | "
-             "Fmax MHz |", "|---|---:|---:|---:|---:|---:|"]
+             "clock rate a host design would get, not just the unit's internal paths. "
+             "*Anchor*: the MX-for-FPGA design doing the same job, at its latency, and this "
+             "project's point at that latency (at the smallest above it for a combinational "
+             "anchor, whose ports the ring registers as it does ours) against it.", ""]
     for label, rows in sweeps.items():
-        for r in rows:
-            if "ecp5" in r:
-                lines.append(f"| {label} | {r['parameters'].get('stages', '')} | "
-                             f"{r['latency']} | {_v(r['ecp5']['LUT4'])} | "
-                             f"{_v(r['ecp5']['FF'])} | {fmax_text(r['ecp5'])} |")
-    lines += ["", *curve_targets_md(sweeps)]
+        rows = sorted((r for r in rows if "ecp5" in r), key=lambda r: r["latency"])
+        lines += [f"##### {label}", "", "| stages | latency | LUT4 | FF | Fmax MHz |",
+                  "|---:|---:|---:|---:|---|"]
+        lines += [f"| {r['parameters'].get('stages', '')} | {r['latency']} | "
+                  f"{_v(r['ecp5']['LUT4'])} | {_v(r['ecp5']['FF'])} | {fmax_text(r['ecp5'])} |"
+                  for r in rows]
+        for anchor in ANCHOR_POINTS:
+            if anchor.latency is None or not rows or (anchor.unit, " ".join(anchor.args)) != (
+                    rows[0]["unit"], _base_args(rows[0])):
+                continue
+            ours = next((r for r in rows if r["latency"] >= max(anchor.latency, 1)), None)
+            beside = ("" if ours is None else
+                      f"; here at latency {ours['latency']}: {ours['ecp5']['fmax_mhz']} MHz, "
+                      f"{ours['ecp5']['fmax_mhz'] / anchor.fmax:.2f}x")
+            lines.append(f"| anchor | {anchor.latency} | {anchor.luts_text()} | "
+                         f"{_v(anchor.ff)} | {anchor.fmax:g}: {anchor.what}"
+                         + (f", {anchor.mult} MULT18X18D" if anchor.mult else "")
+                         + f"{beside} |")
+        lines.append("")
+    lines += curve_targets_md(sweeps)
     return "\n".join(lines) + "\n"
+
+
+def _base_args(r: dict) -> str:
+    """A sweep point's arguments without its ``--stages``, as one string."""
+    a = list(r["args"])
+    if "--stages" in a:
+        del a[a.index("--stages"):a.index("--stages") + 2]
+    return " ".join(a)
 
 
 def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
     """:data:`CURVE_TARGETS` against the sweep points at their latency, and for every sweep
     whether its Fmax rises with each added stage within the seeds' spread
     (:func:`curve_falls`)."""
-    def base_args(r):  # the sweep point's arguments without its --stages
-        a = list(r["args"])
-        if "--stages" in a:
-            del a[a.index("--stages"):a.index("--stages") + 2]
-        return " ".join(a)
-
-    points = {(r["unit"], base_args(r), r["latency"]): r
+    points = {(r["unit"], _base_args(r), r["latency"]): r
               for rows in sweeps.values() for r in rows if "ecp5" in r}
     lines = ["| curve target | required | measured | met |", "|---|---|---|---|"]
     for unit, args, latency, fmax in CURVE_TARGETS:
