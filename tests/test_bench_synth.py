@@ -238,6 +238,16 @@ def test_sweep_tables_show_the_anchor_at_its_latency():
     assert d_rows == [
         "| anchor | 0 | 13.9k |  | 38: E4M3 x E4M3 dot product (fixed-point sum, no scales, "
         "no fp32 rounding) with DSPs, 32 MULT18X18D; here at latency 1: 19.2 MHz, 0.51x |",
-        "| anchor | 0 | 12.4k |  | 48: the same without DSPs; here at latency 1: 19.2 MHz, "
-        "0.40x |"]
+        "| anchor | 0 | 12.4k |  | 48: E4M3 x E4M3 dot product without DSPs; here at latency "
+        "1: 19.2 MHz, 0.40x |"]
     assert "anchor" not in tables[2].split("| curve target")[0]
+    # the curve table: faster than each anchor at its latency (strictly)
+    rows = [line for line in text.splitlines() if "faster than the anchor" in line]
+    assert rows == [
+        "| q: faster than the anchor at its latency (5) | > 86 MHz (bf16 -> MXFP8 E4M3) | "
+        "129.0 MHz at latency 5 | yes |",
+        "| d: faster than the anchor at its latency (0) | > 38 MHz (E4M3 x E4M3 dot product "
+        "(fixed-point sum, no scales, no fp32 rounding) with DSPs) | 19.2 MHz at latency 1 | "
+        "**no** |",
+        "| d: faster than the anchor at its latency (0) | > 48 MHz (E4M3 x E4M3 dot product "
+        "without DSPs) | 19.2 MHz at latency 1 | **no** |"]

@@ -103,8 +103,8 @@ ANCHOR_POINTS = (
     Anchor("quantizer", ("--format", "int8", *_BF16), "bf16 -> MXINT8", None, 114, 3374),
     Anchor("dot", ("--format", "fp8_e4m3", *K), "E4M3 x E4M3 dot product (fixed-point sum, no "
            "scales, no fp32 rounding) with DSPs", 0, 38, 13900, mult=32, approx=True),
-    Anchor("dot", ("--format", "fp8_e4m3", *K), "the same without DSPs", 0, 48, 12400,
-           approx=True),
+    Anchor("dot", ("--format", "fp8_e4m3", *K), "E4M3 x E4M3 dot product without DSPs", 0, 48,
+           12400, approx=True),
 )
 #: The anchors as the synthesis section states them.
 ANCHORS = ("Anchor (same flow, measured on the open MX-for-FPGA library of Samson et al., FPL "

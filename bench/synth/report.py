@@ -129,11 +129,8 @@ def sweep_markdown(sweeps: dict[str, list[dict]]) -> str:
         lines += [f"| {r['parameters'].get('stages', '')} | {r['latency']} | "
                   f"{_v(r['ecp5']['LUT4'])} | {_v(r['ecp5']['FF'])} | {fmax_text(r['ecp5'])} |"
                   for r in rows]
-        for anchor in ANCHOR_POINTS:
-            if anchor.latency is None or not rows or (anchor.unit, " ".join(anchor.args)) != (
-                    rows[0]["unit"], _base_args(rows[0])):
-                continue
-            ours = next((r for r in rows if r["latency"] >= max(anchor.latency, 1)), None)
+        for anchor in _anchors_of(rows):
+            ours = _at_latency(rows, anchor)
             beside = ("" if ours is None else
                       f"; here at latency {ours['latency']}: {ours['ecp5']['fmax_mhz']} MHz, "
                       f"{ours['ecp5']['fmax_mhz'] / anchor.fmax:.2f}x")
@@ -146,6 +143,23 @@ def sweep_markdown(sweeps: dict[str, list[dict]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _anchors_of(rows: list[dict]) -> list:
+    """The anchors (:data:`ANCHOR_POINTS`, those with a latency) doing the job of a sweep's
+    configuration."""
+    if not rows:
+        return []
+    job = (rows[0]["unit"], _base_args(rows[0]))
+    return [a for a in ANCHOR_POINTS
+            if a.latency is not None and (a.unit, " ".join(a.args)) == job]
+
+
+def _at_latency(rows: list[dict], anchor) -> dict | None:
+    """A sweep's point compared with ``anchor``: at its latency, or for a combinational
+    anchor (latency 0) at the smallest latency placed (the port ring registers both)."""
+    rows = sorted((r for r in rows if "ecp5" in r), key=lambda r: r["latency"])
+    return next((r for r in rows if r["latency"] >= max(anchor.latency, 1)), None)
+
+
 def _base_args(r: dict) -> str:
     """A sweep point's arguments without its ``--stages``, as one string."""
     a = list(r["args"])
@@ -155,8 +169,9 @@ def _base_args(r: dict) -> str:
 
 
 def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
-    """:data:`CURVE_TARGETS` against the sweep points at their latency, and for every sweep
-    whether its Fmax rises with each added stage within the seeds' spread
+    """:data:`CURVE_TARGETS` against the sweep points at their latency; for every anchor doing
+    a sweep's job (:data:`ANCHOR_POINTS`), whether the sweep is faster at its latency; for
+    every sweep, whether its Fmax rises with each added stage within the seeds' spread
     (:func:`curve_falls`)."""
     points = {(r["unit"], _base_args(r), r["latency"]): r
               for rows in sweeps.values() for r in rows if "ecp5" in r}
@@ -170,6 +185,17 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
         got = r["ecp5"]["fmax_mhz"] or 0
         lines.append(f"| {label} | >= {fmax} MHz | {fmax_text(r['ecp5'])} MHz | "
                      f"{'yes' if got >= fmax else '**no**'} |")
+    for label, rows in sweeps.items():
+        for anchor in _anchors_of(rows):
+            ours = _at_latency(rows, anchor)
+            need = f"> {anchor.fmax:g} MHz ({anchor.what})"
+            row = f"| {label}: faster than the anchor at its latency ({anchor.latency}) | {need} |"
+            if ours is None:
+                lines.append(f"{row} not in the sweep | |")
+                continue
+            got = ours["ecp5"]["fmax_mhz"] or 0
+            lines.append(f"{row} {fmax_text(ours['ecp5'])} MHz at latency {ours['latency']} | "
+                         f"{'yes' if got > anchor.fmax else '**no**'} |")
     for label, rows in sweeps.items():
         falls = curve_falls(rows)
         lines.append(f"| {label}: Fmax rises with every added stage | within the seeds' "
