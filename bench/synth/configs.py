@@ -166,7 +166,14 @@ NEXT_STEPS = {
                  "step: section estimates per input format (norm about 5 ns for fp32): by the "
                  "estimates that registers decode at 8-9 stages, splitting that path, and "
                  "moves the first register after norm at 4-5 stages, where it then puts the "
-                 "tree's first two levels in one stage, so it needs placing to know the gain.",
+                 "tree's first two levels in one stage, so it needs placing to know the gain. "
+                 "The sweep's curve row counts bf16's fall from 12 to 15 stages: the "
+                 "registers beyond the default depth shorten no path by the estimates, and "
+                 "inside they cost about 460 flip-flops each (6,797 -> 8,176 over three); "
+                 "after the output, as a plain delay of the 264 output bits, they would keep "
+                 "the default depth's paths. Not built: the pipeline holds one register per "
+                 "boundary, which the sidecar's registered_boundaries and the formal depth "
+                 "proofs rely on.",
     "dequantizer": "at the default depth (6, every boundary registered, registered stall) "
                    "the worst path depends on the nextpnr seed: the decode stage's enable "
                    "register through a LUT to flip-flop resets (seeds 1 and 2: 1 cell, 0.9 ns "
