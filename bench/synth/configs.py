@@ -219,10 +219,10 @@ NEXT_STEPS = {
            "sections, |S| as the add's carry in). Below the deepest setting the balancer "
            "now weighs finish at its measured 5 ns (was 3): int8 x int8 at 15 stages 131.8 "
            "-> 175.1 MHz (171.6-184.7), fp8_e4m3 at 7 stages 90.3 -> 95.8 (docs/dot.md). "
-           "The wider LUT mappings (the columns beside the targets) move the dots' clock "
-           "within the seeds' spread, at 1-7 % more LUT4 (fp8_e4m3 173.0 MHz with LUT5s, "
-           "174.3 up to LUT7): their worst paths are carry chains, which no LUT mapping "
-           "shortens.",
+           "Placed with the wider LUT mappings (`--lut-map lut5`, `wide`; 2026-11-24) the dots' "
+           "clock moved within the seeds' spread, at 1-7 % more LUT4 (fp8_e4m3 173.0 MHz "
+           "with LUT5s, 174.3 up to LUT7): their worst paths are carry chains, which no LUT "
+           "mapping shortens.",
     "dot-general": "every seed's worst path is round -> finish -> the accumulator forwarding "
                    "mux (12-16 cells, 1.9-2.1 ns logic + 4.2-4.4 ns routing; placed again "
                    "2026-11-24 after the accumulator input became the named net `step_c` for "
