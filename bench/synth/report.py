@@ -175,27 +175,26 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
     (:func:`curve_falls`)."""
     points = {(r["unit"], _base_args(r), r["latency"]): r
               for rows in sweeps.values() for r in rows if "ecp5" in r}
+    def clock_row(label, need, r, met, where=""):  # a sweep point r (or None) against `need`
+        if r is None:
+            return f"| {label} | {need} | not in the sweep | |"
+        ok = met(r["ecp5"]["fmax_mhz"] or 0)
+        return (f"| {label} | {need} | {fmax_text(r['ecp5'])} MHz{where} | "
+                f"{'yes' if ok else '**no**'} |")
+
     lines = ["| curve target | required | measured | met |", "|---|---|---|---|"]
     for unit, args, latency, fmax in CURVE_TARGETS:
-        label = f"{describe(unit, args)}, latency {latency}"
-        r = points.get((unit, " ".join(args), latency))
-        if r is None:
-            lines.append(f"| {label} | >= {fmax} MHz | not in the sweep | |")
-            continue
-        got = r["ecp5"]["fmax_mhz"] or 0
-        lines.append(f"| {label} | >= {fmax} MHz | {fmax_text(r['ecp5'])} MHz | "
-                     f"{'yes' if got >= fmax else '**no**'} |")
+        lines.append(clock_row(f"{describe(unit, args)}, latency {latency}", f">= {fmax} MHz",
+                               points.get((unit, " ".join(args), latency)),
+                               lambda got, fmax=fmax: got >= fmax))
     for label, rows in sweeps.items():
         for anchor in _anchors_of(rows):
             ours = _at_latency(rows, anchor)
-            need = f"> {anchor.fmax:g} MHz ({anchor.what})"
-            row = f"| {label}: faster than the anchor at its latency ({anchor.latency}) | {need} |"
-            if ours is None:
-                lines.append(f"{row} not in the sweep | |")
-                continue
-            got = ours["ecp5"]["fmax_mhz"] or 0
-            lines.append(f"{row} {fmax_text(ours['ecp5'])} MHz at latency {ours['latency']} | "
-                         f"{'yes' if got > anchor.fmax else '**no**'} |")
+            lines.append(clock_row(
+                f"{label}: faster than the anchor at its latency ({anchor.latency})",
+                f"> {anchor.fmax:g} MHz ({anchor.what})", ours,
+                lambda got, anchor=anchor: got > anchor.fmax,
+                "" if ours is None else f" at latency {ours['latency']}"))
     for label, rows in sweeps.items():
         falls = curve_falls(rows)
         lines.append(f"| {label}: Fmax rises with every added stage | within the seeds' "
