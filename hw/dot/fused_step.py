@@ -12,7 +12,13 @@ from amaranth.utils import bits_for
 
 from golden.formats import FP32, SCALE_NAN
 
-from ..arith import leading_zeros, partial_product_sum, shift_right_sticky, wire
+from ..arith import (
+    leading_zeros,
+    less_than_const,
+    partial_product_sum,
+    shift_right_sticky,
+    wire,
+)
 from ..elements import decode_element
 from ..pipeline import Pipeline
 from ..rounding import RNE, round_increment
@@ -354,13 +360,17 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     }, "shift_lo")
 
     # 14. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
+    #     Overflow beside it, from e0 alone: a normal result's field is e0 + 1 plus the carry,
+    #     so without the carry it is all ones or more exactly when e0 >= 0xFE; with it, e0 is
+    #     at most 0xFD and the code at most the largest finite plus one ulp, Inf's code itself.
     up = round_increment(m, s.guard, s.sticky, s.sig[0], RNE, name="round_up")
     code = wire(m, Cat(Const(0, 23), s.e0) + s.sig + up, "rounded")
-    s = cross({**specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero, "code": code},
-              "round")
+    overflow = ~less_than_const(m, s.e0, 0xFE, "round_overflow")
+    s = cross({**specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero, "code": code,
+               "overflow": overflow}, "round")
 
     # 15. finish: overflow to Inf, then the special cases in order.
-    code = Mux(s.code[23:] >= 0xFF, FP32.inf_bits, s.code[:31])[:31]
+    code = Mux(s.overflow, FP32.inf_bits, s.code[:31])[:31]
     c_in = s.c
     result = Signal(32)
     with m.If(s.nan):
