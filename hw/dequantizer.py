@@ -30,14 +30,17 @@ OUTPUTS = ("fp32", "bf16", "fp16")
 #: element's binade (tables, no carry chain); position: top - emin_out in both signs (two
 #: short adders side by side) and a select on its sign; align: the shift and its sticky OR;
 #: round: the increment and the code, and beside them the overflow test of the binade;
-#: output: the Inf, zero and NaN selects on registered flags.  Measured
-#: (docs/performance.md): at 3 stages the worst path ran from the exponent through the
-#: shift into the sticky bit (3.4 ns logic + 6.2 ns routing, 103.8 MHz); at 6, with the
-#: registered stall, it is the ``advance`` register's route to the decode stage's load
-#: enables (192.8 MHz).
+#: output: the Inf, zero and NaN selects on registered flags, which synthesis folds into the
+#: output flip-flops' set/reset and at most a LUT level (0.5: round and output fit one stage,
+#: measured below).  Measured (docs/performance.md): at 3 stages the worst path ran from the
+#: exponent through the shift into the sticky bit (3.4 ns logic + 6.2 ns routing, 103.8
+#: MHz); at 6, with the registered stall, from the input register through decode or from a
+#: stage enable to flip-flop resets (193.9 MHz, 177.1-194.1); at 5, round and output in one
+#: stage, the same paths and none in that stage (201.8 MHz, 186.2-206.8, 2026-11-25; it was
+#: 2.5 while output compared the rounded code: round + output then measured 164.9).
 DEQUANTIZER_SECTIONS = {"input": 2.0, "decode": 4.0, "position": 3.0, "align": 3.5,
-                        "round": 3.5, "output": 2.5}
-#: The default depth, :func:`hw.pipeline.default_stages`: 6, every boundary registered.
+                        "round": 3.5, "output": 0.5}
+#: The default depth, :func:`hw.pipeline.default_stages`: 5, round and output in one stage.
 DEFAULT_STAGES = default_stages(DEQUANTIZER_SECTIONS.values())
 
 
@@ -54,12 +57,13 @@ class MXDequantizer(wiring.Component):
         fp32 is exact (overflow to +-Inf only from codes no fp32 quantizer writes); bf16 and
         fp16 round to nearest even, with IEEE subnormals and overflow to +-Inf.
     stages : int
-        Pipeline registers, 1..6 (default 6: every boundary), placed by
+        Pipeline registers, 1..6 (default 5: every boundary but round's), placed by
         :func:`hw.pipeline.place_registers` on :data:`DEQUANTIZER_SECTIONS` (3: ``decode``,
         ``align``, ``output``; 2: ``position``, ``output``).  Sections: input (the block's
         exponent offset), decode (fields, normalized significand, the element's binade),
         position (the shift amount and binade on the output grid), align (the shift,
-        subnormal results included), round (increment and code), output (overflow, specials).
+        subnormal results included), round (increment and code; overflow beside them), output
+        (Inf, zero and NaN).
 
     Members
     -------
@@ -75,7 +79,8 @@ class MXDequantizer(wiring.Component):
     the block the pipeline moves on in the first cycle of a stall.  With the enable one gate
     from ``o.ready``, that gate's route to the 1,024 output flip-flops (k = 32, fp32) was the
     critical path at 6 stages (169.1 MHz, 2,200 LUT4); registered: 192.8 MHz, 3,230 LUT4 (the
-    skid register and its output mux).
+    skid register and its output mux); at the default 5, since overflow is decided beside the
+    rounding: 201.8 MHz, 3,209 LUT4, 4,727 FF (docs/quantizer.md).
     """
 
     #: ``i.ready`` is a register (the sidecar's ``flow_control``).
@@ -209,7 +214,7 @@ def _add_arguments(p):
     p.add_argument("--output", dest="output_format", default="fp32",
                    help=f"output format: {', '.join(OUTPUTS)}")
     p.add_argument("--stages", type=int, default=DEFAULT_STAGES,
-                   help="pipeline registers = latency in cycles, 1..6 (default 6)")
+                   help="pipeline registers = latency in cycles, 1..6 (default 5)")
 
 
 def _build(a):

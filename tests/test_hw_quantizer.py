@@ -62,7 +62,7 @@ def test_cli_generates_dequantizer(tmp_path):
              "fp16", "-o", str(out))
     assert r.returncode == 0, r.stderr
     meta = json.loads(out.with_suffix(".json").read_text())
-    assert meta["module"] == "mx_dequantizer_int8_k2_fp16_s6"
+    assert meta["module"] == "mx_dequantizer_int8_k2_fp16_s5"
     assert meta["parameters"]["output"] == "fp16"
     assert {p["name"]: p["width"] for p in meta["ports"]}["o__payload"] == 32
 
@@ -110,7 +110,7 @@ def test_cli_defaults_in_process(tmp_path, monkeypatch):
                                                            "2"]]})
     assert cli_main(["defaults", "-o", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "mx_dequantizer_int8_k2_fp32_s6.json", "mx_dequantizer_int8_k2_fp32_s6.v",
+        "mx_dequantizer_int8_k2_fp32_s5.json", "mx_dequantizer_int8_k2_fp32_s5.v",
         "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s8.json",
         "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s8.v"]
 
