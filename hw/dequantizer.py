@@ -14,11 +14,11 @@ from amaranth.lib.wiring import In, Out
 import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
-from .arith import leading_zeros, less_than_const, wire
+from .arith import leading_zeros, wire
 from .elements import block_layout, decode_element, element_binade
 from .params import check_block_size, check_choice, check_stages
 from .pipeline import Pipeline, default_stages, registered_boundaries
-from .rounding import RNE, Grid, round_aligned
+from .rounding import RNE, Grid, overflows, round_aligned
 
 __all__ = ["MXDequantizer", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
 
@@ -172,19 +172,16 @@ class MXDequantizer(wiring.Component):
         lanes = pipe.boundary(wire(m, aligned, "d_align_in"), "align")
 
         # -- round to the output format (exact for fp32), and overflow beside it -------------
-        # The code is (binade << mbits) + n + up, n with its hidden bit: its exponent field is
-        # binade + 1 plus the rounding's carry.  Without the carry the field is all ones or
-        # more (Inf or beyond) exactly when binade >= 2^ebits - 2; with it, binade is at most
-        # 2^ebits - 3 and the code at most the largest finite plus one ulp, inf_code itself.
-        # So overflow is a test of the registered binade, in parallel with the increment's
-        # carry chain, and the output stage's selects depend on registered flags alone.
+        # Overflow is a test of the registered binade (hw.rounding.overflows), in parallel with
+        # the increment's carry chain, so the output stage's selects depend on registered
+        # flags alone.
         inf_code, qnan = output_format.inf_bits, output_format.qnan_bits
         ebits_out = output_format.bits - 1 - output_format.mbits
+        assert inf_code == ((1 << ebits_out) - 1) << output_format.mbits  # overflows' premise
         rounded = []
         for i in range(k):
             ln = lanes[i]
-            overflow = ~less_than_const(m, ln.grid.binade, (1 << ebits_out) - 2,
-                                        f"lane{i}_overflow")
+            overflow = overflows(m, ln.grid.binade, ebits=ebits_out, name=f"lane{i}_overflow")
             rounded.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan,
                             "inf": ln.inf | overflow,
                             "code": round_aligned(m, ln.grid, mbits=output_format.mbits,

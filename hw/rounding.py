@@ -8,6 +8,8 @@
 * :class:`Grid`, :func:`round_aligned` -- shift a normalized significand onto an IEEE-style
   ``E.M`` grid (subnormals included) and round it there: the shift amount, the shift and the
   rounding are three steps, so pipeline registers can sit between them (the dequantizer).
+* :func:`overflows` -- whether such a rounded code reaches Inf, decided from the binade alone,
+  beside the increment (the dequantizer's and the dot unit's overflow to Inf).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from amaranth.utils import bits_for
 
 from golden.formats import ROUNDING_IDS
 
-from .arith import wire
+from .arith import less_than_const, wire
 
-__all__ = ["RNE", "RNA", "RTZ", "STOCHASTIC", "round_increment", "Grid", "round_aligned"]
+__all__ = ["RNE", "RNA", "RTZ", "STOCHASTIC", "round_increment", "Grid", "round_aligned",
+           "overflows"]
 
 #: Rounding-mode ids (the encoding of a runtime ``rounding`` field; golden.formats).
 RNE, RNA, RTZ, STOCHASTIC = (ROUNDING_IDS[r] for r in ("rne", "rna", "rtz", "stochastic"))
@@ -183,3 +186,21 @@ def round_aligned(m: Module, aligned, *, mbits: int, rounding, rand=None, name: 
     n = aligned.n
     up = round_increment(m, aligned.frac, aligned.sticky, n[0], rounding, rand, name=f"{name}_up")
     return wire(m, (aligned.binade << mbits) + n + up, name)
+
+
+def overflows(m: Module, binade, *, ebits: int, name: str):
+    """Whether ``code = (binade << mbits) + n + up`` (:func:`round_aligned`'s code, ``n`` with
+    its hidden bit set whenever ``binade > 0``) must become Inf on a grid whose Inf code has the
+    exponent field all ones (``ebits`` bits) and a zero fraction.
+
+    The code's exponent field is ``binade`` plus ``n``'s hidden bit plus the rounding's carry.
+    Without the carry the field is all ones or more exactly when ``binade >= 2^ebits - 2``; with
+    it ``binade`` is at most ``2^ebits - 3`` and the code at most the largest finite code plus
+    one, which is Inf's code itself.  So ``Mux(overflows(...), inf_code, code)`` equals
+    ``Mux(code >= inf_code, inf_code, code)``, and the test is on ``binade`` alone: gates beside
+    the increment's carry chain instead of a comparison after it.
+
+    ``name`` names the generated comparison ``binade < 2^ebits - 2``; the result is its
+    complement.
+    """
+    return ~less_than_const(m, binade, (1 << ebits) - 2, name)

@@ -165,6 +165,38 @@ def test_round_increment_exhaustive(f):
         assert row[4] == want[i], (modes[i], fr, st, lb, rd)
 
 
+@pytest.mark.parametrize("ebits,mbits,every_n", [(3, 1, True), (3, 2, True), (5, 2, True),
+                                                 (5, 3, True), (8, 23, False)])
+def test_overflows_is_the_rounded_code_reaching_inf(ebits, mbits, every_n):
+    """hw.rounding.overflows decides from the binade alone what the rounded code decides:
+    for every binade (to one bit beyond the grid), every significand n the normalization can
+    give (below 2^mbits only at binade 0; the edges for fp32) and both increments,
+    Mux(overflows, inf, code) equals min(code, inf) of the integer code."""
+    from amaranth.hdl import Module, Signal, unsigned
+
+    from hw.rounding import overflows
+
+    m = Module()
+    binade = Signal(unsigned(ebits + 1))
+    out = overflows(m, binade, ebits=ebits, name="ovf")
+    binades = range(1 << (ebits + 1))
+    got = _run_comb(m, [binade], [out], [(b,) for b in binades])
+    inf_code = ((1 << ebits) - 1) << mbits
+    top = 1 << mbits  # the hidden bit
+    ns = (range(2 * top) if every_n
+          else sorted({0, 1, top - 1, top, top + 1, 2 * top - 2, 2 * top - 1}))
+    checked = 0
+    for b, (ovf,) in zip(binades, got, strict=True):
+        for n in ns:
+            if b > 0 and n < top:
+                continue  # a normal binade's significand has its hidden bit
+            for up in (0, 1):
+                code = (b << mbits) + n + up
+                assert (inf_code if ovf else code) == min(code, inf_code), (b, n, up)
+                checked += 1
+    assert checked > len(binades)
+
+
 def test_round_increment_rejects_stochastic_without_random_bits():
     from amaranth.hdl import Module, Signal
 

@@ -12,16 +12,10 @@ from amaranth.utils import bits_for
 
 from golden.formats import FP32, SCALE_NAN
 
-from ..arith import (
-    leading_zeros,
-    less_than_const,
-    partial_product_sum,
-    shift_right_sticky,
-    wire,
-)
+from ..arith import leading_zeros, partial_product_sum, shift_right_sticky, wire
 from ..elements import decode_element
 from ..pipeline import Pipeline
-from ..rounding import RNE, round_increment
+from ..rounding import RNE, overflows, round_increment
 from .geometry import GUARD, DotGeometry
 
 __all__ = ["DOT_SECTIONS", "SPLIT_ADD_BITS", "SPLIT_MULTIPLY_BITS", "dot_sections",
@@ -360,12 +354,11 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     }, "shift_lo")
 
     # 14. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
-    #     Overflow beside it, from e0 alone: a normal result's field is e0 + 1 plus the carry,
-    #     so without the carry it is all ones or more exactly when e0 >= 0xFE; with it, e0 is
-    #     at most 0xFD and the code at most the largest finite plus one ulp, Inf's code itself.
+    #     Overflow beside it, from e0 alone (hw.rounding.overflows: e0 is the binade of
+    #     round_aligned's code with mbits 23, 0 for a subnormal result).
     up = round_increment(m, s.guard, s.sticky, s.sig[0], RNE, name="round_up")
     code = wire(m, Cat(Const(0, 23), s.e0) + s.sig + up, "rounded")
-    overflow = ~less_than_const(m, s.e0, 0xFE, "round_overflow")
+    overflow = overflows(m, s.e0, ebits=FP32.ebits, name="round_overflow")
     s = cross({**specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero, "code": code,
                "overflow": overflow}, "round")
 
