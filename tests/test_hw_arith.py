@@ -74,6 +74,25 @@ def test_greater_than_exhaustive(sa, sb):
     assert [row[0] for row in got] == [int(x > y) for x, y in cases]
 
 
+
+# -- the LUT multiplier, exhaustively against Python's * -------------------------------------
+@pytest.mark.parametrize("xbits,ybits", [(5, 4), (4, 1), (6, 3), (8, 7)])
+def test_partial_product_sum_exhaustive(xbits, ybits):
+    """Signed x times unsigned y for every pair: fp8_e4m3's 5 x 4 bits (two levels of pair
+    sums), one row, an odd row count, and int8's 8 x 7 bits (three levels, one row unpaired)."""
+    from amaranth.hdl import Module, Signal, signed, unsigned
+
+    from hw.arith import partial_product_sum
+
+    m = Module()
+    x, y = Signal(signed(xbits)), Signal(unsigned(ybits))
+    prod = partial_product_sum(m, x, y, "prod")
+    assert len(prod) == xbits + ybits and prod.shape().signed
+    xs = range(-(1 << (xbits - 1)), 1 << (xbits - 1))
+    cases = list(itertools.product(xs, range(1 << ybits)))
+    got = _run_comb(m, [x, y], [prod], cases)
+    assert [row[0] for row in got] == [a * b for a, b in cases]
+
 # -- the block-max tree: radix 2 and 4, against max() and the OR of the flags at the max ----
 @pytest.mark.parametrize("radix", [2, 4])
 def test_max_tree_level_exhaustive(radix):

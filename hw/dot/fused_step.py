@@ -27,10 +27,13 @@ __all__ = ["DOT_SECTIONS", "SPLIT_ADD_BITS", "SPLIT_MULTIPLY_BITS", "dot_section
 #: pipeline stages with these weights.  ``finish`` is the finish stage measured in context
 #: (round register -> finish register, fp6_e3m2 at 15 stages: 5.3 ns); its per-section
 #: estimate of 3 let the balancer merge round and finish where one register was to spare,
-#: the longest such stage measured (int8 x int8 at 15 stages: 7.6 ns, 131.8 MHz).
+#: the longest such stage measured (int8 x int8 at 15 stages: 7.6 ns, 131.8 MHz).  ``add``
+#: is the window's carry chains alone and ``pick`` the choice among their sums: together,
+#: the add's stage measured 5.9 ns (fp8_e4m3), so they add up to more than the longest
+#: section and the default depth registers the boundary between them.
 DOT_SECTIONS = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3, "tree2": 5,
-                "place": 5, "align_hi": 4, "align_lo": 4, "add": 6, "lzc": 5, "shift_hi": 5,
-                "shift_lo": 5, "round": 4, "finish": 5}
+                "place": 5, "align_hi": 4, "align_lo": 4, "add": 4, "pick": 3, "lzc": 5,
+                "shift_hi": 5, "shift_lo": 5, "round": 4, "finish": 5}
 
 #: Windows wider than this many bits are summed in two halves, with the boundary ``add_lo``
 #: between them (:func:`dot_sections`).  The window add's stage grows with the window
@@ -309,14 +312,25 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         total = wire(m, u + v, "win_total")
         diff = wire(m, u - v, "win_diff")  # n+1 bits: bit n set iff V' > U
         back = wire(m, v - u, "win_back")
-    v_wins = ~same & diff[n]
+    # The three sums cross the boundary as they leave their carry chains; the pick, which
+    # waits for the top of the difference's chain and fans out to every bit, has a section
+    # of its own (in one stage, chain, pick and fan-out took 5.9 ns at fp8_e4m3, its worst
+    # path; as the first step of lzc, 6.5 ns).
+    s = cross({
+        **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
+        "same": same, "u_neg": s.u_neg, "v_neg": s.v_neg,
+        "total": total[:n], "diff": diff[:n + 1], "back": back[:n],
+    }, "add")
+
+    # 11. pick: the window sum's sign and magnitude, picked by the signs and the borrow.
+    v_wins = ~s.same & s.diff[n]
     s = cross({
         **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
         "neg": Mux(v_wins, s.v_neg, s.u_neg),
-        "mag": Mux(same, total, Mux(diff[n], back, diff))[:n],
-    }, "add")
+        "mag": Mux(s.same, s.total, Mux(s.diff[n], s.back, s.diff[:n])),
+    }, "pick")
 
-    # 11. lzc: the normalization shift s = min(leading zeros, lim) = leading zeros of
+    # 12. lzc: the normalization shift s = min(leading zeros, lim) = leading zeros of
     #     mag | marker (a one at bit n-1-lim), coarse: leading all-zero 8-bit chunks hz
     #     (mag padded below to np bits), with each chunk's own leading-zero count.
     mp = Cat(Const(0, pad), s.mag | s.marker)
