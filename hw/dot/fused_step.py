@@ -347,7 +347,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "zero": ~s.mag.any(), "mag": Cat(Const(0, pad), s.mag), "hz": hz, "clz": clz,
     }, "lzc")
 
-    # 12. shift_hi: shift by 8*hz; pick the fine count of the leading chunk.
+    # 13. shift_hi: shift by 8*hz; pick the fine count of the leading chunk.
     coarse = Cat(Const(0, 3), s.hz)
     s = cross({
         **specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero,
@@ -356,7 +356,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "lim": (s.lim - coarse)[:12].as_signed(),
     }, "shift_hi")
 
-    # 13. shift_lo: shift by the fine count; round bit, sticky, exponent field e0 = lim - s
+    # 14. shift_lo: shift by the fine count; round bit, sticky, exponent field e0 = lim - s
     #     (top + 126: 0 for a subnormal result, whose leading bit stays below the top).
     p1, fine = s.mag, s.fine
     norm = wire(m, (p1 << fine)[:np_], "norm")
@@ -367,7 +367,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "e0": (s.lim - fine)[:11],
     }, "shift_lo")
 
-    # 14. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
+    # 15. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
     #     Overflow beside it, from e0 alone (hw.rounding.overflows: e0 is the binade of
     #     round_aligned's code with mbits 23, 0 for a subnormal result).
     up = round_increment(m, s.guard, s.sticky, s.sig[0], RNE, name="round_up")
@@ -376,7 +376,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     s = cross({**specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero, "code": code,
                "overflow": overflow}, "round")
 
-    # 15. finish: overflow to Inf, then the special cases in order.
+    # 16. finish: overflow to Inf, then the special cases in order.
     code = Mux(s.overflow, FP32.inf_bits, s.code[:31])[:31]
     c_in = s.c
     result = Signal(32)
