@@ -74,7 +74,6 @@ def test_greater_than_exhaustive(sa, sb):
     assert [row[0] for row in got] == [int(x > y) for x, y in cases]
 
 
-
 # -- the LUT multiplier, exhaustively against Python's * -------------------------------------
 @pytest.mark.parametrize("xbits,ybits", [(5, 4), (4, 1), (6, 3), (8, 7)])
 def test_partial_product_sum_exhaustive(xbits, ybits):
@@ -92,6 +91,7 @@ def test_partial_product_sum_exhaustive(xbits, ybits):
     cases = list(itertools.product(xs, range(1 << ybits)))
     got = _run_comb(m, [x, y], [prod], cases)
     assert [row[0] for row in got] == [a * b for a, b in cases]
+
 
 # -- the block-max tree: radix 2 and 4, against max() and the OR of the flags at the max ----
 @pytest.mark.parametrize("radix", [2, 4])
