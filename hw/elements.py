@@ -7,6 +7,8 @@ Every element format is read as sign-magnitude ``E.M`` (:class:`golden.ElementFo
 
 * :func:`decode_element` -- code -> sign, magnitude code, significand, shift, zero/NaN/Inf
   (the dequantizer, the dot unit).
+* :func:`signed_significand` -- a two's complement code -> ``(-1)^neg * sig``, without its
+  magnitude (the dot unit's wider product factor).
 * :func:`element_binade` -- magnitude code -> ``floor(log2(value))``, as a table (the
   dequantizer's result exponent).
 * :func:`encode_element` -- sign and magnitude code -> code (the quantizer's output).
@@ -16,14 +18,14 @@ Every element format is read as sign-magnitude ``E.M`` (:class:`golden.ElementFo
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data
 
 from golden.formats import ElementFormat
 
 from .arith import wire
 
-__all__ = ["decode_element", "element_binade", "encode_element", "block_layout"]
+__all__ = ["decode_element", "signed_significand", "element_binade", "encode_element", "block_layout"]
 
 
 def decode_element(m: Module, code, fmt: ElementFormat, name: str):
@@ -66,6 +68,26 @@ def decode_element(m: Module, code, fmt: ElementFormat, name: str):
         "shift": Mux(normal, e - 1, 0).as_unsigned()[:len(e)],
         "zero": ~mag.any(), "nan": nan, "inf": inf,
     }, name)
+
+
+def signed_significand(code, fmt: ElementFormat, negate):
+    """``(-1)^negate * (-1)^neg * sig`` of a two's complement code (:func:`decode_element`'s
+    ``sig`` with its sign, negated where ``negate``), ``fmt.mbits + 2`` bits, signed.
+
+    Read from the code itself, which is already its signed significand, rather than negated
+    back from the magnitude: one carry chain after the code. The most negative code,
+    ``-2^(bits-1)``, is the exception: its magnitude lies one binade above the significand
+    (``sig = 2^mbits``, ``shift = 1``), so it gives ``-+2^mbits``, chosen after the chain
+    (where its compare, beside the chain, costs no LUT level) rather than before it.
+    """
+    if not fmt.twos_complement:
+        raise ValueError(f"{fmt.name} is not a two's complement format")
+    code, width = Value.cast(code), fmt.mbits + 2
+    most_negative = code == 1 << (fmt.bits - 1)
+    signed_code = code.as_signed()
+    return Mux(most_negative, Mux(negate, Const(1 << fmt.mbits, signed(width)),
+                                  Const(-1 << fmt.mbits, signed(width))),
+               Mux(negate, -signed_code, signed_code)[:width].as_signed())
 
 
 def _floor_log2(v) -> int:

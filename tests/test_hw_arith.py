@@ -252,6 +252,29 @@ def test_decode_element_every_code(name):
             assert neg == int(want_neg), hex(c)
 
 
+def test_signed_significand_every_int8_code():
+    """int8's signed significand, read from the code and negated or not, times 2^shift (the
+    decoder's) is the spec value of every code in lsb units, with the sign flipped where
+    negated; only two's complement formats have one."""
+    from amaranth.hdl import Module, Signal
+
+    from hw.elements import decode_element, signed_significand
+
+    spec, fmt = oracle.FORMATS["int8"], golden.element_format("int8")
+    m = Module()
+    code, negate = Signal(fmt.bits), Signal()
+    signed_sig = signed_significand(code, fmt, negate)
+    assert len(signed_sig) == fmt.mbits + 2 and signed_sig.shape().signed
+    el = decode_element(m, code, fmt, "el")
+    cases = list(itertools.product(range(1 << fmt.bits), (0, 1)))
+    got = _run_comb(m, [code, negate], [signed_sig, el.shift], cases)
+    for (c, neg), (sig, shift) in zip(cases, got, strict=True):
+        want_neg, want = oracle.decode_code(spec, c)
+        assert Fraction(sig * 2 ** shift, 64) == (-want if want_neg ^ neg else want), hex(c)
+    with pytest.raises(ValueError, match="not a two's complement"):
+        signed_significand(code, golden.element_format("fp8_e4m3"), negate)
+
+
 @pytest.mark.parametrize("name", list(oracle.FORMATS))
 def test_encode_element_inverts_the_decoder(name):
     """Every (sign, magnitude) of a finite nonzero spec value encodes to its code."""

@@ -13,7 +13,7 @@ from amaranth.utils import bits_for
 from golden.formats import FP32, SCALE_NAN
 
 from ..arith import leading_zeros, partial_product_sum, shift_right_sticky, wire
-from ..elements import decode_element
+from ..elements import decode_element, signed_significand
 from ..pipeline import Pipeline
 from ..rounding import RNE, overflows, round_increment
 from .geometry import GUARD, DotGeometry
@@ -153,11 +153,20 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         # here, so the multiply is one sum), the narrower one gives the partial products.
         # A NaN or Inf lane's product is not zeroed: its flag makes the block's result NaN or
         # Inf, which replaces the sum in the finish section, so the sum's value is unused.
-        wide, narrow = x.sig, y.sig
-        if len(narrow) > len(wide):
-            wide, narrow = narrow, wide
-        wide = Cat(wide, Const(0, 1)).as_signed()
-        lanes.append({"wide": Mux(neg, -wide, wide)[:len(wide)].as_signed(),
+        # A two's complement code is its own signed significand, which only the other
+        # factor's sign negates: one carry chain after the input, where its magnitude and
+        # then the negated magnitude were two in series (int8 x int8's worst path).
+        wide_op, narrow_op = (fmt_a, a.codes[i], x), (fmt_b, b.codes[i], y)
+        if len(y.sig) > len(x.sig):
+            wide_op, narrow_op = narrow_op, wide_op
+        (wide_fmt, wide_code, wide_dec), narrow_dec = wide_op, narrow_op[2]
+        narrow = narrow_dec.sig
+        if wide_fmt.twos_complement:
+            wide = signed_significand(wide_code, wide_fmt, narrow_dec.neg)
+        else:
+            wide = Cat(wide_dec.sig, Const(0, 1)).as_signed()
+            wide = Mux(neg, -wide, wide)[:len(wide)].as_signed()
+        lanes.append({"wide": wide,
                       "narrow": narrow, "shift": x.shift + y.shift, "nan": nan,
                       "pinf": inf & ~neg, "ninf": inf & neg})
     e_t = a.scale + b.scale + (g.lsb_exp - 254)
@@ -303,15 +312,14 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         # bit n of a difference set iff it is negative, as for u - v below
         diff = wire(m, Cat(s.diff_lo[:h], diff_hi[:n - h], ~diff_hi[n - h]), "win_diff")
         back = wire(m, Cat(s.back_lo[:h], back_hi[:n - h], ~back_hi[n - h]), "win_back")
-        same = wire(m, s.u_neg == s.v_neg, "same_sign")
     else:
         if "add_lo" in pipe.names:
             s = pipe.boundary(s, "add_lo")  # not registered: s passes unchanged
         u, v = s.u, s.v
-        same = wire(m, s.u_neg == s.v_neg, "same_sign")
         total = wire(m, u + v, "win_total")
         diff = wire(m, u - v, "win_diff")  # n+1 bits: bit n set iff V' > U
         back = wire(m, v - u, "win_back")
+    same = wire(m, s.u_neg == s.v_neg, "same_sign")
     # The three sums cross the boundary as they leave their carry chains; the pick, which
     # waits for the top of the difference's chain and fans out to every bit, has a section
     # of its own (in one stage, chain, pick and fan-out took 5.9 ns at fp8_e4m3, its worst
