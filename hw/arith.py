@@ -5,8 +5,10 @@
 * :func:`leading_zeros`, :func:`reduce_significand` -- normalization.
 * :func:`max_tree_levels` -- levels of a radix-2 or radix-4 maximum tree (the quantizer's
   block max).
-* :func:`shift_right_sticky`, :func:`partial_product_sum` -- the dot unit's shifter and
-  multiplier.
+* :func:`shift_right_sticky` -- the dot unit's shifter.
+* :func:`partial_products`, :func:`pair_sums`, :func:`pair_sum_tree`,
+  :func:`partial_product_sum` -- the dot unit's LUT multiplier: its rows, one level of its
+  tree of carry chains, the rest of the tree, the whole product.
 
 Several helpers avoid Amaranth's ``<``, ``>`` and ``*`` on purpose: on ECP5 yosys maps a
 comparison to a carry chain and a multiply to a DSP block, both slower here than a few LUT
@@ -23,6 +25,7 @@ from amaranth.utils import bits_for, ceil_log2
 
 __all__ = ["wire", "less_than_const", "greater_than", "compare", "leading_zeros",
            "reduce_significand", "max_tree_levels", "shift_right_sticky",
+           "partial_products", "pair_sums", "pair_sum_tree",
            "partial_product_sum"]
 
 
@@ -320,10 +323,45 @@ def shift_right_sticky(m: Module, value, amount, bits, name: str):
     return value, sticky
 
 
-def partial_product_sum(m: Module, x, y, name: str):
-    """``x * y`` for a signed ``x`` and an unsigned ``y`` (``len(x) + len(y)`` bits, signed) as
-    a sum of the shifted partial products ``y_j * 2^j * x``, one per bit of ``y``, added in
-    pairs: a balanced tree of carry chains.
+def partial_products(x, y, *, y_signed: bool = False) -> list[tuple[Value, Value | None]]:
+    """The partial products of ``x * y`` for a signed ``x`` and an unsigned ``y`` (or a two's
+    complement one, ``y_signed``): one row ``y_j * 2^j * x`` per bit of ``y``, each a
+    ``(row, carry)`` pair whose carry (None: none) adds at bit 0; the rows and carries sum to
+    ``x * y`` in ``len(x) + len(y)`` bits.
+
+    A two's complement ``y``'s top bit weighs ``-2^j``: its row is ``-(x << j)``, written as
+    ``~(x << j)`` with carry ``y_j`` (``-v = ~v + 1``), so that no row needs a negation of its
+    own: the ``+1`` is the carry into the chain that adds the row (:func:`pair_sums`).
+    """
+    x, y = Value.cast(x).as_signed(), Value.cast(y)
+    top = len(y) - 1
+    return [(Mux(y[j], ~(x << j), 0).as_signed(), y[j]) if y_signed and j == top
+            else (Mux(y[j], x << j, 0).as_signed(), None) for j in range(len(y))]
+
+
+def pair_sums(m: Module, level, width: int, name: str, depth: int = 0):
+    """One level of a balanced tree of carry chains: ``level`` (``(value, carry)`` pairs, as
+    :func:`partial_products` gives them) added in pairs, each sum with the one carry of its
+    two terms; an odd last term passes on (with its carry).  Each sum is a ``width``-bit
+    signed signal ``<name>_l<depth>_<i>`` marked ``keep`` (see :func:`partial_product_sum`).
+    Returns the next level, ``(sum, None)`` pairs."""
+    out = []
+    for i in range(0, len(level) - 1, 2):
+        (a, carry_a), (b, carry_b) = level[i], level[i + 1]
+        if carry_a is not None and carry_b is not None:
+            raise ValueError("two carries into one chain")
+        carry = carry_a if carry_b is None else carry_b
+        pair = Signal(signed(width), name=f"{name}_l{depth}_{i // 2}", attrs={"keep": 1})
+        m.d.comb += pair.eq(a + b if carry is None else a + b + carry)
+        out.append((pair, None))
+    return out + level[len(out) * 2:]
+
+
+def partial_product_sum(m: Module, x, y, name: str, *, y_signed: bool = False):
+    """``x * y`` for a signed ``x`` and an unsigned ``y`` (or a two's complement one,
+    ``y_signed``), ``len(x) + len(y)`` bits, signed, as a sum of the shifted partial products
+    (:func:`partial_products`), one per bit of ``y``, added in pairs (:func:`pair_sums`): a
+    balanced tree of carry chains.
 
     Not ``*``: yosys maps every multiply of 2 bits or more to a MULT18X18D on ECP5, whose round
     trip through the DSP column is slower than these few bits (significands are 4 bits for
@@ -333,15 +371,16 @@ def partial_product_sum(m: Module, x, y, name: str):
     path (decode -> multiply, 5.9 ns); as two levels of chains, whose partial-product muxes
     sit in the carry cells' own LUTs, the unit has 427 fewer LUT4 (docs/dot.md).
     """
-    x = Value.cast(x).as_signed()
-    width = len(x) + len(y)
-    level = [Mux(y[j], x << j, 0).as_signed() for j in range(len(y))]
-    for depth in itertools.count():
+    return pair_sum_tree(m, partial_products(x, y, y_signed=y_signed), len(x) + len(y), name)
+
+
+def pair_sum_tree(m: Module, level, width: int, name: str, depth: int = 0):
+    """The sum of ``level`` (``(value, carry)`` pairs), ``width`` bits signed, named ``name``:
+    :func:`pair_sums` level after level (their names from ``depth`` on) until one is left."""
+    for depth in itertools.count(depth):
         if len(level) == 1:
-            return wire(m, level[0].as_signed()[:width].as_signed(), name)
-        pairs = []
-        for i in range(0, len(level) - 1, 2):
-            pair = Signal(signed(width), name=f"{name}_l{depth}_{i // 2}", attrs={"keep": 1})
-            m.d.comb += pair.eq(level[i] + level[i + 1])
-            pairs.append(pair)
-        level = pairs + level[len(pairs) * 2:]
+            value, carry = level[0]
+            if carry is not None:
+                value = value + carry
+            return wire(m, value.as_signed()[:width].as_signed(), name)
+        level = pair_sums(m, level, width, name, depth)

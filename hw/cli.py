@@ -197,13 +197,26 @@ def _generate(spec: UnitSpec, args) -> str:
         if out.is_dir():
             out = out / f"{component.module_name}.v"
         out = write_component(component, spec.name, out)
-        return f"wrote {out} and {out.with_suffix('.json')}"
+        return f"wrote {out} and {out.with_suffix('.json')}" + _models_note(component)
     from .fusesoc import write_unit_core
 
     out = write_component(component, spec.name, args.fusesoc / f"{component.module_name}.v")
-    core, vlnv = write_unit_core(component.module_name, args.fusesoc, description=spec.help)
+    core, vlnv = write_unit_core(component.module_name, args.fusesoc, description=spec.help,
+                                 primitives=component.primitives)
     return (f"wrote {out}, {out.with_suffix('.json')} and the FuseSoC core {core} "
-            f"({vlnv})")
+            f"({vlnv})" + _models_note(component))
+
+
+def _models_note(component) -> str:
+    """What a unit that instantiates vendor cells needs for simulation (nothing for others)."""
+    from .dsp import simulation_models
+
+    models = simulation_models(component.primitives)
+    if not models:
+        return ""
+    return (f"; it instantiates {', '.join(component.primitives)}: synthesis takes "
+            f"{'it' if len(models) == 1 else 'them'} from the vendor library, simulation "
+            f"needs {', '.join(map(str, models))}")
 
 
 def main(argv=None, prog: str = "python -m hw") -> int:

@@ -85,6 +85,8 @@ class MXDequantizer(wiring.Component):
 
     #: ``i.ready`` is a register (the sidecar's ``flow_control``).
     registered_stall = True
+    #: Vendor cells the Verilog instantiates (the sidecar's ``primitives``): none.
+    primitives = ()
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, output_format="fp32", *,
                  stages=DEFAULT_STAGES):

@@ -25,7 +25,8 @@ from golden.formats import ElementFormat
 
 from .arith import wire
 
-__all__ = ["decode_element", "signed_significand", "element_binade", "encode_element", "block_layout"]
+__all__ = ["decode_element", "signed_significand", "element_binade", "encode_element",
+           "block_layout"]
 
 
 def decode_element(m: Module, code, fmt: ElementFormat, name: str):

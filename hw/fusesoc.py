@@ -22,6 +22,8 @@ import sys
 from importlib.resources import files
 from pathlib import Path
 
+from .dsp import simulation_models
+
 __all__ = ["VENDOR", "LIBRARY", "WAIVERS", "core_version", "unit_vlnv", "unit_core",
            "write_unit_core", "generator_argv", "generator_main"]
 
@@ -51,14 +53,14 @@ filesets:
     files:
       - {sidecar}
     file_type: user
-
+{models_fileset}
 targets:
   default:
     filesets: [rtl, waivers, sidecar]
     toplevel: {module}
   lint:
     description: verilator --lint-only -Wall with the waivers
-    filesets: [rtl, waivers]
+    filesets: [rtl, waivers{models}]
     toplevel: {module}
     flow: lint
     flow_options:
@@ -66,7 +68,7 @@ targets:
       verilator_options: [-Wall]
   sim:
     description: the unit as a Verilator model (--binary); a testbench core drives it
-    filesets: [rtl, waivers]
+    filesets: [rtl, waivers{models}]
     toplevel: {module}
     flow: sim
     flow_options:
@@ -90,20 +92,29 @@ def unit_vlnv(module_name: str) -> str:
     return f"{VENDOR}:{LIBRARY}:{module_name}:{core_version()}"
 
 
-def unit_core(module_name: str, vlnv: str, description: str) -> str:
+def unit_core(module_name: str, vlnv: str, description: str, primitives=()) -> str:
     """The CAPI2 text of the core of ``<module_name>.v``, ``.json`` and :data:`WAIVERS`, all in
-    the core's directory."""
+    the core's directory; with ``primitives`` (vendor cells the unit instantiates), a
+    ``models`` fileset of their simulation models (``<name>.v``, beside them) for the lint and
+    sim targets only: the default target leaves the cells to the vendor library."""
     quote = json.dumps  # a JSON string is a YAML double-quoted scalar
+    models_fileset = ""
+    if primitives:
+        models_fileset = ("  models:\n    files:\n"
+                          + "".join(f"      - {quote(name + '.v')}\n" for name in primitives)
+                          + "    file_type: verilogSource\n")
     return _CORE_TEMPLATE.format(
         version=core_version(), module=module_name, vlnv=quote(vlnv),
         description=quote(description), verilog=quote(f"{module_name}.v"),
-        sidecar=quote(f"{module_name}.json"), waivers=quote(WAIVERS))
+        sidecar=quote(f"{module_name}.json"), waivers=quote(WAIVERS),
+        models_fileset=models_fileset, models=", models" if primitives else "")
 
 
 def write_unit_core(module_name: str, directory: Path, *, vlnv: str | None = None,
-                    description: str = "") -> tuple[Path, str]:
-    """Write ``<module_name>.core`` and a copy of the lint waivers into ``directory``, beside
-    the unit's Verilog and sidecar (written by :func:`hw.cli.write_component`).
+                    description: str = "", primitives=()) -> tuple[Path, str]:
+    """Write ``<module_name>.core``, a copy of the lint waivers and of the simulation models
+    of ``primitives`` into ``directory``, beside the unit's Verilog and sidecar (written by
+    :func:`hw.cli.write_component`).
 
     Parameters
     ----------
@@ -113,6 +124,9 @@ def write_unit_core(module_name: str, directory: Path, *, vlnv: str | None = Non
     vlnv : str, optional
         The core's name; default :func:`unit_vlnv`.
     description : str
+    primitives : sequence of str
+        Vendor cells the unit instantiates (its ``primitives``): their models are copied and
+        listed for the lint and sim targets (:func:`hw.dsp.simulation_models`).
 
     Returns
     -------
@@ -125,8 +139,11 @@ def write_unit_core(module_name: str, directory: Path, *, vlnv: str | None = Non
     with files("hw").joinpath(WAIVERS).open("rb") as src, \
             open(directory / WAIVERS, "wb") as dst:
         shutil.copyfileobj(src, dst)
+    for model in simulation_models(primitives):
+        shutil.copyfile(model, directory / model.name)
     core = directory / f"{module_name}.core"
-    core.write_text(unit_core(module_name, vlnv, description or f"MX unit {module_name}"))
+    core.write_text(unit_core(module_name, vlnv, description or f"MX unit {module_name}",
+                              primitives))
     return core, vlnv
 
 
@@ -177,5 +194,6 @@ def generator_main(argv=None) -> int:
         return 2
     out = write_component(component, unit, Path.cwd() / f"{component.module_name}.v")
     write_unit_core(component.module_name, out.parent, vlnv=config["vlnv"],
+                    primitives=component.primitives,
                     description=f"{spec.help} ({component.module_name})")
     return 0

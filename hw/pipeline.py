@@ -166,6 +166,7 @@ class Pipeline:
         self._index = 0
         self._valids = []  # valid bit of each registered stage
         self._enables = []  # load enable of each registered stage (driven in connect)
+        self._enable_by_name = {}  # boundary name -> its stage's load enable
         self._holds = []  # default flavour: one hold register per stage
         self._hold_flag = Const(1, 1)
         self._in_valid = Signal(name=f"{name}_in_valid")
@@ -190,6 +191,16 @@ class Pipeline:
         if name not in self._names:
             raise ValueError(f"no boundary {name!r}; declared: {', '.join(self._names)}")
         return self._registered[self._names.index(name)]
+
+    def enable(self, name: str) -> Signal:
+        """The load enable of the registered boundary ``name``, once crossed: for a register
+        built outside the pipeline that must load with the boundary's (a DSP block's own input
+        or output register, :func:`hw.dsp.mult18x18d`)."""
+        if not self.registers(name):
+            raise ValueError(f"boundary {name!r} holds no register")
+        if name not in self._enable_by_name:
+            raise ValueError(f"boundary {name!r} is not crossed yet")
+        return self._enable_by_name[name]
 
     @property
     def hold(self) -> Signal:
@@ -225,6 +236,7 @@ class Pipeline:
         with m.If(enable):
             m.d.sync += valid.eq(prev_valid)
         self._enables.append(enable)
+        self._enable_by_name[name] = enable
         self._valids.append(valid)
         reg = self._register(value, enable, tag)
         if not last:

@@ -192,6 +192,8 @@ class MXQuantizer(wiring.Component):
 
     #: ``i.ready`` is a register (the sidecar's ``flow_control``).
     registered_stall = True
+    #: Vendor cells the Verilog instantiates (the sidecar's ``primitives``): none.
+    primitives = ()
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, input_format="fp32", *, rounding="rne",
                  scale_mode="floor", random_bits=8, stages=None):

@@ -158,8 +158,10 @@ def sidecar(component, unit: str, verilog: str | None = None) -> dict:
         "reset": {"name": "rst", "kind": "sync", "active": "high"},
         "flow_control": {"i_ready": "registered" if component.registered_stall
                          else "combinational"},
-        "ports": describe_ports(component),
     })
+    if component.primitives:  # vendor cells: simulation needs their models (hw.dsp)
+        out["primitives"] = list(component.primitives)
+    out["ports"] = describe_ports(component)
     return out
 
 

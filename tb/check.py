@@ -124,6 +124,7 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
     mismatch reports.  Returns True if every test passed; raises
     :class:`CheckError` for bad inputs.
     """
+    from hw.dsp import simulation_models
     from hw.sidecar import verilog_sha256
 
     from .bulk import wrap_unit
@@ -142,7 +143,8 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
     module = meta["module"]
     build_dir = Path(build_dir or Path("build") / "check" / module).resolve()
     try:
-        ports = module_ports(verilog, module, build_dir / "ports")
+        models = simulation_models(meta.get("primitives", ()))
+        ports = module_ports([*verilog, *models], module, build_dir / "ports")
     except VerilogError as e:
         raise CheckError(f"Verilator cannot read {module} from "
                          f"{', '.join(map(str, verilog))}: {e}") from None

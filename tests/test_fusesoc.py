@@ -45,14 +45,14 @@ def _fusesoc(tmp_path: Path, cores_root: Path, target: str, vlnv: str):
     return r
 
 
-def _generate_core(tmp_path: Path) -> tuple[Path, str]:
-    """``python -m hw generate <UNIT_ARGV> --fusesoc DIR``; returns (DIR, module name)."""
+def _generate_core(tmp_path: Path, unit_argv=UNIT_ARGV) -> tuple[Path, str]:
+    """``python -m hw generate <unit_argv> --fusesoc DIR``; returns (DIR, module name)."""
     cores = tmp_path / "cores"
-    r = subprocess.run([sys.executable, "-m", "hw", "generate", *UNIT_ARGV, "--fusesoc",
+    r = subprocess.run([sys.executable, "-m", "hw", "generate", *unit_argv, "--fusesoc",
                         str(cores)], capture_output=True, text=True, cwd=tmp_path,
                        env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 0, r.stderr
-    module = units()[UNIT_ARGV[0]].build_from(UNIT_ARGV[1:]).module_name
+    module = units()[unit_argv[0]].build_from(unit_argv[1:]).module_name
     for name in (f"{module}.v", f"{module}.json", f"{module}.core", WAIVERS):
         assert (cores / name).is_file(), f"{name} missing from {sorted(os.listdir(cores))}"
     assert str(cores / f"{module}.json") in r.stdout  # the sidecar's full path
@@ -68,6 +68,21 @@ def test_generated_core_lints_through_fusesoc(tmp_path):
     lines = vc.read_text().splitlines()
     assert {"--lint-only", "-Wall", f"--top-module {module}"} <= set(lines)
     assert any(line.endswith(WAIVERS) for line in lines)
+
+
+def test_core_of_a_unit_with_dsp_blocks_lints_with_their_model(tmp_path):
+    """A unit instantiating MULT18X18D blocks: its core carries their model for the lint and
+    sim targets only (synthesis takes the vendor's block), and the lint passes with it."""
+    cores, module = _generate_core(tmp_path, ["dot", "--format", "int8", "--block-size", "2",
+                                              "--stages", "3", "--multipliers", "mult18x18d"])
+    assert (cores / "MULT18X18D.v").is_file()
+    text = (cores / f"{module}.core").read_text()
+    assert text.count("filesets: [rtl, waivers, models]") == 2  # lint and sim
+    assert "filesets: [rtl, waivers, sidecar]" in text  # default: no model
+    r = _fusesoc(tmp_path, cores, "lint", unit_vlnv(module))
+    assert r.returncode == 0 and "%Warning" not in r.stdout + r.stderr
+    (vc,) = (tmp_path / "build").rglob("*.vc")
+    assert any(line.endswith("MULT18X18D.v") for line in vc.read_text().splitlines())
 
 
 def test_lint_target_fails_without_the_waivers(tmp_path):

@@ -93,6 +93,36 @@ def test_partial_product_sum_exhaustive(xbits, ybits):
     assert [row[0] for row in got] == [a * b for a, b in cases]
 
 
+@pytest.mark.parametrize("xbits,ybits", [(8, 8), (5, 4), (4, 1), (6, 3), (3, 2)])
+def test_signed_partial_product_sum_exhaustive(xbits, ybits):
+    """Signed x times two's complement y for every pair: int8 x int8 (eight rows, the top one
+    negative through its carry, -128 * -128 included), an even and an odd row count, a lone
+    negative row, and the top row paired as the first term of a chain."""
+    from amaranth.hdl import Module, Signal, signed
+
+    from hw.arith import partial_product_sum
+
+    m = Module()
+    x, y = Signal(signed(xbits)), Signal(signed(ybits))
+    prod = partial_product_sum(m, x, y, "prod", y_signed=True)
+    assert len(prod) == xbits + ybits and prod.shape().signed
+    xs = range(-(1 << (xbits - 1)), 1 << (xbits - 1))
+    ys = range(-(1 << (ybits - 1)), 1 << (ybits - 1))
+    cases = list(itertools.product(xs, ys))
+    got = _run_comb(m, [x, y], [prod], cases)
+    assert [row[0] for row in got] == [a * b for a, b in cases]
+
+
+def test_one_chain_takes_one_carry():
+    from amaranth.hdl import Module, Signal
+
+    from hw.arith import pair_sums
+
+    rows = [(Signal(4), Signal()), (Signal(4), Signal())]
+    with pytest.raises(ValueError, match="two carries into one chain"):
+        pair_sums(Module(), rows, 5, "p")
+
+
 # -- the block-max tree: radix 2 and 4, against max() and the OR of the flags at the max ----
 @pytest.mark.parametrize("radix", [2, 4])
 def test_max_tree_level_exhaustive(radix):

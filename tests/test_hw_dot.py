@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -14,7 +15,8 @@ import golden
 from hw.dot import DotGeometry, MXDot, MXDotGeneral, units_max
 from hw.dot.fused_step import DOT_SECTIONS, SPLIT_ADD_BITS, SPLIT_MULTIPLY_BITS, dot_sections
 from hw.dot.geometry import GUARD
-from hw.pipeline import place_registers
+from hw.pipeline import place_registers, registered_boundaries
+from hw.sidecar import sidecar
 from tb.runner import ROOT
 
 FMTS = list(golden.FORMATS)
@@ -77,16 +79,19 @@ def test_wide_windows_and_wide_factors_split_and_default_to_every_boundary():
                 g = DotGeometry(golden.FORMATS[fa], golden.FORMATS[fb], k)
                 split_add = g.window_bits > SPLIT_ADD_BITS
                 narrow = min(golden.FORMATS[fa].mbits, golden.FORMATS[fb].mbits) + 1
-                for multipliers in ("lut", "dsp"):
+                for multipliers in ("lut", "dsp", "mult18x18d"):
                     split_mul = multipliers == "lut" and narrow > SPLIT_MULTIPLY_BITS
+                    in_block = multipliers == "mult18x18d"
                     sections = dot_sections(g, multipliers)
                     assert list(sections) == [n for name in DOT_SECTIONS for n in (
                         ["add_lo", name] if split_add and name == "add" else
-                        ["multiply_lo", name] if split_mul and name == "multiply" else [name])]
+                        ["multiply_lo", name] if split_mul and name == "multiply" else
+                        ["operands", name, "drain"] if in_block and name == "multiply" else
+                        [name])]
                     unit = MXDot(fa, fb, block_size=k, multipliers=multipliers)
                     assert unit.sections == sections
                     assert (unit.stages == unit.max_stages == len(sections)
-                            == 16 + split_add + split_mul)
+                            == 16 + split_add + split_mul + 2 * in_block)
                     assert unit.parameters["stages"] == unit.stages
     # at k = 32 the fp8_e5m2 pairs add in two halves, int8 x int8 multiplies in two (docs/dot.md)
     assert [(fa, fb) for fa in FMTS for fb in FMTS if dot_sections(DotGeometry(
@@ -163,6 +168,61 @@ def test_dsp_multipliers_use_the_multiply_operator(tmp_path):
     assert " * " not in out.read_text()
     g = MXDotGeneral("int8", block_size=4, multipliers="dsp")
     assert g.module_name.endswith("_dsp") and g.parameters["multipliers"] == "dsp"
+
+
+@pytest.mark.parametrize("stages", [2, 6, 7, 10, 18])
+def test_mult18x18d_registers_follow_the_boundaries(tmp_path, stages):
+    """``multipliers="mult18x18d"`` instantiates one MULT18X18D per lane whose input
+    registers are used where the boundary ``operands`` holds a register and its output
+    register where ``multiply`` does, each loading with that boundary's enable; the sidecar
+    names the primitive and ``generate`` says which model simulation needs.  (Same function:
+    make sim checks every int8 code pair through the model, sim-full at four more depths.)"""
+    out = tmp_path / "d.v"
+    r = _cli("generate", "dot", "--format", "int8", "--block-size", "4", "--stages",
+             str(stages), "--multipliers", "mult18x18d", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "simulation needs" in r.stdout and "MULT18X18D.v" in r.stdout
+    text = out.read_text()
+    unit = MXDot("int8", block_size=4, stages=stages, multipliers="mult18x18d")
+    assert f"module {unit.module_name}" in text and unit.module_name.endswith("_mult18x18d")
+    registered = registered_boundaries(unit.sections, stages)
+    blocks = re.findall(r"MULT18X18D #\((.*?)\) lane_mult\d+ \((.*?)\);", text, re.S)
+    assert len(blocks) == 4 and " * " not in text
+    for params, ports in blocks:
+        reg_in = '"CLK0"' if "operands" in registered else '"NONE"'
+        reg_out = '"CLK0"' if "multiply" in registered else '"NONE"'
+        assert f".REG_INPUTA_CLK({reg_in})" in params
+        assert f".REG_INPUTB_CLK({reg_in})" in params
+        assert f".REG_OUTPUT_CLK({reg_out})" in params
+        for enable, boundary in (("CE0", "operands"), ("CE1", "multiply")):
+            # the boundary's stage enable (the first stage's is also i.ready), or tied off
+            wired = re.search(rf"\.{enable}\(([^)]*)\)", ports).group(1).strip()
+            first = boundary == registered[0]
+            assert wired in ((f"dot_{boundary}_en", "i__ready") if first else
+                             (f"dot_{boundary}_en",)) if boundary in registered \
+                else wired == "1'h0", (enable, wired)
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["primitives"] == ["MULT18X18D"] and unit.primitives == ("MULT18X18D",)
+    assert meta["parameters"]["multipliers"] == "mult18x18d"
+    assert "primitives" not in sidecar(MXDot("int8", block_size=4, stages=2), "dot")
+    assert MXDotGeneral("int8", block_size=4, multipliers="mult18x18d").primitives \
+        == ("MULT18X18D",)
+
+
+def test_mult18x18d_checks_its_factors_and_names_its_model():
+    from amaranth.hdl import Module, Signal, signed
+
+    from hw.dsp import MULT18X18D_MODEL, mult18x18d, simulation_models
+
+    m = Module()
+    with pytest.raises(ValueError, match="signed value of at most 18 bits"):
+        mult18x18d(m, Signal(4), Signal(signed(4)), "x")
+    with pytest.raises(ValueError, match="signed value of at most 18 bits"):
+        mult18x18d(m, Signal(signed(4)), Signal(signed(19)), "x")
+    assert simulation_models(["MULT18X18D"]) == [MULT18X18D_MODEL]
+    assert MULT18X18D_MODEL.is_file() and simulation_models([]) == []
+    with pytest.raises(ValueError, match="no simulation model for DSP48E1"):
+        simulation_models(["DSP48E1"])
 
 
 def _cli(*args, cwd=None):

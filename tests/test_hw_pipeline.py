@@ -100,6 +100,27 @@ def test_pipeline_names_which_boundaries_hold_registers():
         pipe.registers("e")
 
 
+@pytest.mark.parametrize("registered_stall", [False, True])
+def test_pipeline_gives_a_registered_boundarys_enable_once_crossed(registered_stall):
+    """A register built outside the pipeline (a DSP block's) loads with its boundary's
+    enable: the one that loads the pipeline's own register there."""
+    m = Module()
+    pipe = Pipeline(m, SECTIONS, 2, name="t", registered_stall=registered_stall)
+    first = next(name for name in pipe.names if pipe.registers(name))
+    unregistered = next(name for name in pipe.names if not pipe.registers(name))
+    with pytest.raises(ValueError, match=f"boundary '{first}' is not crossed yet"):
+        pipe.enable(first)
+    with pytest.raises(ValueError, match=f"boundary '{unregistered}' holds no register"):
+        pipe.enable(unregistered)
+    value = Signal(4)
+    for name in pipe.names:
+        value = pipe.boundary(value, name)
+        if name == first:
+            assert pipe.enable(name).name == f"t_{first}_en"
+    assert [pipe.enable(n).name for n in pipe.names if pipe.registers(n)] \
+        == [f"t_{n}_en" for n in pipe.names if pipe.registers(n)]
+
+
 @pytest.mark.parametrize("delays,expected", [
     ([3.0], 1),
     ([1.0, 1.0, 1.0, 1.0], 4),  # no two sections fit in one stage

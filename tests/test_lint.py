@@ -8,6 +8,7 @@ import pytest
 
 import golden
 from hw.cli import to_verilog, units
+from hw.dsp import simulation_models
 from tb.runner import ROOT, verilator_env
 
 WAIVERS = ROOT / "hw" / "lint_waivers.vlt"
@@ -18,7 +19,10 @@ WAIVERS = ROOT / "hw" / "lint_waivers.vlt"
 #: ``top > max_significand`` compared with top's all ones).
 EXTRA = {"quantizer": [["--format", "fp8_e4m3", "--input", "bf16", "--stages", "5"],
                        ["--format", "fp4_e2m1", "--input", "fp32", "--scale-mode", "rceil",
-                        "--stages", "3"]]}
+                        "--stages", "3"]],
+         # instantiated MULT18X18D blocks, linted with their model (hw/models/MULT18X18D.v)
+         "dot": [["--format", "fp8_e4m3", "--multipliers", "mult18x18d"]],
+         "dot-general": [["--format", "int8", "--multipliers", "mult18x18d", "--stages", "9"]]}
 
 
 #: Every element format with the run-time choices (both rounding and scale mode in the
@@ -48,7 +52,8 @@ def test_verilator_lint_clean(spec, argv, tmp_path):
     v = tmp_path / f"{comp.module_name}.v"
     v.write_text(to_verilog(comp))
     exe = verilator_env()
-    cmd = [exe, "--lint-only", "-Wall", "--top-module", comp.module_name, str(v)]
+    models = [str(model) for model in simulation_models(comp.primitives)]
+    cmd = [exe, "--lint-only", "-Wall", "--top-module", comp.module_name, str(v), *models]
     if WAIVERS.exists():
         cmd.insert(1, str(WAIVERS))
     r = subprocess.run(cmd, capture_output=True, text=True)

@@ -22,11 +22,12 @@ from tb.options import env_flag, env_int
 from tb.runner import run_unit
 
 
-def default_stages(unit: str, fmt_a: str, fmt_b: str, k: int) -> int:
-    """The unit's default pipeline depth for a format pair and block size (every section
-    boundary: 15, or 16 for the widest windows), from its command line (hw.cli's public API)."""
+def default_stages(unit: str, fmt_a: str, fmt_b: str, k: int, multipliers: str = "lut") -> int:
+    """The unit's default pipeline depth for a format pair, block size and multipliers (every
+    section boundary), from its command line (hw.cli's public API)."""
     return units()[unit].build_from(["--format-a", fmt_a, "--format-b", fmt_b,
-                                     "--block-size", str(k)]).stages
+                                     "--block-size", str(k),
+                                     "--multipliers", multipliers]).stages
 
 
 FULL = env_flag("SIM_FULL")
@@ -41,6 +42,10 @@ DEFAULT = [
     ("dot", "int8", "fp6_e2m3", 32, 3, 1, True),
     # DSP lane products: every int8 code pair (the widest products) through `*`
     ("dot", "int8", "int8", 8, 4, 1, True, "dsp"),
+    # MULT18X18D blocks with both their registers (hw.dsp, its model hw/models/MULT18X18D.v),
+    # every int8 code pair
+    ("dot", "int8", "int8", 8, default_stages("dot", "int8", "int8", 8, "mult18x18d"), 1, True,
+     "mult18x18d"),
     ("dot-general", "fp8_e4m3", "fp8_e4m3", 32,
      default_stages("dot-general", "fp8_e4m3", "fp8_e4m3", 32), 16, False),
 ]
@@ -54,6 +59,10 @@ FULL_EXTRA = [
     ("dot-general", "int8", "int8", 64, 7, 8, False),
     ("dot-general", "fp4_e2m1", "fp4_e2m1", 32, 3, 1, False),
     ("dot-general", "fp8_e4m3", "fp8_e4m3", 32, 4, 4, False),
+    # MULT18X18D blocks at depths where one, the other or neither of their registers is used
+    *[("dot", "fp8_e4m3", "fp8_e4m3", 32, stages, 1, True, "mult18x18d")
+      for stages in (1, 4, 9, 12)],
+    ("dot-general", "fp6_e2m3", "int8", 16, 17, 4, False, "mult18x18d"),
 ]
 #: The SIM_FULL matrix (tests/test_sidecar.py validates the sidecar of each).
 FULL_CONFIGS = DEFAULT + FULL_EXTRA

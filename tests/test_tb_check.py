@@ -132,6 +132,22 @@ def test_generated_unit_passes(unit, tmp_path, seed):
 
 
 @pytest.mark.sim
+def test_unit_with_dsp_blocks_is_checked_with_their_model(tmp_path, seed):
+    """A unit instantiating MULT18X18D blocks (its sidecar's ``primitives``): check reads the
+    model from hw/models/ itself, given only the unit's own Verilog."""
+    out = tmp_path / "dot.v"
+    r = _python("-m", "hw", "generate", "dot", "--format", "int8", "--block-size", "2",
+                "--multipliers", "mult18x18d", "-o", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["primitives"] == ["MULT18X18D"]
+    r = _check("--sidecar", out.with_suffix(".json"), out, "--seed", seed, "--blocks", 20,
+               cwd=tmp_path)
+    print(r.stdout[-3000:], r.stderr[-3000:])
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("PASS")
+
+
+@pytest.mark.sim
 def test_planted_fault_fails_with_decoded_mismatches(unit, tmp_path, seed):
     """One Verilog line changed: lane 0's code comes out with its low bit flipped."""
     verilog, side, meta = unit

@@ -34,8 +34,10 @@ CONFIGS = (
     + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
        ("dot", ["--format-a", "int8", "--format-b", "fp6_e2m3", *K]),
        ("dot-general", ["--format", "fp8_e4m3", *K])]
-    # the lane products in DSPs (MULT18X18D) instead of LUTs
-    + [("dot", ["--format", f, "--multipliers", "dsp", *K]) for f in ("fp8_e4m3", "int8")]
+    # the lane products in DSPs (MULT18X18D) instead of LUTs: as `*` (yosys maps them,
+    # registers stay in the fabric) and instantiated with the blocks' own registers (hw.dsp)
+    + [("dot", ["--format", f, "--multipliers", m, *K])
+       for m in ("dsp", "mult18x18d") for f in ("fp8_e4m3", "int8")]
 )
 #: Depths every sweep includes (the Pareto table's latencies; the default and the maximum are
 #: added per unit).

@@ -12,14 +12,22 @@ from amaranth.utils import bits_for
 
 from golden.formats import FP32, SCALE_NAN
 
-from ..arith import leading_zeros, partial_product_sum, shift_right_sticky, wire
+from ..arith import (
+    leading_zeros,
+    pair_sum_tree,
+    pair_sums,
+    partial_products,
+    shift_right_sticky,
+    wire,
+)
+from ..dsp import mult18x18d
 from ..elements import decode_element, signed_significand
 from ..pipeline import Pipeline
 from ..rounding import RNE, overflows, round_increment
 from .geometry import GUARD, DotGeometry
 
-__all__ = ["DOT_SECTIONS", "SPLIT_ADD_BITS", "SPLIT_MULTIPLY_BITS", "dot_sections",
-           "build_fused_step"]
+__all__ = ["DOT_SECTIONS", "SPLIT_ADD_BITS", "SPLIT_MULTIPLY_BITS", "MULTIPLIERS", "PRIMITIVES",
+           "dot_sections", "build_fused_step"]
 
 #: The fused step's sections in datapath order, with their estimated delays on ECP5 (ns,
 #: k = 32 fp8 x fp8, from nextpnr critical paths of per-section builds; decode timed in
@@ -71,6 +79,10 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
             # 7.1 ns measured in one stage; a carry hop between the halves
             sections["add_lo"] = 3.5
             delay = 4
+        if name == "multiply" and multipliers == "mult18x18d":
+            # routes to and from the DSP column around the block's own multiply stage
+            sections.update(operands=3.5, multiply=3.5, drain=3.5)
+            continue
         if name == "multiply" and split_multiply:
             # the halves' sums, then one short add
             sections["multiply_lo"] = 5
@@ -80,18 +92,9 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
 
 
 #: The ways :func:`build_fused_step` can build the lane products.
-MULTIPLIERS = ("lut", "dsp")
-
-
-def lane_product(m: Module, wide, narrow, name: str, multipliers: str):
-    """``wide * narrow`` (signed ``wide``, unsigned ``narrow``; ``len(wide) + len(narrow)``
-    bits, signed), built as :data:`MULTIPLIERS` says."""
-    if multipliers == "lut":
-        return partial_product_sum(m, wide, narrow, name)
-    if multipliers == "dsp":
-        width = len(wide) + len(narrow)
-        return wire(m, (wide.as_signed() * narrow)[:width].as_signed(), name)
-    raise ValueError(f"multipliers must be one of {', '.join(MULTIPLIERS)}, got {multipliers!r}")
+MULTIPLIERS = ("lut", "dsp", "mult18x18d")
+#: The vendor cells each way instantiates (simulation needs their models: hw.dsp).
+PRIMITIVES = {"lut": (), "dsp": (), "mult18x18d": ("MULT18X18D",)}
 
 
 def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, side=None,
@@ -141,6 +144,13 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     #    a NaN or Inf: it adds nothing to S, the special result overrides the sum), its
     #    shift, and the lane's specials; from the scales: the frame when T anchors.  c
     #    passes undecoded (in MXDotGeneral it comes from the accumulator forwarding path).
+    # Two's complement codes on both sides (int8 x int8): each code is its own signed
+    # significand times 2^0 (-128 included, where the decoder gives -64 * 2^1), so the product
+    # is the codes' and needs no decoding: no magnitude, no negation, no shift.  LUT products
+    # then start here: the first level of their tree of carry chains is summed from the codes
+    # (hw.arith.partial_products, a signed multiplier's top row without a negation).
+    signed_codes = fmt_a.twos_complement and fmt_b.twos_complement
+    product_width = 2 * fmt_a.bits if signed_codes else None
     lanes = []
     for i in range(k):
         x = decode_element(m, a.codes[i], fmt_a, f"a{i}")
@@ -149,13 +159,23 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         # Inf * 0 and NaN codes give NaN; otherwise an Inf operand gives a signed Inf.
         nan = x.nan | y.nan | (x.inf & y.zero) | (y.inf & x.zero)
         inf = (x.inf | y.inf) & ~nan
+        flags = {"nan": nan, "pinf": inf & ~neg, "ninf": inf & neg}
+        if signed_codes:
+            wide, narrow = a.codes[i].as_signed(), b.codes[i].as_signed()
+            if multipliers == "lut":
+                rows = partial_products(wide, narrow, y_signed=True)
+                level = pair_sums(m, rows, product_width, f"sig_prod{i}")
+                lanes.append({"level": [value for value, _ in level], **flags})
+            else:
+                lanes.append({"wide": wide, "narrow": narrow, **flags})
+            continue
         # The product's factors: the wider significand carries the lane's sign (negated
         # here, so the multiply is one sum), the narrower one gives the partial products.
         # A NaN or Inf lane's product is not zeroed: its flag makes the block's result NaN or
         # Inf, which replaces the sum in the finish section, so the sum's value is unused.
-        # A two's complement code is its own signed significand, which only the other
-        # factor's sign negates: one carry chain after the input, where its magnitude and
-        # then the negated magnitude were two in series (int8 x int8's worst path).
+        # A two's complement code (int8 against a float) is its own signed significand, which
+        # only the other factor's sign negates: one carry chain after the input, not its
+        # magnitude and then the negated magnitude, two in series.
         wide_op, narrow_op = (fmt_a, a.codes[i], x), (fmt_b, b.codes[i], y)
         if len(y.sig) > len(x.sig):
             wide_op, narrow_op = narrow_op, wide_op
@@ -166,10 +186,9 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         else:
             wide = Cat(wide_dec.sig, Const(0, 1)).as_signed()
             wide = Mux(neg, -wide, wide)[:len(wide)].as_signed()
-        lanes.append({"wide": wide,
-                      "narrow": narrow, "shift": x.shift + y.shift, "nan": nan,
-                      "pinf": inf & ~neg, "ninf": inf & neg})
+        lanes.append({"wide": wide, "narrow": narrow, "shift": x.shift + y.shift, **flags})
     e_t = a.scale + b.scale + (g.lsb_exp - 254)
+    in_block = multipliers == "mult18x18d"
     s = cross({
         "lanes": lanes,
         "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN), "c": c,
@@ -177,44 +196,76 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "side": side,
     }, "decode")
 
+    def lane_fields(ln):
+        return {"shift": None if signed_codes else ln.shift, "nan": ln.nan, "pinf": ln.pinf,
+                "ninf": ln.ninf}
+
     # 2. multiply: the signed lane products +-sig_a*sig_b (not yet shifted), in LUTs and
     #    carry chains (see partial_product_sum) or DSPs; the lane specials reduced over the
-    #    block.  A wide narrow factor (dot_sections) has the boundary multiply_lo: the rows of
-    #    the low and the high bits of the narrow factor are summed before it, the two sums
-    #    added after it.  (Built so at every depth: the register-bypass proof then compares
-    #    like with like; a SAT solver does not settle two different multipliers in minutes.)
+    #    block.  LUT products of more than 4 rows (dot_sections) have the boundary
+    #    multiply_lo: one level of their tree of carry chains before it (the second, where
+    #    decode summed the first), the rest after it.  (Built so at every depth: the
+    #    register-bypass proof then compares like with like; a SAT solver does not settle two
+    #    different multipliers in minutes.)  MULT18X18D blocks (hw.dsp): the boundary
+    #    operands is the route to the DSP column, ending in the blocks' own input registers,
+    #    multiply their output registers, and drain the route back into the fabric.
     lanes = [s.lanes[i] for i in range(k)]
+    if signed_codes and multipliers == "lut":
+        tree = [[(ln.level[j], None) for j in range(len(ln.level))] for ln in lanes]
+        depth = 1
+    elif multipliers == "lut":
+        tree = [partial_products(ln.wide, ln.narrow) for ln in lanes]
+        product_width = len(lanes[0].wide) + len(lanes[0].narrow)
+        depth = 0
+    if in_block:
+        factors = [(ln.wide, ln.narrow) for ln in lanes]
+        s = cross({"lanes": [lane_fields(ln) for ln in lanes], "scale_nan": s.scale_nan,
+                   "c": s.c, "a_t": s.a_t, "side": s.side if side else None}, "operands")
+        lanes = [s.lanes[i] for i in range(k)]
     if "multiply_lo" in pipe.names:
-        h = (len(lanes[0].narrow) + 1) // 2
-        width = len(lanes[0].wide) + len(lanes[0].narrow)  # the whole product's (signed)
         s = cross({
-            "lanes": [{"lo": lane_product(m, ln.wide, ln.narrow[:h], f"sig_prod_lo{i}",
-                                          multipliers),
-                       "hi": lane_product(m, ln.wide, ln.narrow[h:], f"sig_prod_hi{i}",
-                                          multipliers),
-                       "shift": ln.shift, "nan": ln.nan, "pinf": ln.pinf, "ninf": ln.ninf}
+            "lanes": [{"level": [value for value, _ in pair_sums(m, tree[i], product_width,
+                                                                  f"sig_prod{i}", depth)],
+                       **lane_fields(ln)}
                       for i, ln in enumerate(lanes)],
             "scale_nan": s.scale_nan, "c": s.c, "a_t": s.a_t,
             "side": s.side if side else None,
         }, "multiply_lo")
         lanes = [s.lanes[i] for i in range(k)]
-        prods = [wire(m, (ln.lo + (ln.hi << h))[:width].as_signed(), f"sig_prod{i}")
-                 for i, ln in enumerate(lanes)]
-    else:
-        prods = [lane_product(m, ln.wide, ln.narrow, f"sig_prod{i}", multipliers)
-                 for i, ln in enumerate(lanes)]
+        tree = [[(ln.level[j], None) for j in range(len(ln.level))] for ln in lanes]
+        depth += 1
+    if multipliers == "lut":
+        prods = [pair_sum_tree(m, tree[i], product_width, f"sig_prod{i}", depth)
+                 for i in range(k)]
+    elif multipliers == "dsp":  # `*`: yosys maps each to a DSP multiplier
+        prods = [wire(m, (ln.wide * ln.narrow)[:len(ln.wide) + len(ln.narrow)].as_signed(),
+                      f"sig_prod{i}") for i, ln in enumerate(lanes)]
     s = cross({
-        "prods": prods,
-        "shifts": [ln.shift for ln in lanes],
+        "prods": None if in_block else prods,
+        "shifts": None if signed_codes else [ln.shift for ln in lanes],
         "nan": Cat(*(ln.nan for ln in lanes)).any() | s.scale_nan,
         "lpinf": Cat(*(ln.pinf for ln in lanes)),
         "lninf": Cat(*(ln.ninf for ln in lanes)),
         "c": s.c, "a_t": s.a_t, "side": s.side if side else None,
     }, "multiply")
+    if in_block:
+        width = len(factors[0][0]) + len(factors[0][1])
+        enables = {key: pipe.enable(key) if pipe.registers(key) else None
+                   for key in ("operands", "multiply")}
+        prods = [mult18x18d(m, wide, narrow if signed_codes else
+                            Cat(narrow, Const(0, 1)).as_signed(), f"lane_mult{i}",
+                            input_enable=enables["operands"],
+                            output_enable=enables["multiply"])[:width].as_signed()
+                 for i, (wide, narrow) in enumerate(factors)]
+        s = cross({"prods": prods, "shifts": None if signed_codes else s.shifts, "nan": s.nan,
+                   "lpinf": s.lpinf, "lninf": s.lninf, "c": s.c, "a_t": s.a_t,
+                   "side": s.side if side else None}, "drain")
+    prods = [s.prods[i] for i in range(k)]
 
     # 3. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); c's fields.
     #    Each term is the signed significand product, shifted (sign-extended) into place.
-    terms = [(s.prods[i] << s.shifts[i]).as_signed()[:wp + 1].as_signed() for i in range(k)]
+    terms = [(prods[i] if signed_codes else prods[i] << s.shifts[i]).as_signed()[:wp + 1]
+             .as_signed() for i in range(k)]
     pinf, ninf = s.lpinf.any(), s.lninf.any()
     cbits = s.c
     c_neg, c_exp, c_man = cbits[31], cbits[23:31], cbits[:23]

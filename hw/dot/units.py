@@ -38,7 +38,7 @@ from ..cli import UnitSpec, format_help
 from ..elements import block_layout
 from ..params import check_block_size, check_choice, check_power_of_two, check_stages
 from ..pipeline import Pipeline, default_stages
-from .fused_step import MULTIPLIERS, build_fused_step, dot_sections
+from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units"]
@@ -51,17 +51,20 @@ def _check_multipliers(multipliers) -> str:
 
 
 def _multipliers_suffix(multipliers: str) -> str:
-    """Module name suffix: none for the default LUT products, ``_dsp`` for DSP ones."""
+    """Module name suffix: none for the default LUT products, ``_dsp`` or ``_mult18x18d``
+    for DSP ones."""
     return "" if multipliers == "lut" else f"_{multipliers}"
 
 
 def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers) -> dict:
     """Validate the parameters both dot units share, set them on ``unit`` (formats, block
-    size, geometry, stages, latency, multipliers) and return them as sidecar parameters."""
+    size, geometry, stages, latency, multipliers, primitives) and return them as sidecar
+    parameters."""
     fmt_a = golden.element_format(fmt_a)
     fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
     unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
     unit.multipliers = _check_multipliers(multipliers)
+    unit.primitives = PRIMITIVES[multipliers]
     unit.sections = dot_sections(unit.geometry, multipliers)
     unit.max_stages = len(unit.sections)  # every boundary (bench.synth sweeps 1..max_stages)
     default = default_stages(unit.sections.values())  # every boundary, for every pair so far
@@ -96,10 +99,13 @@ class MXDot(wiring.Component):
         partial products are summed in two halves.  Fewer registers are placed by
         :func:`hw.pipeline.place_registers` on the delays of
         :func:`hw.dot.fused_step.dot_sections`.
-    multipliers : {"lut", "dsp"}
-        Lane significand products in LUTs and carry chains (default) or as ``*`` for the
-        synthesis tool's DSP multipliers (ECP5: one MULT18X18D per lane).  Same function;
-        the module name gets ``_dsp``.
+    multipliers : {"lut", "dsp", "mult18x18d"}
+        Lane significand products in LUTs and carry chains (default); as ``*`` for the
+        synthesis tool's DSP multipliers (``"dsp"``: ECP5 one MULT18X18D per lane, with
+        the registers around it in the fabric unless the tool moves them in); or one
+        instantiated ECP5 MULT18X18D per lane with its own input and output registers
+        (``"mult18x18d"``, :mod:`hw.dsp`: two sections more, the routes to and from the DSP
+        column).  Same function; the module name gets ``_dsp`` or ``_mult18x18d``.
 
     Members
     -------
@@ -118,6 +124,10 @@ class MXDot(wiring.Component):
         :func:`hw.dot.fused_step.dot_sections` of the geometry and the multipliers.
     max_stages : int
         The deepest pipeline, every boundary registered (``len(sections)``).
+    primitives : tuple of str
+        Vendor cells the Verilog instantiates (``("MULT18X18D",)`` with
+        ``multipliers="mult18x18d"``): simulation needs their models,
+        :func:`hw.dsp.simulation_models`.
     registered_stall : bool
         True: the stage enables, and ``i.ready``, are flip-flops (the registered stall of
         :class:`hw.pipeline.Pipeline`, a skid register behind the last stage), so no gate
@@ -184,8 +194,8 @@ class MXDotGeneral(wiring.Component):
         Accumulation contexts (simultaneously open runs), a power of two in 1..64.
     stages : int
         Pipeline registers of the fused step (= ``latency``), as for :class:`MXDot`.
-    multipliers : {"lut", "dsp"}
-        As for :class:`MXDot`.
+    multipliers : {"lut", "dsp", "mult18x18d"}
+        As for :class:`MXDot` (so is the ``primitives`` attribute).
 
     Members
     -------
@@ -290,11 +300,14 @@ def _add_common(p: argparse.ArgumentParser):
     p.add_argument("--format", help=format_help("element format of both A and B"))
     p.add_argument("--block-size", type=int, default=32, help="elements per block (2..64)")
     p.add_argument("--stages", type=int, default=None,
-                   help="pipeline registers = latency in cycles (1..15, or 1..16 for windows "
-                        "wider than 75 bits; default: every section boundary, 15 or 16)")
+                   help="pipeline registers = latency in cycles (default: every section "
+                        "boundary, 16 for most pairs; wide windows, int8 x int8 LUT products "
+                        "and mult18x18d have more sections)")
     p.add_argument("--multipliers", choices=MULTIPLIERS, default="lut",
-                   help="lane products in LUTs and carry chains (lut, default) or as `*` "
-                        "for the synthesis tool's DSP multipliers (dsp)")
+                   help="lane products in LUTs and carry chains (lut, default), as `*` for "
+                        "the synthesis tool's DSP multipliers (dsp), or as instantiated ECP5 "
+                        "MULT18X18D blocks with their own registers (mult18x18d; simulation "
+                        "needs hw/models/MULT18X18D.v)")
 
 
 def _formats(args):

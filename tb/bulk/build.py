@@ -22,7 +22,10 @@ def _write_if_changed(path: Path, text: str) -> None:
 def wrap_unit(sidecar: dict, verilog: list[Path], outdir: Path, depth: int = DEPTH):
     """Write the bulk wrapper of the unit a schema-1 ``sidecar`` describes, and its Verilator
     control file, into ``outdir``; returns ``(sources, toplevel)`` for
-    :func:`tb.runner.run_cocotb` (the control file, ``verilog``, the wrapper)."""
+    :func:`tb.runner.run_cocotb` (the control file, ``verilog``, the models of the vendor
+    cells the sidecar lists in ``primitives``, the wrapper)."""
+    from hw.dsp import simulation_models
+
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     top = f"{sidecar['module']}_bulk"
@@ -30,7 +33,8 @@ def wrap_unit(sidecar: dict, verilog: list[Path], outdir: Path, depth: int = DEP
     _write_if_changed(w_path, sidecar_wrapper(sidecar, depth))
     # cocotb touches the wrapper's signals only (its ports and the clock `uclk`).
     _write_if_changed(c_path, public_control(top))
-    return [c_path, *map(Path, verilog), w_path], top
+    models = simulation_models(sidecar.get("primitives", ()))
+    return [c_path, *map(Path, verilog), *models, w_path], top
 
 
 def prepare_unit(unit: str, argv: list[str], outdir: Path, depth: int = DEPTH):
