@@ -57,20 +57,23 @@ DOT_SECTIONS = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3
 SPLIT_ADD_BITS = 75
 
 
-#: Lane products with a narrow factor wider than this many bits (at most 4 partial-product rows
-#: in one stage) are summed in two halves of the rows, with the boundary ``multiply_lo``
-#: between them (:func:`dot_sections`, LUT products only): int8 x int8, 7 rows, whose
-#: decode -> multiply path was the worst of its unit (11 cells, 2.1 ns logic + 4.5 ns
-#: routing, 152.1 MHz), while fp8_e4m3's 4 rows are not on its worst paths.
+#: LUT lane products with a narrow factor wider than this many bits (more than 4 partial-product
+#: rows: three or more levels of pair sums, :func:`hw.arith.pair_sums`) spread the levels over
+#: the sections, with the boundary ``multiply_lo`` (:func:`dot_sections`): int8 x int8, eight
+#: rows from its signed codes, one level in decode, one in multiply_lo, one in multiply.  Its
+#: decode -> multiply path was the worst of its unit with the seven rows in one stage (11
+#: cells, 2.1 ns logic + 4.5 ns routing, 152.1 MHz); fp8_e4m3's 4 rows are not on its worst
+#: paths.
 SPLIT_MULTIPLY_BITS = 4
 
 
 def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, float]:
     """The fused step's sections for ``geometry``: :data:`DOT_SECTIONS`, with ``add_lo`` (the
     low halves of the window sums) before ``add`` where the window is wider than
-    :data:`SPLIT_ADD_BITS`, and ``multiply_lo`` (the sums of the two halves of the partial
-    products) before ``multiply`` where LUT products have a narrow factor wider than
-    :data:`SPLIT_MULTIPLY_BITS`."""
+    :data:`SPLIT_ADD_BITS`; ``multiply_lo`` (a level of the partial products' pair sums)
+    before ``multiply`` where LUT products have a narrow factor wider than
+    :data:`SPLIT_MULTIPLY_BITS`; and for MULT18X18D blocks ``operands`` and ``drain`` around
+    ``multiply`` (:mod:`hw.dsp`)."""
     split_add = geometry.window_bits > SPLIT_ADD_BITS
     split_multiply = multipliers == "lut" and geometry.narrow_bits > SPLIT_MULTIPLY_BITS
     sections = {}
@@ -84,7 +87,7 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
             sections.update(operands=3.5, multiply=3.5, drain=3.5)
             continue
         if name == "multiply" and split_multiply:
-            # the halves' sums, then one short add
+            # estimates of the former split in two halves of the rows (two levels, then one)
             sections["multiply_lo"] = 5
             delay = 3
         sections[name] = delay

@@ -92,11 +92,12 @@ class MXDot(wiring.Component):
     stages : int
         Pipeline registers, 1..``max_stages`` (the latency); None (the default):
         :func:`hw.pipeline.default_stages`, which for every format pair registers every
-        section boundary: 15, plus one where the window is wider than
+        section boundary: 16, plus one where the window is wider than
         :data:`hw.dot.fused_step.SPLIT_ADD_BITS` (fp8_e5m2 x fp8_e5m2 and x fp8_e4m3), whose
-        add has a boundary between its halves, and one where LUT products have a narrow
-        factor wider than :data:`hw.dot.fused_step.SPLIT_MULTIPLY_BITS` (int8 x int8), whose
-        partial products are summed in two halves.  Fewer registers are placed by
+        add has a boundary between its halves, one where LUT products have a narrow factor
+        wider than :data:`hw.dot.fused_step.SPLIT_MULTIPLY_BITS` (int8 x int8), whose tree of
+        partial products has a level per section, and two for MULT18X18D blocks (the routes
+        to and from the DSP column).  Fewer registers are placed by
         :func:`hw.pipeline.place_registers` on the delays of
         :func:`hw.dot.fused_step.dot_sections`.
     multipliers : {"lut", "dsp", "mult18x18d"}
