@@ -45,11 +45,14 @@ import copy
 import fnmatch
 import itertools
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
 
 from amaranth.back import rtlil
+
+from hw.dsp import simulation_models
 
 from .sby import SbyResult, tool
 from .units import FormalUnit, pipeline_probes
@@ -61,10 +64,11 @@ __all__ = ["prove_same_datapath", "bypass_data_registers", "split_at_cuts", "sta
 _STATE_CELLS = ("$dff", "$dffe", "$sdff", "$sdffe", "$sdffce", "$adff", "$adffe", "$aldff",
                 "$aldffe", "$dffsr", "$dffsre", "$dlatch", "$adlatch", "$dlatchsr", "$ff")
 
-#: Flatten, turn memories (ROM tables) into logic, and give each register with a load enable
-#: its EN port.  The registers' ``init`` is removed first, so that no optimization relies on
+#: Read the models of the vendor cells the unit instantiates (``{models}``: ``read_verilog``
+#: of each, copied into the work directory), flatten, turn memories (ROM tables) into logic,
+#: and give each register with a load enable its EN port.  The registers' ``init`` is removed first, so that no optimization relies on
 #: a power-up value (opt_dff would fold a register that never loads into its init).
-_PREPARE = ("read_rtlil {name}.il; hierarchy -top {name}; proc; flatten; memory; "
+_PREPARE = ("{models}read_rtlil {name}.il; hierarchy -top {name}; proc; flatten; memory; "
             "setattr -unset init w:*; opt_clean; opt_dff -nosdff; opt_clean; "
             "write_json {name}.json")
 
@@ -108,7 +112,7 @@ def _bits_named(nets: dict, patterns) -> set:
 
 
 def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str]],
-                          state=(), compared=()) -> list[str]:
+                          state=(), compared=(), blocks=()) -> list[str]:
     """Check the structure of ``module`` in a Yosys JSON ``netlist`` and replace its pipeline
     data registers by wires (in place), keeping only the output payload (and the ``compared``
     nets) as outputs.
@@ -127,6 +131,11 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     compared : iterable of str
         Internal nets made outputs ``net_<name>`` beside the payload, to be compared too
         (:attr:`formal.units.FormalUnit.compared`).
+    blocks : iterable of (str, str)
+        Registers inside instantiated blocks (a DSP block's input and output registers) that
+        stand for a boundary's data register: (shell pattern of their names, the boundary's
+        register name in ``probes["data"]``); they must load on that boundary's enable
+        (:attr:`formal.units.FormalUnit.blocks`).
 
     Returns
     -------
@@ -150,6 +159,14 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
         enable = bits(f"{stage}_en")
         for b in bits(reg):
             data[b] = (reg, enable[0] if enable else None)
+    for pattern, reg in blocks:
+        enable = bits(f"{reg}_en")
+        inside = [name for name in nets if fnmatch.fnmatchcase(name, pattern)]
+        if not inside:
+            problems.append(f"no register {pattern!r} of a block (the model changed?)")
+        for name in inside:
+            for b in nets[name]["bits"]:
+                data[b] = (name, enable[0] if enable else None)
     control = {b for key in ("valid", "hold", "advance") for name in probes.get(key, [])
                for b in bits(name)}
     kept = _bits_named(nets, state)
@@ -265,14 +282,23 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
              timeout: float) -> list[str]:
     component = unit.build(k, stages)
     (workdir / f"{name}.il").write_text(rtlil.convert(component, name=name))
-    failed = _yosys(_PREPARE.format(name=name), workdir, f"{name}_prepare.log", timeout)
+    models = ""
+    # the project's units name the vendor cells they instantiate; a test's own chain has none
+    for model in simulation_models(getattr(component, "primitives", ())):
+        # copied: the WASI Yosys sees its work directory only
+        shutil.copyfile(model, workdir / model.name)
+        models += f"read_verilog {model.name}; "
+    failed = _yosys(_PREPARE.format(name=name, models=models), workdir, f"{name}_prepare.log",
+                    timeout)
     if failed:
         return [f"{name} (stages = {stages}): {failed}"]
     path = workdir / f"{name}.json"
     netlist = json.loads(path.read_text())
     probes = pipeline_probes(unit.sections(k, stages), stages, unit.prefix, unit.registered_stall,
                              data=True)
-    problems = bypass_data_registers(netlist, name, probes, unit.state, unit.compared)
+    blocks = [(pattern, f"{unit.prefix}_{boundary}") for pattern, boundary in unit.blocks
+              if f"{unit.prefix}_{boundary}" in probes["data"]]
+    problems = bypass_data_registers(netlist, name, probes, unit.state, unit.compared, blocks)
     path.write_text(json.dumps(netlist))
     cuts = [c for c in unit.cuts if c in netlist["modules"][name]["netnames"]]
     if unit.cuts and not cuts:

@@ -17,10 +17,12 @@ from hw.dequantizer import DEQUANTIZER_SECTIONS, MXDequantizer
 from hw.dot import MXDot, MXDotGeneral
 from hw.dot.fused_step import dot_sections
 from hw.dot.geometry import DotGeometry
+from hw.dsp import MULT18X18D_REGISTERS
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes", "default_configurations"]
+__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes", "default_configurations",
+           "EXTRA_CONFIGURATIONS", "MULT18X18D_BLOCKS"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,12 @@ class FormalUnit:
         payload depends on them once the datapath is cut at ``cuts``; it then proves the part
         after the cuts (the fused step) and leaves the part before them, whose state follows
         the depth's timing, to the chain proof (:class:`formal.harness.ChainHarness`).
+    blocks : tuple of (str, str)
+        Registers of instantiated blocks that stand for a boundary's data register: (shell
+        pattern of their names in the flattened netlist, the boundary).  The dot units'
+        MULT18X18D builds: the blocks' A and B registers are ``operands``', their output
+        register ``multiply``'s (:data:`MULT18X18D_BLOCKS`).  The register-bypass proof
+        checks that they load on that boundary's enable where it is registered.
     """
 
     name: str
@@ -74,6 +82,7 @@ class FormalUnit:
     cuts: tuple[str, ...] = ()
     compared: tuple[str, ...] = ()
     state: tuple[str, ...] = ()
+    blocks: tuple[tuple[str, str], ...] = ()
 
     def max_stages(self, k: int) -> int:
         """The deepest pipeline at block size ``k`` (every boundary registered)."""
@@ -163,8 +172,14 @@ def unit_by_name(name: str) -> FormalUnit:
 
 #: Configurations proven at full size besides ``python -m hw generate``'s defaults: the dot
 #: unit's DSP builds of the synthesis list.
-EXTRA_CONFIGURATIONS = {"dot": [["--format", "fp8_e4m3", "--multipliers", "dsp"],
-                                ["--format", "int8", "--multipliers", "dsp"]]}
+EXTRA_CONFIGURATIONS = {"dot": [["--format", f, "--multipliers", m]
+                                for m in ("dsp", "mult18x18d") for f in ("fp8_e4m3", "int8")]}
+
+#: The MULT18X18D blocks' registers (``lane_mult<i>``, :func:`hw.dsp.mult18x18d`) as the data
+#: registers of the boundaries they stand for: ``FormalUnit.blocks`` of those builds.
+MULT18X18D_BLOCKS = tuple((f"lane_mult*.{reg}", boundary)
+                          for side, boundary in (("input", "operands"), ("output", "multiply"))
+                          for reg in MULT18X18D_REGISTERS[side])
 
 
 def default_configurations() -> list[tuple[FormalUnit, int]]:
@@ -191,6 +206,8 @@ def default_configurations() -> list[tuple[FormalUnit, int]]:
             if spec.name in ("dot", "dot-general"):  # sections of this configuration
                 built = spec.build_from(argv)
                 extra["sections"] = lambda k_, stages, s=built.sections: s
+                if "MULT18X18D" in built.primitives:
+                    extra["blocks"] = MULT18X18D_BLOCKS
             found.append((replace(base, name="-".join([spec.name, *values]),
                                   config=" ".join(argv), build=build, **extra), k))
     return found

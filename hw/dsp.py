@@ -14,8 +14,8 @@ column each get the stage before or after it.
 The generated Verilog then names the primitive: synthesis for ECP5 takes it from the vendor
 library; simulation and lint take the behavioural model :data:`MULT18X18D_MODEL` (the subset
 used here: A and B registers, output register, multiplier; no cascade, no pipeline register),
-which the sidecar's ``primitives`` point to (:func:`simulation_models`).  The proofs of
-:mod:`formal` do not read it yet: they cover the ``lut`` and ``dsp`` builds.
+which the sidecar's ``primitives`` point to (:func:`simulation_models`), and the
+register-bypass proof of :mod:`formal.datapath` (its registers: :data:`MULT18X18D_REGISTERS`).
 """
 
 from __future__ import annotations
@@ -24,14 +24,21 @@ from pathlib import Path
 
 from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Signal, Value, signed
 
-__all__ = ["mult18x18d", "MULT18X18D_WIDTH", "MULT18X18D_MODEL", "simulation_models"]
+__all__ = ["mult18x18d", "MULT18X18D_WIDTH", "MULT18X18D_MODEL", "MULT18X18D_REGISTERS",
+           "simulation_models"]
 
 #: Bits of each factor (signed, two's complement) of a MULT18X18D.
 MULT18X18D_WIDTH = 18
 
-#: Behavioural Verilog model of the MULT18X18D subset :func:`mult18x18d` uses, for simulation
-#: and lint (never for synthesis: the vendor library's block is the real one).
+#: Behavioural Verilog model of the MULT18X18D subset :func:`mult18x18d` uses, for simulation,
+#: lint and proofs (never for synthesis: the vendor library's block is the real one).
 MULT18X18D_MODEL = Path(__file__).parent / "models" / "MULT18X18D.v"
+
+#: The model's registers by the side of the block they stand on (``input``: A and B, which
+#: :func:`mult18x18d` loads with ``input_enable``; ``output``: P, with ``output_enable``), by
+#: their names in the model: the register-bypass proof (:mod:`formal.datapath`) checks them as
+#: the data registers of those boundaries.
+MULT18X18D_REGISTERS = {"input": ("a_reg", "b_reg"), "output": ("p_reg",)}
 
 #: Primitive name -> its simulation model (the sidecar's ``primitives``).
 _MODELS = {"MULT18X18D": MULT18X18D_MODEL}
@@ -39,7 +46,7 @@ _MODELS = {"MULT18X18D": MULT18X18D_MODEL}
 
 def simulation_models(primitives) -> list[Path]:
     """The Verilog models to compile beside a unit that instantiates ``primitives`` (a
-    component's ``primitives``, or a sidecar's), for Verilator."""
+    component's ``primitives``, or a sidecar's)."""
     unknown = sorted(set(primitives) - set(_MODELS))
     if unknown:
         raise ValueError(f"no simulation model for {', '.join(unknown)}; models exist for "

@@ -20,7 +20,13 @@ from formal.datapath import bypass_data_registers, prove_same_datapath
 from formal.harness import FlowHarness, MiterHarness
 from formal.matrix import BMC_MARGIN, SLOW_MITERS, Job, proof_jobs
 from formal.sby import run_sby, sby_available
-from formal.units import FormalUnit, default_configurations, pipeline_probes, unit_by_name
+from formal.units import (
+    MULT18X18D_BLOCKS,
+    FormalUnit,
+    default_configurations,
+    pipeline_probes,
+    unit_by_name,
+)
 from hw.arith import wire
 from hw.pipeline import Pipeline
 
@@ -169,6 +175,44 @@ def test_register_outside_the_pipeline_is_reported(tmp_path):
     res = prove_same_datapath(_chain_unit(Pipeline, bug="stray"), 1, 3, tmp_path / "stray")
     assert res.status == "ERROR"
     assert any("outside the pipeline" in p and "stray" in p for p in res.failed), res.failed
+
+
+def _dsp_block_unit(blocks):
+    """MXDot int8 x int8 with MULT18X18D blocks (their model read by the proof), at k = 2,
+    whose block registers are declared as ``blocks``."""
+    from hw.dot import MXDot
+
+    base = unit_by_name("dot")
+    return replace(base, name="dot-mult18x18d", config="int8, MULT18X18D blocks",
+                   build=lambda k, s: MXDot("int8", block_size=k, stages=s,
+                                            multipliers="mult18x18d"),
+                   sections=lambda k, s: MXDot("int8", block_size=k,
+                                               multipliers="mult18x18d").sections,
+                   blocks=blocks)
+
+
+@pytest.mark.parametrize("stages", [9, 12, 18])
+def test_dsp_block_registers_are_the_boundaries_data_registers(tmp_path, stages):
+    """The register-bypass proof reads the MULT18X18D model: at 9 stages the blocks' input
+    registers are used, at 12 their output register, at 18 both; each loads on its
+    boundary's enable and the function is the one of depth 1."""
+    res = prove_same_datapath(_dsp_block_unit(MULT18X18D_BLOCKS), 2, stages, tmp_path / "dsp")
+    assert res.status == "PASS", res.failed
+
+
+def test_dsp_block_registers_on_another_enable_or_undeclared_are_reported(tmp_path):
+    """Non-vacuity: the blocks' input registers declared as the multiply boundary's (whose
+    enable they do not load on), or not declared at all, make the proof an error naming
+    them."""
+    swapped = tuple((pattern, "multiply") for pattern, _ in MULT18X18D_BLOCKS)
+    res = prove_same_datapath(_dsp_block_unit(swapped), 2, 18, tmp_path / "swapped")
+    assert res.status == "ERROR"
+    assert any("lane_mult0.a_reg" in p and "not loading on its stage enable" in p
+               for p in res.failed), res.failed
+    res = prove_same_datapath(_dsp_block_unit(()), 2, 18, tmp_path / "undeclared")
+    assert res.status == "ERROR"
+    assert any("outside the pipeline" in p and "lane_mult0" in p for p in res.failed), \
+        res.failed
 
 
 def _planted_dot_general(old: str, new: str):
