@@ -66,8 +66,9 @@ _STATE_CELLS = ("$dff", "$dffe", "$sdff", "$sdffe", "$sdffce", "$adff", "$adffe"
 
 #: Read the models of the vendor cells the unit instantiates (``{models}``: ``read_verilog``
 #: of each, copied into the work directory), flatten, turn memories (ROM tables) into logic,
-#: and give each register with a load enable its EN port.  The registers' ``init`` is removed first, so that no optimization relies on
-#: a power-up value (opt_dff would fold a register that never loads into its init).
+#: and give each register with a load enable its EN port.  The registers' ``init`` is removed
+#: first, so that no optimization relies on a power-up value (opt_dff would fold a register
+#: that never loads into its init).
 _PREPARE = ("{models}read_rtlil {name}.il; hierarchy -top {name}; proc; flatten; memory; "
             "setattr -unset init w:*; opt_clean; opt_dff -nosdff; opt_clean; "
             "write_json {name}.json")

@@ -374,10 +374,11 @@ def partial_product_sum(m: Module, x, y, name: str, *, y_signed: bool = False):
     return pair_sum_tree(m, partial_products(x, y, y_signed=y_signed), len(x) + len(y), name)
 
 
-def pair_sum_tree(m: Module, level, width: int, name: str, depth: int = 0):
+def pair_sum_tree(m: Module, level, width: int, name: str, first_depth: int = 0):
     """The sum of ``level`` (``(value, carry)`` pairs), ``width`` bits signed, named ``name``:
-    :func:`pair_sums` level after level (their names from ``depth`` on) until one is left."""
-    for depth in itertools.count(depth):
+    :func:`pair_sums` level after level (their names from ``first_depth`` on) until one is
+    left."""
+    for depth in itertools.count(first_depth):
         if len(level) == 1:
             value, carry = level[0]
             if carry is not None:
