@@ -180,7 +180,11 @@ NEXT_STEPS = {
                  "against 190.1 (186.0-190.2). So the fall does not come from where the "
                  "registers sit or from the delay lines' width: both 15-cycle builds place "
                  "about 3 % below the 12-stage one, whose five seeds (199.3-206.4) may also "
-                 "be a favourable draw. No next step is known for it.",
+                 "be a favourable draw. No next step is known for it. Tried 2026-11-25 (session "
+                 "33) and not kept: part of a subnormal input's normalization shift moved into "
+                 "decode (the count's bits 8 and 16): fp32 -> fp8_e4m3 183.7 MHz (180.0-189.1), "
+                 "fp32 -> fp4_e2m1 189.6 (188.5-194.8), both then bound by input -> decode; the "
+                 "16 alone: 184.4 and 175.3 (docs/quantizer.md).",
     "dequantizer": "at the default depth (5 since 2026-11-25: round and output in one stage, "
                    "registered stall) the worst path depends on the nextpnr seed, and every one is"
                    " mostly routing across the port ring of 1,024 output bits: the input register "
