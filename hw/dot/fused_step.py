@@ -143,10 +143,10 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         return {"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "c": s.c,
                 "side": s.side if side else None}
 
-    # 1. decode: element fields; per lane the product's two factors (zero in a lane holding
-    #    a NaN or Inf: it adds nothing to S, the special result overrides the sum), its
-    #    shift, and the lane's specials; from the scales: the frame when T anchors.  c
-    #    passes undecoded (in MXDotGeneral it comes from the accumulator forwarding path).
+    # 1. decode: element fields; per lane the product's two factors (or, for int8 x int8
+    #    LUT products, the first level of their sum), its shift, and the lane's specials;
+    #    from the scales: the frame when T anchors.  c passes undecoded (in MXDotGeneral it
+    #    comes from the accumulator forwarding path).
     # Two's complement codes on both sides (int8 x int8): each code is its own signed
     # significand times 2^0 (-128 included, where the decoder gives -64 * 2^1), so the product
     # is the codes' and needs no decoding: no magnitude, no negation, no shift.  LUT products
@@ -203,6 +203,9 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         return {"shift": None if signed_codes else ln.shift, "nan": ln.nan, "pinf": ln.pinf,
                 "ninf": ln.ninf}
 
+    def registered_level(ln):  # a level of pair sums after a boundary: (sum, no carry) pairs
+        return [(ln.level[j], None) for j in range(len(ln.level))]
+
     # 2. multiply: the signed lane products +-sig_a*sig_b (not yet shifted), in LUTs and
     #    carry chains (see partial_product_sum) or DSPs; the lane specials reduced over the
     #    block.  LUT products of more than 4 rows (dot_sections) have the boundary
@@ -214,7 +217,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     #    multiply their output registers, and drain the route back into the fabric.
     lanes = [s.lanes[i] for i in range(k)]
     if signed_codes and multipliers == "lut":
-        tree = [[(ln.level[j], None) for j in range(len(ln.level))] for ln in lanes]
+        tree = [registered_level(ln) for ln in lanes]
         depth = 1
     elif multipliers == "lut":
         tree = [partial_products(ln.wide, ln.narrow) for ln in lanes]
@@ -235,7 +238,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
             "side": s.side if side else None,
         }, "multiply_lo")
         lanes = [s.lanes[i] for i in range(k)]
-        tree = [[(ln.level[j], None) for j in range(len(ln.level))] for ln in lanes]
+        tree = [registered_level(ln) for ln in lanes]
         depth += 1
     if multipliers == "lut":
         prods = [pair_sum_tree(m, tree[i], product_width, f"sig_prod{i}", depth)
