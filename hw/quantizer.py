@@ -34,8 +34,8 @@ from .pipeline import (
 )
 from .rounding import round_increment
 
-__all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "TREE_LEVEL_DELAY",
-           "OUTPUT_DELAY", "cli_units"]
+__all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "subnormal_shift_bits",
+           "block_max_on_exponent_fields", "TREE_LEVEL_DELAY", "OUTPUT_DELAY", "cli_units"]
 
 ROUNDINGS = (*ROUNDING_IDS, "runtime")
 SCALE_MODES = (*SCALE_MODE_IDS, "runtime")
@@ -111,6 +111,54 @@ def max_tree_radices(fmt, block_size: int, stages: int | None = None) -> list[in
     shorter = (critical_stage(list(radix4_sections.values()), stages)
                < critical_stage(list(binary_sections.values()), stages))
     return radix4 if shares or shorter else binary
+
+
+def subnormal_shift_bits(fmt, input_format, keep: int) -> int:
+    """How many low bits of a subnormal input's leading-zero count ``lzf`` the ``norm``
+    section's shift uses, for a quantizer to element format ``fmt`` from ``input_format``
+    keeping ``keep`` significand bits (hidden bit, element mantissa, fraction bits below it).
+
+    A subnormal input's key is ``-lzf``; its element binade is ``br = -lzf - e_key``, and the
+    scale's clamp at 2^-127 bounds ``e_key`` below by ``e_key_min = SCALE_EMIN + emin + bias``.
+    A lane with ``lzf >= L = keep - e_key_min`` therefore has ``br <= -keep`` in every block:
+    the ``shift`` section shifts all its ``keep`` bits out (``sh = keep``, as for ``gone``) and
+    only whether its significand is nonzero reaches the output, as the sticky bit.  A shift by
+    ``lzf``'s low ``b`` bits (``2^b >= L``) is exact below ``L`` and never more than ``lzf``
+    above it, so it loses no bit off the top and keeps that nonzero test exact.  Such a lane
+    can still hold the block's maximum key (every other lane zero or smaller), but then both
+    the floor scale and rceil's one binade up are clamped to 2^-127, so its rceil flag cannot
+    matter; this needs ``1 - L - (bias + emax) <= SCALE_EMIN``, checked here.
+
+    The shift is a 2^b:1 select instead of one over the whole fraction: from fp32, by 4 bits
+    of 5 to fp8_e4m3, 3 to fp6 and int8, 2 to fp4_e2m1 (rne/rna/rtz builds; stochastic keeps
+    more fraction bits).  Returns ``len(lzf)`` (no saving) where the bound does not help: bf16
+    and fp16 input (except bf16 -> fp4_e2m1: 2 bits of 3), fp32 -> fp8_e5m2.
+    """
+    lzf_bits = bits_for(input_format.mbits)
+    shifted_out = keep - (SCALE_EMIN + fmt.emin + input_format.bias)  # L
+    b = bits_for(shifted_out - 1)
+    if b >= lzf_bits or 1 - shifted_out - (input_format.bias + fmt.emax) > SCALE_EMIN:
+        return lzf_bits
+    return b
+
+
+def block_max_on_exponent_fields(fmt, input_format, rceil: bool) -> bool:
+    """Whether the block-max tree of a quantizer to ``fmt`` from ``input_format`` (``rceil``:
+    with the rceil scale mode built) may compare the lanes' exponent fields ``E`` instead of
+    their keys (``E`` for a normal, ``-lzf`` for a subnormal, ``1 - p`` for a zero: 9 bits
+    signed from fp32 or bf16, against ``E``'s 8 bits unsigned).
+
+    The two maxima differ only where every lane is zero or subnormal: the key's maximum is then
+    at most 0 and ``E``'s is 0.  Both give the same scale when a key of 0 already gives the
+    clamp at 2^-127, ``e = 0 - (bias + emax) <= SCALE_EMIN``, and with rceil also one binade
+    up, ``1 - (bias + emax) <= SCALE_EMIN`` (then the rceil flags of those lanes cannot
+    matter either).  The clamp's code, 0, is also an all-zero block's, so that test goes too.
+    True from fp32 and bf16 to every floating-point element format (``emax >= 2``) and to
+    int8 (``emax = 0``) without rceil; false from fp16.
+    """
+    if SCALE_BIAS + SCALE_EMIN != 0:  # the all-zero block's code 0 is the clamp's
+        return False
+    return input_format.bias + fmt.emax - (1 if rceil else 0) + SCALE_EMIN >= 0
 
 
 def quantizer_sections(fmt, block_size: int, stages: int | None = None) -> dict[str, float]:
@@ -295,13 +343,17 @@ class MXQuantizer(wiring.Component):
 
         # -- norm: binade key; normalize, keep the top bits plus a sticky bit ------------------
         # A normal's significand 1.frac is already normalized; a subnormal's frac moves up by
-        # lzf + 1 (lzf = its leading zeros), i.e. (frac << 1) << lzf.
+        # lzf + 1 (lzf = its leading zeros), i.e. (frac << 1) << lzf, by lzf's low bits only
+        # where the lanes beyond them can only be shifted out whole (subnormal_shift_bits).
+        sub_shift = subnormal_shift_bits(fmt, input_format, keep)
+        exponent_keys = block_max_on_exponent_fields(fmt, input_format, rceil_built)
         lanes = []
         for i in range(k):
             ln = x.lanes[i]
             e, nz_e, frac, lzf = ln.e, ln.nz_e, ln.frac, ln.lzf
             key = wire(m, Mux(nz_e, e, -lzf), f"lane{i}_key")
-            sub = reduce_significand(m, Cat(Const(0, 1), frac), lzf, keep, name=f"lane{i}_s")
+            sub = reduce_significand(m, Cat(Const(0, 1), frac), lzf[:sub_shift], keep,
+                                     name=f"lane{i}_s")
             nrm = reduce_significand(m, Cat(frac, Const(1, 1)), Const(0, 1), keep,
                                      name=f"lane{i}_n")
             s2 = wire(m, Mux(nz_e, nrm, sub), f"lane{i}_s2")
@@ -309,13 +361,16 @@ class MXQuantizer(wiring.Component):
                 s2 = Cat(Const(0, mb + 1 - len(s2)), s2)
             # zero: key == zero_key, tested on E and lzf directly (not after the -lzf carry chain)
             zero = wire(m, ~nz_e & (lzf == input_format.mbits), f"lane{i}_zero")
-            lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key})
+            lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key,
+                          "e": e if exponent_keys else None})
         x = cross({"lanes": lanes, **ctl_fields(x)}, "norm")
         width = len(x.lanes[0].s2)
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
 
-        # -- block amax: max tree over the keys (rceil: and whether 1.f > max_normal's 1.g) ----
+        # -- block amax: max tree over the keys or exponent fields (rceil: and whether 1.f >
+        # max_normal's 1.g); the lanes go on without their exponent fields
         tree = []
+        lanes = [{"neg": ln.neg, "zero": ln.zero, "s2": ln.s2, "key": ln.key} for ln in x.lanes]
         for i in range(k):
             ln = x.lanes[i]
             gt = None
@@ -327,11 +382,12 @@ class MXQuantizer(wiring.Component):
                 above = (top > fmt.max_significand
                          if fmt.max_significand < (1 << len(top)) - 1 else 0)
                 gt = wire(m, above | at_max, f"lane{i}_gt")
-            tree.append((ln.key, gt))
+            tree.append((ln.e if exponent_keys else ln.key, gt))
         for j, radix in enumerate(self.tree_radices, 1):  # one tree level per boundary
             tree = max_tree_levels(m, tree, 1, name=f"amax{j}", radix=radix)
-            x = cross({"lanes": x.lanes, **ctl_fields(x),
+            x = cross({"lanes": lanes, **ctl_fields(x),
                        "tree": [{"key": key, "flag": flag} for key, flag in tree]}, f"amax{j}")
+            lanes = x.lanes
             tree = [(x.tree[t].key, x.tree[t].flag if rceil_built else None)
                     for t in range(len(tree))]
         (key_max, gt_max), = tree
@@ -359,7 +415,7 @@ class MXQuantizer(wiring.Component):
                 above = above & (x.scale_mode == SCALE_MODE_IDS["rceil"])
         x = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False), "cands": cands,
                    "above": above, "nonfinite": key_max == e_max_key,
-                   "zero": key_max == zero_key}, "exp")
+                   "zero": None if exponent_keys else key_max == zero_key}, "exp")
         sel = []
         for a in ((0, 1) if rceil_built else (0,)):
             c = x.cands[f"above{a}"]
@@ -368,7 +424,10 @@ class MXQuantizer(wiring.Component):
         sel_e = sel[0]
         if rceil_built:
             sel_e = {n: Mux(x.above, sel[1][n], sel[0][n]) for n in outs}
-        scale = Mux(x.nonfinite, SCALE_NAN, Mux(x.zero, 0, sel_e["code"][:8]))
+        scale = sel_e["code"][:8]
+        if not exponent_keys:  # else an all-zero block's scale is the clamp's (see above)
+            scale = Mux(x.zero, 0, scale)
+        scale = Mux(x.nonfinite, SCALE_NAN, scale)
         y = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False),
                    "e_key": sel_e["e_key"], "scale": scale, "nonfinite": x.nonfinite},
                   "scale")

