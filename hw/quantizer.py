@@ -35,7 +35,7 @@ from .pipeline import (
 from .rounding import round_increment
 
 __all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "subnormal_shift_bits",
-           "block_max_on_exponent_fields", "TREE_LEVEL_DELAY", "OUTPUT_DELAY", "cli_units"]
+           "TREE_LEVEL_DELAY", "OUTPUT_DELAY", "cli_units"]
 
 ROUNDINGS = (*ROUNDING_IDS, "runtime")
 SCALE_MODES = (*SCALE_MODE_IDS, "runtime")
@@ -140,25 +140,6 @@ def subnormal_shift_bits(fmt, input_format, keep: int) -> int:
     if b >= lzf_bits or 1 - shifted_out - (input_format.bias + fmt.emax) > SCALE_EMIN:
         return lzf_bits
     return b
-
-
-def block_max_on_exponent_fields(fmt, input_format, rceil: bool) -> bool:
-    """Whether the block-max tree of a quantizer to ``fmt`` from ``input_format`` (``rceil``:
-    with the rceil scale mode built) may compare the lanes' exponent fields ``E`` instead of
-    their keys (``E`` for a normal, ``-lzf`` for a subnormal, ``1 - p`` for a zero: 9 bits
-    signed from fp32 or bf16, against ``E``'s 8 bits unsigned).
-
-    The two maxima differ only where every lane is zero or subnormal: the key's maximum is then
-    at most 0 and ``E``'s is 0.  Both give the same scale when a key of 0 already gives the
-    clamp at 2^-127, ``e = 0 - (bias + emax) <= SCALE_EMIN``, and with rceil also one binade
-    up, ``1 - (bias + emax) <= SCALE_EMIN`` (then the rceil flags of those lanes cannot
-    matter either).  The clamp's code, 0, is also an all-zero block's, so that test goes too.
-    True from fp32 and bf16 to every floating-point element format (``emax >= 2``) and to
-    int8 (``emax = 0``) without rceil; false from fp16.
-    """
-    if SCALE_BIAS + SCALE_EMIN != 0:  # the all-zero block's code 0 is the clamp's
-        return False
-    return input_format.bias + fmt.emax - (1 if rceil else 0) + SCALE_EMIN >= 0
 
 
 def quantizer_sections(fmt, block_size: int, stages: int | None = None) -> dict[str, float]:
@@ -346,7 +327,6 @@ class MXQuantizer(wiring.Component):
         # lzf + 1 (lzf = its leading zeros), i.e. (frac << 1) << lzf, by lzf's low bits only
         # where the lanes beyond them can only be shifted out whole (subnormal_shift_bits).
         sub_shift = subnormal_shift_bits(fmt, input_format, keep)
-        exponent_keys = block_max_on_exponent_fields(fmt, input_format, rceil_built)
         lanes = []
         for i in range(k):
             ln = x.lanes[i]
@@ -361,16 +341,13 @@ class MXQuantizer(wiring.Component):
                 s2 = Cat(Const(0, mb + 1 - len(s2)), s2)
             # zero: key == zero_key, tested on E and lzf directly (not after the -lzf carry chain)
             zero = wire(m, ~nz_e & (lzf == input_format.mbits), f"lane{i}_zero")
-            lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key,
-                          "e": e if exponent_keys else None})
+            lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key})
         x = cross({"lanes": lanes, **ctl_fields(x)}, "norm")
         width = len(x.lanes[0].s2)
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
 
-        # -- block amax: max tree over the keys or exponent fields (rceil: and whether 1.f >
-        # max_normal's 1.g); the lanes go on without their exponent fields
+        # -- block amax: max tree over the keys (rceil: and whether 1.f > max_normal's 1.g) ----
         tree = []
-        lanes = [{"neg": ln.neg, "zero": ln.zero, "s2": ln.s2, "key": ln.key} for ln in x.lanes]
         for i in range(k):
             ln = x.lanes[i]
             gt = None
@@ -382,12 +359,11 @@ class MXQuantizer(wiring.Component):
                 above = (top > fmt.max_significand
                          if fmt.max_significand < (1 << len(top)) - 1 else 0)
                 gt = wire(m, above | at_max, f"lane{i}_gt")
-            tree.append((ln.e if exponent_keys else ln.key, gt))
+            tree.append((ln.key, gt))
         for j, radix in enumerate(self.tree_radices, 1):  # one tree level per boundary
             tree = max_tree_levels(m, tree, 1, name=f"amax{j}", radix=radix)
-            x = cross({"lanes": lanes, **ctl_fields(x),
+            x = cross({"lanes": x.lanes, **ctl_fields(x),
                        "tree": [{"key": key, "flag": flag} for key, flag in tree]}, f"amax{j}")
-            lanes = x.lanes
             tree = [(x.tree[t].key, x.tree[t].flag if rceil_built else None)
                     for t in range(len(tree))]
         (key_max, gt_max), = tree
@@ -415,7 +391,7 @@ class MXQuantizer(wiring.Component):
                 above = above & (x.scale_mode == SCALE_MODE_IDS["rceil"])
         x = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False), "cands": cands,
                    "above": above, "nonfinite": key_max == e_max_key,
-                   "zero": None if exponent_keys else key_max == zero_key}, "exp")
+                   "zero": key_max == zero_key}, "exp")
         sel = []
         for a in ((0, 1) if rceil_built else (0,)):
             c = x.cands[f"above{a}"]
@@ -424,10 +400,7 @@ class MXQuantizer(wiring.Component):
         sel_e = sel[0]
         if rceil_built:
             sel_e = {n: Mux(x.above, sel[1][n], sel[0][n]) for n in outs}
-        scale = sel_e["code"][:8]
-        if not exponent_keys:  # else an all-zero block's scale is the clamp's (see above)
-            scale = Mux(x.zero, 0, scale)
-        scale = Mux(x.nonfinite, SCALE_NAN, scale)
+        scale = Mux(x.nonfinite, SCALE_NAN, Mux(x.zero, 0, sel_e["code"][:8]))
         y = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False),
                    "e_key": sel_e["e_key"], "scale": scale, "nonfinite": x.nonfinite},
                   "scale")
