@@ -130,12 +130,16 @@ CURVE_TARGETS = (
 #: Where a missed target stands: the critical path's stage and the change that would fix it
 #: (from nextpnr's report of the stored result; kept with the code that produced it).
 NEXT_STEPS = {
-    "quantizer": "the quantizer's worst paths at the default depth are one level of the "
-                 "block-max tree (bf16: a 9-bit key compare plus the select, 4 LUT levels) and "
-                 "the normalization shift (fp32: a 23-bit shift by the leading-zero count plus "
-                 "the sticky mask, 5 LUT levels), 70-75 % of each in routing; splitting each "
-                 "across two boundaries (compare / select; shift by the count's high bits / "
-                 "low bits) adds a cycle per split. At short depths (1-8 stages for k = 32) the "
+    "quantizer": "the quantizer's worst paths at the default depth are levels of the "
+                 "block-max tree (a 9-bit key compare plus the select, 5 cells, 1.3 ns logic + "
+                 "3.6-4.3 ns routing) for every input since 2026-11-25 (session 34): fp32's "
+                 "normalization shift by the leading-zero count (5 LUT levels) now uses only "
+                 "the count's low bits where the lanes beyond them are shifted out whole in "
+                 "every block (hw.quantizer.subnormal_shift_bits), 10-37 % fewer LUT4 (fp32 "
+                 "-> fp4_e2m1 5,746 -> 3,645, 187.8 -> 201.9 MHz; the others within the "
+                 "variation between equivalent netlists, docs/quantizer.md). Next step: the "
+                 "compare of a tree level in one section and its select in the next, a cycle "
+                 "per split. At short depths (1-8 stages for k = 32) the "
                  "block-max tree has radix-4 levels (2, 4, 4: hw.quantizer.max_tree_radices), "
                  "which took latency 5 from 124.2 to 134.5 MHz (median of seeds 1-3, 132.9-"
                  "137.6; registers after amax1, amax2, amax3, cmp, output); its worst path runs "
