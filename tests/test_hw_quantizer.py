@@ -167,6 +167,29 @@ def test_default_depth_is_the_fewest_stages_with_the_deepest_critical_stage():
         MXQuantizer("int8", 2, stages=12)
 
 
+def test_subnormal_shift_bits_hand_worked():
+    """The shift bound worked by hand: ``L = keep - (SCALE_EMIN + emin + bias)`` leading
+    zeros and more are shifted out whole; ``b`` bits with ``2^b >= L`` suffice, unless that is
+    the whole count."""
+    from hw.quantizer import subnormal_shift_bits
+
+    fp32, bf16, fp16 = (golden.float_format(n) for n in ("fp32", "bf16", "fp16"))
+    cases = [  # (element, input, keep = mb + 1 + f, bits)
+        ("fp8_e4m3", fp32, 5, 4),  # L = 5 - (-127 - 6 + 127) = 11: 4 bits of 5
+        ("fp4_e2m1", fp32, 3, 2),  # L = 3 - (-127 + 0 + 127) = 3: 2 bits
+        ("fp6_e3m2", fp32, 4, 3),  # L = 4 + 2 = 6: 3 bits
+        ("int8", fp32, 8, 3),  # E1M6, bias 1: emin 0, L = 8: 3 bits
+        ("fp8_e4m3", fp32, 12, 5),  # stochastic, R = 8: L = 18 needs all 5
+        ("fp8_e5m2", fp32, 4, 5),  # L = 4 + 14 = 18: all 5
+        ("fp4_e2m1", bf16, 3, 2),  # L = 3: 2 bits of 3
+        ("fp8_e4m3", bf16, 5, 3),  # L = 11: more than bf16's 3-bit count, all 3
+        ("fp8_e4m3", fp16, 5, 4),  # L = 5 - (-127 - 6 + 15) = 123: all 4
+    ]
+    for fmt, input_format, keep, bits in cases:
+        assert subnormal_shift_bits(golden.element_format(fmt), input_format, keep) == bits, (
+            fmt, input_format.name, keep)
+
+
 def _simulate_quantizer(q, blocks):
     """Run ``blocks`` (rows of (raw lanes, rounding id, scale-mode id, random row)) through
     ``q`` in the Amaranth simulator, one per clock; return (scale, codes) per block."""
@@ -177,7 +200,10 @@ def _simulate_quantizer(q, blocks):
     async def bench(ctx):
         ctx.set(q.o.ready, 1)
         pending = list(blocks)
-        while len(out) < len(blocks):
+        # one block per clock, then the latency: a DUT that loses a block fails, not hangs
+        for _ in range(len(blocks) + q.latency + 1):
+            if len(out) == len(blocks):
+                break
             if pending:
                 raw, rounding, scale_mode, random = pending[0]
                 ctx.set(q.i.valid, 1)
@@ -200,6 +226,7 @@ def _simulate_quantizer(q, blocks):
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+    assert len(out) == len(blocks), f"{len(out)} of {len(blocks)} blocks came out"
     return out
 
 
@@ -219,6 +246,8 @@ def test_subnormal_blocks(fmt, input_format, random_bits, rng):
     wrong codes for counts 8-10)."""
     from golden.formats import ROUNDING_IDS, SCALE_MODE_IDS
     from hw.quantizer import subnormal_shift_bits
+    from tb.quantizer import ROUNDINGS, SCALE_MODES, QuantizerModel
+    from tb.standard_tests import UnitConfig
 
     q = MXQuantizer(fmt, 2, input_format, rounding="runtime", scale_mode="runtime",
                     random_bits=random_bits, stages=1)
@@ -245,15 +274,15 @@ def test_subnormal_blocks(fmt, input_format, random_bits, rng):
             lane = lead | low | int(rng.integers(0, 2)) * sign
             blocks.append(([lane, other], rounding, scale_mode, random))
     got = _simulate_quantizer(q, blocks)
-    names = {v: k for k, v in ROUNDING_IDS.items()}, {v: k for k, v in SCALE_MODE_IDS.items()}
-    for (raw, rounding, scale_mode, random), (scale, codes) in zip(blocks, got, strict=True):
-        stochastic = names[0][rounding] == "stochastic"
-        mx = golden.quantize(np.array([raw], ff.uint).view(ff.dtype), fmt, block_size=2,
-                             rounding=names[0][rounding], scale_mode=names[1][scale_mode],
-                             random=random[None, :] if stochastic else None,
-                             random_bits=q.random_bits)
-        assert (scale, codes) == (mx.scales[0, 0], list(mx.codes[0])), (
-            [hex(v) for v in raw], names[0][rounding], names[1][scale_mode], list(random))
+    # golden's expectation as the testbench computes it (block by block in its own modes)
+    model = QuantizerModel(UnitConfig(sidecar=sidecar(q, "quantizer"), seed=0, label=fmt,
+                                      blocks=len(blocks), full=False, sweeps=False))
+    raw, rounding, scale_mode, random = (np.array(column) for column in zip(*blocks, strict=True))
+    scales, codes = model.expected(raw.astype(ff.uint), rounding, scale_mode, random)
+    for n, (scale, lane_codes) in enumerate(got):
+        assert (scale, lane_codes) == (scales[n], list(codes[n])), (
+            [hex(v) for v in raw[n]], ROUNDINGS[rounding[n]], SCALE_MODES[scale_mode[n]],
+            list(random[n]))
 
 
 def test_block_max_tree_radix_follows_the_depth():
