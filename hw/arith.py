@@ -4,7 +4,7 @@
 * :func:`less_than_const`, :func:`greater_than`, :func:`compare` -- comparisons.
 * :func:`leading_zeros`, :func:`reduce_significand` -- normalization.
 * :func:`max_tree_levels` -- levels of a radix-2 or radix-4 maximum tree (the quantizer's
-  block max).
+  block max); :func:`max_tree_compare` and :func:`max_tree_select`, its two halves.
 * :func:`shift_right_sticky` -- the dot unit's shifter.
 * :func:`partial_products`, :func:`pair_sums`, :func:`pair_sum_tree`,
   :func:`partial_product_sum` -- the dot unit's LUT multiplier: its rows, one level of its
@@ -24,7 +24,8 @@ from amaranth.lib import data
 from amaranth.utils import bits_for, ceil_log2
 
 __all__ = ["wire", "less_than_const", "greater_than", "compare", "leading_zeros",
-           "reduce_significand", "max_tree_levels", "shift_right_sticky",
+           "reduce_significand", "max_tree_levels", "max_tree_compare", "max_tree_select",
+           "shift_right_sticky",
            "partial_products", "pair_sums", "pair_sum_tree",
            "partial_product_sum"]
 
@@ -219,72 +220,88 @@ def max_tree_levels(m: Module, level, levels: int, name: str = "mt", radix: int 
     logic).  Call repeatedly, with pipeline registers in between, until one ``(key, flag)`` is
     left: the maximum key and whether a leaf at that maximum has its flag.
 
-    A radix-2 level is one comparison and a 2:1 select per pair.  A radix-4 level (see
-    :func:`_max_of_four`) does the work of two radix-2 levels with its six comparisons in
-    parallel: one comparison's depth plus a one-hot select, not two comparisons and two
-    selects in series.
+    A level is :func:`max_tree_compare` followed by :func:`max_tree_select`; a pipeline may
+    register the comparisons between the two (a split level).  A radix-2 level is one
+    comparison and a 2:1 select per pair.  A radix-4 level does the work of two radix-2 levels
+    with its six comparisons in parallel: one comparison's depth plus a one-hot select, not
+    two comparisons and two selects in series.
     """
-    if radix not in (2, 4):
-        raise ValueError(f"radix must be 2 or 4, got {radix}")
     level = list(level)
     for _ in range(levels):
         if len(level) == 1:
             break
-        nxt = []
-        for j in range(0, len(level), radix):
-            tag = f"{name}_l{len(level)}_{j // radix}"
-            group = level[j:j + radix]
-            nxt.append(_max_of_two(m, group, tag) if radix == 2 else _max_of_four(m, group, tag))
-        level = nxt
+        comparisons = max_tree_compare(m, [key for key, _ in level], radix, name,
+                                       equal=level[0][1] is not None)
+        level = max_tree_select(m, level, comparisons, radix, name)
     return level
 
 
-def _max_of_two(m: Module, group, tag: str):
-    (key_a, flag_a), (key_b, flag_b) = group
-    key_a = wire(m, key_a, f"{tag}_a")
-    key_b = wire(m, key_b, f"{tag}_b")
-    a_greater = greater_than(m, key_a, key_b, f"{tag}_gt")  # gates, no carry chain
-    key = wire(m, Mux(a_greater, key_a, key_b), tag)
-    flag = None
-    if flag_a is not None:
-        flag = wire(m, Mux(key_a == key_b, flag_a | flag_b,
-                           Mux(a_greater, flag_a, flag_b)), f"{tag}_f")
-    return key, flag
-
-
-def _max_of_four(m: Module, group, tag: str):
-    """The maximum ``(key, flag)`` of four entries in one level of logic.
-
-    All six pairwise comparisons run in parallel; entry ``i`` wins if its key is greater than
-    every earlier entry's and at least every later entry's (the earliest of equal maxima), so
-    exactly one entry wins and the key is a one-hot AND-OR select (no chain of 2:1 muxes).
-    The flag needs every entry at the maximum, not only the winner: entry ``i`` is at the
-    maximum if its key is at least every other's, which for an earlier entry ``p`` is
-    ``key_i > key_p | key_i == key_p`` (the equality comes out of the same comparison tree).
+def max_tree_compare(m: Module, keys, radix: int, name: str = "mt", *, equal: bool = False):
+    """The comparisons of one maximum-tree level over ``keys`` (their count a multiple of
+    ``radix``, 2 or 4): per group of ``radix`` keys, a list of ``(key_q > key_p, key_q ==
+    key_p)`` for every pair ``p < q`` in ``itertools.combinations`` order, as gate trees
+    (:func:`compare`).  The equalities are None unless ``equal`` (only flags need them).
     """
-    keys = [wire(m, key, f"{tag}_k{i}") for i, (key, _) in enumerate(group)]
-    flags = [flag for _, flag in group]
-    with_flag = flags[0] is not None
-    later_greater, equal = {}, {}  # (p, q), p < q: key_q > key_p, key_q == key_p
-    for p, q in itertools.combinations(range(4), 2):
-        later_greater[p, q], equal[p, q] = compare(m, keys[q], keys[p], f"{tag}_gt{q}{p}")
-    wins, at_max = [], []
-    for i in range(4):
-        beats_earlier = [later_greater[p, i] for p in range(i)]
-        not_below_later = [~later_greater[i, q] for q in range(i + 1, 4)]
-        wins.append(wire(m, _all(beats_earlier + not_below_later), f"{tag}_win{i}"))
+    if radix not in (2, 4):
+        raise ValueError(f"radix must be 2 or 4, got {radix}")
+    if len(keys) % radix:
+        raise ValueError(f"{len(keys)} keys do not form groups of {radix}")
+    out = []
+    for j in range(0, len(keys), radix):
+        tag = f"{name}_l{len(keys)}_{j // radix}"
+        group = []
+        for p, q in itertools.combinations(range(radix), 2):
+            greater, eq = compare(m, keys[j + q], keys[j + p], f"{tag}_gt{q}{p}")
+            group.append((greater, eq if equal else None))
+        out.append(group)
+    return out
+
+
+def max_tree_select(m: Module, level, comparisons, radix: int, name: str = "mt"):
+    """The next level of a maximum tree: each group of ``radix`` entries of ``level`` merged
+    into one ``(key, flag)`` by its ``comparisons`` (:func:`max_tree_compare`, or the same
+    bits after a pipeline register).
+
+    Entry ``i`` of a group wins if its key is greater than every earlier entry's and at least
+    every later entry's (the earliest of equal maxima), so exactly one entry wins: radix 2 is
+    a 2:1 select, radix 4 a one-hot AND-OR select (no chain of 2:1 muxes).  The flag needs
+    every entry at the maximum, not only the winner: entry ``i`` is at the maximum if its key
+    is at least every other's, which for an earlier entry ``p`` is ``key_i > key_p | key_i ==
+    key_p``.
+    """
+    nxt = []
+    for j, group_cmp in zip(range(0, len(level), radix), comparisons, strict=True):
+        tag = f"{name}_l{len(level)}_{j // radix}"
+        group = level[j:j + radix]
+        keys = [wire(m, key, f"{tag}_k{i}") for i, (key, _) in enumerate(group)]
+        flags = [flag for _, flag in group]
+        with_flag = flags[0] is not None
+        later_greater = dict(zip(itertools.combinations(range(radix), 2),
+                                 (g for g, _ in group_cmp), strict=True))
+        equal = dict(zip(itertools.combinations(range(radix), 2),
+                         (e for _, e in group_cmp), strict=True))
+        wins, at_max = [], []
+        for i in range(radix):
+            beats_earlier = [later_greater[p, i] for p in range(i)]
+            not_below_later = [~later_greater[i, q] for q in range(i + 1, radix)]
+            wins.append(wire(m, _all(beats_earlier + not_below_later), f"{tag}_win{i}"))
+            if with_flag:
+                not_below_earlier = [later_greater[p, i] | equal[p, i] for p in range(i)]
+                at_max.append(_all(not_below_earlier + not_below_later))
+        if radix == 2:
+            key = Mux(wins[1], keys[1], keys[0])
+        else:
+            width = len(Value.cast(keys[0]))
+            key = 0
+            for i in range(radix):  # one-hot: OR of the winner's key and zeros
+                key = key | (keys[i].as_unsigned() & wins[i].replicate(width))
+            key = key.as_signed() if keys[0].shape().signed else key
+        key = wire(m, key, tag)
+        flag = None
         if with_flag:
-            not_below_earlier = [later_greater[p, i] | equal[p, i] for p in range(i)]
-            at_max.append(_all(not_below_earlier + not_below_later))
-    width = len(Value.cast(keys[0]))
-    key = 0
-    for i in range(4):  # one-hot: OR of the winner's key and zeros
-        key = key | (keys[i].as_unsigned() & wins[i].replicate(width))
-    key = wire(m, key.as_signed() if keys[0].shape().signed else key, tag)
-    flag = None
-    if with_flag:
-        flag = wire(m, _any([at_max[i] & flags[i] for i in range(4)]), f"{tag}_f")
-    return key, flag
+            flag = wire(m, _any([at_max[i] & flags[i] for i in range(radix)]), f"{tag}_f")
+        nxt.append((key, flag))
+    return nxt
 
 
 # A chain of two-input gates, not ``Cat(*terms).all()`` / ``.any()``: the reduction cells map

@@ -22,7 +22,14 @@ from golden.formats import (
     SCALE_NAN,
 )
 
-from .arith import leading_zeros, less_than_const, max_tree_levels, reduce_significand, wire
+from .arith import (
+    leading_zeros,
+    less_than_const,
+    max_tree_compare,
+    max_tree_select,
+    reduce_significand,
+    wire,
+)
 from .elements import block_layout, encode_element
 from .params import check_block_size, check_choice, check_int, check_stages
 from .pipeline import (
@@ -34,8 +41,9 @@ from .pipeline import (
 )
 from .rounding import round_increment
 
-__all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "subnormal_shift_bits",
-           "TREE_LEVEL_DELAY", "OUTPUT_DELAY", "cli_units"]
+__all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "max_tree_split",
+           "exponent_field_tree", "subnormal_shift_bits", "TREE_LEVEL_DELAY",
+           "SPLIT_LEVEL_DELAY", "OUTPUT_DELAY", "cli_units"]
 
 ROUNDINGS = (*ROUNDING_IDS, "runtime")
 SCALE_MODES = (*SCALE_MODE_IDS, "runtime")
@@ -63,54 +71,101 @@ TREE_LEVEL_DELAY = {2: 3.2, 4: 5.5}
 OUTPUT_DELAY = {"sign_magnitude": 1.0, "twos_complement": 2.6}
 
 
-def _sections(fmt, radices) -> dict[str, float]:
-    tree = {f"amax{j}": TREE_LEVEL_DELAY[radix] for j, radix in enumerate(radices, 1)}
+#: Estimated delays (ns, as in :func:`quantizer_sections`) of the two sections of a split
+#: radix-4 level (:func:`max_tree_split`): ``compare``, its six key comparisons in parallel (a
+#: comparison's gate tree, 3-4 LUT levels), and ``select``, the win bits and the one-hot
+#: select (3 LUT levels).  Their sum is above norm's 3.5, so no stage holds both.
+SPLIT_LEVEL_DELAY = {"compare": 2.5, "select": 2.0}
+
+
+def _sections(fmt, radices, split: bool) -> dict[str, float]:
+    tree = {}
+    for j, radix in enumerate(radices, 1):
+        if split and radix == 4:
+            tree[f"amax{j}_cmp"] = SPLIT_LEVEL_DELAY["compare"]
+            tree[f"amax{j}"] = SPLIT_LEVEL_DELAY["select"]
+        else:
+            tree[f"amax{j}"] = TREE_LEVEL_DELAY[radix]
     output = OUTPUT_DELAY["twos_complement" if fmt.twos_complement else "sign_magnitude"]
     return {"input": 0.2, "decode": 1.5, "norm": 3.5, **tree,
             "exp": 2.0, "scale": 1.5, "cmp": 2.5, "shift": 2.0, "align": 2.5, "round": 2.5,
             "output": output}
 
 
-def max_tree_radices(fmt, block_size: int, stages: int | None = None) -> list[int]:
-    """The radix of each level of the block-max tree (one section ``amax<j>`` per level) of a
-    quantizer to element format ``fmt`` at depth ``stages`` (None: every boundary registered).
+def exponent_field_tree(fmt, input_format, rceil: bool) -> bool:
+    """Whether the block maximum of a quantizer to element format ``fmt`` from
+    ``input_format`` (``rceil``: with the rceil scale mode built in) is taken over the lanes'
+    exponent fields ``E`` (unsigned, ``ebits`` wide) instead of their keys (signed: ``E``
+    for a normal, ``-lzf`` for a subnormal, one bit wider).
 
-    The tree has radix-4 levels, after one radix-2 level if log2 k is odd (2, 4, 4 for
-    k = 32), where either
+    The two maxima differ only where every lane is zero or subnormal: the key's maximum is then
+    at most 0 and ``E``'s is 0.  Both give the same scale when a key of 0 already gives the
+    clamp at 2^-127, ``e = 0 - (bias + emax) <= SCALE_EMIN``, and with rceil also one binade
+    up, ``1 - (bias + emax) <= SCALE_EMIN`` (then the rceil flags of those lanes cannot
+    matter either).  The clamp's code, 0, is also an all-zero block's, so that test goes too.
+    True from fp32 and bf16 to every floating-point element format (``emax >= 2``) and to
+    int8 (``emax = 0``) without rceil; false from fp16.
 
-    * the registers of a ``stages``-deep pipeline, placed on the binary tree's sections, would
-      leave two of its levels in one stage: two binary levels in one stage take about 8.4 ns,
-      one radix-4 level (its six comparisons in parallel) 6.5 ns; or
-    * the radix-4 tree's placement has the smaller critical stage by the section estimates:
-      its two fewer sections leave registers for the rest of the datapath;
+    The exponent fields are there from the input register on, so the tree's first level
+    compares them in ``decode`` (beside the leading-zero count) and selects in ``norm``:
+    ``log2 k - 1`` levels are left for the tree's own sections.
+    """
+    fmt = golden.element_format(fmt)
+    input_format = golden.float_format(input_format)
+    if SCALE_BIAS + SCALE_EMIN != 0:  # the all-zero block's code 0 is the clamp's
+        return False
+    return input_format.bias + fmt.emax - (1 if rceil else 0) + SCALE_EMIN >= 0
 
-    and is binary (log2 k levels of radix 2) otherwise: as the only level of its stage a binary
-    level is faster (5.2 ns), and so are the deep pipelines built on it.  For k = 32, radix 4
-    at 1-8 stages.  Measured on bf16 -> fp8_e4m3, k = 32, ECP5 (radix 4 against binary; medians
-    of nextpnr seeds 1-3 where a range is given, else seed 1):
 
-    * 4 stages: 98.7 (96.7-104.2) against 88.5 MHz;
-    * 5 stages: 134.5 (132.9-137.6) against 124.2;
-    * 7 stages: 152.5 (147.4-155.1) against 135.1;
-    * every boundary registered (13 against 15 stages): 169.2 against 193.3 MHz.
-
-    The radix-2 level goes first: at few stages it shares a stage with input/decode/norm,
-    which have slack. Last, it shared one with a radix-4 level (9.4 ns, 106.3 MHz at 5
-    stages).
+def max_tree_radices(fmt, block_size: int, input_format="fp32", rceil: bool = False
+                     ) -> list[int]:
+    """The radix of each level of the block-max tree after its first level in ``decode``
+    and ``norm`` (where :func:`exponent_field_tree`; else every level): radix-4 levels, after
+    one radix-2 level if their count is odd (4, 4 for k = 32 from fp32 or bf16).  A radix-4
+    level compares its four keys pairwise in parallel (six comparisons) and selects one-hot:
+    the depth of one comparison and a select for two binary levels' work.  Whether each
+    radix-4 level is one section or two: :func:`max_tree_split`.
     """
     fmt = golden.element_format(fmt)
     levels = (block_size - 1).bit_length()
-    binary = [2] * levels
-    radix4 = [2] * (levels % 2) + [4] * (levels // 2)
-    if stages is None or radix4 == binary or stages > len(_sections(fmt, radix4)):
-        return binary
-    binary_sections, radix4_sections = _sections(fmt, binary), _sections(fmt, radix4)
-    binary_stages = stage_sections(binary_sections, stages)
-    shares = any(sum(name.startswith("amax") for name in stage) > 1 for stage in binary_stages)
+    if exponent_field_tree(fmt, input_format, rceil):
+        levels -= 1
+    return [2] * (levels % 2) + [4] * (levels // 2)
 
-    shorter = (critical_stage(list(radix4_sections.values()), stages)
-               < critical_stage(list(binary_sections.values()), stages))
-    return radix4 if shares or shorter else binary
+
+def max_tree_split(fmt, block_size: int, stages: int | None = None, input_format="fp32",
+                   rceil: bool = False) -> bool:
+    """Whether the radix-4 levels of the block-max tree (:func:`max_tree_radices`) of a
+    quantizer at depth ``stages`` (None: every boundary registered) are split: each level's
+    comparisons in a section of their own (``amax<j>_cmp``), registered, then its select
+    (``amax<j>``).  A radix-4 level as one section takes about 6.5 ns on ECP5 (comparison,
+    win bits, select: 6 LUT levels), a binary level 5.2-5.5 (5 cells); a split level's halves
+    are 3-4 LUT levels each, with as many sections as the binary tree it replaces.
+
+    Split unless either, as before for the binary tree against radix 4:
+
+    * the registers of a ``stages``-deep pipeline, placed on the split tree's sections, would
+      leave two of its sections in one stage (a select and the next comparisons in series); or
+    * the unsplit tree's placement has the smaller critical stage by the section estimates:
+      its fewer sections leave registers for the rest of the datapath.
+
+    Measured unsplit against binary on bf16 -> fp8_e4m3, k = 32, ECP5 (medians of nextpnr
+    seeds 1-3, the first level then a radix-2 section): 4 stages 98.7 against 88.5 MHz,
+    5 stages 134.5 against 124.2, 7 stages 152.5 against 135.1; every boundary registered
+    169.2 against 193.3.
+    """
+    fmt = golden.element_format(fmt)
+    radices = max_tree_radices(fmt, block_size, input_format, rceil)
+    if 4 not in radices:
+        return False
+    split, unsplit = _sections(fmt, radices, True), _sections(fmt, radices, False)
+    if stages is None or stages > len(unsplit):
+        return True
+    shares = any(sum(name.startswith("amax") for name in stage) > 1
+                 for stage in stage_sections(split, stages))
+    shorter = (critical_stage(list(unsplit.values()), stages)
+               < critical_stage(list(split.values()), stages))
+    return not (shares or shorter)
 
 
 def subnormal_shift_bits(fmt, input_format, keep: int) -> int:
@@ -142,7 +197,8 @@ def subnormal_shift_bits(fmt, input_format, keep: int) -> int:
     return b
 
 
-def quantizer_sections(fmt, block_size: int, stages: int | None = None) -> dict[str, float]:
+def quantizer_sections(fmt, block_size: int, stages: int | None = None, input_format="fp32",
+                       rceil: bool = False) -> dict[str, float]:
     """The sections of a quantizer to element format ``fmt`` for blocks of ``block_size``
     values at depth ``stages`` (None: every boundary registered), in datapath order, with
     their estimated delays in ns (the
@@ -169,7 +225,9 @@ def quantizer_sections(fmt, block_size: int, stages: int | None = None) -> dict[
     at that depth after amax1, amax2, amax3, cmp, output (134.5 MHz).
     """
     fmt = golden.element_format(fmt)
-    return _sections(fmt, max_tree_radices(fmt, block_size, stages))
+    radices = max_tree_radices(fmt, block_size, input_format, rceil)
+    return _sections(fmt, radices,
+                     max_tree_split(fmt, block_size, stages, input_format, rceil))
 
 
 class MXQuantizer(wiring.Component):
@@ -236,13 +294,16 @@ class MXQuantizer(wiring.Component):
         if self.stochastic:
             check_int("random_bits", random_bits, 1, MAX_RANDOM_BITS)
         self.random_bits = random_bits if self.stochastic else 0
-        # the deepest pipeline: every boundary of the binary tree's sections registered
-        deepest = quantizer_sections(self.fmt, self.block_size)
+        # the deepest pipeline: every boundary of the split tree's sections registered
+        tree_args = (self.input_format, scale_mode != "floor")
+        deepest = quantizer_sections(self.fmt, self.block_size, None, *tree_args)
         self.max_stages = len(deepest)
         self.stages = check_stages(default_stages(deepest.values()) if stages is None
                                    else stages, self.max_stages)
-        self.tree_radices = max_tree_radices(self.fmt, self.block_size, self.stages)
-        self.sections = quantizer_sections(self.fmt, self.block_size, self.stages)
+        self.exponent_field_tree = exponent_field_tree(self.fmt, *tree_args)
+        self.tree_radices = max_tree_radices(self.fmt, self.block_size, *tree_args)
+        self.tree_split = max_tree_split(self.fmt, self.block_size, self.stages, *tree_args)
+        self.sections = quantizer_sections(self.fmt, self.block_size, self.stages, *tree_args)
         self.latency = self.stages
 
         k = self.block_size
@@ -271,7 +332,8 @@ class MXQuantizer(wiring.Component):
         return {"format": self.fmt.name, "block_size": self.block_size,
                 "input": self.input_format.name, "rounding": self.rounding,
                 "scale_mode": self.scale_mode, "random_bits": self.random_bits,
-                "stages": self.stages, "max_tree_radices": list(self.tree_radices),
+                "stages": self.stages, "exponent_field_tree": self.exponent_field_tree,
+                "max_tree_radices": list(self.tree_radices), "max_tree_split": self.tree_split,
                 "registered_boundaries": list(registered_boundaries(self.sections,
                                                                     self.stages))}
 
@@ -305,6 +367,14 @@ class MXQuantizer(wiring.Component):
         # Per-stage state is a struct; values fixed at elaboration (a fixed rounding or scale
         # mode) are Python ints and never fields.  ``ctl`` carries the runtime modes and the
         # random bits along the lanes' sections.
+        # a tree level's comparisons (arith.max_tree_compare) as struct fields and back
+        def comparison_fields(comparisons):
+            return [[{"greater": g, "equal": e} for g, e in group] for group in comparisons]
+
+        def comparison_entries(fields):
+            return [[(c.greater, c.equal if rceil_built else None) for c in group]
+                    for group in fields]
+
         def ctl_fields(x, scale_mode=True):
             return {"rounding": x.rounding if runtime_rounding else None,
                     "scale_mode": x.scale_mode if runtime_scale and scale_mode else None,
@@ -320,7 +390,13 @@ class MXQuantizer(wiring.Component):
             e, frac = w[input_format.mbits:mag_w], w[:input_format.mbits]
             lanes.append({"neg": w[mag_w], "e": e, "nz_e": e != 0, "frac": frac,
                           "lzf": leading_zeros(m, frac, name=f"lane{i}_lz")})
-        x = cross({"lanes": lanes, **ctl_fields(payload)}, "decode")
+        # the block-max tree's first level over exponent fields: its comparisons here, beside
+        # the leading-zero counts (exponent_field_tree); its selects in norm
+        first = None
+        if self.exponent_field_tree:
+            first = comparison_fields(max_tree_compare(m, [ln["e"] for ln in lanes], 2,
+                                                       "amax0", equal=rceil_built))
+        x = cross({"lanes": lanes, "first": first, **ctl_fields(payload)}, "decode")
 
         # -- norm: binade key; normalize, keep the top bits plus a sticky bit ------------------
         # A normal's significand 1.frac is already normalized; a subnormal's frac moves up by
@@ -342,30 +418,57 @@ class MXQuantizer(wiring.Component):
             # zero: key == zero_key, tested on E and lzf directly (not after the -lzf carry chain)
             zero = wire(m, ~nz_e & (lzf == input_format.mbits), f"lane{i}_zero")
             lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key})
-        x = cross({"lanes": lanes, **ctl_fields(x)}, "norm")
+
+        def above_max_normal(sig, name):  # rceil: 1.f > max_normal's 1.g, f MSB-aligned
+            if len(sig) < mb + 1:  # the grid is finer than the input: pad below
+                sig = Cat(Const(0, mb + 1 - len(sig)), sig)
+            top, rest = sig[-(mb + 1):], sig[:-(mb + 1)]
+            at_max = (top == fmt.max_significand) & (rest.any() if len(rest) else 0)
+            # fp4_e2m1's 1.1 is top's all ones: no top is above it (and a constant comparison
+            # would be a lint warning)
+            above = (top > fmt.max_significand
+                     if fmt.max_significand < (1 << len(top)) - 1 else 0)
+            return wire(m, above | at_max, name)
+
+        # the tree's leaves (key, rceil flag): the first level's selects over exponent fields,
+        # where a normal lane's flag comes from its fraction (a subnormal's cannot matter:
+        # exponent_field_tree), or one leaf per lane, flagged from its normalized significand
+        tree = None
+        if self.exponent_field_tree:
+            leaves = [(x.lanes[i].e, above_max_normal(Cat(x.lanes[i].frac, Const(1, 1)),
+                                                     f"lane{i}_gt") if rceil_built else None)
+                      for i in range(k)]
+            tree = max_tree_select(m, leaves, comparison_entries(x.first), 2, "amax0")
+            tree = [{"key": key, "flag": flag} for key, flag in tree]
+        x = cross({"lanes": lanes, "tree": tree, **ctl_fields(x)}, "norm")
         width = len(x.lanes[0].s2)
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
 
-        # -- block amax: max tree over the keys (rceil: and whether 1.f > max_normal's 1.g) ----
-        tree = []
-        for i in range(k):
-            ln = x.lanes[i]
-            gt = None
-            if rceil_built:
-                top, rest = ln.s2[d0:], ln.s2[:d0]
-                at_max = (top == fmt.max_significand) & rest.any()
-                # fp4_e2m1's 1.1 is top's all ones: no top is above it (and a constant
-                # comparison would be a lint warning)
-                above = (top > fmt.max_significand
-                         if fmt.max_significand < (1 << len(top)) - 1 else 0)
-                gt = wire(m, above | at_max, f"lane{i}_gt")
-            tree.append((ln.key, gt))
-        for j, radix in enumerate(self.tree_radices, 1):  # one tree level per boundary
-            tree = max_tree_levels(m, tree, 1, name=f"amax{j}", radix=radix)
-            x = cross({"lanes": x.lanes, **ctl_fields(x),
-                       "tree": [{"key": key, "flag": flag} for key, flag in tree]}, f"amax{j}")
-            tree = [(x.tree[t].key, x.tree[t].flag if rceil_built else None)
-                    for t in range(len(tree))]
+        # -- block amax: max tree over the exponent fields or keys (rceil: and whether 1.f >
+        # max_normal's 1.g); a split radix-4 level registers its comparisons (max_tree_split)
+        if self.exponent_field_tree:
+            tree = [(t.key, t.flag if rceil_built else None) for t in x.tree]
+        else:
+            tree = [(x.lanes[i].key, above_max_normal(x.lanes[i].s2, f"lane{i}_gt")
+                     if rceil_built else None) for i in range(k)]
+
+        def tree_fields(tree):
+            return [{"key": key, "flag": flag} for key, flag in tree]
+
+        def tree_entries(fields):
+            return [(t.key, t.flag if rceil_built else None) for t in fields]
+
+        for j, radix in enumerate(self.tree_radices, 1):  # one or two sections per level
+            comparisons = max_tree_compare(m, [key for key, _ in tree], radix, f"amax{j}",
+                                           equal=rceil_built)
+            if self.tree_split and radix == 4:
+                x = cross({"lanes": x.lanes, **ctl_fields(x), "tree": tree_fields(tree),
+                           "cmp": comparison_fields(comparisons)}, f"amax{j}_cmp")
+                tree, comparisons = tree_entries(x.tree), comparison_entries(x.cmp)
+            tree = max_tree_select(m, tree, comparisons, radix, f"amax{j}")
+            x = cross({"lanes": x.lanes, **ctl_fields(x), "tree": tree_fields(tree)},
+                      f"amax{j}")
+            tree = tree_entries(x.tree)
         (key_max, gt_max), = tree
 
         # -- exp, scale: shared exponent, scale code, per-block threshold -------------------
@@ -389,9 +492,11 @@ class MXQuantizer(wiring.Component):
             above = gt_max
             if runtime_scale:
                 above = above & (x.scale_mode == SCALE_MODE_IDS["rceil"])
+        # an all-zero block: the exponent-field tree's maximum 0 gives the clamp's code, 0,
+        # which is also the zero block's (exponent_field_tree); the key's is zero_key
+        zero = None if self.exponent_field_tree else key_max == zero_key
         x = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False), "cands": cands,
-                   "above": above, "nonfinite": key_max == e_max_key,
-                   "zero": key_max == zero_key}, "exp")
+                   "above": above, "nonfinite": key_max == e_max_key, "zero": zero}, "exp")
         sel = []
         for a in ((0, 1) if rceil_built else (0,)):
             c = x.cands[f"above{a}"]
@@ -400,7 +505,10 @@ class MXQuantizer(wiring.Component):
         sel_e = sel[0]
         if rceil_built:
             sel_e = {n: Mux(x.above, sel[1][n], sel[0][n]) for n in outs}
-        scale = Mux(x.nonfinite, SCALE_NAN, Mux(x.zero, 0, sel_e["code"][:8]))
+        scale = sel_e["code"][:8]
+        if not self.exponent_field_tree:
+            scale = Mux(x.zero, 0, scale)
+        scale = Mux(x.nonfinite, SCALE_NAN, scale)
         y = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False),
                    "e_key": sel_e["e_key"], "scale": scale, "nonfinite": x.nonfinite},
                   "scale")

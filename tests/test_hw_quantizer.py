@@ -44,8 +44,9 @@ def test_cli_generates_quantizer(tmp_path):
     assert meta["module"] == name and meta["latency"] == 2
     assert meta["parameters"] == {"format": "fp4_e2m1", "block_size": 4, "input": "bf16",
                                   "rounding": "stochastic", "scale_mode": "rceil",
-                                  "random_bits": 5, "stages": 2, "max_tree_radices": [4],
-                                  "registered_boundaries": ["exp", "output"]}
+                                  "random_bits": 5, "stages": 2, "exponent_field_tree": True,
+                                  "max_tree_radices": [2], "max_tree_split": False,
+                                  "registered_boundaries": ["scale", "output"]}
     ports = {p["name"]: p for p in meta["ports"]}
     fields = {f["name"]: f for f in ports["i__payload"]["fields"]}
     assert fields["data"] == {"name": "data", "lsb": 0, "width": 64,
@@ -78,7 +79,7 @@ def test_cli_generates_dequantizer(tmp_path):
     (["quantizer", "--format", "int8", "--scale-mode", "ceil"], "unknown scale mode"),
     (["quantizer", "--format", "int8", "--rounding", "stochastic", "--random-bits", "0"],
      "random_bits must be in 1..16"),
-    (["quantizer", "--format", "int8", "--stages", "16"], "stages must be in 1..15"),
+    (["quantizer", "--format", "int8", "--stages", "15"], "stages must be in 1..14"),
     (["dequantizer", "--format", "int8", "--output", "fp8"], "unknown output format"),
     (["dequantizer", "--format", "int8", "--stages", "0"], "stages must be in 1..6"),
 ])
@@ -113,8 +114,8 @@ def test_cli_defaults_in_process(tmp_path, monkeypatch):
     assert cli_main(["defaults", "-o", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "mx_dequantizer_int8_k2_fp32_s5.json", "mx_dequantizer_int8_k2_fp32_s5.v",
-        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s8.json",
-        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s8.v"]
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s7.json",
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s7.v"]
 
 
 # -- parameters and interface --------------------------------------------------------------
@@ -132,7 +133,7 @@ def test_python_validation():
     assert q.in_layout.size == 8 * 16 + 8 * 3 + 2 + 1 and q.out_layout.size == 8 + 8 * 8
 
 
-@pytest.mark.parametrize("k,stages", [(2, s) for s in range(1, 12)] + [(64, 16)])
+@pytest.mark.parametrize("k,stages", [(2, s) for s in range(1, 11)] + [(64, 15)])
 def test_latency_is_stage_count(k, stages):
     q = MXQuantizer("int8", k, stages=stages)
     assert q.latency == stages == len(q.parameters["registered_boundaries"])
@@ -140,31 +141,33 @@ def test_latency_is_stage_count(k, stages):
 
 
 def test_default_depth_is_the_fewest_stages_with_the_deepest_critical_stage():
-    """docs/quantizer.md, default depth: 7 + log2(k) registers (12 for k = 32; int8, whose
-    output negates, 8 + log2(k)), three fewer than the 10 + log2(k) boundaries."""
+    """docs/quantizer.md, default depth: from fp32 and bf16, 6 + log2(k) registers (11 for
+    k = 32; int8, whose output negates, 7 + log2(k)), three fewer than the 9 + log2(k)
+    boundaries (the block-max tree's first level in decode and norm); from fp16, one more of
+    each."""
     from hw.pipeline import critical_stage
 
     q = MXQuantizer()
-    assert q.stages == q.latency == 12 and q.max_stages == 15
+    assert q.stages == q.latency == 11 and q.max_stages == 14
     # merged: input + decode, exp + scale, round + output (docs/quantizer.md)
     assert q.parameters["registered_boundaries"] == [
-        "decode", "norm", *(f"amax{j}" for j in range(1, 6)), "scale", "cmp", "shift",
+        "decode", "norm", "amax1_cmp", "amax1", "amax2_cmp", "amax2", "scale", "cmp", "shift",
         "align", "output"]
     q8 = MXQuantizer("int8")
-    assert q8.stages == 13
+    assert q8.stages == 12
     assert {"round", "output"} <= set(q8.parameters["registered_boundaries"])
-    for fmt in golden.FORMATS:
+    for fmt, input_format in itertools.product(golden.FORMATS, ("fp32", "fp16")):
         for k in (2, 4, 8, 16, 32, 64):
-            q = MXQuantizer(fmt, k)
-            levels = (k - 1).bit_length()
+            q = MXQuantizer(fmt, k, input_format)
+            levels = (k - 1).bit_length() - (input_format == "fp32")
             assert q.max_stages == 10 + levels
             assert q.stages == 7 + levels + (fmt == "int8"), (fmt, k)
             # minimal: one register fewer lengthens the estimated critical stage
             delays = list(q.sections.values())
             assert critical_stage(delays, q.stages) == max(delays)
             assert critical_stage(delays, q.stages - 1) > max(delays)
-    with pytest.raises(ValueError, match="stages must be in 1..11"):
-        MXQuantizer("int8", 2, stages=12)
+    with pytest.raises(ValueError, match="stages must be in 1..10"):
+        MXQuantizer("int8", 2, stages=11)
 
 
 def test_subnormal_shift_bits_hand_worked():
@@ -285,52 +288,61 @@ def test_subnormal_blocks(fmt, input_format, random_bits, rng):
             list(random[n]))
 
 
-def test_block_max_tree_radix_follows_the_depth():
-    """The binary block-max tree unless the binary placement would put two of its levels in
-    one stage or the radix-4 tree's placement has the shorter critical stage by the estimates;
-    then radix-4 levels (after a radix-2 level for odd log2 k).  The sidecar says which, and
-    the sections follow the tree.
+def test_block_max_tree_split_follows_the_depth():
+    """The block-max tree's radix-4 levels are split (comparisons, register, select) unless the
+    split placement would put two of the tree's sections in one stage or the unsplit tree's
+    placement has the shorter critical stage by the estimates.  The radices do not depend on
+    the depth: radix 4, after a radix-2 level for an odd level count, the first level in
+    decode and norm where the tree runs over exponent fields.  The sidecar says which, and the
+    sections follow the tree.
 
-    Checked as the choices documented and measured for k = 32 and k = 4, and for every k and
-    depth as consequences of the rule on the placements themselves
-    (:func:`hw.pipeline.stage_sections`), without recomputing the choice."""
+    Checked as the choices documented for k = 32 and k = 4, and for every k and depth as
+    consequences of the rule on the placements themselves (:func:`hw.pipeline.stage_sections`),
+    without recomputing the choice."""
     from hw.pipeline import critical_stage, stage_sections
-    from hw.quantizer import max_tree_radices
+    from hw.quantizer import max_tree_radices, max_tree_split
 
-    assert MXQuantizer().parameters["max_tree_radices"] == [2] * 5
+    q = MXQuantizer()
+    assert q.parameters["max_tree_radices"] == [4, 4] and q.parameters["max_tree_split"]
+    assert q.parameters["exponent_field_tree"]
     q5 = MXQuantizer("fp8_e4m3", 32, "bf16", stages=5)
-    assert q5.tree_radices == [2, 4, 4]
-    assert q5.parameters["registered_boundaries"] == ["amax1", "amax2", "amax3", "cmp",
-                                                      "output"]
-    # docs/quantizer.md: k = 32 radix 4 at 1-8 stages, binary from 9 (the default is 12)
-    assert [max_tree_radices("fp8_e4m3", 32, s) for s in range(1, 16)] == (
-        [[2, 4, 4]] * 8 + [[2, 2, 2, 2, 2]] * 7)
-    # k = 4 (one radix-4 level or two binary ones): binary at 3, the one odd case
-    assert [max_tree_radices("fp8_e4m3", 4, s) for s in range(1, 8)] == (
-        [[4], [4], [2, 2], [4], [2, 2], [2, 2], [2, 2]])
+    assert q5.tree_radices == [4, 4] and not q5.tree_split
+    assert q5.parameters["registered_boundaries"] == ["norm", "amax1", "exp", "shift", "output"]
+    # fp16: no exponent-field tree, a radix-2 level first
+    assert max_tree_radices("fp8_e4m3", 32, "fp16") == [2, 4, 4]
+    # docs/quantizer.md: k = 32 unsplit at 1-8 stages, split from 9 (the default is 11)
+    assert [max_tree_split("fp8_e4m3", 32, s, "bf16") for s in range(1, 15)] == (
+        [False] * 8 + [True] * 6)
+    # k = 4 from fp16 (one radix-4 level): split at 3, the one odd case
+    assert [max_tree_split("fp8_e4m3", 4, s, "fp16") for s in range(1, 8)] == (
+        [False, False, True, False, False, True, True])
 
     def critical(sections, stages):
         return critical_stage(list(sections.values()), stages)
 
-    for fmt, k in itertools.product(("fp8_e4m3", "int8"), (2, 4, 8, 16, 32, 64)):
-        levels = (k - 1).bit_length()
-        binary_radices, radix4_radices = [2] * levels, [2] * (levels % 2) + [4] * (levels // 2)
-        binary = quantizer_sections(fmt, k)  # every boundary registered: the binary tree
-        radix4 = quantizer_sections(fmt, k, 1)  # one stage: radix 4 wherever it exists
-        assert len(radix4) == len(binary) - levels // 2
-        for stages in range(1, len(binary) + 1):
-            radices = max_tree_radices(fmt, k, stages)
-            assert radices in (binary_radices, radix4_radices), (k, stages)
-            assert [n for n in quantizer_sections(fmt, k, stages)
-                    if n.startswith("amax")] == [f"amax{j}" for j in range(1, len(radices) + 1)]
-            two_levels_in_a_stage = any(sum(n.startswith("amax") for n in g) > 1
-                                        for g in stage_sections(binary, stages))
-            radix4_shorter = (stages <= len(radix4)
-                              and critical(radix4, stages) < critical(binary, stages))
-            if radices != binary_radices:  # radix 4: one of the two reasons holds
-                assert two_levels_in_a_stage or radix4_shorter, (k, stages)
-            elif levels > 1 and stages <= len(radix4):  # binary: neither holds
-                assert not two_levels_in_a_stage and not radix4_shorter, (k, stages)
+    for fmt, input_format, k in itertools.product(("fp8_e4m3", "int8"), ("fp32", "fp16"),
+                                                   (2, 4, 8, 16, 32, 64)):
+        levels = (k - 1).bit_length() - (input_format == "fp32")
+        radices = max_tree_radices(fmt, k, input_format)
+        assert radices == [2] * (levels % 2) + [4] * (levels // 2)
+        split = quantizer_sections(fmt, k, None, input_format)  # every boundary registered
+        unsplit = quantizer_sections(fmt, k, 1, input_format)  # one stage: never split
+        assert len(split) == len(unsplit) + levels // 2
+        for stages in range(1, len(split) + 1):
+            is_split = max_tree_split(fmt, k, stages, input_format)
+            names = [n for n in quantizer_sections(fmt, k, stages, input_format)
+                     if n.startswith("amax")]
+            assert names == [n for j, radix in enumerate(radices, 1)
+                             for n in ([f"amax{j}_cmp"] if is_split and radix == 4 else [])
+                             + [f"amax{j}"]]
+            two_in_a_stage = any(sum(n.startswith("amax") for n in g) > 1
+                                 for g in stage_sections(split, stages))
+            unsplit_shorter = (stages <= len(unsplit)
+                               and critical(unsplit, stages) < critical(split, stages))
+            if not is_split and 4 in radices:  # one of the two reasons holds
+                assert two_in_a_stage or unsplit_shorter, (k, stages)
+            elif is_split and stages <= len(unsplit):  # neither holds
+                assert not two_in_a_stage and not unsplit_shorter, (k, stages)
 
 
 # -- synthesis smoke test ------------------------------------------------------------------
