@@ -52,7 +52,7 @@ class FormalUnit:
         Nets where a depth-dependent part of the datapath ends, for the register-bypass proof
         (:func:`formal.datapath.split_at_cuts`; those the netlist has): the quantizer's
         block-max tree outputs (the key, and the rceil flag where it is built), whose tree's
-        shape follows the depth (:func:`hw.quantizer.max_tree_radices`).  MXDotGeneral's
+        shape follows the depth (:func:`hw.quantizer.max_tree_split`).  MXDotGeneral's
         cut is ``step_c``, the accumulator input entering its fused step.
     compared : tuple of str
         Internal nets the register-bypass proof compares besides ``o.payload``: MXDotGeneral's
@@ -143,7 +143,7 @@ def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
 UNITS = (
     FormalUnit("quantizer", "fp8_e4m3 from bf16, rne, floor",
                lambda k, s: MXQuantizer("fp8_e4m3", k, "bf16", stages=s),
-               lambda k, s: quantizer_sections("fp8_e4m3", k, s), "q",
+               lambda k, s: quantizer_sections("fp8_e4m3", k, s, "bf16"), "q",
                registered_stall=MXQuantizer.registered_stall,
                cuts=("amax_key", "amax_flag")),
     FormalUnit("dequantizer", "fp8_e4m3 to fp16",
@@ -203,6 +203,11 @@ def default_configurations() -> list[tuple[FormalUnit, int]]:
                 return spec.build_from([*argv, "--stages", str(stages)])
 
             extra = {}
+            if spec.name == "quantizer":  # this configuration's sections at each depth
+                a = spec.parser().parse_args(argv)
+                extra["sections"] = (
+                    lambda k_, stages, a=a: quantizer_sections(
+                        a.format, k_, stages, a.input, a.scale_mode != "floor"))
             if spec.name in ("dot", "dot-general"):  # sections of this configuration
                 built = spec.build_from(argv)
                 extra["sections"] = lambda k_, stages, s=built.sections: s

@@ -199,20 +199,21 @@ def subnormal_shift_bits(fmt, input_format, keep: int) -> int:
 
 def quantizer_sections(fmt, block_size: int, stages: int | None = None, input_format="fp32",
                        rceil: bool = False) -> dict[str, float]:
-    """The sections of a quantizer to element format ``fmt`` for blocks of ``block_size``
-    values at depth ``stages`` (None: every boundary registered), in datapath order, with
-    their estimated delays in ns (the
-    boundary after a section has its name): ``input``, ``decode``, ``norm``, one ``amax<j>``
-    per level of the block-max tree (:func:`max_tree_radices`: log2 k binary levels, or
-    fewer of radix 4 where the depth is short), ``exp``, ``scale``, ``cmp``, ``shift``,
-    ``align``, ``round``, ``output``.
+    """The sections of a quantizer to element format ``fmt`` from ``input_format`` (``rceil``:
+    with the rceil scale mode built in) for blocks of ``block_size`` values at depth ``stages``
+    (None: every boundary registered), in datapath order, with their estimated delays in ns
+    (the boundary after a section has its name): ``input``, ``decode``, ``norm``, per level
+    of the block-max tree after the first (:func:`max_tree_radices`; the first is in decode
+    and norm where :func:`exponent_field_tree`) ``amax<j>_cmp`` and ``amax<j>`` for a split
+    radix-4 level (:func:`max_tree_split`, :data:`SPLIT_LEVEL_DELAY`) or ``amax<j>`` alone,
+    ``exp``, ``scale``, ``cmp``, ``shift``, ``align``, ``round``, ``output``.
 
     A stage's delay is about 2 ns of register overhead (clock to out, setup, the route out of one
     register and into the next), paid once per stage, plus the delays of the sections it holds; the
     values here are the sections' own (ECP5 speed 8, k = 32, in context, ``docs/quantizer.md``).
     ``norm`` (3.5) and a binary ``amax<j>`` (3.2) are the measured critical stages of the 15-stage
-    build (5.2-5.5 ns: 1.3 ns logic + 3.8-4.2 ns routing) less that overhead (a radix-4 level:
-    :data:`TREE_LEVEL_DELAY`); ``cmp`` is the ``e_key`` fan-out to all lanes plus a 10-bit carry
+    build of the binary tree (5.2-5.5 ns: 1.3 ns logic + 3.8-4.2 ns routing) less that overhead
+    (an unsplit radix-4 level: :data:`TREE_LEVEL_DELAY`); ``cmp`` is the ``e_key`` fan-out to all lanes plus a 10-bit carry
     chain; the others are their logic depth at about 1.2 ns per LUT level with local routing, less
     the overhead (decode: a leading-zero tree; exp/shift: comparisons as gates; align: a short
     shifter and a sticky mask; round: the increment and the saturation select; scale: muxes;
@@ -250,16 +251,17 @@ class MXQuantizer(wiring.Component):
         R, random bits per element for stochastic rounding (1..16); used when ``rounding`` is
         ``"stochastic"`` or ``"runtime"``.
     stages : int or None
-        Pipeline registers, 1..10 + log2(k); None (the default):
-        :func:`hw.pipeline.default_stages`, the fewest registers with the estimated critical
-        stage of all 10 + log2(k): 7 + log2(k) (12 for k = 32), int8 8 + log2(k) (13), whose
-        negation keeps round and output apart.  The registers beyond it (three; int8 two)
-        add latency and flip-flops, no clock (measured: ``docs/quantizer.md``, default
-        depth).  Registers are placed by
-        :func:`hw.pipeline.place_registers` on the delays of :func:`quantizer_sections`
-        (stage contents in ``docs/quantizer.md``); where two levels of the binary block-max
-        tree would share a stage, the tree has radix-4 levels instead
-        (:func:`max_tree_radices`; the sidecar's ``max_tree_radices``).
+        Pipeline registers, 1..9 + log2(k) (from fp16, and int8 with rceil: 1..10 + log2(k),
+        :func:`exponent_field_tree`); None (the default): :func:`hw.pipeline.default_stages`,
+        the fewest registers with the estimated critical stage of all: 6 + log2(k) (11 for
+        k = 32), int8 7 + log2(k) (12), whose negation keeps round and output apart; from
+        fp16 one more.  The registers beyond it (three; int8 two) add latency and
+        flip-flops, no clock (measured: ``docs/quantizer.md``, default depth).  Registers
+        are placed by :func:`hw.pipeline.place_registers` on the delays of
+        :func:`quantizer_sections` (stage contents in ``docs/quantizer.md``); the block-max
+        tree's radix-4 levels are split into a comparison and a select section unless that
+        would put two of the tree's sections in one stage (:func:`max_tree_split`; the
+        sidecar's ``max_tree_split``, ``max_tree_radices`` and ``exponent_field_tree``).
 
     Members
     -------

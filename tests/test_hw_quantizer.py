@@ -170,6 +170,27 @@ def test_default_depth_is_the_fewest_stages_with_the_deepest_critical_stage():
         MXQuantizer("int8", 2, stages=11)
 
 
+def test_exponent_field_tree_hand_worked():
+    """The exponent-field tree's condition worked by hand: a block maximum key of 0 (every
+    lane zero or subnormal) gives ``e = 0 - (bias + emax) (+ 1 with rceil)``, which must be at
+    or below the clamp, -127."""
+    from hw.quantizer import exponent_field_tree
+
+    cases = [  # (format, input, rceil, 0 - (bias + emax) + rceil, expected)
+        ("fp8_e4m3", "fp32", False, -135, True),
+        ("fp8_e4m3", "bf16", True, -134, True),
+        ("fp4_e2m1", "fp32", True, -128, True),
+        ("int8", "fp32", False, -127, True),  # emax 0: exactly the clamp
+        ("int8", "bf16", True, -126, False),  # one binade up is above the clamp
+        ("fp8_e4m3", "fp16", False, -23, False),
+        ("fp8_e5m2", "fp16", True, -29, False),
+    ]
+    for fmt, input_format, rceil, e, expected in cases:
+        f, i = golden.element_format(fmt), golden.float_format(input_format)
+        assert -(i.bias + f.emax) + rceil == e
+        assert exponent_field_tree(fmt, input_format, rceil) is expected, (fmt, input_format)
+
+
 def test_subnormal_shift_bits_hand_worked():
     """The shift bound worked by hand: ``L = keep - (SCALE_EMIN + emin + bias)`` leading
     zeros and more are shifted out whole; ``b`` bits with ``2^b >= L`` suffice, unless that is

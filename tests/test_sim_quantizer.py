@@ -2,8 +2,10 @@
 
 The default set covers every element format, every input format, every rounding and scale mode
 (runtime fields: one build serves all modes; the bulk sets run with a random mode per block), block
-sizes 32, 16 and 8, and both shapes of the block-max tree (binary; radix 4 at the short depths,
-``hw.quantizer.max_tree_radices``); ``SIM_FULL=1`` runs the whole matrix (formats x inputs x block
+sizes 32, 16 and 8, and both shapes of the block-max tree (radix-4 levels split into comparison
+and select sections at depth, unsplit at the short depths, ``hw.quantizer.max_tree_split``; its
+first level in decode and norm over exponent fields, or over keys from fp16 and for int8 with
+rceil, ``hw.quantizer.exponent_field_tree``); ``SIM_FULL=1`` runs the whole matrix (formats x inputs x block
 sizes 2..64 x fixed/runtime modes x stages). Each configuration is one Verilator build of the unit
 inside its bulk wrapper; the cocotb module ``tb.quantizer`` runs the standard tests
 (:mod:`tb.standard_tests`: stream, reset, bulk) on it. Knobs: SEED, BLOCKS (blocks per random stream
@@ -24,10 +26,10 @@ FULL = env_flag("SIM_FULL")
 
 # (format, input format, block size, rounding, scale mode, stages)
 DEFAULT = [
-    ("fp8_e4m3", "fp32", 32, "runtime", "runtime", 12),  # the default depth
+    ("fp8_e4m3", "fp32", 32, "runtime", "runtime", 11),  # the default depth: split tree
     ("fp8_e5m2", "fp16", 8, "runtime", "runtime", 7),
     ("fp6_e3m2", "fp32", 8, "runtime", "runtime", 2),
-    ("fp6_e2m3", "bf16", 16, "runtime", "runtime", 5),  # the radix-4 block-max tree: 4, 4
+    ("fp6_e2m3", "bf16", 16, "runtime", "runtime", 5),  # the unsplit block-max tree: 2, 4
     ("fp4_e2m1", "bf16", 8, "runtime", "runtime", 1),
     ("int8", "fp32", 8, "runtime", "runtime", 5),
 ]
