@@ -42,7 +42,7 @@ from .pipeline import (
 from .rounding import round_increment
 
 __all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "max_tree_split",
-           "exponent_field_tree", "subnormal_shift_bits", "TREE_LEVEL_DELAY",
+           "exponent_field_tree", "subnormal_shift_bits", "NORM_SHIFT_BITS", "TREE_LEVEL_DELAY",
            "SPLIT_LEVEL_DELAY", "OUTPUT_DELAY", "cli_units"]
 
 ROUNDINGS = (*ROUNDING_IDS, "runtime")
@@ -61,6 +61,14 @@ MAX_RANDOM_BITS = 16
 #: seed 1), with 5.5 it registers amax1, amax2, amax3, cmp, output (134.5 MHz, median of
 #: seeds 1-3).
 TREE_LEVEL_DELAY = {2: 3.2, 4: 5.5}
+
+
+#: The most bits of a subnormal input's leading-zero count the ``norm`` section shifts by
+#: (:func:`subnormal_shift_bits`); where there are more (fp32 -> fp8_e5m2: 5, its
+#: decode -> norm 5 cells at 190-192 MHz, the worst path of every seed) and the block-max
+#: tree runs over exponent fields, the low bits shift in the section after the norm register.
+#: Four bits in norm measure 4 cells (fp32 -> fp8_e4m3).
+NORM_SHIFT_BITS = 4
 
 
 #: Estimated delay (ns, as in :func:`quantizer_sections`) of the ``output`` section by
@@ -404,22 +412,30 @@ class MXQuantizer(wiring.Component):
         # A normal's significand 1.frac is already normalized; a subnormal's frac moves up by
         # lzf + 1 (lzf = its leading zeros), i.e. (frac << 1) << lzf, by lzf's low bits only
         # where the lanes beyond them can only be shifted out whole (subnormal_shift_bits).
+        # Where the shift has more than NORM_SHIFT_BITS bits and no rceil flag is taken from
+        # s2 (the exponent-field tree), its low bits move past the norm register: norm keeps
+        # 2^lo - 1 more bits, and the first section after it shifts by the rest (``late``).
         sub_shift = subnormal_shift_bits(fmt, input_format, keep)
+        lo = (sub_shift - NORM_SHIFT_BITS
+              if self.exponent_field_tree and sub_shift > NORM_SHIFT_BITS else 0)
+        kept = keep + (1 << lo) - 1
         lanes = []
         for i in range(k):
             ln = x.lanes[i]
             e, nz_e, frac, lzf = ln.e, ln.nz_e, ln.frac, ln.lzf
             key = wire(m, Mux(nz_e, e, -lzf), f"lane{i}_key")
-            sub = reduce_significand(m, Cat(Const(0, 1), frac), lzf[:sub_shift], keep,
+            sub = reduce_significand(m, Cat(Const(0, 1), frac),
+                                     Cat(Const(0, lo), lzf[lo:sub_shift]), kept,
                                      name=f"lane{i}_s")
-            nrm = reduce_significand(m, Cat(frac, Const(1, 1)), Const(0, 1), keep,
+            nrm = reduce_significand(m, Cat(frac, Const(1, 1)), Const(0, 1), kept,
                                      name=f"lane{i}_n")
             s2 = wire(m, Mux(nz_e, nrm, sub), f"lane{i}_s2")
             if len(s2) < mb + 1:  # the grid is finer than the input: pad below
                 s2 = Cat(Const(0, mb + 1 - len(s2)), s2)
             # zero: key == zero_key, tested on E and lzf directly (not after the -lzf carry chain)
             zero = wire(m, ~nz_e & (lzf == input_format.mbits), f"lane{i}_zero")
-            lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key})
+            late = Mux(nz_e, 0, lzf[:lo]) if lo else None
+            lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key, "late": late})
 
         def above_max_normal(sig, name):  # rceil: 1.f > max_normal's 1.g, f MSB-aligned
             if len(sig) < mb + 1:  # the grid is finer than the input: pad below
@@ -443,7 +459,14 @@ class MXQuantizer(wiring.Component):
             tree = max_tree_select(m, leaves, comparison_entries(x.first), 2, "amax0")
             tree = [{"key": key, "flag": flag} for key, flag in tree]
         x = cross({"lanes": lanes, "tree": tree, **ctl_fields(x)}, "norm")
-        width = len(x.lanes[0].s2)
+        # the subnormal shift's low bits, if past the register: exact, since the leading one
+        # is then within the top 2^lo bits and the sticky bit stays below the kept ones
+        lanes = [{"neg": ln.neg, "zero": ln.zero, "key": ln.key,
+                  "s2": wire(m, reduce_significand(m, ln.s2, ln.late, keep,
+                                                   name=f"lane{i}_late"), f"lane{i}_s2late")
+                  if lo else ln.s2}
+                 for i, ln in enumerate(x.lanes)]
+        width = len(lanes[0]["s2"])
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
 
         # -- block amax: max tree over the exponent fields or keys (rceil: and whether 1.f >
@@ -451,7 +474,7 @@ class MXQuantizer(wiring.Component):
         if self.exponent_field_tree:
             tree = [(t.key, t.flag if rceil_built else None) for t in x.tree]
         else:
-            tree = [(x.lanes[i].key, above_max_normal(x.lanes[i].s2, f"lane{i}_gt")
+            tree = [(lanes[i]["key"], above_max_normal(lanes[i]["s2"], f"lane{i}_gt")
                      if rceil_built else None) for i in range(k)]
 
         def tree_fields(tree):
@@ -464,12 +487,14 @@ class MXQuantizer(wiring.Component):
             comparisons = max_tree_compare(m, [key for key, _ in tree], radix, f"amax{j}",
                                            equal=rceil_built)
             if self.tree_split and radix == 4:
-                x = cross({"lanes": x.lanes, **ctl_fields(x), "tree": tree_fields(tree),
+                x = cross({"lanes": lanes, **ctl_fields(x), "tree": tree_fields(tree),
                            "cmp": comparison_fields(comparisons)}, f"amax{j}_cmp")
+                lanes = x.lanes
                 tree, comparisons = tree_entries(x.tree), comparison_entries(x.cmp)
             tree = max_tree_select(m, tree, comparisons, radix, f"amax{j}")
-            x = cross({"lanes": x.lanes, **ctl_fields(x), "tree": tree_fields(tree)},
+            x = cross({"lanes": lanes, **ctl_fields(x), "tree": tree_fields(tree)},
                       f"amax{j}")
+            lanes = x.lanes
             tree = tree_entries(x.tree)
         (key_max, gt_max), = tree
 
@@ -497,7 +522,7 @@ class MXQuantizer(wiring.Component):
         # an all-zero block: the exponent-field tree's maximum 0 gives the clamp's code, 0,
         # which is also the zero block's (exponent_field_tree); the key's is zero_key
         zero = None if self.exponent_field_tree else key_max == zero_key
-        x = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False), "cands": cands,
+        x = cross({"lanes": lanes, **ctl_fields(x, scale_mode=False), "cands": cands,
                    "above": above, "nonfinite": key_max == e_max_key, "zero": zero}, "exp")
         sel = []
         for a in ((0, 1) if rceil_built else (0,)):
