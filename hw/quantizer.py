@@ -461,11 +461,13 @@ class MXQuantizer(wiring.Component):
         x = cross({"lanes": lanes, "tree": tree, **ctl_fields(x)}, "norm")
         # the subnormal shift's low bits, if past the register: exact, since the leading one
         # is then within the top 2^lo bits and the sticky bit stays below the kept ones
-        lanes = [{"neg": ln.neg, "zero": ln.zero, "key": ln.key,
-                  "s2": wire(m, reduce_significand(m, ln.s2, ln.late, keep,
-                                                   name=f"lane{i}_late"), f"lane{i}_s2late")
-                  if lo else ln.s2}
-                 for i, ln in enumerate(x.lanes)]
+        lanes = x.lanes
+        if lo:
+            lanes = [{"neg": ln.neg, "zero": ln.zero,
+                      "s2": wire(m, reduce_significand(m, ln.s2, ln.late, keep,
+                                                       name=f"lane{i}_late"), f"lane{i}_s2late"),
+                      "key": ln.key}
+                     for i, ln in enumerate(x.lanes)]
         width = len(lanes[0]["s2"])
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
 
