@@ -221,11 +221,12 @@ def quantizer_sections(fmt, block_size: int, stages: int | None = None, input_fo
     values here are the sections' own (ECP5 speed 8, k = 32, in context, ``docs/quantizer.md``).
     ``norm`` (3.5) and a binary ``amax<j>`` (3.2) are the measured critical stages of the 15-stage
     build of the binary tree (5.2-5.5 ns: 1.3 ns logic + 3.8-4.2 ns routing) less that overhead
-    (an unsplit radix-4 level: :data:`TREE_LEVEL_DELAY`); ``cmp`` is the ``e_key`` fan-out to all lanes plus a 10-bit carry
-    chain; the others are their logic depth at about 1.2 ns per LUT level with local routing, less
-    the overhead (decode: a leading-zero tree; exp/shift: comparisons as gates; align: a short
-    shifter and a sticky mask; round: the increment and the saturation select; scale: muxes;
-    output: muxes, and int8's negation, :data:`OUTPUT_DELAY`);
+    (an unsplit radix-4 level: :data:`TREE_LEVEL_DELAY`); ``cmp`` is the ``e_key`` fan-out to
+    all lanes plus a 10-bit carry chain; the others are their logic depth at about 1.2 ns per
+    LUT level with local routing, less the overhead (decode: a leading-zero tree; exp/shift:
+    comparisons as gates; align: a short shifter and a sticky mask; round: the increment and
+    the saturation select; scale: muxes; output: muxes, and int8's negation,
+    :data:`OUTPUT_DELAY`);
     ``input`` carries no logic (the route from the ring of port flip-flops the unit is timed in).
     Counting the overhead once per section instead (the estimates before) over-weighted stages of
     many short sections: at 5 stages it placed the registers after amax1, amax3, exp, shift, output

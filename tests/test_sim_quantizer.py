@@ -5,11 +5,11 @@ The default set covers every element format, every input format, every rounding 
 sizes 32, 16 and 8, and both shapes of the block-max tree (radix-4 levels split into comparison
 and select sections at depth, unsplit at the short depths, ``hw.quantizer.max_tree_split``; its
 first level in decode and norm over exponent fields, or over keys from fp16 and for int8 with
-rceil, ``hw.quantizer.exponent_field_tree``); ``SIM_FULL=1`` runs the whole matrix (formats x inputs x block
-sizes 2..64 x fixed/runtime modes x stages). Each configuration is one Verilator build of the unit
-inside its bulk wrapper; the cocotb module ``tb.quantizer`` runs the standard tests
-(:mod:`tb.standard_tests`: stream, reset, bulk) on it. Knobs: SEED, BLOCKS (blocks per random stream
-run), WAVES and SIM_FULL (booleans, see :mod:`tb.options`).
+rceil, ``hw.quantizer.exponent_field_tree``); ``SIM_FULL=1`` runs the whole matrix (formats x
+inputs x block sizes 2..64 x fixed/runtime modes x stages). Each configuration is one Verilator
+build of the unit inside its bulk wrapper; the cocotb module ``tb.quantizer`` runs the standard
+tests (:mod:`tb.standard_tests`: stream, reset, bulk) on it. Knobs: SEED, BLOCKS (blocks per
+random stream run), WAVES and SIM_FULL (booleans, see :mod:`tb.options`).
 """
 
 from __future__ import annotations
