@@ -251,3 +251,29 @@ def test_sweep_tables_show_the_anchor_at_its_latency():
         "**no** |",
         "| d: faster than the anchor at its latency (0) | > 48 MHz (E4M3 x E4M3 dot product "
         "without DSPs) | 19.2 MHz at latency 1 | **no** |"]
+
+
+def test_missed_curve_target_names_its_path_and_next_step(monkeypatch):
+    """A curve target missed at its latency gets a line under the curve table with the sweep
+    point's critical path and the next step kept with the code; a met one gets none."""
+    from bench.synth import report
+    from bench.synth.configs import K
+
+    args = ["--format", "fp8_e4m3", "--input", "bf16", *K]
+    monkeypatch.setattr(report, "CURVE_TARGETS", (("quantizer", args, 5, 130),))
+    monkeypatch.setattr(report, "CURVE_NEXT_STEPS", {("quantizer", 5): "split the stage"})
+
+    def sweep(fmax):
+        path = {"from": "dut.q_amax1", "to": "dut.q_exp", "logic_ns": 1.8, "routing_ns": 6.1,
+                "cells": 8}
+        return {"q": [{"unit": "quantizer", "args": [*args, "--stages", "5"], "latency": 5,
+                       "parameters": {"stages": 5},
+                       "ecp5": {"fmax_mhz": fmax, "critical_path": path}}]}
+
+    missed = [line for line in report.curve_targets_md(sweep(126.7))
+              if line.startswith("Missed:")]
+    assert missed == ["Missed: quantizer --format fp8_e4m3 --input bf16, latency 5: critical "
+                      "path dut.q_amax1 -> dut.q_exp: 8 cells, 1.8 ns logic + 6.1 ns routing; "
+                      "next step: split the stage"]
+    assert not [line for line in report.curve_targets_md(sweep(130.0))
+                if line.startswith("Missed:")]

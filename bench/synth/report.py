@@ -7,7 +7,15 @@ import subprocess
 from itertools import pairwise
 from pathlib import Path
 
-from .configs import ANCHOR_POINTS, ANCHORS, CURVE_TARGETS, NEXT_STEPS, TARGETS, describe
+from .configs import (
+    ANCHOR_POINTS,
+    ANCHORS,
+    CURVE_NEXT_STEPS,
+    CURVE_TARGETS,
+    NEXT_STEPS,
+    TARGETS,
+    describe,
+)
 from .flow import tool
 
 __all__ = ["markdown", "sweep_markdown", "targets_md", "curve_targets_md", "curve_falls",
@@ -183,10 +191,15 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
                 f"{'yes' if ok else '**no**'} |")
 
     lines = ["| curve target | required | measured | met |", "|---|---|---|---|"]
+    missed = []
     for unit, args, latency, fmax in CURVE_TARGETS:
-        lines.append(clock_row(f"{describe(unit, args)}, latency {latency}", f">= {fmax} MHz",
-                               points.get((unit, " ".join(args), latency)),
-                               lambda got, fmax=fmax: got >= fmax))
+        label = f"{describe(unit, args)}, latency {latency}"
+        r = points.get((unit, " ".join(args), latency))
+        lines.append(clock_row(label, f">= {fmax} MHz", r, lambda got, fmax=fmax: got >= fmax))
+        if r is not None and (r["ecp5"]["fmax_mhz"] or 0) < fmax:
+            step = CURVE_NEXT_STEPS.get((unit, latency), "not known")
+            missed.append(f"Missed: {label}: critical path {_path(r['ecp5'].get('critical_path'))}"
+                          f"; next step: {step}")
     for label, rows in sweeps.items():
         for anchor in _anchors_of(rows):
             ours = _at_latency(rows, anchor)
@@ -200,7 +213,7 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
         lines.append(f"| {label}: Fmax rises with every added stage | within the seeds' "
                      f"spread | {'; '.join(falls) if falls else 'rises at every point'} | "
                      f"{'**no**' if falls else 'yes'} |")
-    return lines + ["", CURVE_NOTE, ""]
+    return lines + ["", CURVE_NOTE, ""] + [line for m in missed for line in (m, "")]
 
 
 #: How the curve rows of the sweep's target table read a fall of Fmax.
