@@ -386,6 +386,16 @@ class MXQuantizer(wiring.Component):
             return [[(c.greater, c.equal if rceil_built else None) for c in group]
                     for group in fields]
 
+        # a tree level's (key, flag) entries as struct fields and back
+        def tree_fields(tree):
+            return [{"key": key, "flag": flag} for key, flag in tree]
+
+        def tree_entries(fields):
+            return [(t.key, t.flag if rceil_built else None) for t in fields]
+
+        def pad_to_grid(sig):  # a significand shorter than the grid (finer than the input)
+            return Cat(Const(0, mb + 1 - len(sig)), sig) if len(sig) < mb + 1 else sig
+
         def ctl_fields(x, scale_mode=True):
             return {"rounding": x.rounding if runtime_rounding else None,
                     "scale_mode": x.scale_mode if runtime_scale and scale_mode else None,
@@ -415,32 +425,29 @@ class MXQuantizer(wiring.Component):
         # where the lanes beyond them can only be shifted out whole (subnormal_shift_bits).
         # Where the shift has more than NORM_SHIFT_BITS bits and no rceil flag is taken from
         # s2 (the exponent-field tree), its low bits move past the norm register: norm keeps
-        # 2^lo - 1 more bits, and the first section after it shifts by the rest (``late``).
+        # 2^late_bits - 1 more bits, and the first section after it shifts by the rest (``late``).
         sub_shift = subnormal_shift_bits(fmt, input_format, keep)
-        lo = (sub_shift - NORM_SHIFT_BITS
-              if self.exponent_field_tree and sub_shift > NORM_SHIFT_BITS else 0)
-        kept = keep + (1 << lo) - 1
+        late_bits = (sub_shift - NORM_SHIFT_BITS
+                     if self.exponent_field_tree and sub_shift > NORM_SHIFT_BITS else 0)
+        kept = keep + (1 << late_bits) - 1
         lanes = []
         for i in range(k):
             ln = x.lanes[i]
             e, nz_e, frac, lzf = ln.e, ln.nz_e, ln.frac, ln.lzf
             key = wire(m, Mux(nz_e, e, -lzf), f"lane{i}_key")
             sub = reduce_significand(m, Cat(Const(0, 1), frac),
-                                     Cat(Const(0, lo), lzf[lo:sub_shift]), kept,
+                                     Cat(Const(0, late_bits), lzf[late_bits:sub_shift]), kept,
                                      name=f"lane{i}_s")
             nrm = reduce_significand(m, Cat(frac, Const(1, 1)), Const(0, 1), kept,
                                      name=f"lane{i}_n")
-            s2 = wire(m, Mux(nz_e, nrm, sub), f"lane{i}_s2")
-            if len(s2) < mb + 1:  # the grid is finer than the input: pad below
-                s2 = Cat(Const(0, mb + 1 - len(s2)), s2)
+            s2 = pad_to_grid(wire(m, Mux(nz_e, nrm, sub), f"lane{i}_s2"))
             # zero: key == zero_key, tested on E and lzf directly (not after the -lzf carry chain)
             zero = wire(m, ~nz_e & (lzf == input_format.mbits), f"lane{i}_zero")
-            late = Mux(nz_e, 0, lzf[:lo]) if lo else None
+            late = Mux(nz_e, 0, lzf[:late_bits]) if late_bits else None
             lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key, "late": late})
 
         def above_max_normal(sig, name):  # rceil: 1.f > max_normal's 1.g, f MSB-aligned
-            if len(sig) < mb + 1:  # the grid is finer than the input: pad below
-                sig = Cat(Const(0, mb + 1 - len(sig)), sig)
+            sig = pad_to_grid(sig)
             top, rest = sig[-(mb + 1):], sig[:-(mb + 1)]
             at_max = (top == fmt.max_significand) & (rest.any() if len(rest) else 0)
             # fp4_e2m1's 1.1 is top's all ones: no top is above it (and a constant comparison
@@ -457,13 +464,13 @@ class MXQuantizer(wiring.Component):
             leaves = [(x.lanes[i].e, above_max_normal(Cat(x.lanes[i].frac, Const(1, 1)),
                                                      f"lane{i}_gt") if rceil_built else None)
                       for i in range(k)]
-            tree = max_tree_select(m, leaves, comparison_entries(x.first), 2, "amax0")
-            tree = [{"key": key, "flag": flag} for key, flag in tree]
+            tree = tree_fields(max_tree_select(m, leaves, comparison_entries(x.first), 2,
+                                               "amax0"))
         x = cross({"lanes": lanes, "tree": tree, **ctl_fields(x)}, "norm")
         # the subnormal shift's low bits, if past the register: exact, since the leading one
-        # is then within the top 2^lo bits and the sticky bit stays below the kept ones
+        # is then within the top 2^late_bits bits and the sticky bit stays below the kept ones
         lanes = x.lanes
-        if lo:
+        if late_bits:
             lanes = [{"neg": ln.neg, "zero": ln.zero,
                       "s2": wire(m, reduce_significand(m, ln.s2, ln.late, keep,
                                                        name=f"lane{i}_late"), f"lane{i}_s2late"),
@@ -475,16 +482,10 @@ class MXQuantizer(wiring.Component):
         # -- block amax: max tree over the exponent fields or keys (rceil: and whether 1.f >
         # max_normal's 1.g); a split radix-4 level registers its comparisons (max_tree_split)
         if self.exponent_field_tree:
-            tree = [(t.key, t.flag if rceil_built else None) for t in x.tree]
+            tree = tree_entries(x.tree)
         else:
             tree = [(lanes[i]["key"], above_max_normal(lanes[i]["s2"], f"lane{i}_gt")
                      if rceil_built else None) for i in range(k)]
-
-        def tree_fields(tree):
-            return [{"key": key, "flag": flag} for key, flag in tree]
-
-        def tree_entries(fields):
-            return [(t.key, t.flag if rceil_built else None) for t in fields]
 
         for j, radix in enumerate(self.tree_radices, 1):  # one or two sections per level
             comparisons = max_tree_compare(m, [key for key, _ in tree], radix, f"amax{j}",
