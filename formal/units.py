@@ -145,7 +145,7 @@ UNITS = (
                lambda k, s: MXQuantizer("fp8_e4m3", k, "bf16", stages=s),
                lambda k, s: quantizer_sections("fp8_e4m3", k, s, "bf16"), "q",
                registered_stall=MXQuantizer.registered_stall,
-               cuts=("amax_key", "amax_flag")),
+               cuts=("amax",)),
     FormalUnit("dequantizer", "fp8_e4m3 to fp16",
                lambda k, s: MXDequantizer("fp8_e4m3", k, "fp16", stages=s),
                lambda k, stages: DEQUANTIZER_SECTIONS, "d",

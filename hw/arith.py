@@ -268,11 +268,17 @@ def max_tree_select(m: Module, level, comparisons, radix: int, name: str = "mt")
     every entry at the maximum, not only the winner: entry ``i`` is at the maximum if its key
     is at least every other's, which for an earlier entry ``p`` is ``key_i > key_p | key_i ==
     key_p``.
+
+    The comparisons are made already, so what the select moves need not be the keys: an
+    entry's key may be a :class:`~amaranth.lib.data.View` of values worked out from it (a
+    tree's last level selecting its maximum's consequences, made beside its comparisons),
+    selected whole; it comes out a View of the same layout.
     """
     nxt = []
     for j, group_cmp in zip(range(0, len(level), radix), comparisons, strict=True):
         tag = f"{name}_l{len(level)}_{j // radix}"
         group = level[j:j + radix]
+        layout = group[0][0].shape() if isinstance(group[0][0], data.View) else None
         keys = [wire(m, key, f"{tag}_k{i}") for i, (key, _) in enumerate(group)]
         flags = [flag for _, flag in group]
         with_flag = flags[0] is not None
@@ -297,6 +303,8 @@ def max_tree_select(m: Module, level, comparisons, radix: int, name: str = "mt")
                 key = key | (keys[i].as_unsigned() & wins[i].replicate(width))
             key = key.as_signed() if keys[0].shape().signed else key
         key = wire(m, key, tag)
+        if layout is not None:
+            key = layout(key)
         flag = None
         if with_flag:
             flag = wire(m, _any([at_max[i] & flags[i] for i in range(radix)]), f"{tag}_f")

@@ -43,7 +43,7 @@ from .rounding import round_increment
 
 __all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "max_tree_split",
            "exponent_field_tree", "subnormal_shift_bits", "NORM_SHIFT_BITS", "TREE_LEVEL_DELAY",
-           "SPLIT_LEVEL_DELAY", "OUTPUT_DELAY", "cli_units"]
+           "SPLIT_LEVEL_DELAY", "SCALE_SELECT_DELAY", "OUTPUT_DELAY", "cli_units"]
 
 ROUNDINGS = (*ROUNDING_IDS, "runtime")
 SCALE_MODES = (*SCALE_MODE_IDS, "runtime")
@@ -86,7 +86,13 @@ OUTPUT_DELAY = {"sign_magnitude": 1.0, "twos_complement": 2.6}
 SPLIT_LEVEL_DELAY = {"compare": 2.5, "select": 2.0}
 
 
-def _sections(fmt, radices, split: bool) -> dict[str, float]:
+#: Estimated delay (ns, as in :func:`quantizer_sections`) of the ``scale`` section, which only
+#: builds with rceil: the choice between the floor's and one binade up's scale (a 2:1 mux of
+#: the two candidates the tree selected, and the flag's AND with a runtime scale mode).
+SCALE_SELECT_DELAY = 1.5
+
+
+def _sections(fmt, radices, split: bool, rceil: bool) -> dict[str, float]:
     tree = {}
     for j, radix in enumerate(radices, 1):
         if split and radix == 4:
@@ -95,9 +101,9 @@ def _sections(fmt, radices, split: bool) -> dict[str, float]:
         else:
             tree[f"amax{j}"] = TREE_LEVEL_DELAY[radix]
     output = OUTPUT_DELAY["twos_complement" if fmt.twos_complement else "sign_magnitude"]
-    return {"input": 0.2, "decode": 1.5, "norm": 3.5, **tree,
-            "exp": 2.0, "scale": 1.5, "cmp": 2.5, "shift": 2.0, "align": 2.5, "round": 2.5,
-            "output": output}
+    scale = {"scale": SCALE_SELECT_DELAY} if rceil else {}
+    return {"input": 0.2, "decode": 1.5, "norm": 3.5, **tree, **scale,
+            "cmp": 2.5, "shift": 2.0, "align": 2.5, "round": 2.5, "output": output}
 
 
 def exponent_field_tree(fmt, input_format, rceil: bool) -> bool:
@@ -166,7 +172,7 @@ def max_tree_split(fmt, block_size: int, stages: int | None = None, input_format
     radices = max_tree_radices(fmt, block_size, input_format, rceil)
     if 4 not in radices:
         return False
-    split, unsplit = _sections(fmt, radices, True), _sections(fmt, radices, False)
+    split, unsplit = _sections(fmt, radices, True, rceil), _sections(fmt, radices, False, rceil)
     if stages is None or stages > len(unsplit):
         return True
     shares = any(sum(name.startswith("amax") for name in stage) > 1
@@ -214,7 +220,10 @@ def quantizer_sections(fmt, block_size: int, stages: int | None = None, input_fo
     of the block-max tree after the first (:func:`max_tree_radices`; the first is in decode
     and norm where :func:`exponent_field_tree`) ``amax<j>_cmp`` and ``amax<j>`` for a split
     radix-4 level (:func:`max_tree_split`, :data:`SPLIT_LEVEL_DELAY`) or ``amax<j>`` alone,
-    ``exp``, ``scale``, ``cmp``, ``shift``, ``align``, ``round``, ``output``.
+    ``scale`` (with rceil only: :data:`SCALE_SELECT_DELAY`), ``cmp``, ``shift``, ``align``,
+    ``round``, ``output``.  The block's scale is worked out for each candidate of the tree's
+    last level beside its comparisons, and that level's select picks it: it has no section of
+    its own (until 2026-11-25, ``exp`` and ``scale`` after the tree, 2.0 and 1.5).
 
     A stage's delay is about 2 ns of register overhead (clock to out, setup, the route out of one
     register and into the next), paid once per stage, plus the delays of the sections it holds; the
@@ -223,21 +232,23 @@ def quantizer_sections(fmt, block_size: int, stages: int | None = None, input_fo
     build of the binary tree (5.2-5.5 ns: 1.3 ns logic + 3.8-4.2 ns routing) less that overhead
     (an unsplit radix-4 level: :data:`TREE_LEVEL_DELAY`); ``cmp`` is the ``e_key`` fan-out to
     all lanes plus a 10-bit carry chain; the others are their logic depth at about 1.2 ns per
-    LUT level with local routing, less the overhead (decode: a leading-zero tree; exp/shift:
+    LUT level with local routing, less the overhead (decode: a leading-zero tree; shift:
     comparisons as gates; align: a short shifter and a sticky mask; round: the increment and
-    the saturation select; scale: muxes; output: muxes, and int8's negation,
+    the saturation select; scale: a mux; output: muxes, and int8's negation,
     :data:`OUTPUT_DELAY`);
     ``input`` carries no logic (the route from the ring of port flip-flops the unit is timed in).
     Counting the overhead once per section instead (the estimates before) over-weighted stages of
     many short sections: at 5 stages it placed the registers after amax1, amax3, exp, shift, output
     (112.2 MHz, bf16 -> fp8_e4m3, seed 1); these estimates, on the binary tree, place them after
-    amax1, amax3, amax5, cmp, output (124.2 MHz), and on the radix-4 tree the quantizer now builds
-    at that depth after amax1, amax2, amax3, cmp, output (134.5 MHz).
+    amax1, amax3, amax5, cmp, output (124.2 MHz), and on the radix-4 tree after amax1, amax2,
+    amax3, cmp, output (134.5 MHz).  With the scale in the tree's last level the quantizer now
+    builds at that depth after norm, amax1, amax2, shift, output (bf16 -> fp8_e4m3: 148.9 MHz,
+    median of seeds 1-3).
     """
     fmt = golden.element_format(fmt)
     radices = max_tree_radices(fmt, block_size, input_format, rceil)
     return _sections(fmt, radices,
-                     max_tree_split(fmt, block_size, stages, input_format, rceil))
+                     max_tree_split(fmt, block_size, stages, input_format, rceil), rceil)
 
 
 class MXQuantizer(wiring.Component):
@@ -396,6 +407,37 @@ class MXQuantizer(wiring.Component):
         def pad_to_grid(sig):  # a significand shorter than the grid (finer than the input)
             return Cat(Const(0, mb + 1 - len(sig)), sig) if len(sig) < mb + 1 else sig
 
+        # The block's scale from its maximum key: e = clamp(key_max - (key_bias + emax) + a,
+        # -127, 127) for a = 0 (floor) and a = 1 (rceil's one binade up), the scale code and
+        # e_key, the offset of the lanes' element binades.  This is worked out for each of the
+        # four (or two) candidates of the tree's last level, beside that level's comparisons, so
+        # its select picks the answer ready (arith.max_tree_select moves a View whole): the
+        # comparisons with the clamp bounds, the additions and the clamp muxes are off the path
+        # from the tree to the lanes.  A zero block (the key tree's zero_key) and a NaN/Inf
+        # block override the code in each candidate alike.
+        e0 = key_bias + fmt.emax
+        e_key_off = fmt.emin + key_bias  # a lane's element binade is key - (e + e_key_off)
+        outs = {"e_key": e_key_off, "code": SCALE_BIAS}
+
+        def scale_candidate(key, name):
+            nonfinite = wire(m, key == e_max_key, f"{name}_nonfinite")
+            fields = {"nonfinite": nonfinite}
+            for a in ((0, 1) if rceil_built else (0,)):
+                lo = less_than_const(m, key, e0 - a + SCALE_EMIN, f"{name}_lo{a}")
+                hi = ~less_than_const(m, key, e0 - a + SCALE_EMAX + 1, f"{name}_hi{a}")
+                e = {n: Mux(lo, SCALE_EMIN + off, Mux(hi, SCALE_EMAX + off, key + (a - e0 + off)))
+                     for n, off in outs.items()}
+                code = e["code"][:8]
+                if not self.exponent_field_tree:  # else the zero block's code is the clamp's
+                    code = Mux(key == zero_key, 0, code)
+                code = Mux(nonfinite, SCALE_NAN, code)
+                fields[f"above{a}"] = {"e_key": e["e_key"], "code": code}
+            return wire(m, fields, name)
+
+        def scale_candidates(tree, name):  # the last level's entries, keys -> candidates
+            return [(scale_candidate(key, f"{name}_c{i}"), flag)
+                    for i, (key, flag) in enumerate(tree)]
+
         def ctl_fields(x, scale_mode=True):
             return {"rounding": x.rounding if runtime_rounding else None,
                     "scale_mode": x.scale_mode if runtime_scale and scale_mode else None,
@@ -464,6 +506,8 @@ class MXQuantizer(wiring.Component):
             leaves = [(x.lanes[i].e, above_max_normal(Cat(x.lanes[i].frac, Const(1, 1)),
                                                      f"lane{i}_gt") if rceil_built else None)
                       for i in range(k)]
+            if not self.tree_radices:  # this is the tree's only level (k = 2)
+                leaves = scale_candidates(leaves, "amax0")
             tree = tree_fields(max_tree_select(m, leaves, comparison_entries(x.first), 2,
                                                "amax0"))
         x = cross({"lanes": lanes, "tree": tree, **ctl_fields(x)}, "norm")
@@ -490,6 +534,8 @@ class MXQuantizer(wiring.Component):
         for j, radix in enumerate(self.tree_radices, 1):  # one or two sections per level
             comparisons = max_tree_compare(m, [key for key, _ in tree], radix, f"amax{j}",
                                            equal=rceil_built)
+            if j == len(self.tree_radices):
+                tree = scale_candidates(tree, f"amax{j}")
             if self.tree_split and radix == 4:
                 x = cross({"lanes": lanes, **ctl_fields(x), "tree": tree_fields(tree),
                            "cmp": comparison_fields(comparisons)}, f"amax{j}_cmp")
@@ -500,49 +546,22 @@ class MXQuantizer(wiring.Component):
                       f"amax{j}")
             lanes = x.lanes
             tree = tree_entries(x.tree)
-        (key_max, gt_max), = tree
+        (cand, above), = tree
+        # the tree's outputs as one net (formal/units.py cuts the datapath there)
+        amax = wire(m, {"cand": cand, "above": above}, "amax")
 
-        # -- exp, scale: shared exponent, scale code, per-block threshold -------------------
-        # e = clamp(key_max - (key_bias + emax) + above, -127, 127), for above = 0 and above = 1
-        # side by side: exp compares key_max with the clamp bounds and adds the constants of
-        # every output to it (all in parallel); scale selects.
-        key_max = wire(m, key_max, "amax_key")  # the tree's outputs by name: formal/units.py
+        # -- scale (rceil only): the floor's or one binade up's candidate ------------------
         if rceil_built:
-            gt_max = wire(m, gt_max, "amax_flag")
-        e0 = key_bias + fmt.emax
-        e_key_off = fmt.emin + key_bias  # a lane's element binade is key - (e + e_key_off)
-        outs = {"e_key": e_key_off, "code": SCALE_BIAS}
-        cands = {}
-        for a in ((0, 1) if rceil_built else (0,)):
-            lo = less_than_const(m, key_max, e0 - a + SCALE_EMIN, f"exp_lo{a}")
-            hi = ~less_than_const(m, key_max, e0 - a + SCALE_EMAX + 1, f"exp_hi{a}")
-            cands[f"above{a}"] = {"lo": lo, "hi": hi,
-                                  **{n: key_max + (a - e0 + off) for n, off in outs.items()}}
-        above = None
-        if rceil_built:
-            above = gt_max
+            above = amax.above
             if runtime_scale:
                 above = above & (x.scale_mode == SCALE_MODE_IDS["rceil"])
-        # an all-zero block: the exponent-field tree's maximum 0 gives the clamp's code, 0,
-        # which is also the zero block's (exponent_field_tree); the key's is zero_key
-        zero = None if self.exponent_field_tree else key_max == zero_key
-        x = cross({"lanes": lanes, **ctl_fields(x, scale_mode=False), "cands": cands,
-                   "above": above, "nonfinite": key_max == e_max_key, "zero": zero}, "exp")
-        sel = []
-        for a in ((0, 1) if rceil_built else (0,)):
-            c = x.cands[f"above{a}"]
-            sel.append({n: Mux(c.lo, SCALE_EMIN + off, Mux(c.hi, SCALE_EMAX + off, c[n]))
-                        for n, off in outs.items()})
-        sel_e = sel[0]
-        if rceil_built:
-            sel_e = {n: Mux(x.above, sel[1][n], sel[0][n]) for n in outs}
-        scale = sel_e["code"][:8]
-        if not self.exponent_field_tree:
-            scale = Mux(x.zero, 0, scale)
-        scale = Mux(x.nonfinite, SCALE_NAN, scale)
-        y = cross({"lanes": x.lanes, **ctl_fields(x, scale_mode=False),
-                   "e_key": sel_e["e_key"], "scale": scale, "nonfinite": x.nonfinite},
-                  "scale")
+            chosen = {n: Mux(above, amax.cand.above1[n], amax.cand.above0[n])
+                      for n in ("e_key", "code")}
+        else:
+            chosen = {n: amax.cand.above0[n] for n in ("e_key", "code")}
+        y = {"lanes": lanes, **ctl_fields(x, scale_mode=False), "e_key": chosen["e_key"],
+             "scale": chosen["code"], "nonfinite": amax.cand.nonfinite}
+        y = cross(y, "scale") if rceil_built else wire(m, y, "q_scale_in")
 
         # -- cmp: per lane element binade br = key - e_key (negative: element subnormal) ------
         # This is the only per-lane use of a block-wide value, and e_key's register drives all
@@ -654,8 +673,10 @@ def _add_arguments(p):
                    help=f"R, bits per lane of the random field (stochastic and runtime "
                         f"rounding), 1..{MAX_RANDOM_BITS}")
     p.add_argument("--stages", type=int, default=None,
-                   help="pipeline registers = latency in cycles, 1..10+log2(k) (default: "
-                        "7+log2(k), 12 for k = 32; int8 8+log2(k), 13)")
+                   help="pipeline registers = latency in cycles, 1..7+log2(k) (12 for "
+                        "k = 32) from fp32 or bf16 with the floor scale, up to two more from "
+                        "fp16 or with rceil (an error names the bound); default 5+log2(k), 10 "
+                        "for k = 32, one more for int8 and from fp16")
 
 
 def _build(a):

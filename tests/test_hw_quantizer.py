@@ -79,7 +79,7 @@ def test_cli_generates_dequantizer(tmp_path):
     (["quantizer", "--format", "int8", "--scale-mode", "ceil"], "unknown scale mode"),
     (["quantizer", "--format", "int8", "--rounding", "stochastic", "--random-bits", "0"],
      "random_bits must be in 1..16"),
-    (["quantizer", "--format", "int8", "--stages", "15"], "stages must be in 1..14"),
+    (["quantizer", "--format", "int8", "--stages", "13"], "stages must be in 1..12"),
     (["dequantizer", "--format", "int8", "--output", "fp8"], "unknown output format"),
     (["dequantizer", "--format", "int8", "--stages", "0"], "stages must be in 1..6"),
 ])
@@ -114,8 +114,8 @@ def test_cli_defaults_in_process(tmp_path, monkeypatch):
     assert cli_main(["defaults", "-o", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "mx_dequantizer_int8_k2_fp32_s5.json", "mx_dequantizer_int8_k2_fp32_s5.v",
-        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s7.json",
-        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s7.v"]
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s6.json",
+        "mx_quantizer_fp4_e2m1_k2_fp32_rne_floor_s6.v"]
 
 
 # -- parameters and interface --------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_python_validation():
     assert q.in_layout.size == 8 * 16 + 8 * 3 + 2 + 1 and q.out_layout.size == 8 + 8 * 8
 
 
-@pytest.mark.parametrize("k,stages", [(2, s) for s in range(1, 11)] + [(64, 15)])
+@pytest.mark.parametrize("k,stages", [(2, s) for s in range(1, 9)] + [(64, 13)])
 def test_latency_is_stage_count(k, stages):
     q = MXQuantizer("int8", k, stages=stages)
     assert q.latency == stages == len(q.parameters["registered_boundaries"])
@@ -141,33 +141,33 @@ def test_latency_is_stage_count(k, stages):
 
 
 def test_default_depth_is_the_fewest_stages_with_the_deepest_critical_stage():
-    """docs/quantizer.md, default depth: from fp32 and bf16, 6 + log2(k) registers (11 for
-    k = 32; int8, whose output negates, 7 + log2(k)), three fewer than the 9 + log2(k)
-    boundaries (the block-max tree's first level in decode and norm); from fp16, one more of
-    each."""
+    """docs/quantizer.md, default depth: from fp32 and bf16, 5 + log2(k) registers (10 for
+    k = 32; int8, whose output negates, 6 + log2(k)), two fewer than the 7 + log2(k)
+    boundaries (the block-max tree's first level in decode and norm, the scale worked out
+    beside its last level); from fp16, one more of each."""
     from hw.pipeline import critical_stage
 
     q = MXQuantizer()
-    assert q.stages == q.latency == 11 and q.max_stages == 14
-    # merged: input + decode, exp + scale, round + output (docs/quantizer.md)
+    assert q.stages == q.latency == 10 and q.max_stages == 12
+    # merged: input + decode, round + output (docs/quantizer.md)
     assert q.parameters["registered_boundaries"] == [
-        "decode", "norm", "amax1_cmp", "amax1", "amax2_cmp", "amax2", "scale", "cmp", "shift",
-        "align", "output"]
+        "decode", "norm", "amax1_cmp", "amax1", "amax2_cmp", "amax2", "cmp", "shift", "align",
+        "output"]
     q8 = MXQuantizer("int8")
-    assert q8.stages == 12
+    assert q8.stages == 11
     assert {"round", "output"} <= set(q8.parameters["registered_boundaries"])
     for fmt, input_format in itertools.product(golden.FORMATS, ("fp32", "fp16")):
         for k in (2, 4, 8, 16, 32, 64):
             q = MXQuantizer(fmt, k, input_format)
             levels = (k - 1).bit_length() - (input_format == "fp32")
-            assert q.max_stages == 10 + levels
-            assert q.stages == 7 + levels + (fmt == "int8"), (fmt, k)
+            assert q.max_stages == 8 + levels
+            assert q.stages == 6 + levels + (fmt == "int8"), (fmt, k)
             # minimal: one register fewer lengthens the estimated critical stage
             delays = list(q.sections.values())
             assert critical_stage(delays, q.stages) == max(delays)
             assert critical_stage(delays, q.stages - 1) > max(delays)
-    with pytest.raises(ValueError, match="stages must be in 1..10"):
-        MXQuantizer("int8", 2, stages=11)
+    with pytest.raises(ValueError, match="stages must be in 1..8"):
+        MXQuantizer("int8", 2, stages=9)
 
 
 def test_exponent_field_tree_hand_worked():
@@ -328,15 +328,16 @@ def test_block_max_tree_split_follows_the_depth():
     assert q.parameters["exponent_field_tree"]
     q5 = MXQuantizer("fp8_e4m3", 32, "bf16", stages=5)
     assert q5.tree_radices == [4, 4] and not q5.tree_split
-    assert q5.parameters["registered_boundaries"] == ["norm", "amax1", "exp", "shift", "output"]
+    assert q5.parameters["registered_boundaries"] == ["norm", "amax1", "amax2", "shift",
+                                                      "output"]
     # fp16: no exponent-field tree, a radix-2 level first
     assert max_tree_radices("fp8_e4m3", 32, "fp16") == [2, 4, 4]
-    # docs/quantizer.md: k = 32 unsplit at 1-8 stages, split from 9 (the default is 11)
-    assert [max_tree_split("fp8_e4m3", 32, s, "bf16") for s in range(1, 15)] == (
-        [False] * 8 + [True] * 6)
+    # docs/quantizer.md: k = 32 unsplit at 1-7 stages, split from 8 (the default is 10)
+    assert [max_tree_split("fp8_e4m3", 32, s, "bf16") for s in range(1, 13)] == (
+        [False] * 7 + [True] * 5)
     # k = 4 from fp16 (one radix-4 level): split at 3, the one odd case
     assert [max_tree_split("fp8_e4m3", 4, s, "fp16") for s in range(1, 8)] == (
-        [False, False, True, False, False, True, True])
+        [False, False, True, False, True, True, True])
 
     def critical(sections, stages):
         return critical_stage(list(sections.values()), stages)
