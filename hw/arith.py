@@ -279,6 +279,8 @@ def max_tree_select(m: Module, level, comparisons, radix: int, name: str = "mt")
         tag = f"{name}_l{len(level)}_{j // radix}"
         group = level[j:j + radix]
         layout = group[0][0].shape() if isinstance(group[0][0], data.View) else None
+        if layout is not None and any(key.shape() != layout for key, _ in group):
+            raise ValueError(f"{tag}: the Views a select moves must have one layout")
         keys = [wire(m, key, f"{tag}_k{i}") for i, (key, _) in enumerate(group)]
         flags = [flag for _, flag in group]
         with_flag = flags[0] is not None

@@ -149,6 +149,36 @@ def test_max_tree_level_exhaustive(radix):
                        top], case
 
 
+@pytest.mark.parametrize("radix", [2, 4])
+def test_max_tree_select_moves_a_view_whole(radix):
+    """Every 2-bit signed key combination of one group: the select, given the keys'
+    comparisons and a struct worked out from each key in its place, returns a View of that
+    struct whose fields are the maximum key's (the earliest of equal maxima: each key's
+    struct also carries its position).  Structs of different layouts are refused."""
+    from amaranth.hdl import Const, Module, Signal, signed
+    from amaranth.lib import data
+
+    from hw.arith import max_tree_compare, max_tree_select, wire
+
+    m = Module()
+    keys = [Signal(signed(2), name=f"key{i}") for i in range(radix)]
+    views = [wire(m, {"double": key * 2, "position": Const(i, 2)}, f"v{i}")
+             for i, key in enumerate(keys)]
+    comparisons = max_tree_compare(m, keys, radix)
+    (picked, flag), = max_tree_select(m, [(v, None) for v in views], comparisons, radix)
+    assert flag is None and isinstance(picked, data.View)
+    assert picked.shape() == views[0].shape()
+    cases = list(itertools.product(range(-2, 2), repeat=radix))
+    got = _run_comb(m, keys, [picked.double, picked.position], cases)
+    for case, (double, position) in zip(cases, got, strict=True):
+        top = max(case)
+        assert (double, position) == (2 * top, case.index(top)), case
+    m = Module()
+    mixed = [wire(m, {"position": 1 << i}, f"w{i}") for i in range(radix)]  # 1, 2, .. bits
+    with pytest.raises(ValueError, match="one layout"):
+        max_tree_select(m, [(v, None) for v in mixed], max_tree_compare(m, keys, radix), radix)
+
+
 def test_max_tree_radix_4_matches_two_radix_2_levels():
     """16 random 4-bit keys with flags: two radix-4 levels give the same (key, flag) as four
     radix-2 levels."""
