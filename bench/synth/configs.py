@@ -129,18 +129,7 @@ CURVE_TARGETS = (
 
 #: Where a missed curve target stands (unit, latency) -> the next step (the critical path is
 #: the stored sweep point's).
-CURVE_NEXT_STEPS = {
-    ("quantizer", 5): "since 2026-11-25 (session 35, the block-max tree's first level in decode "
-                      "and norm) the estimates register norm, amax1, exp, shift, output, so the "
-                      "second radix-4 level shares a stage with exp (126.7 MHz, 124.5-131.0; "
-                      "134.5 before). Raising the radix-4 estimate to 6.05 (cmp 2.6) restores "
-                      "amax2 and cmp (135.8, 128.2-136.4) but at 8 stages costs 171.8 -> 144.6 "
-                      "MHz (seed 1): the tree level is then every placement's critical stage "
-                      "and the placer registers input. Next: a tie-break in "
-                      "hw.pipeline.place_registers (the smaller second-largest stage among "
-                      "placements with the same critical one), which moves every unit's "
-                      "placements (docs/quantizer.md).",
-}
+CURVE_NEXT_STEPS: dict[tuple[str, int], str] = {}  # every curve target met (2026-11-25)
 
 #: Where a missed target stands: the critical path's stage and the change that would fix it
 #: (from nextpnr's report of the stored result; kept with the code that produced it).
