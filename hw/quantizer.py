@@ -408,30 +408,27 @@ class MXQuantizer(wiring.Component):
             return Cat(Const(0, mb + 1 - len(sig)), sig) if len(sig) < mb + 1 else sig
 
         # The block's scale from its maximum key: e = clamp(key_max - (key_bias + emax) + a,
-        # -127, 127) for a = 0 (floor) and a = 1 (rceil's one binade up), the scale code and
-        # e_key, the offset of the lanes' element binades.  This is worked out for each of the
-        # four (or two) candidates of the tree's last level, beside that level's comparisons, so
-        # its select picks the answer ready (arith.max_tree_select moves a View whole): the
-        # comparisons with the clamp bounds, the additions and the clamp muxes are off the path
-        # from the tree to the lanes.  A zero block (the key tree's zero_key) and a NaN/Inf
-        # block override the code in each candidate alike.
+        # -127, 127) for a = 0 (floor) and a = 1 (rceil's one binade up), as e_key = e +
+        # e_key_off, the offset of the lanes' element binades.  This is worked out for each of
+        # the four (or two) candidates of the tree's last level, beside that level's
+        # comparisons, so its select picks the answer ready (arith.max_tree_select moves a View
+        # whole): the comparisons with the clamp bounds, the addition and the clamp muxes are
+        # off the path from the tree to the lanes.  The scale code, e_key's constant apart, is
+        # made in cmp (off that path too), where a zero block (the key tree's zero_key) and a
+        # NaN/Inf block override it.
         e0 = key_bias + fmt.emax
         e_key_off = fmt.emin + key_bias  # a lane's element binade is key - (e + e_key_off)
-        outs = {"e_key": e_key_off, "code": SCALE_BIAS}
 
         def scale_candidate(key, name):
-            nonfinite = wire(m, key == e_max_key, f"{name}_nonfinite")
-            fields = {"nonfinite": nonfinite}
+            fields = {"nonfinite": key == e_max_key,
+                      # over exponent fields the zero block's code is the clamp's
+                      "zero": None if self.exponent_field_tree else key == zero_key}
             for a in ((0, 1) if rceil_built else (0,)):
                 lo = less_than_const(m, key, e0 - a + SCALE_EMIN, f"{name}_lo{a}")
                 hi = ~less_than_const(m, key, e0 - a + SCALE_EMAX + 1, f"{name}_hi{a}")
-                e = {n: Mux(lo, SCALE_EMIN + off, Mux(hi, SCALE_EMAX + off, key + (a - e0 + off)))
-                     for n, off in outs.items()}
-                code = e["code"][:8]
-                if not self.exponent_field_tree:  # else the zero block's code is the clamp's
-                    code = Mux(key == zero_key, 0, code)
-                code = Mux(nonfinite, SCALE_NAN, code)
-                fields[f"above{a}"] = {"e_key": e["e_key"], "code": code}
+                fields[f"e_key{a}"] = Mux(lo, SCALE_EMIN + e_key_off,
+                                          Mux(hi, SCALE_EMAX + e_key_off,
+                                              key + (a - e0 + e_key_off)))
             return wire(m, fields, name)
 
         def scale_candidates(tree, name):  # the last level's entries, keys -> candidates
@@ -555,12 +552,12 @@ class MXQuantizer(wiring.Component):
             above = amax.above
             if runtime_scale:
                 above = above & (x.scale_mode == SCALE_MODE_IDS["rceil"])
-            chosen = {n: Mux(above, amax.cand.above1[n], amax.cand.above0[n])
-                      for n in ("e_key", "code")}
+            e_key = Mux(above, amax.cand.e_key1, amax.cand.e_key0)
         else:
-            chosen = {n: amax.cand.above0[n] for n in ("e_key", "code")}
-        y = {"lanes": lanes, **ctl_fields(x, scale_mode=False), "e_key": chosen["e_key"],
-             "scale": chosen["code"], "nonfinite": amax.cand.nonfinite}
+            e_key = amax.cand.e_key0
+        y = {"lanes": lanes, **ctl_fields(x, scale_mode=False), "e_key": e_key,
+             "nonfinite": amax.cand.nonfinite,
+             "zero": None if self.exponent_field_tree else amax.cand.zero}
         y = cross(y, "scale") if rceil_built else wire(m, y, "q_scale_in")
 
         # -- cmp: per lane element binade br = key - e_key (negative: element subnormal) ------
@@ -578,7 +575,12 @@ class MXQuantizer(wiring.Component):
             ln = y.lanes[i]
             br = wire(m, (ln.key - y.e_key)[:bw].as_signed(), f"lane{i}_br")
             lanes.append({"neg": ln.neg, "zero": ln.zero, "s2": ln.s2, "br": br})
-        y = cross({"lanes": lanes, **ctl_fields(y, scale_mode=False), "scale": y.scale,
+        # beside the lanes: the scale code e + 127, 0 for a zero block, 255 for a NaN/Inf one
+        scale = (y.e_key + (SCALE_BIAS - e_key_off))[:8]
+        if not self.exponent_field_tree:
+            scale = Mux(y.zero, 0, scale)
+        scale = Mux(y.nonfinite, SCALE_NAN, scale)
+        y = cross({"lanes": lanes, **ctl_fields(y, scale_mode=False), "scale": scale,
                    "nonfinite": y.nonfinite}, "cmp")
 
         # -- shift: exponent field (0 below emin) and alignment shift ------------------------
