@@ -271,11 +271,12 @@ class MXQuantizer(wiring.Component):
         R, random bits per element for stochastic rounding (1..16); used when ``rounding`` is
         ``"stochastic"`` or ``"runtime"``.
     stages : int or None
-        Pipeline registers, 1..9 + log2(k) (from fp16, and int8 with rceil: 1..10 + log2(k),
-        :func:`exponent_field_tree`); None (the default): :func:`hw.pipeline.default_stages`,
-        the fewest registers with the estimated critical stage of all: 6 + log2(k) (11 for
-        k = 32), int8 7 + log2(k) (12), whose negation keeps round and output apart; from
-        fp16 one more.  The registers beyond it (three; int8 two) add latency and
+        Pipeline registers, 1..7 + log2(k) (from fp16, and int8 with rceil: 1..8 + log2(k),
+        :func:`exponent_field_tree`; one more where rceil is built, the ``scale`` section);
+        None (the default): :func:`hw.pipeline.default_stages`, the fewest registers with the
+        estimated critical stage of all: 5 + log2(k) (10 for k = 32), int8 6 + log2(k) (11),
+        whose negation keeps round and output apart; from fp16 one more.  The registers
+        beyond it (two with the floor scale; int8 one) add latency and
         flip-flops, no clock (measured: ``docs/quantizer.md``, default depth).  Registers
         are placed by :func:`hw.pipeline.place_registers` on the delays of
         :func:`quantizer_sections` (stage contents in ``docs/quantizer.md``); the block-max
