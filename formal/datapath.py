@@ -6,11 +6,13 @@ splits the property into a part about structure, a part about the datapath's fun
 part the flow proofs already own, and proves the first two for all inputs:
 
 1. **Structure** (checked on the flattened netlist of each depth): every flip-flop of the unit
-   is either a pipeline control register (a stage's ``valid``, ``hold<j>`` or ``en_advance``)
-   or a bit of a registered boundary's data register (or the registered stall's skid
-   register), a ``$dffe`` that loads on its stage's enable net ``<prefix>_<boundary>_en``
-   (the skid register: the last stage's).  Any other register (state outside the pipeline,
-   a register on another enable) stops the proof with its name.
+   is either a pipeline control register (a stage's ``valid``, ``hold<j>`` or ``en_advance``,
+   and ``en<c>_advance`` for each further enable copy) or a bit of a registered boundary's
+   data register (or the registered stall's skid register), a ``$dffe`` that loads on its
+   stage's enable net ``<prefix>_<boundary>_en`` (the skid register: the last stage's; with
+   the pipeline's ``enable_load``, part ``c`` of the register on copy ``..._en<c>``).  Any
+   other register (state outside the pipeline, a register on another enable) stops the proof
+   with its name.
 2. **Function**: each data register is replaced by a wire from its D input to its Q output;
    what is left computes the output payload from the input payload alone, combinationally,
    with the control registers as free variables.  That function at ``stages = s`` and at
@@ -53,9 +55,10 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from hw.dsp import simulation_models
+from hw.pipeline import enable_parts, registered_boundaries
 
 from .sby import SbyResult, tool
-from .units import FormalUnit, pipeline_probes
+from .units import FormalUnit, enable_copies, pipeline_probes
 
 __all__ = ["prove_same_datapath", "bypass_data_registers", "split_at_cuts", "state_in_cone"]
 
@@ -113,7 +116,7 @@ def _bits_named(nets: dict, patterns) -> set:
 
 
 def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str]],
-                          state=(), compared=(), blocks=()) -> list[str]:
+                          state=(), compared=(), blocks=(), enable_load=None) -> list[str]:
     """Check the structure of ``module`` in a Yosys JSON ``netlist`` and replace its pipeline
     data registers by wires (in place), keeping only the output payload (and the ``compared``
     nets) as outputs.
@@ -137,6 +140,10 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
         stand for a boundary's data register: (shell pattern of their names, the boundary's
         register name in ``probes["data"]``); they must load on that boundary's enable
         (:attr:`formal.units.FormalUnit.blocks`).
+    enable_load : int or None
+        The pipeline's ``enable_load`` (:class:`hw.pipeline.Pipeline`): part ``c`` of a
+        stage's data register (:func:`hw.pipeline.enable_parts`) must load on the stage's
+        enable copy ``c`` (``<stage>_en``, ``<stage>_en1``, ...).
 
     Returns
     -------
@@ -157,9 +164,11 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     data = {}
     for reg in probes["data"] + probes.get("skid", []):
         stage = reg.removesuffix("_skid")
-        enable = bits(f"{stage}_en")
-        for b in bits(reg):
-            data[b] = (reg, enable[0] if enable else None)
+        reg_bits = bits(reg)
+        for c, (lo, hi) in enumerate(enable_parts(len(reg_bits), enable_load)):
+            enable = bits(f"{stage}_en{c or ''}")
+            for b in reg_bits[lo:hi]:
+                data[b] = (reg, enable[0] if enable else None)
     for pattern, reg in blocks:
         enable = bits(f"{reg}_en")
         inside = [name for name in nets if fnmatch.fnmatchcase(name, pattern)]
@@ -282,7 +291,8 @@ def split_at_cuts(netlist: dict, module: str, cuts) -> tuple[dict, dict]:
 def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
              timeout: float) -> list[str]:
     component = unit.build(k, stages)
-    (workdir / f"{name}.il").write_text(rtlil.convert(component, name=name))
+    text = rtlil.convert(component, name=name)
+    (workdir / f"{name}.il").write_text(text)
     models = ""
     # the project's units name the vendor cells they instantiate; a test's own chain has none
     for model in simulation_models(getattr(component, "primitives", ())):
@@ -295,11 +305,15 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
         return [f"{name} (stages = {stages}): {failed}"]
     path = workdir / f"{name}.json"
     netlist = json.loads(path.read_text())
-    probes = pipeline_probes(unit.sections(k, stages), stages, unit.prefix, unit.registered_stall,
-                             data=True)
+    sections = unit.sections(k, stages)
+    copies = (enable_copies(text, unit.prefix, registered_boundaries(sections, stages))
+              if unit.registered_stall else None)
+    probes = pipeline_probes(sections, stages, unit.prefix, unit.registered_stall, data=True,
+                             copies=copies)
     blocks = [(pattern, f"{unit.prefix}_{boundary}") for pattern, boundary in unit.blocks
               if f"{unit.prefix}_{boundary}" in probes["data"]]
-    problems = bypass_data_registers(netlist, name, probes, unit.state, unit.compared, blocks)
+    problems = bypass_data_registers(netlist, name, probes, unit.state, unit.compared, blocks,
+                                     getattr(component, "enable_load", None))
     path.write_text(json.dumps(netlist))
     cuts = [c for c in unit.cuts if c in netlist["modules"][name]["netnames"]]
     if unit.cuts and not cuts:

@@ -9,8 +9,11 @@ the datapath.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+
+from amaranth.back import rtlil
 
 from golden.formats import FP4_E2M1
 from hw.dequantizer import DEQUANTIZER_SECTIONS, MXDequantizer
@@ -21,8 +24,8 @@ from hw.dsp import MULT18X18D_REGISTERS
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes", "default_configurations",
-           "EXTRA_CONFIGURATIONS", "MULT18X18D_BLOCKS"]
+__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes", "enable_copies",
+           "default_configurations", "EXTRA_CONFIGURATIONS", "MULT18X18D_BLOCKS"]
 
 
 @dataclass(frozen=True)
@@ -105,28 +108,58 @@ class FormalUnit:
 
     def control_probes(self, k: int, stages: int) -> dict[str, list[str]]:
         """The unit's pipeline control registers, under the harness's instance ``dut``
-        (:func:`pipeline_probes`)."""
-        return pipeline_probes(self.sections(k, stages), stages, self.prefix,
-                               self.registered_stall, scope="dut.")
+        (:func:`pipeline_probes`; the enable copies found in the unit's RTLIL,
+        :func:`enable_copies`)."""
+        sections = self.sections(k, stages)
+        copies = None
+        if self.registered_stall:
+            text = rtlil.convert(self.build(k, stages), name="top")
+            copies = enable_copies(text, self.prefix, registered_boundaries(sections, stages))
+        return pipeline_probes(sections, stages, self.prefix, self.registered_stall,
+                               scope="dut.", copies=copies)
+
+
+def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
+    """How many copies of its stage enable each registered boundary of a
+    :class:`hw.pipeline.Pipeline` named ``prefix`` has (its ``enable_load``: the stage
+    register loads in parts, one per copy), read off the unit's RTLIL ``text``: the wires
+    ``<prefix>_<boundary>_en<c>_advance`` besides ``..._en_advance``."""
+    found = set(re.findall(rf"^\s*wire .*\\({re.escape(prefix)}_\w+)_en(\d+)_advance$",
+                           text, flags=re.MULTILINE))
+    counts = {}
+    for boundary in boundaries:
+        tag = f"{prefix}_{boundary}"
+        n = 1
+        while (tag, str(n)) in found:
+            n += 1
+        counts[boundary] = n
+    if sum(counts.values()) - len(counts) != len(found):
+        raise ValueError(f"enable copies of {prefix!r} outside the registered boundaries or "
+                         f"not numbered from 1: {sorted(found)}")
+    return counts
 
 
 def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
-                    registered_stall: bool, *, scope: str = "",
-                    data: bool = False) -> dict[str, list[str]]:
+                    registered_stall: bool, *, scope: str = "", data: bool = False,
+                    copies: Mapping[str, int] | None = None) -> dict[str, list[str]]:
     """Names, in the flattened netlist, of the registers of a :class:`hw.pipeline.Pipeline`
     named ``prefix`` (as its ``name``) built in the module at ``scope`` (``"dut."``, or ``""``
     for the top module).
 
     Returns ``valid`` (one per registered stage, in datapath order) and either ``hold``
     (default flavour: the per-stage hold copies) or ``advance`` (registered stall: the
-    per-stage enable copies); with ``data``, also ``data`` (each stage's data register).
-    The names follow :class:`Pipeline`'s naming; a name that does not exist makes the Yosys
-    script fail.
+    per-stage enable copies, and with ``copies`` (boundary -> number, :func:`enable_copies`)
+    each stage's further copies after its first); with ``data``, also ``data`` (each stage's
+    data register).  The names follow :class:`Pipeline`'s naming; a name that does not exist
+    makes the Yosys script fail.
     """
-    tags = [f"{scope}{prefix}_{b}" for b in registered_boundaries(sections, stages)]
+    boundaries = registered_boundaries(sections, stages)
+    tags = [f"{scope}{prefix}_{b}" for b in boundaries]
     probes = {"valid": [f"{t}_valid" for t in tags]}
     if registered_stall:
-        probes["advance"] = [f"{t}_en_advance" for t in tags]
+        copies = copies or {}
+        probes["advance"] = [f"{t}_en{c or ''}_advance" for b, t in zip(boundaries, tags)
+                             for c in range(copies.get(b, 1))]
     else:
         probes["hold"] = [f"{scope}{prefix}_hold{j}" for j in range(stages)]
     if data:
@@ -141,9 +174,18 @@ def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
     return dot_sections(DotGeometry(FP4_E2M1, FP4_E2M1, k))
 
 
+class QuantizerInParts(MXQuantizer):
+    """The quantizer with its stage registers loaded in parts of at most 16 bits
+    (:attr:`hw.quantizer.MXQuantizer.enable_load`), so that at the proofs' small block sizes
+    every stage has several enable copies, as every stage of a k = 32 build has (4-9 parts
+    of at most 160 bits): the proofs then cover the copies and the parts."""
+
+    enable_load = 16
+
+
 UNITS = (
-    FormalUnit("quantizer", "fp8_e4m3 from bf16, rne, floor",
-               lambda k, s: MXQuantizer("fp8_e4m3", k, "bf16", stages=s),
+    FormalUnit("quantizer", "fp8_e4m3 from bf16, rne, floor, stage registers in 16-bit parts",
+               lambda k, s: QuantizerInParts("fp8_e4m3", k, "bf16", stages=s),
                lambda k, s: quantizer_sections("fp8_e4m3", k, s, "bf16"), "q",
                registered_stall=MXQuantizer.registered_stall,
                cuts=("amax",)),

@@ -302,6 +302,12 @@ class MXQuantizer(wiring.Component):
 
     #: ``i.ready`` is a register (the sidecar's ``flow_control``).
     registered_stall = True
+    #: The most bits of a stage register one copy of the stage enable loads
+    #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 4-9 copies per stage at k = 32.
+    #: fp32 -> fp6_e2m3 at 10 stages was bound by one enable's fan-out (``q_amax2_cmp_en ->
+    #: q_amax2_cmp``, 1.0 ns logic + 4.0-4.1 ns routing) at 199.4 MHz; with parts of 160
+    #: bits it placed at 205.7 (docs/quantizer.md, flow control).
+    enable_load = 160
     #: Vendor cells the Verilog instantiates (the sidecar's ``primitives``): none.
     primitives = ()
 
@@ -364,7 +370,7 @@ class MXQuantizer(wiring.Component):
         m = Module()
         fmt, input_format, k = self.fmt, self.input_format, self.block_size
         pipe = Pipeline(m, self.sections, self.stages, name="q",
-                        registered_stall=self.registered_stall)
+                        registered_stall=self.registered_stall, enable_load=self.enable_load)
 
         def cross(fields, name):  # a section boundary: one struct signal, maybe registered
             return pipe.boundary(wire(m, fields, f"q_{name}_in"), name)
@@ -398,12 +404,15 @@ class MXQuantizer(wiring.Component):
             return [[(c.greater, c.equal if rceil_built else None) for c in group]
                     for group in fields]
 
-        # a tree level's (key, flag) entries as struct fields and back
+        # a tree level's (key, flag) entries as struct fields and back; from the last level's
+        # comparisons on, an entry carries its scale candidate (a View) instead of its key
         def tree_fields(tree):
-            return [{"key": key, "flag": flag} for key, flag in tree]
+            field = "cand" if isinstance(tree[0][0], data.View) else "key"
+            return [{field: value, "flag": flag} for value, flag in tree]
 
         def tree_entries(fields):
-            return [(t.key, t.flag if rceil_built else None) for t in fields]
+            field = "cand" if "cand" in fields[0].shape().members else "key"
+            return [(t[field], t.flag if rceil_built else None) for t in fields]
 
         def pad_to_grid(sig):  # a significand shorter than the grid (finer than the input)
             return Cat(Const(0, mb + 1 - len(sig)), sig) if len(sig) < mb + 1 else sig

@@ -24,6 +24,7 @@ from formal.units import (
     MULT18X18D_BLOCKS,
     FormalUnit,
     default_configurations,
+    enable_copies,
     pipeline_probes,
     unit_by_name,
 )
@@ -320,6 +321,45 @@ def test_bypass_checks_the_data_registers_enable():
     assert mod["cells"]["r"]["type"] == "$pos"
     assert mod["cells"]["r"]["connections"] == {"A": [4, 5], "Y": [2, 3]}
     assert list(mod["ports"]) == ["o__payload"]
+
+
+def test_bypass_checks_each_part_on_its_own_enable_copy():
+    """With the pipeline's ``enable_load``, part c of a data register must load on the
+    stage's enable copy c: a part on the first copy instead is reported."""
+    probes = pipeline_probes({"a": 1.0}, 1, "t", False, data=True)
+
+    def netlist(second_enable):
+        nets = {"t_a": [2, 3], "t_a_en": [6], "t_a_en1": [10], "t_a_valid": [8],
+                "t_hold0": [9], "o__payload": [2, 3]}
+        cells = {f"r{j}": {"type": "$dffe", "parameters": {"EN_POLARITY": "1"},
+                           "connections": {"CLK": [1], "EN": [en], "D": [4 + j],
+                                           "Q": [2 + j]}}
+                 for j, en in enumerate((6, second_enable))}
+        return {"modules": {"top": {
+            "ports": {"o__payload": {"direction": "output", "bits": [2, 3]}},
+            "netnames": {n: {"bits": b, "attributes": {}} for n, b in nets.items()},
+            "cells": cells}}}
+
+    assert bypass_data_registers(netlist(10), "top", probes, enable_load=1) == []
+    assert bypass_data_registers(netlist(6), "top", probes, enable_load=1) == [
+        "data register t_a is a $dffe not loading on its stage enable"]
+    # without enable_load the whole register must load on t_a_en
+    assert bypass_data_registers(netlist(10), "top", probes) == [
+        "data register t_a is a $dffe not loading on its stage enable"]
+
+
+def test_enable_copies_are_read_off_the_units_rtlil():
+    """The proofs' quantizer loads its stage registers in parts: every registered stage has
+    several enable copies, and the probes name each one."""
+    unit = unit_by_name("quantizer")
+    probes = unit.control_probes(4, 5)
+    stages = [name.removesuffix("_valid") for name in probes["valid"]]
+    for stage in stages:
+        assert f"{stage}_en_advance" in probes["advance"]
+        assert f"{stage}_en1_advance" in probes["advance"]
+    assert len(probes["advance"]) > 2 * len(stages)
+    with pytest.raises(ValueError, match="not numbered from 1"):
+        enable_copies("  wire width 1 \\q_a_en2_advance\n", "q", ["a"])
 
 
 def test_matrix_has_datapath_proofs_at_every_depth():
