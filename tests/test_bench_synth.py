@@ -166,6 +166,37 @@ def test_curve_falls_count_only_beyond_the_seeds_spread():
            "-> 190.9 MHz (15: one seed) | **no** |" in table
 
 
+def test_sweep_fall_names_its_path_and_next_step(monkeypatch):
+    """A fall beyond the seeds' spread gets a line under the curve table with the critical
+    path of the point that fell and the next step kept with the code ("not known" without
+    one); a fall inside the spread gets none.  Hand-made results."""
+    from bench.synth import report
+
+    path = {"from": "dut.q_norm", "to": "dut.q_amax1_cmp", "logic_ns": 1.12,
+            "routing_ns": 3.46, "cells": 4}
+
+    def point(stages, *seeds):
+        placements = {str(i): {"fmax_mhz": f, "critical_path": path}
+                      for i, f in enumerate(seeds, 1)}
+        return {"unit": "quantizer", "args": ["--stages", str(stages)], "latency": stages,
+                "parameters": {"stages": stages},
+                "ecp5": {"fmax_mhz": sorted(seeds)[(len(seeds) - 1) // 2],
+                         "placements": placements, "critical_path": path}}
+
+    monkeypatch.setattr(report, "FALL_NEXT_STEPS", {("q a", 12): "cut norm in two"})
+    sweeps = {"q a": [point(10, 222.7, 222.6, 227.0), point(12, 218.5, 221.0, 220.7)],
+              "q b": [point(10, 222.7, 222.6, 227.0), point(12, 223.0, 224.0, 220.7)],
+              "q c": [point(10, 222.7), point(12, 220.0)]}
+    missed = [line for line in report.curve_targets_md(sweeps) if line.startswith("Missed:")]
+    assert missed == [
+        "Missed: q a: Fmax rises with every added stage: 10 -> 12 stages: 222.7 -> 220.7 MHz "
+        "(10: 222.6-227.0); critical path at 12 stages dut.q_norm -> dut.q_amax1_cmp: 4 cells, "
+        "1.12 ns logic + 3.46 ns routing; next step: cut norm in two",
+        "Missed: q c: Fmax rises with every added stage: 10 -> 12 stages: 222.7 -> 220.0 MHz "
+        "(10: one seed); critical path at 12 stages dut.q_norm -> dut.q_amax1_cmp: 4 cells, "
+        "1.12 ns logic + 3.46 ns routing; next step: not known"]
+
+
 def test_critical_path_names_anonymous_cells_by_their_nets():
     """nextpnr's report names a cell yosys left anonymous (``$<n>``) only by that number;
     the summary names such an end by the net it drives or is driven by (the report rows

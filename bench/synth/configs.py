@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import golden
 
 __all__ = ["K", "describe", "FORMATS", "CONFIGS", "SWEEPS", "Anchor", "ANCHOR_POINTS", "ANCHORS",
-           "TARGETS", "CURVE_TARGETS", "CURVE_NEXT_STEPS", "NEXT_STEPS", "SWEEP_LATENCIES"]
+           "TARGETS", "CURVE_TARGETS", "CURVE_NEXT_STEPS", "FALL_NEXT_STEPS", "NEXT_STEPS",
+           "SWEEP_LATENCIES"]
 
 K = ["--block-size", "32"]
 
@@ -131,27 +132,32 @@ CURVE_TARGETS = (
 #: the stored sweep point's).
 CURVE_NEXT_STEPS: dict[tuple[str, int], str] = {}  # every curve target met (2026-11-25)
 
+#: Where a sweep's fall of Fmax beyond the seeds' spread stands: (the sweep's label, the
+#: stages of the point that fell) -> the next step (the critical path is the point's).
+FALL_NEXT_STEPS: dict[tuple[str, int], str] = {
+    ("quantizer --format fp8_e4m3 --input fp32", 12):
+        "the two registers the deepest setting adds to the default (input, and between round "
+        "and output) do not touch its critical stages, the norm section (decode -> norm, "
+        "3.5 ns estimated) and the block-max tree's first comparisons (norm -> amax1_cmp, "
+        "2.5): 4 cells, 1.12 ns logic + 3.3-3.5 ns routing in every seed of both points, so "
+        "both have the same clock and the seeds decide (12: 218.5-221.0 MHz, 10: "
+        "222.6-227.0; 2026-11-26). A rise needs norm cut in two: "
+        "the subnormal shift's low bits after the norm register, as fp32 -> fp8_e5m2 does "
+        "(hw.quantizer.NORM_SHIFT_BITS), for a 13th stage; not tried.",
+}
+
 #: Where a missed target stands: the critical path's stage and the change that would fix it
 #: (from nextpnr's report of the stored result; kept with the code that produced it).
 NEXT_STEPS = {
-    "quantizer": "since 2026-11-25 (session 36) the block's scale is worked out for each "
-                 "candidate of the block-max tree's last level beside its comparisons, and "
-                 "selected with the maximum: no exp section, one cycle less (10 stages, int8 "
-                 "11; docs/quantizer.md, section 4), and bf16 -> fp8_e4m3 at 5 stages went "
-                 "from 126.7 to 148.4 MHz. Two of the nine defaults are now below 200 MHz, "
-                 "both within the spread of the 11-stage builds before (which met): fp32 -> "
-                 "fp8_e5m2 at 195.6 (194.7-198.7; 202.3, 198.2-205.5, before), its three seeds "
-                 "ending on three different 5-cell stages of about 1.3 ns logic and 3.7-3.8 ns "
-                 "routing (input -> decode, the leading-zero count of the 23-bit fraction; "
-                 "decode -> norm, the subnormal shift; norm -> amax1_cmp, the tree's first "
-                 "comparisons), where fp32 -> fp8_e4m3's are 4 cells; fp32 -> fp6_e2m3 at "
-                 "199.4 (194.1-200.6; 220.2 before), in two seeds a stage enable's fan-out "
-                 "(q_amax2_cmp_en -> q_amax2_cmp, 2 cells, 1.0 ns logic + 4.0-4.1 ns routing: "
-                 "that register carries every lane's key, significand and flags besides the "
-                 "tree). Next steps: for the enable, copies per part of the register (hw."
-                 "pipeline; on the dequantizer four copies did not help, docs/quantizer.md); "
-                 "for fp8_e5m2, a cell off one of those stages, e.g. its 5-bit subnormal shift "
-                 "split so that norm keeps 3 levels; neither tried.",
+    "quantizer": "every quantizer of the list meets 200 MHz since 2026-11-26 (session 37), "
+                 "its stage registers loaded in parts of at most 160 bits, each part on its "
+                 "own copy of the stage enable (MXQuantizer.enable_load; docs/quantizer.md, "
+                 "flow control): fp32 -> fp8_e5m2 195.6 -> 212.6 MHz, fp32 -> fp6_e2m3 199.4 "
+                 "-> 217.2 (medians of seeds 1-3). The worst paths are now stages of 3-4 LUT "
+                 "levels with 3.2-3.9 ns of routing, most often norm -> the block-max tree's "
+                 "first comparisons and decode -> norm (the lowest seed: bf16 -> int8 200.4). "
+                 "Next step if one falls below: a cell off norm, e.g. the fp32 subnormal "
+                 "shift's low bits after the norm register as for fp8_e5m2 (not tried).",
     "dequantizer": "at the default depth (5 since 2026-11-25: round and output in one stage, "
                    "registered stall) the worst path depends on the nextpnr seed, and every one is"
                    " mostly routing across the port ring of 1,024 output bits: the input register "

@@ -12,6 +12,7 @@ from .configs import (
     ANCHORS,
     CURVE_NEXT_STEPS,
     CURVE_TARGETS,
+    FALL_NEXT_STEPS,
     NEXT_STEPS,
     TARGETS,
     describe,
@@ -213,6 +214,11 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
         lines.append(f"| {label}: Fmax rises with every added stage | within the seeds' "
                      f"spread | {'; '.join(falls) if falls else 'rises at every point'} | "
                      f"{'**no**' if falls else 'yes'} |")
+        for fall, (_, (stages, e)) in zip(falls, _falls(rows), strict=True):
+            step = FALL_NEXT_STEPS.get((label, stages), "not known")
+            missed.append(f"Missed: {label}: Fmax rises with every added stage: {fall}; "
+                          f"critical path at {stages} stages "
+                          f"{_path(e.get('critical_path'))}; next step: {step}")
     return lines + ["", CURVE_NOTE, ""] + [line for m in missed for line in (m, "")]
 
 
@@ -228,20 +234,27 @@ def curve_falls(rows: list[dict]) -> list[str]:
     """The falls of Fmax along a sweep (its points in order of stages) larger than placement
     noise: a point's median below every seed of the point before it (:data:`CURVE_NOTE`).
     Each as "12 -> 15 stages: 200.4 -> 193.3 MHz (12: 199.3-206.4)"."""
-    def seeds(e):
-        return [v["fmax_mhz"] for v in e.get("placements", {}).values()] or [e["fmax_mhz"]]
+    falls = []
+    for (s0, e0), (s1, e1) in _falls(rows):
+        spread = _seeds(e0)
+        seen = f"{min(spread)}-{max(spread)}" if len(spread) > 1 else "one seed"
+        falls.append(f"{s0} -> {s1} stages: {e0['fmax_mhz']} -> {e1['fmax_mhz']} MHz "
+                     f"({s0}: {seen})")
+    return falls
 
+
+def _seeds(e: dict) -> list[float]:
+    """A placed result's Fmax per nextpnr seed (its one Fmax if placed with one seed)."""
+    return [v["fmax_mhz"] for v in e.get("placements", {}).values()] or [e["fmax_mhz"]]
+
+
+def _falls(rows: list[dict]) -> list[tuple[tuple[int, dict], tuple[int, dict]]]:
+    """The pairs of consecutive sweep points ``((stages, ecp5), (stages, ecp5))`` whose
+    second median is below every seed of the first (:func:`curve_falls`)."""
     points = sorted(((r["parameters"]["stages"], r["ecp5"]) for r in rows
                      if "ecp5" in r and r["ecp5"].get("fmax_mhz") is not None),
                     key=lambda p: p[0])
-    falls = []
-    for (s0, e0), (s1, e1) in pairwise(points):
-        spread = seeds(e0)
-        if e1["fmax_mhz"] < min(spread):
-            seen = f"{min(spread)}-{max(spread)}" if len(spread) > 1 else "one seed"
-            falls.append(f"{s0} -> {s1} stages: {e0['fmax_mhz']} -> {e1['fmax_mhz']} MHz "
-                         f"({s0}: {seen})")
-    return falls
+    return [(p0, p1) for p0, p1 in pairwise(points) if p1[1]["fmax_mhz"] < min(_seeds(p0[1]))]
 
 
 #: The other LUT mappings' columns in the target table, in order.
