@@ -158,7 +158,8 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     probes = {"valid": [f"{t}_valid" for t in tags]}
     if registered_stall:
         copies = copies or {}
-        probes["advance"] = [f"{t}_en{c or ''}_advance" for b, t in zip(boundaries, tags)
+        probes["advance"] = [f"{t}_en{c or ''}_advance"
+                             for b, t in zip(boundaries, tags, strict=True)
                              for c in range(copies.get(b, 1))]
     else:
         probes["hold"] = [f"{scope}{prefix}_hold{j}" for j in range(stages)]
