@@ -166,6 +166,33 @@ def test_curve_falls_count_only_beyond_the_seeds_spread():
            "-> 190.9 MHz (15: one seed) | **no** |" in table
 
 
+def test_slower_than_an_anchor_names_its_path_and_next_step(monkeypatch):
+    """A sweep slower than an anchor at the anchor's latency gets a Missed line with its
+    point's critical path and the next step kept with the code; a faster one gets none."""
+    from bench.synth import report
+    from bench.synth.configs import Anchor
+
+    anchor = Anchor("dot", ("--format", "fp8_e4m3"), "a fixed-point sum", 0, 38, 13900)
+    monkeypatch.setattr(report, "ANCHOR_POINTS", (anchor,))
+    monkeypatch.setattr(report, "CURVE_NEXT_STEPS", {("dot", 0): "a like-for-like build"})
+    path = {"from": "r_i__payload", "to": "dut.dot_finish", "logic_ns": 16.05,
+            "routing_ns": 36.99, "cells": 177}
+
+    def sweep(fmax):
+        return {"dot": [{"unit": "dot", "args": ["--format", "fp8_e4m3", "--stages", "1"],
+                         "latency": 1, "parameters": {"stages": 1},
+                         "ecp5": {"fmax_mhz": fmax, "critical_path": path}}]}
+
+    missed = [line for line in report.curve_targets_md(sweep(18.9))
+              if line.startswith("Missed:")]
+    assert missed == ["Missed: dot: faster than the anchor at its latency (0), against a "
+                      "fixed-point sum: critical path at latency 1 r_i__payload -> "
+                      "dut.dot_finish: 177 cells, 16.05 ns logic + 36.99 ns routing; next "
+                      "step: a like-for-like build"]
+    assert not [line for line in report.curve_targets_md(sweep(40.0))
+                if line.startswith("Missed:")]
+
+
 def test_sweep_fall_names_its_path_and_next_step(monkeypatch):
     """A fall beyond the seeds' spread gets a line under the curve table with the critical
     path of the point that fell and the next step kept with the code ("not known" without
@@ -273,7 +300,8 @@ def test_sweep_tables_show_the_anchor_at_its_latency():
         "1: 19.2 MHz, 0.40x |"]
     assert "anchor" not in tables[2].split("| curve target")[0]
     # the curve table: faster than each anchor at its latency (strictly)
-    rows = [line for line in text.splitlines() if "faster than the anchor" in line]
+    rows = [line for line in text.splitlines()
+            if line.startswith("| ") and "faster than the anchor" in line]
     assert rows == [
         "| q: faster than the anchor at its latency (5) | > 86 MHz (bf16 -> MXFP8 E4M3) | "
         "129.0 MHz at latency 5 | yes |",

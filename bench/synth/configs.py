@@ -130,7 +130,15 @@ CURVE_TARGETS = (
 
 #: Where a missed curve target stands (unit, latency) -> the next step (the critical path is
 #: the stored sweep point's).
-CURVE_NEXT_STEPS: dict[tuple[str, int], str] = {}  # every curve target met (2026-11-25)
+#: Also where this project is slower than an anchor at the anchor's latency (unit, latency).
+CURVE_NEXT_STEPS: dict[tuple[str, int], str] = {
+    ("dot", 0): "the anchors are combinational sums of the 32 products in fixed point (no "
+                "block scales, no accumulator input, no normalization or fp32 rounding); the "
+                "one-stage MXDot does all of those between its port registers, a path of 177 "
+                "cells (2026-11-26), and at latency 3 (48.5 MHz) it is faster than both. A "
+                "like-for-like point would need a fixed-point-sum build without the fp32 "
+                "result, a different function from the unit's; not planned.",
+}
 
 #: Where a sweep's fall of Fmax beyond the seeds' spread stands: (the sweep's label, the
 #: stages of the point that fell) -> the next step (the critical path is the point's).

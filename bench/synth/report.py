@@ -184,31 +184,40 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
     (:func:`curve_falls`)."""
     points = {(r["unit"], _base_args(r), r["latency"]): r
               for rows in sweeps.values() for r in rows if "ecp5" in r}
-    def clock_row(label, need, r, met, where=""):  # a sweep point r (or None) against `need`
+    def clock_row(label, need, r, met, where=""):
+        """A sweep point ``r`` (or None) against ``need``: the table row, and whether it is
+        a miss (a point that is not in the sweep is not one)."""
         if r is None:
-            return f"| {label} | {need} | not in the sweep | |"
+            return f"| {label} | {need} | not in the sweep | |", False
         ok = met(r["ecp5"]["fmax_mhz"] or 0)
         return (f"| {label} | {need} | {fmax_text(r['ecp5'])} MHz{where} | "
-                f"{'yes' if ok else '**no**'} |")
+                f"{'yes' if ok else '**no**'} |"), not ok
 
     lines = ["| curve target | required | measured | met |", "|---|---|---|---|"]
     missed = []
     for unit, args, latency, fmax in CURVE_TARGETS:
         label = f"{describe(unit, args)}, latency {latency}"
         r = points.get((unit, " ".join(args), latency))
-        lines.append(clock_row(label, f">= {fmax} MHz", r, lambda got, fmax=fmax: got >= fmax))
-        if r is not None and (r["ecp5"]["fmax_mhz"] or 0) < fmax:
+        row, miss = clock_row(label, f">= {fmax} MHz", r, lambda got, fmax=fmax: got >= fmax)
+        lines.append(row)
+        if miss:
             step = CURVE_NEXT_STEPS.get((unit, latency), "not known")
             missed.append(f"Missed: {label}: critical path {_path(r['ecp5'].get('critical_path'))}"
                           f"; next step: {step}")
     for label, rows in sweeps.items():
         for anchor in _anchors_of(rows):
             ours = _at_latency(rows, anchor)
-            lines.append(clock_row(
-                f"{label}: faster than the anchor at its latency ({anchor.latency})",
-                f"> {anchor.fmax:g} MHz ({anchor.what})", ours,
+            row_label = f"{label}: faster than the anchor at its latency ({anchor.latency})"
+            row, miss = clock_row(
+                row_label, f"> {anchor.fmax:g} MHz ({anchor.what})", ours,
                 lambda got, anchor=anchor: got > anchor.fmax,
-                "" if ours is None else f" at latency {ours['latency']}"))
+                "" if ours is None else f" at latency {ours['latency']}")
+            lines.append(row)
+            if miss:
+                step = CURVE_NEXT_STEPS.get((anchor.unit, anchor.latency), "not known")
+                missed.append(f"Missed: {row_label}, against {anchor.what}: critical path at "
+                              f"latency {ours['latency']} "
+                              f"{_path(ours['ecp5'].get('critical_path'))}; next step: {step}")
     for label, rows in sweeps.items():
         falls = curve_falls(rows)
         lines.append(f"| {label}: Fmax rises with every added stage | within the seeds' "
