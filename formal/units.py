@@ -178,7 +178,7 @@ def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
 class QuantizerInParts(MXQuantizer):
     """The quantizer with its stage registers loaded in parts of at most 16 bits
     (:attr:`hw.quantizer.MXQuantizer.enable_load`), so that at the proofs' small block sizes
-    every stage has several enable copies, as every stage of a k = 32 build has (4-9 parts
+    every stage has several enable copies, as every stage of a k = 32 build has (2-8 parts
     of at most 160 bits): the proofs then cover the copies and the parts."""
 
     enable_load = 16

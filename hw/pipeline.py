@@ -144,7 +144,7 @@ class Pipeline:
     * ``enable_load`` (registered stall only): a stage register wider than ``enable_load``
       bits is loaded in parts (:func:`enable_parts`), each on its own copy of the enable
       register, built the same way (``<name>_<boundary>_en``, then ``_en1``, ``_en2``, ...;
-      each with its ``_advance`` register).  One enable net to the 600-1,300 flip-flops of a
+      each with its ``_advance`` register).  One enable net to the 200-1,232 flip-flops of a
       k = 32 quantizer stage was a critical path in context (4.0-4.1 ns of routing).
 
     Latency is the number of registered boundaries: a block accepted in cycle ``c`` is

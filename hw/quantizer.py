@@ -306,7 +306,7 @@ class MXQuantizer(wiring.Component):
     #: ``i.ready`` is a register (the sidecar's ``flow_control``).
     registered_stall = True
     #: The most bits of a stage register one copy of the stage enable loads
-    #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 4-9 copies per stage at k = 32.
+    #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 2-8 copies per stage at k = 32.
     #: fp32 -> fp6_e2m3 at 10 stages was bound by one enable's fan-out (``q_amax2_cmp_en ->
     #: q_amax2_cmp``, 1.0 ns logic + 4.0-4.1 ns routing) at 199.4 MHz; with parts of 160
     #: bits it placed at 205.7 (docs/quantizer.md, flow control).
