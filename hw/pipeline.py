@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from amaranth.hdl import Const, Module, Mux, Shape, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import data
 
 from .params import check_stages
@@ -269,10 +269,8 @@ class Pipeline:
         self._enables.append(enable)
         self._enable_by_name[name] = enable
         self._valids.append(valid)
-        width = Shape.cast(value.shape() if isinstance(value, data.View)
-                           else Value.cast(value).shape()).width
-        copies = [enable] + [Signal(name=f"{tag}_en{c}")
-                             for c in range(1, len(enable_parts(width, self._enable_load)))]
+        parts = enable_parts(len(Value.cast(value)), self._enable_load)
+        copies = [enable] + [Signal(name=f"{tag}_en{c}") for c in range(1, len(parts))]
         self._enable_copies.append(copies)
         reg = self._register(value, copies, tag)
         if not last:

@@ -309,7 +309,7 @@ class MXQuantizer(wiring.Component):
     #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 2-8 copies per stage at k = 32.
     #: fp32 -> fp6_e2m3 at 10 stages was bound by one enable's fan-out (``q_amax2_cmp_en ->
     #: q_amax2_cmp``, 1.0 ns logic + 4.0-4.1 ns routing) at 199.4 MHz; with parts of 160
-    #: bits it placed at 205.7 (docs/quantizer.md, flow control).
+    #: bits it placed at 217.2 (216.5-219.4, seeds 1-3; docs/quantizer.md, flow control).
     enable_load = 160
     #: Vendor cells the Verilog instantiates (the sidecar's ``primitives``): none.
     primitives = ()

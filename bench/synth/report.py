@@ -219,11 +219,11 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
                               f"latency {ours['latency']} "
                               f"{_path(ours['ecp5'].get('critical_path'))}; next step: {step}")
     for label, rows in sweeps.items():
-        falls = curve_falls(rows)
+        falls = [(_fall_text(p0, p1), p1) for p0, p1 in _falls(rows)]
         lines.append(f"| {label}: Fmax rises with every added stage | within the seeds' "
-                     f"spread | {'; '.join(falls) if falls else 'rises at every point'} | "
+                     f"spread | {'; '.join(t for t, _ in falls) or 'rises at every point'} | "
                      f"{'**no**' if falls else 'yes'} |")
-        for fall, (_, (stages, e)) in zip(falls, _falls(rows), strict=True):
+        for fall, (stages, e) in falls:
             step = FALL_NEXT_STEPS.get((label, stages), "not known")
             missed.append(f"Missed: {label}: Fmax rises with every added stage: {fall}; "
                           f"critical path at {stages} stages "
@@ -243,13 +243,15 @@ def curve_falls(rows: list[dict]) -> list[str]:
     """The falls of Fmax along a sweep (its points in order of stages) larger than placement
     noise: a point's median below every seed of the point before it (:data:`CURVE_NOTE`).
     Each as "12 -> 15 stages: 200.4 -> 193.3 MHz (12: 199.3-206.4)"."""
-    falls = []
-    for (s0, e0), (s1, e1) in _falls(rows):
-        spread = _seeds(e0)
-        seen = f"{min(spread)}-{max(spread)}" if len(spread) > 1 else "one seed"
-        falls.append(f"{s0} -> {s1} stages: {e0['fmax_mhz']} -> {e1['fmax_mhz']} MHz "
-                     f"({s0}: {seen})")
-    return falls
+    return [_fall_text(p0, p1) for p0, p1 in _falls(rows)]
+
+
+def _fall_text(p0: tuple[int, dict], p1: tuple[int, dict]) -> str:
+    """One fall (:func:`_falls`'s pair of ``(stages, ecp5)`` points) as the curve row says it."""
+    (s0, e0), (s1, e1) = p0, p1
+    spread = _seeds(e0)
+    seen = f"{min(spread)}-{max(spread)}" if len(spread) > 1 else "one seed"
+    return f"{s0} -> {s1} stages: {e0['fmax_mhz']} -> {e1['fmax_mhz']} MHz ({s0}: {seen})"
 
 
 def _seeds(e: dict) -> list[float]:
