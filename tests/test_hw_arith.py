@@ -354,13 +354,75 @@ def test_encode_element_inverts_the_decoder(name):
         assert oracle.decode_code(spec, out) == (bool(s), oracle.decode_code(spec, c)[1])
 
 
+# -- the dot unit's shifter and tree spine, exhaustively against Python's integers -------------
+@pytest.mark.parametrize("width,bits", [(11, range(2, 4)), (11, range(2)), (9, range(4)),
+                                        (12, range(3, 5))])
+def test_shift_right_sticky_exhaustive(width, bits):
+    """value >> (amount's bits in ``bits``) and whether a 1 was shifted out, for every value and
+    amount (amounts that shift everything out included)."""
+    from amaranth.hdl import Module, Signal
+
+    from hw.arith import shift_right_sticky
+
+    m = Module()
+    value, amount = Signal(width), Signal(bits.stop)
+    shifted, sticky = shift_right_sticky(m, value, amount, bits, "t")
+    cases = [(v, a) for v in range(1 << width) for a in range(1 << bits.stop)
+             if v % 7 == 0 or v < 64]
+    mask = sum(1 << b for b in bits)
+    for (v, a), (got, lost) in zip(cases, _run_comb(m, [value, amount], [shifted, sticky],
+                                                      cases), strict=True):
+        d = a & mask
+        assert (got, lost) == (v >> d, int(v & ((1 << d) - 1) != 0)), (v, a)
+
+
+def test_shift_right_sticky_rejects_a_non_range():
+    from amaranth.hdl import Module, Signal
+
+    from hw.arith import shift_right_sticky
+
+    with pytest.raises(TypeError, match="range"):
+        shift_right_sticky(Module(), Signal(8), Signal(3), [0, 2], "t")
+
+
+@pytest.mark.parametrize("wx,wy", [(4, 4), (3, 5), (5, 2)])
+def test_add_minus_one_exhaustive(wx, wy):
+    from amaranth.hdl import Module, Signal, signed
+
+    from hw.arith import add_minus_one
+
+    m = Module()
+    x, y = Signal(signed(wx)), Signal(signed(wy))
+    out = add_minus_one(m, x, y, "t")
+    assert len(out) == max(wx, wy) + 2 and out.shape().signed
+    cases = [(a, b) for a in range(-(1 << (wx - 1)), 1 << (wx - 1))
+             for b in range(-(1 << (wy - 1)), 1 << (wy - 1))]
+    for (a, b), (got,) in zip(cases, _run_comb(m, [x, y], [out], cases), strict=True):
+        assert got == a + b - 1, (a, b)
+
+
+def test_any_of_kept_is_the_or_of_its_terms():
+    from amaranth.hdl import Module, Signal
+
+    from hw.arith import any_of_kept
+
+    m = Module()
+    bits = [Signal(name=f"b{i}") for i in range(5)]
+    out = any_of_kept(m, [bits[0] & bits[1], bits[2], bits[3] | bits[4]], "t")
+    cases = list(itertools.product((0, 1), repeat=5))
+    for case, (got,) in zip(cases, _run_comb(m, bits, [out], cases), strict=True):
+        assert got == int((case[0] and case[1]) or case[2] or case[3] or case[4]), case
+
+
 # -- register placement: the minimax, by brute force, for every unit -----------------------
 def _units_sections():
     from hw.dequantizer import DEQUANTIZER_SECTIONS
-    from hw.dot.fused_step import DOT_SECTIONS
+    from hw.dot import DotGeometry
+    from hw.dot.fused_step import dot_sections
     from hw.quantizer import quantizer_sections
 
-    yield "dot", DOT_SECTIONS
+    fp8 = golden.element_format("fp8_e4m3")
+    yield "dot", dot_sections(DotGeometry(fp8, fp8, 32))
     yield "dequantizer", DEQUANTIZER_SECTIONS
     for k in (2, 4, 32, 64):
         yield f"quantizer k={k}", quantizer_sections("fp8_e4m3", k)

@@ -7,17 +7,20 @@ explained, with the exactness argument of the window, in ``docs/dot.md``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.utils import bits_for
 
 from golden.formats import FP32, SCALE_NAN
 
 from ..arith import (
+    add_minus_one,
+    any_of_kept,
     leading_zeros,
     pair_sum_tree,
     pair_sums,
     partial_products,
     shift_right_sticky,
+    shifted_out_chunks,
     wire,
 )
 from ..dsp import mult18x18d
@@ -26,22 +29,30 @@ from ..pipeline import Pipeline
 from ..rounding import RNE, overflows, round_increment
 from .geometry import GUARD, DotGeometry
 
-__all__ = ["DOT_SECTIONS", "SPLIT_ADD_BITS", "SPLIT_MULTIPLY_BITS", "MULTIPLIERS", "PRIMITIVES",
-           "dot_sections", "build_fused_step"]
+__all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SPLIT_ADD_BITS", "SPLIT_LANE_SHIFT_BITS",
+           "SPLIT_MULTIPLY_BITS", "TREE_FRAME_DELAY", "MULTIPLIERS", "PRIMITIVES", "dot_sections",
+           "lane_shift_bits", "tree_levels", "build_fused_step"]
 
 #: The fused step's sections in datapath order, with their estimated delays on ECP5 (ns,
-#: k = 32 fp8 x fp8, from nextpnr critical paths of per-section builds; decode timed in
-#: context, from the input port registers).  :func:`hw.pipeline.place_registers` balances the
-#: pipeline stages with these weights.  ``finish`` is the finish stage measured in context
-#: (round register -> finish register, fp6_e3m2 at 15 stages: 5.3 ns); its per-section
-#: estimate of 3 let the balancer merge round and finish where one register was to spare,
-#: the longest such stage measured (int8 x int8 at 15 stages: 7.6 ns, 131.8 MHz).  ``add``
-#: is the window's carry chains alone and ``pick`` the choice among their sums: together,
-#: the add's stage measured 5.9 ns (fp8_e4m3), so they add up to more than the longest
-#: section and the default depth registers the boundary between them.
-DOT_SECTIONS = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3, "tree2": 5,
-                "place": 5, "align_hi": 4, "align_lo": 4, "add": 4, "pick": 3, "lzc": 5,
-                "shift_hi": 5, "shift_lo": 5, "round": 4, "finish": 5}
+#: k = 32 fp8 x fp8).  :func:`hw.pipeline.place_registers` balances the pipeline stages with
+#: these weights.  ``tree`` stands for one section per level of the block sum's adder tree
+#: (:func:`dot_sections`); ``lane_shift`` is there only for wide lane shifts
+#: (:data:`SPLIT_LANE_SHIFT_BITS`).  The estimates of 2026-11-24 and 25 came from per-section
+#: builds and from the stages measured in context (decode from the input port registers;
+#: ``finish``, round register -> finish register, 5.3 ns at fp6_e3m2, 15 stages, where an
+#: estimate of 3 let the balancer merge round and finish: 7.6 ns at int8 x int8).  Since
+#: 2026-11-26 every section is cut to at most about four LUT levels or one carry chain with a
+#: LUT level before or after it, which is what 5 ns holds on ECP5 (a LUT level and its route
+#: cost 0.9-1.1 ns): measured at fp8_e4m3, 19 stages, the worst stages of nextpnr seeds 1-3
+#: are 5.0-5.4 ns whichever section they are in.  Every estimate is above half the largest,
+#: so the default depth registers every boundary of a block sum of three or more levels.
+DOT_SECTIONS = {"decode": 6, "multiply": 5, "lane_shift": 4, "product": 4, "tree": 4,
+                "place": 3.5, "align_hi": 4, "align_lo": 4, "add": 4, "pick": 4, "lzc": 4,
+                "shift_hi": 4, "shift_lo": 5, "round": 4, "finish": 5}
+
+#: Estimated delay (ns) of a tree section without a level of its own (k < 8: fewer levels
+#: than the frame's three steps, below): the frame's muxes alone.
+TREE_FRAME_DELAY = 1.5
 
 #: Windows wider than this many bits are summed in two halves, with the boundary ``add_lo``
 #: between them (:func:`dot_sections`).  The window add's stage grows with the window
@@ -57,27 +68,72 @@ DOT_SECTIONS = {"decode": 6, "multiply": 5, "product": 5, "tree0": 5, "tree1": 3
 SPLIT_ADD_BITS = 75
 
 
-#: LUT lane products with a narrow factor wider than this many bits (more than 4 partial-product
-#: rows: three or more levels of pair sums, :func:`hw.arith.pair_sums`) spread the levels over
-#: the sections, with the boundary ``multiply_lo`` (:func:`dot_sections`): int8 x int8, eight
-#: rows from its signed codes, one level in decode, one in multiply_lo, one in multiply.  Its
-#: decode -> multiply path was the worst of its unit with the seven rows in one stage (11
-#: cells, 2.1 ns logic + 4.5 ns routing, 152.1 MHz); fp8_e4m3's 4 rows are not on its worst
-#: paths.
-SPLIT_MULTIPLY_BITS = 4
+#: LUT lane products with a narrow factor wider than this many bits (4 or more partial-product
+#: rows: two or more levels of pair sums, :func:`hw.arith.pair_sums`) spread the levels over
+#: the sections, with the boundary ``multiply_lo`` (:func:`dot_sections`): pairs of fp8_e4m3,
+#: fp6_e2m3 and int8, whose narrower factor has 4 (7 for int8 x int8) bits.  fp8_e4m3's two
+#: levels in one stage, with the rows' LUT before them, were its worst path once the other
+#: sections were cut (decode -> multiply, 5-10 cells, 1.9-2.1 ns logic + 3.0-3.3 ns routing,
+#: 19 stages); int8 x int8, eight rows from its signed codes, has one level in decode, one in
+#: multiply_lo, one in multiply (with the seven rows in one stage, 11 cells, 2.1 ns logic +
+#: 4.5 ns routing, 152.1 MHz).
+SPLIT_MULTIPLY_BITS = 3
+
+
+#: Lane shifts (``shift_a + shift_b``) of more bits than this are split: the low 3 bits shift
+#: the narrow product in the section ``lane_shift``, the high ones the wider result in
+#: ``product`` (:func:`dot_sections`): pairs with an fp8 or fp6_e3m2 operand (exponent fields of
+#: 3 or more bits).  In one stage with the lane specials, the shift was fp8_e4m3's worst path
+#: (multiply -> product, 5 cells, 1.3 ns logic + 4.2 ns routing at 16 stages).  The narrow
+#: product goes first: its low bits then shift 10-15 bits, not 37-65 (fp8_e5m2 placed 11,463
+#: LUT4 with the high bits first, 7,157 with the low ones).
+SPLIT_LANE_SHIFT_BITS = 3
+
+#: The frame of ``c + T`` (the anchor and the shift distance) takes three steps beside the
+#: block sum's adder tree, one per tree section: a block of fewer than 8 elements still has
+#: three tree sections, some without a level of the tree.
+FRAME_STEPS = 3
+
+
+def tree_levels(block_size: int) -> list[range]:
+    """The adder-tree levels (``log2(block_size)`` in all) in each tree section: one level per
+    section, or none in the sections beyond the levels of a small block."""
+    depth = (block_size - 1).bit_length()
+    count = max(FRAME_STEPS, depth)
+    return [range(round(j * depth / count), round((j + 1) * depth / count))
+            for j in range(count)]
+
+
+def lane_shift_bits(geometry: DotGeometry) -> int:
+    """Bits of a lane's shift ``shift_a + shift_b`` (each element's shift has as many bits as
+    its exponent field, :func:`hw.elements.decode_element`); 0 where both operands are two's
+    complement codes, whose products need no shift."""
+    fmt_a, fmt_b = geometry.fmt_a, geometry.fmt_b
+    if fmt_a.twos_complement and fmt_b.twos_complement:
+        return 0
+    return max(fmt_a.ebits, fmt_b.ebits) + 1
 
 
 def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, float]:
-    """The fused step's sections for ``geometry``: :data:`DOT_SECTIONS`, with ``add_lo`` (the
-    low halves of the window sums) before ``add`` where the window is wider than
-    :data:`SPLIT_ADD_BITS`; ``multiply_lo`` (a level of the partial products' pair sums)
-    before ``multiply`` where LUT products have a narrow factor wider than
-    :data:`SPLIT_MULTIPLY_BITS`; and for MULT18X18D blocks ``operands`` and ``drain`` around
-    ``multiply`` (:mod:`hw.dsp`)."""
+    """The fused step's sections for ``geometry``: :data:`DOT_SECTIONS`, with one tree section
+    per level of the adder tree (:func:`tree_levels`; a section without a level weighs
+    :data:`TREE_FRAME_DELAY`); ``lane_shift`` where the lane shift has more than
+    :data:`SPLIT_LANE_SHIFT_BITS` bits; ``add_lo`` (the low halves of the window sums) before
+    ``add`` where the window is wider than :data:`SPLIT_ADD_BITS`; ``multiply_lo`` (a level
+    of the partial products' pair sums) before ``multiply`` where LUT products have a narrow
+    factor wider than :data:`SPLIT_MULTIPLY_BITS`; and for MULT18X18D blocks ``operands``
+    and ``drain`` around ``multiply`` (:mod:`hw.dsp`)."""
     split_add = geometry.window_bits > SPLIT_ADD_BITS
     split_multiply = multipliers == "lut" and geometry.narrow_bits > SPLIT_MULTIPLY_BITS
+    split_lane_shift = lane_shift_bits(geometry) > SPLIT_LANE_SHIFT_BITS
     sections = {}
     for name, delay in DOT_SECTIONS.items():
+        if name == "tree":
+            sections.update({f"tree{j}": delay if levels else TREE_FRAME_DELAY
+                             for j, levels in enumerate(tree_levels(geometry.block_size))})
+            continue
+        if name == "lane_shift" and not split_lane_shift:
+            continue
         if name == "add" and split_add:
             # 7.1 ns measured in one stage; a carry hop between the halves
             sections["add_lo"] = 3.5
@@ -161,7 +217,8 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         neg = x.neg ^ y.neg
         # Inf * 0 and NaN codes give NaN; otherwise an Inf operand gives a signed Inf.
         nan = x.nan | y.nan | (x.inf & y.zero) | (y.inf & x.zero)
-        inf = (x.inf | y.inf) & ~nan
+        # (a NaN lane may also flag an Inf: the block's NaN overrides it)
+        inf = x.inf | y.inf
         flags = {"nan": nan, "pinf": inf & ~neg, "ninf": inf & neg}
         if signed_codes:
             wide, narrow = a.codes[i].as_signed(), b.codes[i].as_signed()
@@ -250,10 +307,19 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "prods": None if in_block else prods,
         "shifts": None if signed_codes else [ln.shift for ln in lanes],
         "nan": Cat(*(ln.nan for ln in lanes)).any() | s.scale_nan,
-        "lpinf": Cat(*(ln.pinf for ln in lanes)),
-        "lninf": Cat(*(ln.ninf for ln in lanes)),
+        "pinf": Cat(*(ln.pinf for ln in lanes)).any(),
+        "ninf": Cat(*(ln.ninf for ln in lanes)).any(),
+        # c's specials, here rather than with the lane terms (which they once delayed: the
+        # product stage's worst path, 5 cells, ended at inf_neg)
+        "c_nan": (s.c[23:31] == 0xFF) & s.c[:23].any(),
+        "c_inf": (s.c[23:31] == 0xFF) & ~s.c[:23].any(),
         "c": s.c, "a_t": s.a_t, "side": s.side if side else None,
     }, "multiply")
+
+    def flags(s):  # the block's specials so far and c, carried from `multiply` to `product`
+        return {"nan": s.nan, "pinf": s.pinf, "ninf": s.ninf, "c_nan": s.c_nan,
+                "c_inf": s.c_inf, "c": s.c, "a_t": s.a_t, "side": s.side if side else None}
+
     if in_block:
         width = len(factors[0][0]) + len(factors[0][1])
         enables = {key: pipe.enable(key) if pipe.registers(key) else None
@@ -263,20 +329,26 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
                             input_enable=enables["operands"],
                             output_enable=enables["multiply"])[:width].as_signed()
                  for i, (wide, narrow) in enumerate(factors)]
-        s = cross({"prods": prods, "shifts": None if signed_codes else s.shifts, "nan": s.nan,
-                   "lpinf": s.lpinf, "lninf": s.lninf, "c": s.c, "a_t": s.a_t,
-                   "side": s.side if side else None}, "drain")
+        s = cross({"prods": prods, "shifts": None if signed_codes else s.shifts, **flags(s)},
+                  "drain")
     prods = [s.prods[i] for i in range(k)]
 
     # 3. product: exact signed lane terms in units of 2^(lsb_a + lsb_b); c's fields.
-    #    Each term is the signed significand product, shifted (sign-extended) into place.
-    terms = [(prods[i] if signed_codes else prods[i] << s.shifts[i]).as_signed()[:wp + 1]
+    #    Each term is the signed significand product, shifted (sign-extended) into place.  A
+    #    wide shift (dot_sections) has the boundary lane_shift: its low bits shift the narrow
+    #    product before it, its high bits the wider result after it.
+    shifts = None if signed_codes else [s.shifts[i] for i in range(k)]
+    if "lane_shift" in pipe.names:
+        low = SPLIT_LANE_SHIFT_BITS
+        s = cross({"prods": [(prods[i] << shifts[i][:low]).as_signed() for i in range(k)],
+                   "shifts": [shifts[i][low:] for i in range(k)], **flags(s)}, "lane_shift")
+        prods = [s.prods[i] for i in range(k)]
+        shifts = [Cat(Const(0, low), s.shifts[i]) for i in range(k)]
+    terms = [(prods[i] if signed_codes else prods[i] << shifts[i]).as_signed()[:wp + 1]
              .as_signed() for i in range(k)]
-    pinf, ninf = s.lpinf.any(), s.lninf.any()
+    pinf, ninf, c_nan, c_inf = s.pinf, s.ninf, s.c_nan, s.c_inf
     cbits = s.c
-    c_neg, c_exp, c_man = cbits[31], cbits[23:31], cbits[:23]
-    c_nan = (c_exp == 0xFF) & c_man.any()
-    c_inf = (c_exp == 0xFF) & ~c_man.any()
+    c_neg, c_exp = cbits[31], cbits[23:31]
     nan = s.nan | c_nan | (pinf & ninf) | (c_inf & Mux(c_neg, pinf, ninf))
     # c = C * 2^eC with its 24-bit field's top at cTop (-126 for exponent field 0); the
     # frame when c anchors puts that top at window bit n-2: aC = cTop - (n-3).
@@ -287,18 +359,28 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "a_t": s.a_t, "a_c": a_c, "side": s.side if side else None,
     }, "product")
 
-    # 4.-6. Exact block sum: a balanced adder tree, its levels spread over three sections.
+    # 4.-6. Exact block sum: a balanced adder tree, one level per section (tree_levels).
+    # Beside it, S - 1 on the tree's last spine (the pair sums that hold the last term): its
+    # first pair sum adds a - 1 (add_minus_one), each later one adds the spine's S - 1 in
+    # place of its sum; then -S = ~(S - 1) is at hand when the sum ends, and |S| in place is
+    # a choice, not a negation (the chain of a negation after the tree's last level was place's
+    # worst path, 34-40 cells, 2.2-2.4 ns logic + 2.8-3.5 ns routing, at fp8_e4m3, 19 stages).
     # Alongside: the shift distance |aT - aC| (clamped to n) and the frame F = max(aT, aC),
     # from which lim = F + n + 124: normalization may shift left at most this far (the
-    # result's top bit then weighs 2^-126; smaller results are subnormal, docs/dot.md).
-    depth = (k - 1).bit_length()
+    # result's top bit then weighs 2^-126; smaller results are subnormal, docs/dot.md).  The
+    # frame takes FRAME_STEPS sections; the later ones carry it.
     level = [s.terms[i] for i in range(k)]
-    for j in range(3):
-        lo, hi = round(j * depth / 3), round((j + 1) * depth / 3)
-        for _ in range(lo, hi):
-            level = [(level[i] + level[i + 1]).as_signed() if i + 1 < len(level)
-                     else level[i] for i in range(0, len(level), 2)]
+    minus = None  # the spine's sum - 1, from its first pair sum on
+    for j, levels in enumerate(tree_levels(k)):
+        for _ in levels:
+            if minus is None:
+                minus = add_minus_one(m, level[-2], level[-1], f"spine{j}")
+            else:
+                minus = (level[-2] + minus).as_signed()
+            level = [(level[i] + level[i + 1]).as_signed() for i in range(0, len(level), 2)]
         level = [v.as_signed()[:w + 1].as_signed() for v in level]
+        if minus is not None:
+            minus = minus.as_signed()[:w + 1].as_signed()
         if j == 0:
             d = wire(m, (s.a_t - s.a_c)[:13].as_signed(), "anchor_diff")
             frame = {"a_t": s.a_t, "a_c": s.a_c, "t_anchors": d >= 0,
@@ -307,16 +389,19 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
             ta = s.t_anchors
             frame = {"t_anchors": ta, "dist": Mux(ta, s.d, s.d_back),
                      "frame": Mux(ta, s.a_t, s.a_c)[:12].as_signed()}
-        else:
+        elif j == 2:
             frame = {"t_anchors": s.t_anchors, "dist": Mux(s.dist >= n, n, s.dist)[:nb],
                      "lim": (s.frame + (n + 124))[:12].as_signed()}
-        s = cross({**specials(s), **frame, "terms": level}, f"tree{j}")
+        else:
+            frame = {"t_anchors": s.t_anchors, "dist": s.dist, "lim": s.lim}
+        s = cross({**specials(s), **frame, "terms": level, "minus": minus}, f"tree{j}")
         level = [s.terms[i] for i in range(len(level))]
+        minus = None if minus is None else s.minus
     ssum = level[0]
 
     # 7. place: |S|; the anchoring operand U and the one to shift, V, in the window.
     t_neg = wire(m, ssum < 0, "t_neg")
-    t_mag = wire(m, ((ssum ^ t_neg.replicate(w + 1)) + t_neg)[:w], "t_mag")  # |S|
+    t_mag = wire(m, Mux(t_neg, ~minus, ssum)[:w], "t_mag")  # |S|: -S = ~(S - 1)
     c_sig = Cat(s.c[:23], s.c[23:31].any())
     t_win = wire(m, Cat(Const(0, GUARD + 1), t_mag, Const(0, n - GUARD - 1 - w)), "t_win")
     c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), "c_win")
@@ -326,6 +411,9 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "t_zero": ~ssum.any(), "lim_small": s.lim < n,
         "u": Mux(ta, t_win, c_win), "v": Mux(ta, c_win, t_win),
         "u_neg": Mux(ta, t_neg, s.c[31]), "v_neg": Mux(ta, s.c[31], t_neg),
+        # which chunks of V align_hi's shift takes whole (its sticky bit's gates: computed in
+        # align_hi they made place -> align_hi 5 LUTs, 5.2-5.3 ns at fp8_e5m2)
+        "out_hi": shifted_out_chunks(m, s.dist, range(nb // 2, nb), n, "align_hi"),
     }, "place")
 
     # 8./9. align: V >> dist, bits shifted out of the window folded into a sticky bit.
@@ -333,7 +421,8 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         return {"lim": s.lim, "t_zero": s.t_zero, "u": s.u, "u_neg": s.u_neg,
                 "v_neg": s.v_neg}
 
-    v, lost = shift_right_sticky(m, s.v, s.dist, range(nb // 2, nb), "align_hi")
+    v, lost = shift_right_sticky(m, s.v, s.dist, range(nb // 2, nb), "align_hi",
+                                 out=s.out_hi)
     s = cross({**specials(s), **window(s), "dist": s.dist, "lim_small": s.lim_small,
                "v": v, "lost": lost}, "align_hi")
     v, lost = shift_right_sticky(m, s.v, s.dist, range(nb // 2), "align_lo")
@@ -377,57 +466,87 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         diff = wire(m, u - v, "win_diff")  # n+1 bits: bit n set iff V' > U
         back = wire(m, v - u, "win_back")
     same = wire(m, s.u_neg == s.v_neg, "same_sign")
+
+    # Normalization reads the window sum in 8-bit chunks from the top (padded below to np
+    # bits): chunk j holds bits chunk_bits(j) of an n-bit value.
+    def chunk_bits(j):
+        return range(max(0, n - 8 * (j + 1)), n - 8 * j)
+
     # The three sums cross the boundary as they leave their carry chains; the pick, which
     # waits for the top of the difference's chain and fans out to every bit, has a section
     # of its own (in one stage, chain, pick and fan-out took 5.9 ns at fp8_e4m3, its worst
-    # path; as the first step of lzc, 6.5 ns).
+    # path; as the first step of lzc, 6.5 ns).  Beside the chains: which chunks of the marker
+    # are nonzero.
     s = cross({
         **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
         "same": same, "u_neg": s.u_neg, "v_neg": s.v_neg,
         "total": total[:n], "diff": diff[:n + 1], "back": back[:n],
+        "marker_nz": Cat(*(Cat(*(s.marker[i] for i in chunk_bits(j))).any()
+                           for j in range(nc))),
     }, "add")
 
     # 11. pick: the window sum's sign and magnitude, picked by the signs and the borrow.
-    v_wins = ~s.same & s.diff[n]
+    #     Beside it, which chunks of mag | marker are nonzero, read off the three sums
+    #     directly: per chunk, the OR of each sum's chunk gated by the choice of that sum,
+    #     then their OR with the marker's flag, one LUT (any_of_kept: each gated OR is mapped
+    #     on its own, in two LUT levels; after the pick, as the first step of lzc, the flags
+    #     took 5 LUTs: pick -> lzc was fp8_e4m3's worst path at 18 stages, 1.6 ns logic +
+    #     3.7-4.0 ns routing).
+    dn = s.diff[n]
+    mag = wire(m, Mux(s.same, s.total, Mux(dn, s.back, s.diff[:n])), "pick_mag")
+    choices = [(s.same, s.total), (~s.same & dn, s.back), (~s.same & ~dn, s.diff)]
+    nz = []
+    for j in range(nc):
+        terms = [chosen & Cat(*(value[i] for i in chunk_bits(j))).any()
+                 for chosen, value in choices]
+        nz.append(any_of_kept(m, [*terms, s.marker_nz[j]], f"chunk_nz{j}"))
     s = cross({
-        **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
-        "neg": Mux(v_wins, s.v_neg, s.u_neg),
-        "mag": Mux(s.same, s.total, Mux(s.diff[n], s.back, s.diff[:n])),
+        **specials(s), "lim": s.lim, "t_zero": s.t_zero,
+        "neg": Mux(~s.same & dn, s.v_neg, s.u_neg),
+        "mag": mag, "mag_marked": mag | s.marker, "nz": Cat(*nz),
     }, "pick")
 
     # 12. lzc: the normalization shift s = min(leading zeros, lim) = leading zeros of
-    #     mag | marker (a one at bit n-1-lim), coarse: leading all-zero 8-bit chunks hz
-    #     (mag padded below to np bits), with each chunk's own leading-zero count.
-    mp = Cat(Const(0, pad), s.mag | s.marker)
-    nz, clz = [], []
-    for j in range(nc):
-        chunk = wire(m, mp[np_ - 8 * (j + 1):np_ - 8 * j], f"chunk{j}")
-        nz.append(chunk.any())
-        clz.append(leading_zeros(m, chunk, f"clz{j}")[:3])
+    #     mag | marker (a one at bit n-1-lim), coarse: the first nonzero chunk, one-hot (oh)
+    #     and as its index hz (none: the last chunk), with each chunk's own leading-zero count.
+    mp = Cat(Const(0, pad), s.mag_marked)
+    clz = [leading_zeros(m, wire(m, mp[np_ - 8 * (j + 1):np_ - 8 * j], f"chunk{j}"),
+                         f"clz{j}")[:3] for j in range(nc)]
+    oh = [s.nz[0], *(s.nz[j] & ~s.nz[:j].any() for j in range(1, nc - 1)), ~s.nz[:nc - 1].any()]
     hz = Const(nc - 1, 4)
     for j in reversed(range(nc - 1)):
-        hz = Mux(nz[j], j, hz)
+        hz = Mux(s.nz[j], j, hz)
     s = cross({
         **specials(s), "lim": s.lim, "t_zero": s.t_zero, "neg": s.neg,
-        "zero": ~s.mag.any(), "mag": Cat(Const(0, pad), s.mag), "hz": hz, "clz": clz,
+        "mag": Cat(Const(0, pad), s.mag), "hz": hz, "oh": Cat(*oh), "clz": clz,
+        "mag_nz": Cat(*(Cat(*(s.mag[i] for i in chunk_bits(j))).any() for j in range(nc))),
     }, "lzc")
 
-    # 13. shift_hi: shift by 8*hz; pick the fine count of the leading chunk.
-    coarse = Cat(Const(0, 3), s.hz)
+    # 13. shift_hi: shift by 8*hz and pick the fine count of the leading chunk, both as an
+    #     AND-OR of the one-hot choices (3 LUT levels; a mux tree on hz takes 4, and the
+    #     stage measured 5 LUTs, lzc -> shift_hi 1.3 ns logic + 3.8 ns routing).  Beside
+    #     them, the sticky bit of the chunks that the shift takes below the round bit's
+    #     chunk: the fourth chunk below the leading one and all below it (in shift_lo, as an
+    #     OR of the shifted bits, 5 LUTs, shift_hi -> shift_lo 4.8 ns).
+    shifted, fine = Const(0, np_), Const(0, 3)
+    for j in range(nc):
+        shifted = shifted | Mux(s.oh[j], (s.mag << (8 * j))[:np_], 0)
+        fine = fine | Mux(s.oh[j], s.clz[j], 0)
+    below = [s.mag_nz[j] & s.oh[:j - 3].any() for j in range(4, nc)]
     s = cross({
-        **specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero,
-        "mag": (s.mag << coarse)[:np_],
-        "fine": Array([*(s.clz[j] for j in range(nc)), *[Const(0, 3)] * (16 - nc)])[s.hz],
-        "lim": (s.lim - coarse)[:12].as_signed(),
+        **specials(s), "t_zero": s.t_zero, "neg": s.neg, "mag": shifted, "fine": fine,
+        "lim": (s.lim - Cat(Const(0, 3), s.hz))[:12].as_signed(),
+        "sticky": Cat(*below).any(),
     }, "shift_hi")
 
     # 14. shift_lo: shift by the fine count; round bit, sticky, exponent field e0 = lim - s
     #     (top + 126: 0 for a subnormal result, whose leading bit stays below the top).
     p1, fine = s.mag, s.fine
     norm = wire(m, (p1 << fine)[:np_], "norm")
-    sticky = p1[:np_ - 32].any() | (p1[np_ - 32:np_ - 25] & (Const(0x7F, 7) >> fine)).any()
+    # (p1[:np - 32], the bits below the fourth chunk, are in shift_hi's sticky)
+    sticky = s.sticky | (p1[np_ - 32:np_ - 25] & (Const(0x7F, 7) >> fine)).any()
     s = cross({
-        **specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero,
+        **specials(s), "t_zero": s.t_zero, "neg": s.neg,
         "sig": norm[np_ - 24:], "guard": norm[np_ - 25], "sticky": sticky,
         "e0": (s.lim - fine)[:11],
     }, "shift_lo")
@@ -435,10 +554,26 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     # 15. round: RNE at the fixed place; a carry out of the significand bumps the exponent.
     #     Overflow beside it, from e0 alone (hw.rounding.overflows: e0 is the binade of
     #     round_aligned's code with mbits 23, 0 for a subnormal result).
+    #     The code's fields with and without the increment come from three short carry
+    #     chains that start at the registers: the fraction plus one, and the exponent plus
+    #     the hidden bit, plus one more where the fraction's increment carries out; the
+    #     increment then picks among them (as the code's carry in, it waited for the
+    #     increment's LUT: shift_lo -> round, 34 cells, 2.1 ns logic + 3.0 ns routing at
+    #     fp8_e4m3, 19 stages).  The exponent's two sums add different operands, so that
+    #     synthesis does not build one from the other (it did, for code and code + 1: 9
+    #     cells, 5.3 ns).
     up = round_increment(m, s.guard, s.sticky, s.sig[0], RNE, name="round_up")
-    code = wire(m, Cat(Const(0, 23), s.e0) + s.sig + up, "rounded")
+    hidden = s.sig[23]
+    frac_up = wire(m, s.sig[:23] + 1, "round_frac_up")  # bit 23: the carry out
+    exp = wire(m, s.e0 + hidden, "round_exp")
+    exp_up = wire(m, s.e0 + Cat(~hidden, hidden), "round_exp_up")  # e0 + hidden + 1
+    code = wire(m, Cat(Mux(up, frac_up[:23], s.sig[:23]),
+                       Mux(up & frac_up[23], exp_up, exp)), "rounded")
     overflow = overflows(m, s.e0, ebits=FP32.ebits, name="round_overflow")
-    s = cross({**specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": s.zero, "code": code,
+    # The shift stops at mag's leading one or before it, so it loses no bit: the normalized
+    # bits are all zero iff the window sum is (exact cancellation).
+    zero = ~(s.sig.any() | s.guard | s.sticky)
+    s = cross({**specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": zero, "code": code,
                "overflow": overflow}, "round")
 
     # 16. finish: overflow to Inf, then the special cases in order.
