@@ -105,9 +105,10 @@ def tree_levels(block_size: int) -> list[range]:
 
 
 def lane_shift_bits(geometry: DotGeometry) -> int:
-    """Bits of a lane's shift ``shift_a + shift_b`` (each element's shift has as many bits as
-    its exponent field, :func:`hw.elements.decode_element`); 0 where both operands are two's
-    complement codes, whose products need no shift."""
+    """Bits of a lane's shift ``shift_a + shift_b``: one more than the wider exponent field
+    (a float element's shift has as many bits as its exponent field,
+    :func:`hw.elements.decode_element`; int8's has 2, against a partner of 2 or more); 0 where
+    both operands are two's complement codes, whose products need no shift."""
     fmt_a, fmt_b = geometry.fmt_a, geometry.fmt_b
     if fmt_a.twos_complement and fmt_b.twos_complement:
         return 0
@@ -158,14 +159,15 @@ PRIMITIVES = {"lut": (), "dsp": (), "mult18x18d": ("MULT18X18D",)}
 
 def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, side=None,
                      *, multipliers: str = "lut"):
-    """Build the fused step into ``m``, crossing every boundary of :data:`DOT_SECTIONS` on
+    """Build the fused step into ``m``, crossing every boundary of :func:`dot_sections` on
     ``pipe``.
 
     Parameters
     ----------
     m : Module
     pipe : Pipeline
-        Declared with :data:`DOT_SECTIONS`; its ``connect`` is left to the caller.
+        Declared with :func:`dot_sections` of ``geometry``; its ``connect`` is left to the
+        caller.
     geometry : DotGeometry
     a, b : View
         One block of each operand (:func:`hw.elements.block_layout`).
