@@ -44,8 +44,9 @@ __all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SPLIT_ADD_BITS", "SPLIT_LANE_SHIFT_BI
 #: 2026-11-26 every section is cut to at most about four LUT levels or one carry chain with a
 #: LUT level before or after it, which is what 5 ns holds on ECP5 (a LUT level and its route
 #: cost 0.9-1.1 ns): measured at fp8_e4m3, 19 stages, the worst stages of nextpnr seeds 1-3
-#: are 5.0-5.4 ns whichever section they are in.  Every estimate is above half the largest,
-#: so the default depth registers every boundary of a block sum of three or more levels.
+#: are 5.0-5.4 ns whichever section they are in.  Any two neighbouring estimates add up to
+#: more than the largest, so the default depth registers every boundary of a block sum of
+#: three or more levels.
 DOT_SECTIONS = {"decode": 6, "multiply": 5, "lane_shift": 4, "product": 4, "tree": 4,
                 "place": 3.5, "align_hi": 4, "align_lo": 4, "add": 4, "pick": 4, "lzc": 4,
                 "shift_hi": 4, "shift_lo": 5, "round": 4, "finish": 5}
