@@ -385,7 +385,8 @@ def add_minus_one(m: Module, x, y, name: str):
 def any_of_kept(m: Module, terms, name: str):
     """OR of ``terms`` (1-bit values), each first a signal marked ``keep``: synthesis maps each
     term to LUTs of its own, and the OR of their outputs after them, as written (left to
-    itself, abc took 5 LUT levels for the pick section's chunk flags, which this way take 3)."""
+    itself, abc took 5 LUT levels for the pick section's chunk flags, sharing the choice
+    terms; kept, they were on no seed's worst path of fp8_e4m3 at 20 stages)."""
     kept = []
     for i, term in enumerate(terms):
         sig = Signal(1, name=f"{name}_{i}", attrs={"keep": 1})
