@@ -268,9 +268,9 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
 
     # 2. multiply: the signed lane products +-sig_a*sig_b (not yet shifted), in LUTs and
     #    carry chains (see partial_product_sum) or DSPs; the lane specials reduced over the
-    #    block.  LUT products of more than 4 rows (dot_sections) have the boundary
-    #    multiply_lo: one level of their tree of carry chains before it (the second, where
-    #    decode summed the first), the rest after it.  (Built so at every depth: the
+    #    block.  LUT products of 4 or more rows (dot_sections) have the boundary
+    #    multiply_lo: one level of their tree of carry chains before it (for int8 x int8 the
+    #    second, where decode summed the first), the rest after it.  (Built so at every depth: the
     #    register-bypass proof then compares like with like; a SAT solver does not settle two
     #    different multipliers in minutes.)  MULT18X18D blocks (hw.dsp): the boundary
     #    operands is the route to the DSP column, ending in the blocks' own input registers,
@@ -471,9 +471,9 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     same = wire(m, s.u_neg == s.v_neg, "same_sign")
 
     # Normalization reads the window sum in 8-bit chunks from the top (padded below to np
-    # bits): chunk j holds bits chunk_bits(j) of an n-bit value.
-    def chunk_bits(j):
-        return range(max(0, n - 8 * (j + 1)), n - 8 * j)
+    # bits: the last chunk holds fewer of the n bits).
+    def chunk_any(value, j):  # whether chunk j of an n-bit value has a one
+        return Cat(*(value[i] for i in range(max(0, n - 8 * (j + 1)), n - 8 * j))).any()
 
     # The three sums cross the boundary as they leave their carry chains; the pick, which
     # waits for the top of the difference's chain and fans out to every bit, has a section
@@ -484,8 +484,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
         "same": same, "u_neg": s.u_neg, "v_neg": s.v_neg,
         "total": total[:n], "diff": diff[:n + 1], "back": back[:n],
-        "marker_nz": Cat(*(Cat(*(s.marker[i] for i in chunk_bits(j))).any()
-                           for j in range(nc))),
+        "marker_nz": Cat(*(chunk_any(s.marker, j) for j in range(nc))),
     }, "add")
 
     # 11. pick: the window sum's sign and magnitude, picked by the signs and the borrow.
@@ -500,8 +499,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     choices = [(s.same, s.total), (~s.same & dn, s.back), (~s.same & ~dn, s.diff)]
     nz = []
     for j in range(nc):
-        terms = [chosen & Cat(*(value[i] for i in chunk_bits(j))).any()
-                 for chosen, value in choices]
+        terms = [chosen & chunk_any(value, j) for chosen, value in choices]
         nz.append(any_of_kept(m, [*terms, s.marker_nz[j]], f"chunk_nz{j}"))
     s = cross({
         **specials(s), "lim": s.lim, "t_zero": s.t_zero,
@@ -522,7 +520,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     s = cross({
         **specials(s), "lim": s.lim, "t_zero": s.t_zero, "neg": s.neg,
         "mag": Cat(Const(0, pad), s.mag), "hz": hz, "oh": Cat(*oh), "clz": clz,
-        "mag_nz": Cat(*(Cat(*(s.mag[i] for i in chunk_bits(j))).any() for j in range(nc))),
+        "mag_nz": Cat(*(chunk_any(s.mag, j) for j in range(nc))),
     }, "lzc")
 
     # 13. shift_hi: shift by 8*hz and pick the fine count of the leading chunk, both as an
