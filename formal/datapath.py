@@ -221,12 +221,21 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     return problems
 
 
-def state_in_cone(netlist: dict, module: str, state, output: str = "o__payload") -> list[str]:
+def state_in_cone(netlist: dict, module: str, state, output: str = "o__payload",
+                  free=()) -> list[str]:
     """The registers matching the ``state`` patterns that some bit of ``output`` depends on
-    in ``module`` (its cone of influence, through every cell, registers included); empty
-    when the output is a function of the module's inputs and other registers only."""
+    in ``module`` (its cone of influence, through every cell, registers included, except the
+    registers named in ``free``); empty when the output is a function of the module's inputs
+    and other registers only.
+
+    ``free``: the pipeline's control registers, free variables of the function proof (any
+    value), whose timing the flow and order proofs own: with the registered stall the output
+    payload is a choice of the last stage and the skid register on ``advance``, which follows
+    the valid bits and so the busy bits (of MXDotGeneral), which is not a dependence of the
+    payload's value on the state."""
     mod = netlist["modules"][module]
     kept = _bits_named(mod["netnames"], state)
+    stop = _bits_named(mod["netnames"], free)
     driver = {}  # bit -> the cell driving it
     for cname, cell in mod["cells"].items():
         for port, direction in cell.get("port_directions", {}).items():
@@ -245,6 +254,8 @@ def state_in_cone(netlist: dict, module: str, state, output: str = "o__payload")
         cell = mod["cells"][cname]
         if cell["type"] in _STATE_CELLS and any(q in kept for q in cell["connections"]["Q"]):
             found.add(names.get(cell["connections"]["Q"][0], cname))
+            continue
+        if cell["type"] in _STATE_CELLS and any(q in stop for q in cell["connections"]["Q"]):
             continue
         todo += [b for port, direction in cell.get("port_directions", {}).items()
                  if direction == "input" for b in cell["connections"][port] if isinstance(b, int)]
@@ -309,7 +320,7 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
     copies = (enable_copies(text, unit.prefix, registered_boundaries(sections, stages))
               if unit.registered_stall else None)
     probes = pipeline_probes(sections, stages, unit.prefix, unit.registered_stall, data=True,
-                             copies=copies)
+                             copies=copies, hold_when=unit.runs)
     blocks = [(pattern, f"{unit.prefix}_{boundary}") for pattern, boundary in unit.blocks
               if f"{unit.prefix}_{boundary}" in probes["data"]]
     problems = bypass_data_registers(netlist, name, probes, unit.state, unit.compared, blocks,
@@ -324,8 +335,11 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
             (workdir / f"{name}_{part}.json").write_text(json.dumps(split))
             if part == "rest" and unit.state:
                 for output in ("o__payload", *(f"net_{c}" for c in unit.compared)):
+                    control = [reg for key in ("valid", "hold", "advance")
+                               for reg in probes.get(key, [])]
                     problems += [f"{output} depends on {reg} beyond the cut nets"
-                                 for reg in state_in_cone(split, name, unit.state, output)]
+                                 for reg in state_in_cone(split, name, unit.state, output,
+                                                          control)]
     elif unit.state:
         problems.append("state outside the pipeline needs cut nets separating it from "
                         "the output")

@@ -116,7 +116,7 @@ class FormalUnit:
             text = rtlil.convert(self.build(k, stages), name="top")
             copies = enable_copies(text, self.prefix, registered_boundaries(sections, stages))
         return pipeline_probes(sections, stages, self.prefix, self.registered_stall,
-                               scope="dut.", copies=copies)
+                               scope="dut.", copies=copies, hold_when=self.runs)
 
 
 def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
@@ -141,7 +141,8 @@ def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
 
 def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
                     registered_stall: bool, *, scope: str = "", data: bool = False,
-                    copies: Mapping[str, int] | None = None) -> dict[str, list[str]]:
+                    copies: Mapping[str, int] | None = None,
+                    hold_when: bool = False) -> dict[str, list[str]]:
     """Names, in the flattened netlist, of the registers of a :class:`hw.pipeline.Pipeline`
     named ``prefix`` (as its ``name``) built in the module at ``scope`` (``"dut."``, or ``""``
     for the top module).
@@ -149,8 +150,9 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     Returns ``valid`` (one per registered stage, in datapath order) and either ``hold``
     (default flavour: the per-stage hold copies) or ``advance`` (registered stall: the
     per-stage enable copies, and with ``copies`` (boundary -> number, :func:`enable_copies`)
-    each stage's further copies after its first); with ``data``, also ``data`` (each stage's
-    data register).  The names follow :class:`Pipeline`'s naming; a name that does not exist
+    each stage's further copies after its first, and with ``hold_when`` ``hold``, the one
+    register saying whether the last stage's block waits); with ``data``, also ``data`` (each
+    stage's data register).  The names follow :class:`Pipeline`'s naming; a name that does not exist
     makes the Yosys script fail.
     """
     boundaries = registered_boundaries(sections, stages)
@@ -161,6 +163,8 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
         probes["advance"] = [f"{t}_en{c or ''}_advance"
                              for b, t in zip(boundaries, tags, strict=True)
                              for c in range(copies.get(b, 1))]
+        if hold_when:
+            probes["hold"] = [f"{scope}{prefix}_hold0"]
     else:
         probes["hold"] = [f"{scope}{prefix}_hold{j}" for j in range(stages)]
     if data:

@@ -7,7 +7,6 @@
   block max); :func:`max_tree_compare` and :func:`max_tree_select`, its two halves.
 * :func:`shift_right_sticky` -- the dot unit's shifter; :func:`shifted_out_chunks`, the gates
   of its sticky bit.
-* :func:`add_minus_one` -- ``x + y - 1`` in one carry chain (the dot unit's tree spine).
 * :func:`any_of_kept` -- an OR of terms that synthesis maps as written.
 * :func:`partial_products`, :func:`pair_sums`, :func:`pair_sum_tree`,
   :func:`partial_product_sum` -- the dot unit's LUT multiplier: its rows, one level of its
@@ -28,7 +27,7 @@ from amaranth.utils import bits_for, ceil_log2
 
 __all__ = ["wire", "less_than_const", "greater_than", "compare", "leading_zeros",
            "reduce_significand", "max_tree_levels", "max_tree_compare", "max_tree_select",
-           "shifted_out_chunks", "shift_right_sticky", "add_minus_one", "any_of_kept",
+           "shifted_out_chunks", "shift_right_sticky", "any_of_kept",
            "partial_products", "pair_sums", "pair_sum_tree",
            "partial_product_sum"]
 
@@ -368,18 +367,6 @@ def shift_right_sticky(m: Module, value, amount, bits, name: str, *, out=None):
         shifted = Const(0, w) if step >= w else value >> step
         value = wire(m, Mux(amount[b], shifted, value), f"{name}_s{b}")
     return value, sticky
-
-
-def add_minus_one(m: Module, x, y, name: str):
-    """``x + y - 1`` of two signed values, two bits wider than the wider: a layer of full adders
-    with the constant 1 as third input (sum ``~(x ^ y)``, carry ``x | y``, one LUT each) and
-    one carry chain, not two chains in series."""
-    x, y = Value.cast(x), Value.cast(y)
-    width = max(len(x), len(y)) + 2  # x = y = -2^(w-1) gives -2^w - 1
-    x, y = (Cat(v, v[-1].replicate(width - len(v))) for v in (x, y))  # sign-extended
-    half = wire(m, ~(x ^ y), f"{name}_half")
-    carry = wire(m, Cat(Const(0, 1), (x | y)[:width - 1]), f"{name}_carry")
-    return wire(m, (half + carry)[:width].as_signed(), f"{name}_minus_one")
 
 
 def any_of_kept(m: Module, terms, name: str):

@@ -140,6 +140,8 @@ class Pipeline:
       two).  A copy's update uses the copy itself in place of ``advance``: equal in every
       reachable state, but a different function, so synthesis cannot merge the copies back
       into one net (yosys ``opt_merge`` merges flip-flops with identical inputs).
+      With :meth:`hold_when`, a register ``<name>_hold0`` beside the last stage's valid bit
+      says whether its block is one that waits, and only such a block stops ``advance``.
 
     * ``enable_load`` (registered stall only): a stage register wider than ``enable_load``
       bits is loaded in parts (:func:`enable_parts`), each on its own copy of the enable
@@ -200,6 +202,8 @@ class Pipeline:
         self._enable_by_name = {}  # boundary name -> its stage's load enable
         self._holds = []  # default flavour: one hold register per stage
         self._hold_flag = Const(1, 1)
+        self._waits = None  # registered stall: whether the last stage's block waits
+        self._out_hold = None
         self._in_valid = Signal(name=f"{name}_in_valid")
         self._out_valid = None
 
@@ -234,17 +238,20 @@ class Pipeline:
         return self._enable_by_name[name]
 
     @property
-    def hold(self) -> Signal:
+    def hold(self) -> Value:
         """A valid block (with the :meth:`hold_when` flag) waits at the output: a register
-        (default flavour only)."""
-        return self._holds[0]
+        in the default flavour; with the registered stall, that register (``<name>_hold0``,
+        the last stage's block) or, while the skid register is full, 1 (its block waits)."""
+        if self._out_hold is None:
+            raise ValueError("hold is known once the last boundary is crossed")
+        return self._out_hold
 
     def hold_when(self, flag):
         """Only valid blocks with ``flag`` (a 1-bit Value before the last boundary) wait for
         ``o_ready`` at the output; by default every valid block does.  MXDotGeneral passes
-        "last": blocks that produce no output never wait.  Default flavour only."""
-        if self._registered_stall:
-            raise ValueError("hold_when needs the default flow control, not registered_stall")
+        "last": blocks that produce no output never wait."""
+        if self._index == len(self._names):
+            raise ValueError("hold_when after the last boundary: its flag is read before it")
         self._hold_flag = flag
 
     def boundary(self, value, name: str):
@@ -282,12 +289,22 @@ class Pipeline:
                     m.d.sync += hold.eq(prev_valid & self._hold_flag)
                 self._holds.append(hold)
             self._out_valid = valid
+            self._out_hold = self._holds[0]
             return reg
         # registered_stall: the skid register beside the last stage.  It is full exactly when
-        # the enable is low: the cycle after the output held a block that was not taken.
+        # the enable is low: the cycle after the output held a block that waited and was not
+        # taken.
         skid = self._register(reg, copies, f"{tag}_skid")
         self._out_valid = Signal(name=f"{tag}_out_valid")
         m.d.comb += self._out_valid.eq(valid | ~enable)
+        if isinstance(self._hold_flag, Const) and self._hold_flag.value == 1:
+            self._waits, self._out_hold = valid, self._out_valid  # every valid block waits
+        else:
+            self._waits = Signal(name=f"{self._name}_hold0")
+            with m.If(enable):
+                m.d.sync += self._waits.eq(prev_valid & self._hold_flag)
+            self._out_hold = Signal(name=f"{tag}_out_hold")
+            m.d.comb += self._out_hold.eq(self._waits | ~enable)
         if isinstance(reg, data.View):
             return reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
         return Mux(enable, reg, skid)
@@ -313,10 +330,9 @@ class Pipeline:
             raise ValueError(f"{len(self._names)} boundaries declared, {self._index} crossed")
         m = self._m
         if self._registered_stall:
-            valid_last = self._valids[-1]
             for enable in (copy for copies in self._enable_copies for copy in copies):
                 advance = Signal(name=f"{enable.name}_advance", init=1)
-                m.d.sync += advance.eq(o_ready | (~valid_last & advance))
+                m.d.sync += advance.eq(o_ready | (~self._waits & advance))
                 m.d.comb += enable.eq(advance)
         else:
             m.d.comb += [en.eq(~hold | o_ready)

@@ -397,3 +397,31 @@ def test_matrix_covers_every_unit_at_three_depths():
                 assert {"flow", "order"} <= props
                 if s > 1 and unit not in SLOW_MITERS:
                     assert "miter" in props
+
+
+def test_state_in_cone_stops_at_free_control_registers_only():
+    """The cone check of MXDotGeneral's proof: a state register reached through logic (or
+    through another register) is found; one reached only through a register named ``free``
+    (a pipeline control register, any value in the function proof) is not."""
+    from formal.datapath import state_in_cone
+
+    def dff(d, q):
+        return {"type": "$dff", "port_directions": {"D": "input", "Q": "output"},
+                "connections": {"D": [d], "Q": [q]}}
+
+    def and2(a, b, y):
+        return {"type": "$and", "port_directions": {"A": "input", "B": "input", "Y": "output"},
+                "connections": {"A": [a], "B": [b], "Y": [y]}}
+
+    # busy (bit 2) -> advance (bit 4, a register) -> AND with data (bit 3) -> output (bit 5);
+    # acc (bit 7) -> mid (bit 8, a register) -> AND -> output (bit 6)
+    netlist = {"modules": {"top": {
+        "ports": {"o__payload": {"direction": "output", "bits": [5, 6]}},
+        "cells": {"busy": dff(10, 2), "advance": dff(2, 4), "out0": and2(4, 3, 5),
+                  "acc": dff(11, 7), "mid": dff(7, 8), "out1": and2(8, 3, 6)},
+        "netnames": {"busy": {"bits": [2]}, "data": {"bits": [3]}, "advance": {"bits": [4]},
+                     "acc": {"bits": [7]}, "mid": {"bits": [8]}},
+    }}}
+    assert state_in_cone(netlist, "top", ["busy", "acc"]) == ["acc", "busy"]
+    assert state_in_cone(netlist, "top", ["busy", "acc"], free=["advance"]) == ["acc"]
+    assert state_in_cone(netlist, "top", ["busy", "acc"], free=["advance", "mid"]) == []

@@ -385,22 +385,6 @@ def test_shift_right_sticky_rejects_a_non_range():
         shift_right_sticky(Module(), Signal(8), Signal(3), [0, 2], "t")
 
 
-@pytest.mark.parametrize("wx,wy", [(4, 4), (3, 5), (5, 2)])
-def test_add_minus_one_exhaustive(wx, wy):
-    from amaranth.hdl import Module, Signal, signed
-
-    from hw.arith import add_minus_one
-
-    m = Module()
-    x, y = Signal(signed(wx)), Signal(signed(wy))
-    out = add_minus_one(m, x, y, "t")
-    assert len(out) == max(wx, wy) + 2 and out.shape().signed
-    cases = [(a, b) for a in range(-(1 << (wx - 1)), 1 << (wx - 1))
-             for b in range(-(1 << (wy - 1)), 1 << (wy - 1))]
-    for (a, b), (got,) in zip(cases, _run_comb(m, [x, y], [out], cases), strict=True):
-        assert got == a + b - 1, (a, b)
-
-
 def test_any_of_kept_is_the_or_of_its_terms():
     from amaranth.hdl import Module, Signal
 

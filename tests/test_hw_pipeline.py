@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.hdl import Cat, Elaboratable, Module, Signal
 
 from hw.pipeline import Pipeline, critical_stage, default_stages, enable_parts
 
@@ -94,6 +94,76 @@ def test_pipeline_latency_and_throughput(stages, flow, seed):
     assert out_cycles == [c + stages for c in range(20)]
 
 
+class _Runs(_Chain):
+    """The chain with :meth:`Pipeline.hold_when`: only blocks with bit 0 set wait at the
+    output (as MXDotGeneral's last blocks); the others leave whenever they are presented."""
+
+    def __init__(self, stages, registered_stall):
+        super().__init__(stages, registered_stall)
+        self.o_hold = Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        pipe = Pipeline(m, SECTIONS, self.stages, name="t",
+                        registered_stall=self.registered_stall)
+        x = self.i_data
+        for j, name in enumerate(SECTIONS, start=1):
+            if name == list(SECTIONS)[-1]:
+                pipe.hold_when(x[0])
+            x = pipe.boundary(Cat(x[0], (x[1:] + j)[:15]), name)
+        m.d.comb += [self.o_data.eq(x), self.o_hold.eq(pipe.hold)]
+        pipe.connect(i_valid=self.i_valid, i_ready=self.i_ready, o_valid=self.o_valid,
+                     o_ready=self.o_ready)
+        return m
+
+
+@pytest.mark.parametrize("registered_stall", [False, True])
+@pytest.mark.parametrize("stages", [1, 2, 4])
+def test_hold_when_only_flagged_blocks_wait(stages, registered_stall, seed):
+    """Every block leaves once, in order: a flagged one only when ``hold`` and ``o_ready``
+    (it is presented and taken), an unflagged one whenever it is presented (``o_valid``),
+    whatever ``o_ready`` says; ``hold`` is never high for an unflagged block."""
+    from amaranth.sim import Simulator
+
+    dut = _Runs(stages, registered_stall)
+    rnd = random.Random(seed)
+    blocks, sent, left = 80, [], []
+
+    def expected(v):  # bit 0 rides along, bits 1.. gain 1 + 2 + 3 + 4
+        return (v & 1) | (((v >> 1) + 10) & 0x7FFF) << 1
+
+    async def bench(ctx):
+        nxt, cycle = 0, 0
+        while len(left) < blocks and cycle < 50 * blocks:
+            value = _value(nxt)
+            valid = nxt < blocks and rnd.random() < 0.7
+            ready = rnd.random() < 0.4
+            ctx.set(dut.i_valid, valid)
+            ctx.set(dut.i_data, value)
+            ctx.set(dut.o_ready, ready)
+            if valid and ctx.get(dut.i_ready):
+                sent.append(value)
+                nxt += 1
+            out, hold = ctx.get(dut.o_data), ctx.get(dut.o_hold)
+            if ctx.get(dut.o_valid):
+                flagged = out & 1
+                assert hold == flagged, f"hold {hold} for a block with flag {flagged}"
+                if not flagged or ready:
+                    left.append(out)
+            else:
+                assert not hold
+            await ctx.tick()
+            cycle += 1
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(left) == blocks
+    assert left == [expected(v) for v in sent][:blocks]
+    assert any(v & 1 for v in sent) and not all(v & 1 for v in sent)
+
+
 def test_pipeline_checks_its_boundaries():
     m = Module()
     pipe = Pipeline(m, SECTIONS, 2, name="t")
@@ -101,8 +171,13 @@ def test_pipeline_checks_its_boundaries():
         pipe.boundary(Signal(4), "b")
     with pytest.raises(ValueError, match="stages must be in 1..4"):
         Pipeline(Module(), SECTIONS, 5)
-    with pytest.raises(ValueError, match="registered_stall"):
-        Pipeline(Module(), SECTIONS, 2, registered_stall=True).hold_when(Signal())
+    done = Pipeline(Module(), SECTIONS, 1, name="t")
+    for name in SECTIONS:
+        done.boundary(Signal(4), name)
+    with pytest.raises(ValueError, match="hold_when after the last boundary"):
+        done.hold_when(Signal())
+    with pytest.raises(ValueError, match="hold is known once the last boundary is crossed"):
+        _ = Pipeline(Module(), SECTIONS, 2, registered_stall=True).hold
     with pytest.raises(ValueError, match="enable_load needs registered_stall"):
         Pipeline(Module(), SECTIONS, 2, enable_load=8)
     with pytest.raises(ValueError, match="enable_load must be at least 1, not 0"):

@@ -13,7 +13,6 @@ from amaranth.utils import bits_for
 from golden.formats import FP32, SCALE_NAN
 
 from ..arith import (
-    add_minus_one,
     any_of_kept,
     leading_zeros,
     pair_sum_tree,
@@ -239,16 +238,21 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         # A two's complement code (int8 against a float) is its own signed significand, which
         # only the other factor's sign negates: one carry chain after the input, not its
         # magnitude and then the negated magnitude, two in series.
+        # The last lane's product is built with the opposite sign, -p, at no cost (a mux's
+        # inputs swapped): the product section complements its term to ~(-t) = t - 1, which
+        # starts the tree's spine (section 4.-6.).
         wide_op, narrow_op = (fmt_a, a.codes[i], x), (fmt_b, b.codes[i], y)
         if len(y.sig) > len(x.sig):
             wide_op, narrow_op = narrow_op, wide_op
         (wide_fmt, wide_code, wide_dec), narrow_dec = wide_op, narrow_op[2]
         narrow = narrow_dec.sig
+        negate = neg if i < k - 1 else ~neg
         if wide_fmt.twos_complement:
-            wide = signed_significand(wide_code, wide_fmt, narrow_dec.neg)
+            wide_negate = narrow_dec.neg if i < k - 1 else ~narrow_dec.neg
+            wide = signed_significand(wide_code, wide_fmt, wide_negate)
         else:
             wide = Cat(wide_dec.sig, Const(0, 1)).as_signed()
-            wide = Mux(neg, -wide, wide)[:len(wide)].as_signed()
+            wide = Mux(negate, -wide, wide)[:len(wide)].as_signed()
         lanes.append({"wide": wide, "narrow": narrow, "shift": x.shift + y.shift, **flags})
     e_t = a.scale + b.scale + (g.lsb_exp - 254)
     in_block = multipliers == "mult18x18d"
@@ -349,6 +353,11 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         shifts = [Cat(Const(0, low), s.shifts[i]) for i in range(k)]
     terms = [(prods[i] if signed_codes else prods[i] << shifts[i]).as_signed()[:wp + 1]
              .as_signed() for i in range(k)]
+    # The last lane's term enters the tree as t - 1 (the spine, section 4.-6.): the
+    # complement of its -t, which the lane shift's LUTs compute instead of -t; int8 x int8
+    # codes have no sign to swap and no shift, so their p - 1 is a short chain in this
+    # section, which they otherwise pass through.
+    terms[-1] = (terms[-1] - 1 if signed_codes else ~terms[-1])[:wp + 1].as_signed()
     pinf, ninf, c_nan, c_inf = s.pinf, s.ninf, s.c_nan, s.c_inf
     cbits = s.c
     c_neg, c_exp = cbits[31], cbits[23:31]
@@ -363,11 +372,15 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     }, "product")
 
     # 4.-6. Exact block sum: a balanced adder tree, one level per section (tree_levels).
-    # Beside it, S - 1 on the tree's last spine (the pair sums that hold the last term): its
-    # first pair sum adds a - 1 (add_minus_one), each later one adds the spine's S - 1 in
-    # place of its sum; then -S = ~(S - 1) is at hand when the sum ends, and |S| in place is
-    # a choice, not a negation (the chain of a negation after the tree's last level was place's
-    # worst path, 34-40 cells, 2.2-2.4 ns logic + 2.8-3.5 ns routing, at fp8_e4m3, 19 stages).
+    # Beside it, S - 1 on the tree's last spine (the pair sums that hold the last term): the
+    # last term arrives as t - 1, so the spine's first pair sum is x + (t - 1) and the tree's
+    # is the same sum with a carry in, each one carry chain with nothing before it (a layer
+    # of full adders that made x + t - 1 from x and t put a LUT before fp8_e5m2's 65-bit
+    # chain: product -> tree0, 58-67 cells, 5.0-5.3 ns); each later level adds the spine's
+    # S - 1 in place of its sum.  Then -S = ~(S - 1) is at hand when the sum ends, and |S| in
+    # place is a choice, not a negation (the chain of a negation after the tree's last level
+    # was place's worst path, 34-40 cells, 2.2-2.4 ns logic + 2.8-3.5 ns routing, at
+    # fp8_e4m3, 19 stages).
     # Alongside: the shift distance |aT - aC| (clamped to n) and the frame F = max(aT, aC),
     # from which lim = F + n + 124: normalization may shift left at most this far (the
     # result's top bit then weighs 2^-126; smaller results are subnormal, docs/dot.md).  The
@@ -376,11 +389,16 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     minus = None  # the spine's sum - 1, from its first pair sum on
     for j, levels in enumerate(tree_levels(k)):
         for _ in levels:
-            if minus is None:
-                minus = add_minus_one(m, level[-2], level[-1], f"spine{j}")
+            pairs = [(level[i] + level[i + 1]).as_signed() for i in range(0, len(level), 2)]
+            if minus is None:  # level[-1] is t - 1
+                minus = (level[-2] + level[-1]).as_signed()
+                # written as x + ((t - 1) + 1), not minus + 1, which yosys would build from
+                # minus's chain (it merges equal sums): one chain with a carry in (x + t, as
+                # wide as the other pair sums)
+                pairs[-1] = (level[-2] + (level[-1] + 1))[:len(pairs[0])].as_signed()
             else:
                 minus = (level[-2] + minus).as_signed()
-            level = [(level[i] + level[i + 1]).as_signed() for i in range(0, len(level), 2)]
+            level = pairs
         level = [v.as_signed()[:w + 1].as_signed() for v in level]
         if minus is not None:
             minus = minus.as_signed()[:w + 1].as_signed()

@@ -218,8 +218,13 @@ class MXDotGeneral(wiring.Component):
         t + latency (without backpressure).
     """
 
-    #: ``i.ready`` depends on ``o.ready`` in the same cycle (the sidecar's ``flow_control``).
-    registered_stall = False
+    #: The fused step's pipeline has the registered stall (:class:`hw.pipeline.Pipeline`):
+    #: each stage's enable is a flip-flop; only last blocks wait at the output.
+    registered_stall = True
+    #: But ``i.ready`` is not a register: a block may enter when its context's block leaves in
+    #: the same cycle, which a last block does with ``o.ready`` (the sidecar's
+    #: ``flow_control``).
+    i_ready_registered = False
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
                  stages: int | None = None, multipliers: str = "lut"):
@@ -278,7 +283,7 @@ class MXDotGeneral(wiring.Component):
                      o_ready=self.o.ready)
         m.d.comb += [
             self.i.ready.eq(pipe_ready & free),
-            self.o.valid.eq(pipe.hold),  # "a valid last block", one register
+            self.o.valid.eq(pipe.hold),  # "a valid last block is presented"
             self.o.payload.result.eq(out.result),
             leave.eq(pipe_valid & (~out.side.last | self.o.ready)),
             leave_result.eq(out.result),
