@@ -68,16 +68,18 @@ TREE_FRAME_DELAY = 1.5
 SPLIT_ADD_BITS = 75
 
 
-#: LUT lane products with a narrow factor wider than this many bits (4 or more partial-product
+#: LUT lane products with a narrow factor wider than this many bits (3 or more partial-product
 #: rows: two or more levels of pair sums, :func:`hw.arith.pair_sums`) spread the levels over
-#: the sections, with the boundary ``multiply_lo`` (:func:`dot_sections`): pairs of fp8_e4m3,
-#: fp6_e2m3 and int8, whose narrower factor has 4 (7 for int8 x int8) bits.  fp8_e4m3's two
+#: the sections, with the boundary ``multiply_lo`` (:func:`dot_sections`): every pair but those
+#: with fp4_e2m1, whose narrower factor has 2 bits.  Was 3 until 2026-11-26 (session 39): with
+#: the tree's spine at a leaf, fp8_e5m2's three rows (a LUT and two chains in one stage) were
+#: its worst path (decode -> multiply, 7 cells, 2.0 ns logic + 3.2 ns routing).  fp8_e4m3's two
 #: levels in one stage, with the rows' LUT before them, were its worst path once the other
 #: sections were cut (decode -> multiply, 5-10 cells, 1.9-2.1 ns logic + 3.0-3.3 ns routing,
 #: 19 stages); int8 x int8, eight rows from its signed codes, has one level in decode, one in
 #: multiply_lo, one in multiply (with the seven rows in one stage, 11 cells, 2.1 ns logic +
 #: 4.5 ns routing, 152.1 MHz).
-SPLIT_MULTIPLY_BITS = 3
+SPLIT_MULTIPLY_BITS = 2
 
 
 #: Lane shifts (``shift_a + shift_b``) of more bits than this are split: the low 3 bits shift
@@ -202,7 +204,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
                 "side": s.side if side else None}
 
     # 1. decode: element fields; per lane the product's two factors (or, for int8 x int8
-    #    LUT products, the first level of their sum), its shift, and the lane's specials;
+    #    LUT products, the first level of their sum), their shifts, and the lane's specials;
     #    from the scales: the frame when T anchors.  c passes undecoded (in MXDotGeneral it
     #    comes from the accumulator forwarding path).
     # Two's complement codes on both sides (int8 x int8): each code is its own signed
@@ -253,7 +255,11 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         else:
             wide = Cat(wide_dec.sig, Const(0, 1)).as_signed()
             wide = Mux(negate, -wide, wide)[:len(wide)].as_signed()
-        lanes.append({"wide": wide, "narrow": narrow, "shift": x.shift + y.shift, **flags})
+        # the two shifts are summed in multiply, beside the product: here the sum's chain came
+        # after three LUT levels of the element decode (fp8_e5m2, 5.2 ns, with the spine at a
+        # leaf)
+        lanes.append({"wide": wide, "narrow": narrow, "shift_a": x.shift, "shift_b": y.shift,
+                      **flags})
     e_t = a.scale + b.scale + (g.lsb_exp - 254)
     in_block = multipliers == "mult18x18d"
     s = cross({
@@ -264,7 +270,8 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     }, "decode")
 
     def lane_fields(ln):
-        return {"shift": None if signed_codes else ln.shift, "nan": ln.nan, "pinf": ln.pinf,
+        return {"shift_a": None if signed_codes else ln.shift_a,
+                "shift_b": None if signed_codes else ln.shift_b, "nan": ln.nan, "pinf": ln.pinf,
                 "ninf": ln.ninf}
 
     def registered_level(ln):  # a level of pair sums after a boundary: (sum, no carry) pairs
@@ -312,7 +319,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
                       f"sig_prod{i}") for i, ln in enumerate(lanes)]
     s = cross({
         "prods": None if in_block else prods,
-        "shifts": None if signed_codes else [ln.shift for ln in lanes],
+        "shifts": None if signed_codes else [ln.shift_a + ln.shift_b for ln in lanes],
         "nan": Cat(*(ln.nan for ln in lanes)).any() | s.scale_nan,
         "pinf": Cat(*(ln.pinf for ln in lanes)).any(),
         "ninf": Cat(*(ln.ninf for ln in lanes)).any(),
