@@ -245,7 +245,7 @@ def test_dot_general_fused_step_same_and_chain_bounded(tmp_path):
 #: Planted MXDotGeneral wrapper bugs and the chain assertion each must fail.
 PLANTED_CHAIN_BUGS = {
     # a result leaving in the cycle the next block of its context enters is not forwarded
-    "no_forwarding": ("current = Mux(handoff, leave_result,", "current = Mux(0, leave_result,",
+    "no_forwarding": ("current = Mux(forward, leave_result,", "current = Mux(0, leave_result,",
                       "chain_next_takes_previous_result"),
     # a context's second block enters while its first is still in the fused step
     "busy_ignored": ("free = ~(busy & onehot).any() | handoff", "free = 1",
