@@ -45,9 +45,13 @@ __all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SPLIT_ADD_BITS", "SPLIT_LANE_SHIFT_BI
 #: cost 0.9-1.1 ns): measured at fp8_e4m3, 19 stages, the worst stages of nextpnr seeds 1-3
 #: are 5.0-5.4 ns whichever section they are in.  Any two neighbouring estimates add up to
 #: more than the largest, so the default depth registers every boundary of a block sum of
-#: three or more levels.
-DOT_SECTIONS = {"decode": 6, "multiply": 5, "lane_shift": 4, "product": 4, "tree": 4,
-                "place": 3.5, "align_hi": 4, "align_lo": 4, "add": 4, "pick": 4, "lzc": 4,
+#: three or more levels.  Below it, the pairs the balancer merges were measured (fp8_e4m3,
+#: seed 1, 2026-11-26): add and pick in one stage 6.8-6.9 ns (at 12 and 16 stages, 147.3 and
+#: 145.4 MHz), two tree levels 5.0-5.5 (at 16 stages before the cut, 2026-11-25): so a tree
+#: level weighs 3.25, less than the others (two of them still more than decode), and add,
+#: a window-wide carry chain, 4.5.
+DOT_SECTIONS = {"decode": 6, "multiply": 5, "lane_shift": 4, "product": 4, "tree": 3.25,
+                "place": 3.5, "align_hi": 4, "align_lo": 4, "add": 4.5, "pick": 4, "lzc": 4,
                 "shift_hi": 4, "shift_lo": 5, "round": 4, "finish": 5}
 
 #: Estimated delay (ns) of a tree section without a level of its own (k < 8: fewer levels

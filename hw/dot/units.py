@@ -97,8 +97,8 @@ class MXDot(wiring.Component):
         operand), whose shift has a boundary between its low and high bits; one where the
         window is wider than :data:`hw.dot.fused_step.SPLIT_ADD_BITS` (fp8_e5m2 x fp8_e5m2
         and x fp8_e4m3), whose add has a boundary between its halves; one where LUT products
-        have a narrow factor wider than :data:`hw.dot.fused_step.SPLIT_MULTIPLY_BITS` (pairs
-        of fp8_e4m3, fp6_e2m3 and int8), whose tree of partial products is spread over two
+        have a narrow factor wider than :data:`hw.dot.fused_step.SPLIT_MULTIPLY_BITS` (every
+        pair without fp4_e2m1), whose tree of partial products is spread over two
         sections; and two for MULT18X18D blocks (the routes to and from the DSP column).
         The block sum's adder tree has one section per level (five at k = 32, six at 64);
         below k = 8 the frame's sections without a level share a stage with their
@@ -322,7 +322,7 @@ def _add_common(p: argparse.ArgumentParser):
     p.add_argument("--block-size", type=int, default=32, help="elements per block (2..64)")
     p.add_argument("--stages", type=int, default=None,
                    help="pipeline registers = latency in cycles (default: every section "
-                        "boundary, 18-20 at k = 32 with LUT products, mult18x18d two more)")
+                        "boundary, 18-21 at k = 32 with LUT products, mult18x18d two more)")
     p.add_argument("--multipliers", choices=MULTIPLIERS, default="lut",
                    help="lane products in LUTs and carry chains (lut, default), as `*` for "
                         "the synthesis tool's DSP multipliers (dsp), or as instantiated ECP5 "
