@@ -47,9 +47,12 @@ __all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SPLIT_ADD_BITS", "SPLIT_LANE_SHIFT_BI
 #: more than the largest, so the default depth registers every boundary of a block sum of
 #: three or more levels.  Below it, the pairs the balancer merges were measured (fp8_e4m3,
 #: seed 1, 2026-11-26): add and pick in one stage 6.8-6.9 ns (at 12 and 16 stages, 147.3 and
-#: 145.4 MHz), two tree levels 5.0-5.5 (at 16 stages before the cut, 2026-11-25): so a tree
-#: level weighs 3.25, less than the others (two of them still more than decode), and add,
-#: a window-wide carry chain, 4.5.
+#: 145.4 MHz: the sweep fell from 12 to 16), two tree levels 5.0-5.5 (at 16 stages before the
+#: cut, 2026-11-25): so a tree level weighs 3.25, less than the others (two of them still
+#: more than decode), and add, a window-wide carry chain, 4.5.  Placed with these (seed 1):
+#: two tree levels 6.2 ns at 16 stages (162.7 MHz), three 9.2 at 9 (108.6; was 128.7 with
+#: the former weights, and 5 stages 66.6 against 74.9, 8 108.2 against 96.6): the sweep rises
+#: at every point, but the weights are still two measurements deep.
 DOT_SECTIONS = {"decode": 6, "multiply": 5, "lane_shift": 4, "product": 4, "tree": 3.25,
                 "place": 3.5, "align_hi": 4, "align_lo": 4, "add": 4.5, "pick": 4, "lzc": 4,
                 "shift_hi": 4, "shift_lo": 5, "round": 4, "finish": 5}
