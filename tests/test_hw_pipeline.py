@@ -48,9 +48,17 @@ def _out(v):
     return (v + 10) & 0xFFFF
 
 
-def _run(dut, p_valid, p_ready, blocks, seed):
+def _simulate(dut, bench):
+    """Run the testbench coroutine ``bench`` on ``dut`` with a clock."""
     from amaranth.sim import Simulator
 
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def _run(dut, p_valid, p_ready, blocks, seed):
     rnd = random.Random(seed)
     sent, got, first_out = [], [], []
 
@@ -70,10 +78,7 @@ def _run(dut, p_valid, p_ready, blocks, seed):
             await ctx.tick()
             cycle += 1
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, bench)
     return sent, got, first_out
 
 
@@ -123,8 +128,6 @@ def test_hold_when_only_flagged_blocks_wait(stages, registered_stall, seed):
     """Every block leaves once, in order: a flagged one only when ``hold`` and ``o_ready``
     (it is presented and taken), an unflagged one whenever it is presented (``o_valid``),
     whatever ``o_ready`` says; ``hold`` is never high for an unflagged block."""
-    from amaranth.sim import Simulator
-
     dut = _Runs(stages, registered_stall)
     rnd = random.Random(seed)
     blocks, sent, left = 80, [], []
@@ -155,10 +158,7 @@ def test_hold_when_only_flagged_blocks_wait(stages, registered_stall, seed):
             await ctx.tick()
             cycle += 1
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, bench)
     assert len(left) == blocks
     assert left == [expected(v) for v in sent][:blocks]
     assert any(v & 1 for v in sent) and not all(v & 1 for v in sent)
