@@ -185,8 +185,9 @@ class MXDotGeneral(wiring.Component):
     ``last``.  Several runs may be open at once, one per context.
 
     A block may only enter when its context has no block still in the pipeline (a per-context
-    busy bit; the result of a block leaving the pipeline is forwarded to a block of the same
-    context entering in that cycle).  Hence:
+    busy bit), or in the cycle that block leaves: the result of a block that does not end its
+    run is forwarded to a block of the same context entering then; after a ``last`` block
+    only a ``first`` block enters in that cycle (it takes ``c0``).  Hence:
 
     * one run alone: one block every ``latency`` cycles;
     * ``>= latency`` runs interleaved round-robin: one block per clock.
