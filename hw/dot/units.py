@@ -274,8 +274,8 @@ class MXDotGeneral(wiring.Component):
         # that does not end its run is forwarded to it; a last block's is not: the block after
         # it is a first, which takes c0.  So o.ready (on which a last block leaves) stays off
         # the accumulator input's path (o.ready -> step_c -> the decode register, 4 LUTs,
-        # 5.1 ns, was a worst path at 20 stages).  A non-first block (outside the contract)
-        # entering as a last block of its context leaves waits a cycle for the accumulator.
+        # 5.1 ns, was a worst path at 20 stages).  A non-first block after a last one (a run
+        # continued from its result) waits a cycle instead and reads it from the accumulator.
         handoff = leave & same_ctx & (~leave_last | p.first)
         forward = pipe_valid & ~leave_last & same_ctx
         free = ~(busy & onehot).any() | handoff
