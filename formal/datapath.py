@@ -60,7 +60,8 @@ from hw.pipeline import enable_parts, registered_boundaries
 from .sby import SbyResult, tool
 from .units import FormalUnit, enable_copies, pipeline_probes
 
-__all__ = ["prove_same_datapath", "bypass_data_registers", "split_at_cuts", "state_in_cone"]
+__all__ = ["prove_same_datapath", "bypass_data_registers", "control_registers",
+           "split_at_cuts", "state_in_cone"]
 
 #: Yosys cell types that hold state (after ``proc``, ``memory`` and ``opt_dff``), besides
 #: any memory cell (``$mem*``) a unit would leave.
@@ -113,6 +114,12 @@ def _bits_named(nets: dict, patterns) -> set:
     return {b for name, net in nets.items()
             if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
             for b in net["bits"]}
+
+
+def control_registers(probes: dict[str, list[str]]) -> list[str]:
+    """The pipeline's control registers among ``probes``
+    (:func:`formal.units.pipeline_probes`): the valid bits, hold bits and enable copies."""
+    return [name for key in ("valid", "hold", "advance") for name in probes.get(key, [])]
 
 
 def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str]],
@@ -177,8 +184,7 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
         for name in inside:
             for b in nets[name]["bits"]:
                 data[b] = (name, enable[0] if enable else None)
-    control = {b for key in ("valid", "hold", "advance") for name in probes.get(key, [])
-               for b in bits(name)}
+    control = {b for name in control_registers(probes) for b in bits(name)}
     kept = _bits_named(nets, state)
     named = _first_names(nets)
 
@@ -334,9 +340,8 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
                                strict=True):
             (workdir / f"{name}_{part}.json").write_text(json.dumps(split))
             if part == "rest" and unit.state:
+                control = control_registers(probes)
                 for output in ("o__payload", *(f"net_{c}" for c in unit.compared)):
-                    control = [reg for key in ("valid", "hold", "advance")
-                               for reg in probes.get(key, [])]
                     problems += [f"{output} depends on {reg} beyond the cut nets"
                                  for reg in state_in_cone(split, name, unit.state, output,
                                                           control)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from amaranth.hdl import Const, Module, Mux, Signal, Value
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data
 
 from .params import check_stages
@@ -201,7 +201,7 @@ class Pipeline:
         self._enable_copies = []  # per registered stage: its enable copies (the first = enable)
         self._enable_by_name = {}  # boundary name -> its stage's load enable
         self._holds = []  # default flavour: one hold register per stage
-        self._hold_flag = Const(1, 1)
+        self._hold_flag = None  # hold_when's flag; None: every valid block waits
         self._waits = None  # registered stall: whether the last stage's block waits
         self._out_hold = None
         self._in_valid = Signal(name=f"{name}_in_valid")
@@ -283,10 +283,11 @@ class Pipeline:
         if not last:
             return reg
         if not self._registered_stall:
+            waits = prev_valid if self._hold_flag is None else prev_valid & self._hold_flag
             for j, en_j in enumerate(self._enables):  # one hold copy per stage enable
                 hold = Signal(name=f"{self._name}_hold{j}")
                 with m.If(en_j):
-                    m.d.sync += hold.eq(prev_valid & self._hold_flag)
+                    m.d.sync += hold.eq(waits)
                 self._holds.append(hold)
             self._out_valid = valid
             self._out_hold = self._holds[0]
@@ -297,8 +298,8 @@ class Pipeline:
         skid = self._register(reg, copies, f"{tag}_skid")
         self._out_valid = Signal(name=f"{tag}_out_valid")
         m.d.comb += self._out_valid.eq(valid | ~enable)
-        if isinstance(self._hold_flag, Const) and self._hold_flag.value == 1:
-            self._waits, self._out_hold = valid, self._out_valid  # every valid block waits
+        if self._hold_flag is None:  # every valid block waits
+            self._waits, self._out_hold = valid, self._out_valid
         else:
             self._waits = Signal(name=f"{self._name}_hold0")
             with m.If(enable):

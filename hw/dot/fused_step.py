@@ -255,9 +255,10 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
             wide_op, narrow_op = narrow_op, wide_op
         (wide_fmt, wide_code, wide_dec), narrow_dec = wide_op, narrow_op[2]
         narrow = narrow_dec.sig
-        negate = neg if i < k - 1 else ~neg
+        last_lane = i == k - 1
+        negate = ~neg if last_lane else neg
         if wide_fmt.twos_complement:
-            wide_negate = narrow_dec.neg if i < k - 1 else ~narrow_dec.neg
+            wide_negate = ~narrow_dec.neg if last_lane else narrow_dec.neg
             wide = signed_significand(wide_code, wide_fmt, wide_negate)
         else:
             wide = Cat(wide_dec.sig, Const(0, 1)).as_signed()
