@@ -40,10 +40,6 @@ KNOWN_EQUIVALENTS = (
         "hw/rounding.py", "return Const(0, 1)", "return Const(0, 2)",
         "rtz's increment: a zero one bit wider is still zero (campaign 3)"),
     KnownEquivalent(
-        "hw/pipeline.py", "self._hold_flag = Const(1, 1)", "self._hold_flag = Const(1, 2)",
-        "the default hold flag, 1 as one bit or two: hold <= prev_valid & flag keeps bit 0 "
-        "of the AND, the same bit (campaign 9, 15 configurations passed)"),
-    KnownEquivalent(
         "hw/dot/geometry.py", "return self.sum_bits + GUARD + 2",
         "return self.sum_bits + GUARD + 3",
         "a window one bit wider than needed: every condition of docs/dot.md's exactness "
