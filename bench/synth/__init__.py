@@ -24,7 +24,9 @@ the target table shows every mapping.
 
 Modules: :mod:`.configs` (what is synthesized and the targets), :mod:`.ring` (the in-context
 port ring), :mod:`.flow` (tool runs, parsing, the result cache, depth sweeps), :mod:`.report`
-(the markdown table and the sweep plot), ``__main__`` (the command line).
+(the markdown table and the sweep plot), ``__main__`` (the command line), :mod:`.levels` (the
+LUT levels of every pipeline stage from the netlist, nothing placed:
+``python -m bench.synth.levels UNIT ARGS...``).
 """
 
 

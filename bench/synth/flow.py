@@ -24,7 +24,7 @@ from .configs import SWEEP_LATENCIES
 from .ring import port_ring
 
 __all__ = ["ROOT", "OUT", "RESULTS", "FLOW", "LUT_MAPS", "tool", "build", "synthesize", "stored",
-           "sweep_points", "sweep", "critical_path"]
+           "sweep_points", "sweep", "critical_path", "ecp5_netlist"]
 
 ROOT = perfdoc.ROOT
 #: The tools' files per configuration (Verilog, netlists, logs, nextpnr reports): not kept.
@@ -182,6 +182,18 @@ def _ecp5(comp, name: str, d: Path, lut_map: str) -> dict:
         "L6MUX21": cells.get("L6MUX21", 0),
     }
     return res
+
+
+def ecp5_netlist(unit: str, argv: list[str], lut_map: str = "lut4") -> Path:
+    """Synthesize one configuration for ECP5 as :func:`synthesize` does (in its port ring,
+    into the same work directory) without placing it; returns yosys's netlist,
+    ``<work>/<module>/ecp5.json``."""
+    comp = build(unit, argv)
+    d = _dirs(lut_map)[1] / comp.module_name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "top.v").write_text(to_verilog(comp))
+    _ecp5(comp, comp.module_name, d, lut_map)
+    return d / "ecp5.json"
 
 
 def _pnr_report(seed: int) -> str:
