@@ -150,9 +150,13 @@ FALL_NEXT_STEPS: dict[tuple[str, int], str] = {
         "3.5 ns estimated) and the block-max tree's first comparisons (norm -> amax1_cmp, "
         "2.5): 4 cells, 1.12 ns logic + 3.3-3.5 ns routing in every seed of both points, so "
         "both have the same clock and the seeds decide (12: 218.5-221.0 MHz, 10: "
-        "222.6-227.0; 2026-11-26). A rise needs norm cut in two: "
-        "the subnormal shift's low bits after the norm register, as fp32 -> fp8_e5m2 does "
-        "(hw.quantizer.NORM_SHIFT_BITS), for a 13th stage; not tried.",
+        "222.6-227.0; 2026-11-26). bench.synth.levels counts the LUT levels of every stage "
+        "(session 40): at 10 stages eight are four levels deep, the two merged ones (the "
+        "input ports -> decode, align -> output) among them; at 12 those are cut, and eight "
+        "others are still four deep. Both points have four levels in their deepest stages, "
+        "and abc's area recovery takes any stage that could be three to four while one "
+        "needs four. A rise needs every stage at three levels at once (docs/quantizer.md, "
+        "'Toward 250 MHz').",
 }
 
 #: Where a missed target stands: the critical path's stage and the change that would fix it
@@ -220,7 +224,12 @@ NEXT_STEPS = {
            "215.8 MHz, 213.0-219.3; fp8_e5m2 202.8, 198.5-212.9): the worst paths moved to "
            "other stages at the same 4.6-4.7 ns (lzc -> shift_hi, the window add, the input "
            "registers -> decode). 250 MHz needs 4 ns stages, about three LUT levels each: "
-           "every section cut again. Before: "
+           "every section cut again. bench.synth.levels (session 40) finds nine stages of "
+           "fp8_e4m3's 20 at four LUT levels (add -> pick, align_hi -> align_lo, lzc -> "
+           "shift_hi, multiply_lo -> multiply, place -> align_hi, round -> finish, shift_hi "
+           "-> shift_lo, shift_lo -> round, tree4 -> place) beside the carry chains of the "
+           "window add and the tree; as in the quantizer (docs/quantizer.md, 'Toward 250 "
+           "MHz'), no stage comes out at three while one needs four. Before: "
            "State at 2026-11-26, session 38 (medians of seeds 1-3): every section of the "
            "fused step is cut to at most about four LUT levels or one carry chain with a LUT "
            "level beside it, what a 5 ns stage holds on ECP5 (docs/dot.md, 'Every section "

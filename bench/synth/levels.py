@@ -225,13 +225,16 @@ def format_stage_paths(paths: list[StagePath], top: int | None = None) -> str:
 
 
 def main(argv=None) -> int:
+    from hw.cli import units
+
     from .flow import ecp5_netlist
 
     ap = argparse.ArgumentParser(
         prog="python -m bench.synth.levels",
         description="LUT levels and estimated delay of every pipeline stage (ECP5 netlist, "
                     "nothing placed), deepest first")
-    ap.add_argument("unit", help="a unit of `python -m hw generate` (quantizer, dot, ...)")
+    ap.add_argument("unit", choices=sorted(units()),
+                    help="a unit of `python -m hw generate`; its options follow")
     ap.add_argument("--netlist", type=Path,
                     help="read this yosys ECP5 netlist instead of synthesizing the unit")
     ap.add_argument("--top", type=int, default=30, help="rows to print (default 30)")
@@ -239,6 +242,8 @@ def main(argv=None) -> int:
     if args.top < 1:
         ap.error(f"--top must be at least 1, not {args.top}")
     path = args.netlist
+    if path is not None and not path.is_file():
+        ap.error(f"no netlist at {path}")
     if path is None:
         print(f"synthesizing {args.unit} {' '.join(unit_args)} (yosys, about a minute) ...",
               file=sys.stderr, flush=True)
