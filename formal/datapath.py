@@ -6,9 +6,9 @@ splits the property into a part about structure, a part about the datapath's fun
 part the flow proofs already own, and proves the first two for all inputs:
 
 1. **Structure** (checked on the flattened netlist of each depth): every flip-flop of the unit
-   is either a pipeline control register (a stage's ``valid``, ``hold<j>`` or ``en_advance``,
-   and ``en<c>_advance`` for each further enable copy) or a bit of a registered boundary's
-   data register (or the registered stall's skid register), a ``$dffe`` that loads on its
+   is either a pipeline control register (a stage's ``valid`` or ``en_advance``,
+   ``en<c>_advance`` for each further enable copy, and with ``hold_when`` ``hold0``) or a bit of
+   a registered boundary's data register (or the skid register), a ``$dffe`` that loads on its
    stage's enable net ``<prefix>_<boundary>_en`` (the skid register: the last stage's; with
    the pipeline's ``enable_load``, part ``c`` of the register on copy ``..._en<c>``).  Any
    other register (state outside the pipeline, a register on another enable) stops the proof
@@ -169,7 +169,7 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
 
     # data register bit -> (register name, the enable bit it must load on)
     data = {}
-    for reg in probes["data"] + probes.get("skid", []):
+    for reg in probes["data"] + probes["skid"]:
         stage = reg.removesuffix("_skid")
         reg_bits = bits(reg)
         for c, (lo, hi) in enumerate(enable_parts(len(reg_bits), enable_load)):
@@ -323,10 +323,9 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
     path = workdir / f"{name}.json"
     netlist = json.loads(path.read_text())
     sections = unit.sections(k, stages)
-    copies = (enable_copies(text, unit.prefix, registered_boundaries(sections, stages))
-              if unit.registered_stall else None)
-    probes = pipeline_probes(sections, stages, unit.prefix, unit.registered_stall, data=True,
-                             copies=copies, hold_when=unit.runs)
+    copies = enable_copies(text, unit.prefix, registered_boundaries(sections, stages))
+    probes = pipeline_probes(sections, stages, unit.prefix, data=True, copies=copies,
+                             hold_when=unit.runs)
     blocks = [(pattern, f"{unit.prefix}_{boundary}") for pattern, boundary in unit.blocks
               if f"{unit.prefix}_{boundary}" in probes["data"]]
     problems = bypass_data_registers(netlist, name, probes, unit.state, unit.compared, blocks,

@@ -21,7 +21,7 @@ Every harness has the same conventions:
 * :class:`FlowHarness` -- properties 1-3 (stream rules, scoreboard, reset) on one unit.
 * :class:`MiterHarness` -- property 4: the unit at ``stages`` against the unit at 1.
 * :class:`OrderHarness` -- ordering, on the datapath-free :class:`hw.pipeline.Pipeline` with the
-  unit's sections, depth and flavour, carrying sequence-number tags.
+  unit's sections and depth, carrying sequence-number tags.
 * :class:`ChainHarness` -- MXDotGeneral's half of property 4 that depends on the timing: which
   result becomes which block's accumulator input.
 """
@@ -142,8 +142,10 @@ class FlowHarness(_Harness):
 
     Induction invariants (with ``probes``): the pipeline's control registers, read through
     the ``probe`` input that :mod:`formal.sby` connects to them, agree with the scoreboard:
-    all copies of the stall state are equal, ``inflight`` is the number of valid stages (plus
-    the full skid register), and the hold bit is the last stage's valid.
+    all copies of the stage enable (``advance``) are equal and ``inflight`` is the number of
+    valid stages plus the full skid register (the skid register is full exactly when
+    ``advance`` is low); with :meth:`Pipeline.hold_when` (MXDotGeneral), the hold bit implies
+    the last stage's valid.
 
     Parameters
     ----------
@@ -225,16 +227,12 @@ class FlowHarness(_Harness):
     def _invariants(self, m, started, inflight):
         bits = _probe_fields(self.probe, self.probe_names, {})
         valid = bits["valid"]
-        stall = bits.get("hold") or bits["advance"]
-        checks = [Assert(s == stall[0], "inv_stall_copies_equal") for s in stall[1:]]
-        if "hold" in bits:
-            if self.unit.runs:
-                checks.append(Assert(~stall[0] | valid[-1], "inv_hold_implies_valid"))
-            else:
-                checks += [Assert(stall[0] == valid[-1], "inv_hold_is_last_valid"),
-                           Assert(inflight == _popcount(valid), "inv_inflight_counts_valid")]
-        else:  # registered stall: the skid register is full exactly when advance is low
-            checks.append(Assert(inflight == _popcount(valid) + ~stall[0],
+        if self.unit.runs:  # hold_when: hold0 says whether the last stage's block waits
+            checks = [Assert(~bits["hold"][0] | valid[-1], "inv_hold_implies_valid")]
+        else:  # the skid register is full exactly when advance is low
+            advance = bits["advance"]
+            checks = [Assert(s == advance[0], "inv_stall_copies_equal") for s in advance[1:]]
+            checks.append(Assert(inflight == _popcount(valid) + ~advance[0],
                                  "inv_inflight_counts_valid_and_skid"))
         with m.If(started):
             m.d.comb += checks
@@ -295,7 +293,7 @@ class MiterHarness(_Harness):
 
 class OrderHarness(_Harness):
     """Ordering on the datapath-free pipeline: :class:`hw.pipeline.Pipeline` with the unit's
-    sections, depth and flavour, carrying a sequence-number tag instead of a datapath.
+    sections and depth, carrying a sequence-number tag instead of a datapath.
 
     The tag of each accepted block is the number of blocks accepted before it (modulo
     ``2^w``, ``w`` wide enough for every block in flight); asserted: each output's tag is
@@ -306,9 +304,9 @@ class OrderHarness(_Harness):
     unit's data registers load on the same enables as these valid bits: the unit's ordering is
     the pipeline's.
 
-    Induction invariants (``probes``; not with ``hold_when``): the stall-state copies are
-    equal; default flavour: the hold bit is the last stage's valid bit; registered stall: the
-    skid register is full exactly when ``advance`` is low and then holds the oldest block
+    Induction invariants (``probes``; not with ``hold_when``): the stage enable's copies
+    (``advance``) are equal; the skid register is full exactly when ``advance`` is low and
+    then holds the oldest block
     (tag ``count_out``); a valid stage's tag is ``count_out`` plus the number of valid blocks
     nearer the output, and ``count_in - count_out`` is the number of blocks held.
     """
@@ -323,8 +321,7 @@ class OrderHarness(_Harness):
         if probes:
             if unit.runs:
                 raise ValueError("order invariants are not stated for hold_when")
-            self.probe_names = pipeline_probes(self.sections, stages, "t",
-                                               unit.registered_stall, data=True)
+            self.probe_names = pipeline_probes(self.sections, stages, "t", data=True)
         self.widths = {"data": self.tag_bits, "skid": self.tag_bits}
         self.probe = Signal(max(1, len(self.probe_wires)))
 
@@ -341,8 +338,7 @@ class OrderHarness(_Harness):
         m = Module()
         unit = self.unit
         rst, started, _ = self._reset_control(m)
-        pipe = Pipeline(m, self.sections, self.stages, name="t",
-                        registered_stall=unit.registered_stall)
+        pipe = Pipeline(m, self.sections, self.stages, name="t")
         count_in = Signal(self.tag_bits, reset_less=True)
         count_out = Signal(self.tag_bits, reset_less=True)
         last = self.i_last if unit.runs else 1
@@ -372,17 +368,13 @@ class OrderHarness(_Harness):
 
     def _invariants(self, m, started, count_in, count_out):
         f = _probe_fields(self.probe, self.probe_names, self.widths)
-        valid, data = f["valid"], f["data"]
-        stall = f.get("hold") or f["advance"]
-        checks = [Assert(s == stall[0], "inv_stall_copies_equal") for s in stall[1:]]
-        ahead = 0  # valid blocks nearer the output than stage j
-        if "skid" in f:  # registered stall: the skid register is full exactly when advance is low
-            skid_full = Signal(name="inv_skid_full")
-            m.d.comb += skid_full.eq(~stall[0])
-            checks.append(Assert(~skid_full | (f["skid"][0] == count_out), "inv_skid_tag"))
-            ahead = skid_full
-        else:
-            checks.append(Assert(stall[0] == valid[-1], "inv_hold_is_last_valid"))
+        valid, data, advance = f["valid"], f["data"], f["advance"]
+        checks = [Assert(s == advance[0], "inv_stall_copies_equal") for s in advance[1:]]
+        # the skid register is full exactly when advance is low, and then holds the oldest block
+        skid_full = Signal(name="inv_skid_full")
+        m.d.comb += skid_full.eq(~advance[0])
+        checks.append(Assert(~skid_full | (f["skid"][0] == count_out), "inv_skid_tag"))
+        ahead = skid_full  # valid blocks nearer the output than stage j
         for j in reversed(range(len(valid))):
             expect = (count_out + ahead)[:self.tag_bits]
             checks.append(Assert(~valid[j] | (data[j] == expect), "inv_stage_tags_consecutive"))

@@ -47,8 +47,6 @@ class FormalUnit:
     prefix : str
         The ``name`` the unit gives its :class:`hw.pipeline.Pipeline` (prefix of the control
         registers' names in the netlist).
-    registered_stall : bool
-        The pipeline's flavour (:class:`hw.pipeline.Pipeline`).
     runs : bool
         MXDotGeneral: one output per run (a block with ``last``), not per block.
     cuts : tuple of str
@@ -81,7 +79,6 @@ class FormalUnit:
     build: Callable
     sections: Callable[[int, int | None], Mapping[str, float]]
     prefix: str
-    registered_stall: bool
     runs: bool = False
     cuts: tuple[str, ...] = ()
     compared: tuple[str, ...] = ()
@@ -99,24 +96,22 @@ class FormalUnit:
 
     def capacity(self, stages: int) -> int:
         """Blocks the unit can hold at once: one per register stage, plus the skid register."""
-        return stages + int(self.registered_stall)
+        return stages + 1
 
     def drain_cycles(self, stages: int) -> int:
         """Cycles of ``o.ready`` high after which a block accepted before them has left (and
         the ``latency`` window: the registered stall sees ``o.ready`` one cycle late)."""
-        return stages + int(self.registered_stall)
+        return stages + 1
 
     def control_probes(self, k: int, stages: int) -> dict[str, list[str]]:
         """The unit's pipeline control registers, under the harness's instance ``dut``
         (:func:`pipeline_probes`; the enable copies found in the unit's RTLIL,
         :func:`enable_copies`)."""
         sections = self.sections(k, stages)
-        copies = None
-        if self.registered_stall:
-            text = rtlil.convert(self.build(k, stages), name="top")
-            copies = enable_copies(text, self.prefix, registered_boundaries(sections, stages))
-        return pipeline_probes(sections, stages, self.prefix, self.registered_stall,
-                               scope="dut.", copies=copies, hold_when=self.runs)
+        text = rtlil.convert(self.build(k, stages), name="top")
+        copies = enable_copies(text, self.prefix, registered_boundaries(sections, stages))
+        return pipeline_probes(sections, stages, self.prefix, scope="dut.", copies=copies,
+                               hold_when=self.runs)
 
 
 def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
@@ -140,37 +135,32 @@ def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
 
 
 def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
-                    registered_stall: bool, *, scope: str = "", data: bool = False,
+                    *, scope: str = "", data: bool = False,
                     copies: Mapping[str, int] | None = None,
                     hold_when: bool = False) -> dict[str, list[str]]:
     """Names, in the flattened netlist, of the registers of a :class:`hw.pipeline.Pipeline`
     named ``prefix`` (as its ``name``) built in the module at ``scope`` (``"dut."``, or ``""``
     for the top module).
 
-    Returns ``valid`` (one per registered stage, in datapath order) and either ``hold``
-    (default flavour: the per-stage hold copies) or ``advance`` (registered stall: the
+    Returns ``valid`` (one per registered stage, in datapath order), ``advance`` (the
     per-stage enable copies, and with ``copies`` (boundary -> number, :func:`enable_copies`)
-    each stage's further copies after its first, and with ``hold_when`` ``hold``, the one
+    each stage's further copies after its first) and with ``hold_when`` ``hold`` (the one
     register saying whether the last stage's block waits); with ``data``, also ``data`` (each
-    stage's data register).  The names follow :class:`Pipeline`'s naming; a name that does not exist
-    makes the Yosys script fail.
+    stage's data register) and ``skid`` (the skid register after the last stage).  The names
+    follow :class:`Pipeline`'s naming; a name that does not exist makes the Yosys script fail.
     """
     boundaries = registered_boundaries(sections, stages)
     tags = [f"{scope}{prefix}_{b}" for b in boundaries]
-    probes = {"valid": [f"{t}_valid" for t in tags]}
-    if registered_stall:
-        copies = copies or {}
-        probes["advance"] = [f"{t}_en{c or ''}_advance"
-                             for b, t in zip(boundaries, tags, strict=True)
-                             for c in range(copies.get(b, 1))]
-        if hold_when:
-            probes["hold"] = [f"{scope}{prefix}_hold0"]
-    else:
-        probes["hold"] = [f"{scope}{prefix}_hold{j}" for j in range(stages)]
+    copies = copies or {}
+    probes = {"valid": [f"{t}_valid" for t in tags],
+              "advance": [f"{t}_en{c or ''}_advance"
+                          for b, t in zip(boundaries, tags, strict=True)
+                          for c in range(copies.get(b, 1))]}
+    if hold_when:
+        probes["hold"] = [f"{scope}{prefix}_hold0"]
     if data:
         probes["data"] = tags
-        if registered_stall:
-            probes["skid"] = [f"{tags[-1]}_skid"]
+        probes["skid"] = [f"{tags[-1]}_skid"]
     return probes
 
 
@@ -192,19 +182,16 @@ UNITS = (
     FormalUnit("quantizer", "fp8_e4m3 from bf16, rne, floor, stage registers in 16-bit parts",
                lambda k, s: QuantizerInParts("fp8_e4m3", k, "bf16", stages=s),
                lambda k, s: quantizer_sections("fp8_e4m3", k, s, "bf16"), "q",
-               registered_stall=MXQuantizer.registered_stall,
                cuts=("amax",)),
     FormalUnit("dequantizer", "fp8_e4m3 to fp16",
                lambda k, s: MXDequantizer("fp8_e4m3", k, "fp16", stages=s),
-               lambda k, stages: DEQUANTIZER_SECTIONS, "d",
-               registered_stall=MXDequantizer.registered_stall),
+               lambda k, stages: DEQUANTIZER_SECTIONS, "d"),
     FormalUnit("dot", "fp4_e2m1 x fp4_e2m1, fp32 accumulator",
                lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s),
-               _fp4_dot_sections, "dot", registered_stall=MXDot.registered_stall),
+               _fp4_dot_sections, "dot"),
     FormalUnit("dot-general", "fp4_e2m1 x fp4_e2m1, 2 contexts",
                lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2, stages=s),
-               _fp4_dot_sections, "dotg", registered_stall=MXDotGeneral.registered_stall,
-               runs=True,
+               _fp4_dot_sections, "dotg", runs=True,
                cuts=("step_c",), compared=("leave_result",), state=("acc[0-9]*", "busy")),
 )
 

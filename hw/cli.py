@@ -15,7 +15,7 @@ conversion; the sidecar is :mod:`hw.sidecar`.
 
 A generated component must provide ``module_name`` (a Verilog identifier that encodes its
 parameters), ``parameters`` (a JSON-able dict), ``latency`` (cycles, int) and
-``registered_stall`` (bool) attributes (:mod:`hw.sidecar`).
+``i_ready_registered`` (bool) attributes (:mod:`hw.sidecar`).
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class MXDequantizer(wiring.Component):
         an fp8_e4m3 NaN code or an fp8_e5m2 NaN code give the canonical quiet NaN.
 
     Latency is ``stages`` cycles, one block per clock.  Flow control:
-    :class:`hw.pipeline.Pipeline` with ``registered_stall``: ``i.ready`` is a register (the
+    :class:`hw.pipeline.Pipeline`: ``i.ready`` is a register (the
     common stage enable, ``o.ready | ~o.valid`` of the cycle before); a skid register catches
     the block the pipeline moves on in the first cycle of a stall.  With the enable one gate
     from ``o.ready``, that gate's route to the 1,024 output flip-flops (k = 32, fp32) was the
@@ -83,8 +83,8 @@ class MXDequantizer(wiring.Component):
     rounding: 201.8 MHz, 3,209 LUT4, 4,727 FF (docs/quantizer.md).
     """
 
-    #: ``i.ready`` is a register (the sidecar's ``flow_control``).
-    registered_stall = True
+    #: ``i.ready`` is a register (the sidecar's ``flow_control``; :class:`hw.pipeline.Pipeline`).
+    i_ready_registered = True
     #: Vendor cells the Verilog instantiates (the sidecar's ``primitives``): none.
     primitives = ()
 
@@ -122,8 +122,7 @@ class MXDequantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, output_format, k = self.fmt, self.output_format, self.block_size
-        pipe = Pipeline(m, DEQUANTIZER_SECTIONS, self.stages, name="d",
-                        registered_stall=self.registered_stall)
+        pipe = Pipeline(m, DEQUANTIZER_SECTIONS, self.stages, name="d")
 
         # -- input: the block's part of every result exponent, beside the port registers ----
         # above = top - emin_out = block + lane: the scale's binade relative to the output's

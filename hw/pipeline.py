@@ -3,9 +3,9 @@
 A unit writes its datapath as combinational *sections*, each followed by a named *boundary*
 (:meth:`Pipeline.boundary`); ``stages`` chooses how many boundaries hold a register, and
 :func:`place_registers` chooses which, from per-section delay estimates the unit declares.
-All registers advance together on one stall enable (with one copy of it per stage, or per part
-of a wide stage register, so no net from ``o.ready`` reaches every stage); see
-:class:`Pipeline` for the two flavours.
+All registers advance together on one stall enable, itself a register (with one copy of it per
+stage, or per part of a wide stage register, so no net from ``o.ready`` reaches every stage);
+see :class:`Pipeline`.
 """
 
 from __future__ import annotations
@@ -128,26 +128,28 @@ class Pipeline:
     Synchronous reset clears the valid, hold and enable bits only; data registers are
     reset-less.
 
-    * Default: a stage's enable is ``~hold | o_ready``, ``hold`` ("a block waits at the
-      output") a register of which every stage has its own copy; ``i_ready`` is the first
-      stage's enable, one gate from ``o_ready``.  :meth:`hold_when` narrows which blocks wait.
-    * ``registered_stall=True``: the enable is itself a register, ``advance <= o_ready |
-      ~o_valid`` (reset 1), one copy per stage, so enables start at flip-flops and
-      ``i_ready`` is a register.  The pipeline learns of a stall one cycle late and moves once
-      more: a one-entry skid register after the last stage catches that block.  While
-      ``advance`` is high the skid register copies the last stage; while it is low the output
-      shows the skid register until it is taken (``o_valid``/payload are a 2:1 mux of the
-      two).  A copy's update uses the copy itself in place of ``advance``: equal in every
-      reachable state, but a different function, so synthesis cannot merge the copies back
-      into one net (yosys ``opt_merge`` merges flip-flops with identical inputs).
-      With :meth:`hold_when`, a register ``<name>_hold0`` beside the last stage's valid bit
-      says whether its block is one that waits, and only such a block stops ``advance``.
+    The enable is itself a register, ``advance <= o_ready | ~o_valid`` (reset 1), one copy
+    per stage, so enables start at flip-flops and ``i_ready`` is a register (no gate between
+    ``o.ready`` and the enables' fan-out).  The pipeline learns of a stall one cycle late and
+    moves once more: a one-entry skid register after the last stage catches that block.  While
+    ``advance`` is high the skid register copies the last stage; while it is low the output
+    shows the skid register until it is taken (``o_valid``/payload are a 2:1 mux of the two).
+    A copy's update uses the copy itself in place of ``advance``: equal in every reachable
+    state, but a different function, so synthesis cannot merge the copies back into one net
+    (yosys ``opt_merge`` merges flip-flops with identical inputs).  With :meth:`hold_when`, a
+    register ``<name>_hold0`` beside the last stage's valid bit says whether its block is one
+    that waits, and only such a block stops ``advance``.
 
-    * ``enable_load`` (registered stall only): a stage register wider than ``enable_load``
-      bits is loaded in parts (:func:`enable_parts`), each on its own copy of the enable
-      register, built the same way (``<name>_<boundary>_en``, then ``_en1``, ``_en2``, ...;
-      each with its ``_advance`` register).  One enable net to the 200-1,232 flip-flops of a
-      k = 32 quantizer stage was a critical path in context (4.0-4.1 ns of routing).
+    Until 2026-11-26 a second flavour was the default: each stage's enable a gate,
+    ``~hold | o_ready``, on a per-stage copy of a ``hold`` register.  Every unit had moved to
+    the registered enable for its clock rate (docs/quantizer.md, docs/dot.md), so it was
+    removed (session 40): one flow control.
+
+    ``enable_load``: a stage register wider than ``enable_load`` bits is loaded in parts
+    (:func:`enable_parts`), each on its own copy of the enable register, built the same way
+    (``<name>_<boundary>_en``, then ``_en1``, ``_en2``, ...; each with its ``_advance``
+    register).  One enable net to the 200-1,232 flip-flops of a k = 32 quantizer stage was a
+    critical path in context (4.0-4.1 ns of routing).
 
     Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
     presented on the output in cycle ``c + latency`` (without backpressure).
@@ -162,11 +164,9 @@ class Pipeline:
         Registered boundaries, ``1..len(sections)``; the last boundary is always one.
     name : str
         Prefix of the generated signal names.
-    registered_stall : bool
-        The registered-enable flavour above (default False).
     enable_load : int or None
-        With ``registered_stall``: the most bits of a stage register one enable copy loads
-        (None: one copy per stage, the default).
+        The most bits of a stage register one enable copy loads (None: one copy per stage,
+        the default).
 
     Members
     -------
@@ -179,30 +179,24 @@ class Pipeline:
     """
 
     def __init__(self, m: Module, sections: Mapping[str, float], stages: int, *,
-                 name: str = "p", registered_stall: bool = False,
-                 enable_load: int | None = None):
+                 name: str = "p", enable_load: int | None = None):
         if enable_load is not None:
             if not isinstance(enable_load, int) or isinstance(enable_load, bool):
                 raise TypeError(f"enable_load must be an int or None, not {enable_load!r}")
             if enable_load < 1:
                 raise ValueError(f"enable_load must be at least 1, not {enable_load}")
-            if not registered_stall:
-                raise ValueError("enable_load needs registered_stall (the default flavour's "
-                                 "enables are gates, not registers to copy)")
         self._m = m
         self._enable_load = enable_load
         self._names = tuple(sections)
         self._registered = place_registers(list(sections.values()), stages)
         self._name = name
-        self._registered_stall = bool(registered_stall)
         self._index = 0
         self._valids = []  # valid bit of each registered stage
         self._enables = []  # load enable of each registered stage (driven in connect)
         self._enable_copies = []  # per registered stage: its enable copies (the first = enable)
         self._enable_by_name = {}  # boundary name -> its stage's load enable
-        self._holds = []  # default flavour: one hold register per stage
         self._hold_flag = None  # hold_when's flag; None: every valid block waits
-        self._waits = None  # registered stall: whether the last stage's block waits
+        self._waits = None  # whether the last stage's block waits
         self._out_hold = None
         self._in_valid = Signal(name=f"{name}_in_valid")
         self._out_valid = None
@@ -239,9 +233,9 @@ class Pipeline:
 
     @property
     def hold(self) -> Value:
-        """A valid block (with the :meth:`hold_when` flag) waits at the output: a register
-        in the default flavour; with the registered stall, that register (``<name>_hold0``,
-        the last stage's block) or, while the skid register is full, 1 (its block waits)."""
+        """A valid block (with the :meth:`hold_when` flag) waits at the output: the last
+        stage's valid bit (with :meth:`hold_when`, the register ``<name>_hold0``) or, while
+        the skid register is full, 1 (its block waits)."""
         if self._out_hold is None:
             raise ValueError("hold is known once the last boundary is crossed")
         return self._out_hold
@@ -282,19 +276,8 @@ class Pipeline:
         reg = self._register(value, copies, tag)
         if not last:
             return reg
-        if not self._registered_stall:
-            waits = prev_valid if self._hold_flag is None else prev_valid & self._hold_flag
-            for j, en_j in enumerate(self._enables):  # one hold copy per stage enable
-                hold = Signal(name=f"{self._name}_hold{j}")
-                with m.If(en_j):
-                    m.d.sync += hold.eq(waits)
-                self._holds.append(hold)
-            self._out_valid = valid
-            self._out_hold = self._holds[0]
-            return reg
-        # registered_stall: the skid register beside the last stage.  It is full exactly when
-        # the enable is low: the cycle after the output held a block that waited and was not
-        # taken.
+        # The skid register beside the last stage.  It is full exactly when the enable is
+        # low: the cycle after the output held a block that waited and was not taken.
         skid = self._register(reg, copies, f"{tag}_skid")
         self._out_valid = Signal(name=f"{tag}_out_valid")
         m.d.comb += self._out_valid.eq(valid | ~enable)
@@ -330,13 +313,9 @@ class Pipeline:
         if self._index != len(self._names):
             raise ValueError(f"{len(self._names)} boundaries declared, {self._index} crossed")
         m = self._m
-        if self._registered_stall:
-            for enable in (copy for copies in self._enable_copies for copy in copies):
-                advance = Signal(name=f"{enable.name}_advance", init=1)
-                m.d.sync += advance.eq(o_ready | (~self._waits & advance))
-                m.d.comb += enable.eq(advance)
-        else:
-            m.d.comb += [en.eq(~hold | o_ready)
-                         for en, hold in zip(self._enables, self._holds, strict=True)]
+        for enable in (copy for copies in self._enable_copies for copy in copies):
+            advance = Signal(name=f"{enable.name}_advance", init=1)
+            m.d.sync += advance.eq(o_ready | (~self._waits & advance))
+            m.d.comb += enable.eq(advance)
         m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._enables[0]),
                      o_valid.eq(self._out_valid)]

@@ -297,14 +297,14 @@ class MXQuantizer(wiring.Component):
         Payload fields: ``scale`` (E8M0 code) and ``codes`` (k element codes).
 
     Latency is ``stages`` cycles: a block accepted in cycle c is presented in cycle
-    c + ``stages``; one block per clock.  Flow control: :class:`hw.pipeline.Pipeline` with
-    ``registered_stall``: ``i.ready`` is a register (the common stage enable, ``o.ready |
+    c + ``stages``; one block per clock.  Flow control: :class:`hw.pipeline.Pipeline`:
+    ``i.ready`` is a register (the common stage enable, ``o.ready |
     ~o.valid`` of the cycle before); a skid register catches the block the pipeline moves on
     in the first cycle of a stall (``docs/quantizer.md``, flow control).
     """
 
-    #: ``i.ready`` is a register (the sidecar's ``flow_control``).
-    registered_stall = True
+    #: ``i.ready`` is a register (the sidecar's ``flow_control``; :class:`hw.pipeline.Pipeline`).
+    i_ready_registered = True
     #: The most bits of a stage register one copy of the stage enable loads
     #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 2-8 copies per stage at k = 32.
     #: fp32 -> fp6_e2m3 at 10 stages was bound by one enable's fan-out (``q_amax2_cmp_en ->
@@ -372,8 +372,7 @@ class MXQuantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, input_format, k = self.fmt, self.input_format, self.block_size
-        pipe = Pipeline(m, self.sections, self.stages, name="q",
-                        registered_stall=self.registered_stall, enable_load=self.enable_load)
+        pipe = Pipeline(m, self.sections, self.stages, name="q", enable_load=self.enable_load)
 
         def cross(fields, name):  # a section boundary: one struct signal, maybe registered
             return pipe.boundary(wire(m, fields, f"q_{name}_in"), name)

@@ -14,9 +14,9 @@ Verilog conversion needed unless the hash is wanted); :func:`validate` checks an
 raises :class:`SidecarError` with a one-line message.
 
 A component must provide ``module_name``, ``parameters`` (JSON-able dict), ``latency`` (int)
-and ``registered_stall`` (bool: ``i.ready`` is a register, see
-:class:`hw.pipeline.Pipeline`, unless an ``i_ready_registered`` attribute says otherwise, as
-MXDotGeneral's does); its ``i`` and ``o`` payloads must be
+and ``i_ready_registered`` (bool: ``i.ready`` is a register, see :class:`hw.pipeline.Pipeline`;
+False for MXDotGeneral, where a block may enter as its context's block leaves); its ``i``
+and ``o`` payloads must be
 :class:`amaranth.lib.data.StructLayout`\\ s.
 """
 
@@ -157,8 +157,8 @@ def sidecar(component, unit: str, verilog: str | None = None) -> dict:
     out.update({
         "clock": {"name": "clk", "edge": "rising"},
         "reset": {"name": "rst", "kind": "sync", "active": "high"},
-        "flow_control": {"i_ready": "registered" if getattr(
-            component, "i_ready_registered", component.registered_stall) else "combinational"},
+        "flow_control": {"i_ready": "registered" if component.i_ready_registered
+                         else "combinational"},
     })
     if component.primitives:  # vendor cells: simulation needs their models (hw.dsp)
         out["primitives"] = list(component.primitives)

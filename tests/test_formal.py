@@ -78,7 +78,7 @@ class _Chain(wiring.Component):
 
 def _chain_unit(pipeline_class, bug=None, cuts=()):
     return FormalUnit("chain", "test chain", lambda k, s: _Chain(s, pipeline_class, bug),
-                      lambda k, stages: SECTIONS, "t", registered_stall=False, cuts=cuts)
+                      lambda k, stages: SECTIONS, "t", cuts=cuts)
 
 
 def test_dequantizer_k2_flow_proven_by_induction(tmp_path):
@@ -165,7 +165,7 @@ def test_real_unit_with_another_rounding_fails(tmp_path):
     unit = FormalUnit(base.name, "rne at depth 1, rtz deeper",
                       lambda k, s: MXQuantizer("fp8_e4m3", k, "bf16",
                                                rounding="rne" if s == 1 else "rtz", stages=s),
-                      base.sections, base.prefix, base.registered_stall)
+                      base.sections, base.prefix)
     res = prove_same_datapath(unit, 2, 5, tmp_path / "rounding")
     assert res.status == "FAIL", res.failed
 
@@ -294,27 +294,34 @@ def test_state_reaching_the_output_past_the_cut_is_reported(tmp_path):
     assert any("needs cut nets" in p for p in res.failed), res.failed
 
 
+def _dffe(enable, d, q):
+    return {"type": "$dffe", "parameters": {"EN_POLARITY": "1"},
+            "connections": {"CLK": [1], "EN": [enable], "D": d, "Q": q}}
+
+
 def _one_register_netlist(enable_bit):
-    """A Yosys JSON module with the chain's naming: data register ``t_a`` (bits 2-3), loaded
-    from bits 4-5 on ``enable_bit``; the stage enable net ``t_a_en`` is bit 6."""
-    nets = {"t_a": [2, 3], "t_a_en": [6], "other_en": [7], "t_a_valid": [8], "t_hold0": [9],
-            "o__payload": [2, 3]}
+    """A Yosys JSON module with the chain's naming: data register ``t_a`` (bits 2-3) and the
+    skid register ``t_a_skid`` (bits 11-12), loaded from bits 4-5 on ``enable_bit``; the stage
+    enable net ``t_a_en`` is bit 6, its register ``t_a_en_advance`` bit 9."""
+    nets = {"t_a": [2, 3], "t_a_skid": [11, 12], "t_a_en": [6], "other_en": [7],
+            "t_a_valid": [8], "t_a_en_advance": [9], "o__payload": [2, 3]}
     return {"modules": {"top": {
         "ports": {"o__payload": {"direction": "output", "bits": [2, 3]},
                   "o__valid": {"direction": "output", "bits": [8]}},
         "netnames": {n: {"bits": b, "attributes": {}} for n, b in nets.items()},
-        "cells": {"r": {"type": "$dffe", "parameters": {"EN_POLARITY": "1"},
-                        "connections": {"CLK": [1], "EN": [enable_bit], "D": [4, 5],
-                                        "Q": [2, 3]}}}}}}
+        "cells": {"r": _dffe(enable_bit, [4, 5], [2, 3]),
+                  "s": _dffe(enable_bit, [2, 3], [11, 12])}}}}
 
 
 def test_bypass_checks_the_data_registers_enable():
-    """A data register must load on its own stage's enable net: on another net it is
-    reported, on its own it becomes a wire (and only the payload stays an output)."""
-    probes = pipeline_probes({"a": 1.0}, 1, "t", False, data=True)
+    """A data register (and the skid register) must load on its own stage's enable net: on
+    another net it is reported, on its own it becomes a wire (and only the payload stays an
+    output)."""
+    probes = pipeline_probes({"a": 1.0}, 1, "t", data=True)
     netlist = _one_register_netlist(enable_bit=7)
     problems = bypass_data_registers(netlist, "top", probes)
-    assert problems == ["data register t_a is a $dffe not loading on its stage enable"]
+    assert problems == ["data register t_a is a $dffe not loading on its stage enable",
+                        "data register t_a_skid is a $dffe not loading on its stage enable"]
     netlist = _one_register_netlist(enable_bit=6)
     assert bypass_data_registers(netlist, "top", probes) == []
     mod = netlist["modules"]["top"]
@@ -324,28 +331,29 @@ def test_bypass_checks_the_data_registers_enable():
 
 
 def test_bypass_checks_each_part_on_its_own_enable_copy():
-    """With the pipeline's ``enable_load``, part c of a data register must load on the
-    stage's enable copy c: a part on the first copy instead is reported."""
-    probes = pipeline_probes({"a": 1.0}, 1, "t", False, data=True)
+    """With the pipeline's ``enable_load``, part c of a data register (and of the skid
+    register) must load on the stage's enable copy c: a part on the first copy instead is
+    reported."""
+    probes = pipeline_probes({"a": 1.0}, 1, "t", data=True)
 
     def netlist(second_enable):
-        nets = {"t_a": [2, 3], "t_a_en": [6], "t_a_en1": [10], "t_a_valid": [8],
-                "t_hold0": [9], "o__payload": [2, 3]}
-        cells = {f"r{j}": {"type": "$dffe", "parameters": {"EN_POLARITY": "1"},
-                           "connections": {"CLK": [1], "EN": [en], "D": [4 + j],
-                                           "Q": [2 + j]}}
-                 for j, en in enumerate((6, second_enable))}
+        nets = {"t_a": [2, 3], "t_a_skid": [11, 12], "t_a_en": [6], "t_a_en1": [10],
+                "t_a_valid": [8], "t_a_en_advance": [9], "o__payload": [2, 3]}
+        cells = {}
+        for j, en in enumerate((6, second_enable)):
+            cells[f"r{j}"] = _dffe(en, [4 + j], [2 + j])
+            cells[f"s{j}"] = _dffe(en, [2 + j], [11 + j])
         return {"modules": {"top": {
             "ports": {"o__payload": {"direction": "output", "bits": [2, 3]}},
             "netnames": {n: {"bits": b, "attributes": {}} for n, b in nets.items()},
             "cells": cells}}}
 
+    wrong = ["data register t_a is a $dffe not loading on its stage enable",
+             "data register t_a_skid is a $dffe not loading on its stage enable"]
     assert bypass_data_registers(netlist(10), "top", probes, enable_load=1) == []
-    assert bypass_data_registers(netlist(6), "top", probes, enable_load=1) == [
-        "data register t_a is a $dffe not loading on its stage enable"]
+    assert bypass_data_registers(netlist(6), "top", probes, enable_load=1) == wrong
     # without enable_load the whole register must load on t_a_en
-    assert bypass_data_registers(netlist(10), "top", probes) == [
-        "data register t_a is a $dffe not loading on its stage enable"]
+    assert bypass_data_registers(netlist(10), "top", probes) == wrong
 
 
 def test_enable_copies_are_read_off_the_units_rtlil():

@@ -1,6 +1,6 @@
 """hw.pipeline.Pipeline in simulation: every block comes out once, in order, transformed by
-every section, under random valid/ready; the latency is ``stages``; both flow controls, the
-registered stall also with its stage registers loaded in parts (``enable_load``)."""
+every section, under random valid/ready; the latency is ``stages``; with one enable copy per
+stage and with the stage registers loaded in parts (``enable_load``)."""
 
 from __future__ import annotations
 
@@ -12,24 +12,22 @@ from amaranth.hdl import Cat, Elaboratable, Module, Signal
 from hw.pipeline import Pipeline, critical_stage, default_stages, enable_parts
 
 SECTIONS = {"a": 1.0, "b": 2.0, "c": 1.0, "d": 3.0}
-#: (registered_stall, enable_load): the default flavour, the registered stall, and the
-#: registered stall with the 16-bit stage registers loaded in four parts of 4 bits
-FLOWS = {"default": (False, None), "registered": (True, None), "parts": (True, 5)}
+#: enable_load: one enable copy per stage, or the 16-bit stage registers loaded in four parts
+#: of 4 bits
+FLOWS = {"registered": None, "parts": 5}
 
 
 class _Chain(Elaboratable):
     """Adds 1, 2, 3, 4 in the four sections (so a skipped or repeated section shows)."""
 
-    def __init__(self, stages, registered_stall, enable_load=None):
-        self.stages, self.registered_stall = stages, registered_stall
-        self.enable_load = enable_load
+    def __init__(self, stages, enable_load=None):
+        self.stages, self.enable_load = stages, enable_load
         self.i_valid, self.i_ready, self.i_data = Signal(), Signal(), Signal(16)
         self.o_valid, self.o_ready, self.o_data = Signal(), Signal(), Signal(16)
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipeline(m, SECTIONS, self.stages, name="t",
-                        registered_stall=self.registered_stall, enable_load=self.enable_load)
+        pipe = Pipeline(m, SECTIONS, self.stages, name="t", enable_load=self.enable_load)
         x = self.i_data
         for j, name in enumerate(SECTIONS, start=1):
             x = pipe.boundary((x + j)[:16], name)
@@ -85,7 +83,7 @@ def _run(dut, p_valid, p_ready, blocks, seed):
 @pytest.mark.parametrize("flow", FLOWS)
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
 def test_pipeline_lossless_in_order(stages, flow, seed):
-    sent, got, _ = _run(_Chain(stages, *FLOWS[flow]), 0.7, 0.6, 60, seed)
+    sent, got, _ = _run(_Chain(stages, FLOWS[flow]), 0.7, 0.6, 60, seed)
     assert got == [_out(v) for _, v in sent][:len(got)] and len(got) == 60
 
 
@@ -93,7 +91,7 @@ def test_pipeline_lossless_in_order(stages, flow, seed):
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
 def test_pipeline_latency_and_throughput(stages, flow, seed):
     """With valid and ready always high: one block per clock, each ``stages`` cycles late."""
-    sent, got, out_cycles = _run(_Chain(stages, *FLOWS[flow]), 1.0, 1.0, 20, seed)
+    sent, got, out_cycles = _run(_Chain(stages, FLOWS[flow]), 1.0, 1.0, 20, seed)
     assert got == [_out(v) for _, v in sent][:20]
     assert [c for c, _ in sent][:20] == list(range(20))
     assert out_cycles == [c + stages for c in range(20)]
@@ -103,14 +101,13 @@ class _Runs(_Chain):
     """The chain with :meth:`Pipeline.hold_when`: only blocks with bit 0 set wait at the
     output (as MXDotGeneral's last blocks); the others leave whenever they are presented."""
 
-    def __init__(self, stages, registered_stall):
-        super().__init__(stages, registered_stall)
+    def __init__(self, stages):
+        super().__init__(stages)
         self.o_hold = Signal()
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipeline(m, SECTIONS, self.stages, name="t",
-                        registered_stall=self.registered_stall)
+        pipe = Pipeline(m, SECTIONS, self.stages, name="t")
         x = self.i_data
         for j, name in enumerate(SECTIONS, start=1):
             if name == list(SECTIONS)[-1]:
@@ -122,13 +119,12 @@ class _Runs(_Chain):
         return m
 
 
-@pytest.mark.parametrize("registered_stall", [False, True])
 @pytest.mark.parametrize("stages", [1, 2, 4])
-def test_hold_when_only_flagged_blocks_wait(stages, registered_stall, seed):
+def test_hold_when_only_flagged_blocks_wait(stages, seed):
     """Every block leaves once, in order: a flagged one only when ``hold`` and ``o_ready``
     (it is presented and taken), an unflagged one whenever it is presented (``o_valid``),
     whatever ``o_ready`` says; ``hold`` is never high for an unflagged block."""
-    dut = _Runs(stages, registered_stall)
+    dut = _Runs(stages)
     rnd = random.Random(seed)
     blocks, sent, left = 80, [], []
 
@@ -177,13 +173,11 @@ def test_pipeline_checks_its_boundaries():
     with pytest.raises(ValueError, match="hold_when after the last boundary"):
         done.hold_when(Signal())
     with pytest.raises(ValueError, match="hold is known once the last boundary is crossed"):
-        _ = Pipeline(Module(), SECTIONS, 2, registered_stall=True).hold
-    with pytest.raises(ValueError, match="enable_load needs registered_stall"):
-        Pipeline(Module(), SECTIONS, 2, enable_load=8)
+        _ = Pipeline(Module(), SECTIONS, 2).hold
     with pytest.raises(ValueError, match="enable_load must be at least 1, not 0"):
-        Pipeline(Module(), SECTIONS, 2, registered_stall=True, enable_load=0)
+        Pipeline(Module(), SECTIONS, 2, enable_load=0)
     with pytest.raises(TypeError, match="enable_load must be an int or None, not 2.5"):
-        Pipeline(Module(), SECTIONS, 2, registered_stall=True, enable_load=2.5)
+        Pipeline(Module(), SECTIONS, 2, enable_load=2.5)
 
 
 @pytest.mark.parametrize("width,load,parts", [
@@ -201,7 +195,7 @@ def test_a_stage_in_parts_has_one_enable_copy_per_part():
     function by the simulations above."""
     from amaranth.back import rtlil
 
-    text = rtlil.convert(_Chain(4, True, 5), ports=[])
+    text = rtlil.convert(_Chain(4, 5), ports=[])
     for boundary in SECTIONS:
         for copy in ("", "1", "2", "3"):
             assert f"wire width 1 \\t_{boundary}_en{copy}_advance\n" in text
@@ -217,12 +211,11 @@ def test_pipeline_names_which_boundaries_hold_registers():
         pipe.registers("e")
 
 
-@pytest.mark.parametrize("registered_stall", [False, True])
-def test_pipeline_gives_a_registered_boundarys_enable_once_crossed(registered_stall):
+def test_pipeline_gives_a_registered_boundarys_enable_once_crossed():
     """A register built outside the pipeline (a DSP block's) loads with its boundary's
     enable: the one that loads the pipeline's own register there."""
     m = Module()
-    pipe = Pipeline(m, SECTIONS, 2, name="t", registered_stall=registered_stall)
+    pipe = Pipeline(m, SECTIONS, 2, name="t")
     first = next(name for name in pipe.names if pipe.registers(name))
     unregistered = next(name for name in pipe.names if not pipe.registers(name))
     with pytest.raises(ValueError, match=f"boundary '{first}' is not crossed yet"):

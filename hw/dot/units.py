@@ -134,16 +134,17 @@ class MXDot(wiring.Component):
         Vendor cells the Verilog instantiates (``("MULT18X18D",)`` with
         ``multipliers="mult18x18d"``): simulation needs their models,
         :func:`hw.dsp.simulation_models`.
-    registered_stall : bool
-        True: the stage enables, and ``i.ready``, are flip-flops (the registered stall of
-        :class:`hw.pipeline.Pipeline`, a skid register behind the last stage), so no gate
-        sits between ``o.ready`` and the enables' fan-out to every register.
+    i_ready_registered : bool
+        True: the stage enables, and ``i.ready``, are flip-flops (:class:`hw.pipeline.Pipeline`,
+        a skid register behind the last stage), so no gate sits between ``o.ready`` and the
+        enables' fan-out to every register.
     """
 
     #: ``i.ready`` is a register (the sidecar's ``flow_control``): the stage enables start at
     #: flip-flops.  fp8_e4m3 x fp8_e4m3, k = 32, 15 stages: 168.7 MHz against 164.2 with the
-    #: gated enables of the default flavour (medians of nextpnr seeds 1-3; docs/dot.md).
-    registered_stall = True
+    #: gated enables Pipeline had as its default until 2026-11-26 (medians of nextpnr seeds
+    #: 1-3; docs/dot.md).
+    i_ready_registered = True
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
                  stages: int | None = None, multipliers: str = "lut"):
@@ -164,8 +165,7 @@ class MXDot(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipeline(m, self.sections, self.stages, name="dot",
-                        registered_stall=self.registered_stall)
+        pipe = Pipeline(m, self.sections, self.stages, name="dot")
         p = self.i.payload
         out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c,
                                multipliers=self.multipliers)
@@ -219,12 +219,10 @@ class MXDotGeneral(wiring.Component):
         t + latency (without backpressure).
     """
 
-    #: The fused step's pipeline has the registered stall (:class:`hw.pipeline.Pipeline`):
-    #: each stage's enable is a flip-flop; only last blocks wait at the output.
-    registered_stall = True
-    #: But ``i.ready`` is not a register: a block may enter when its context's block leaves in
-    #: the same cycle, which a last block does with ``o.ready`` (the sidecar's
-    #: ``flow_control``).
+    #: The fused step's pipeline (:class:`hw.pipeline.Pipeline`) has each stage's enable a
+    #: flip-flop; only last blocks wait at the output.  But ``i.ready`` is not a register: a
+    #: block may enter when its context's block leaves in the same cycle, which a last block
+    #: does with ``o.ready`` (the sidecar's ``flow_control``).
     i_ready_registered = False
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
@@ -255,8 +253,7 @@ class MXDotGeneral(wiring.Component):
         m = Module()
         nctx = self.contexts
         p = self.i.payload
-        pipe = Pipeline(m, self.sections, self.stages, name="dotg",
-                        registered_stall=self.registered_stall)
+        pipe = Pipeline(m, self.sections, self.stages, name="dotg")
 
         acc = Array(Signal(32, name=f"acc{j}", reset_less=True) for j in range(nctx))
         busy = Signal(nctx)
