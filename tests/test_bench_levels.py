@@ -65,20 +65,23 @@ def test_each_stage_has_its_deepest_path():
     lut = ROUTE_NS + t["lut"]
     # into c0 (to its carry out), then c1's carry in to its sum: no carry through a cell
     chain = ROUTE_NS + t["chain_in"] + t["carry_to_sum"]
-    got = {(p.source, p.dest, p.port): (p.levels, p.ns) for p in stage_paths(NETLIST)}
+    got = {(p.source, p.dest, p.port): (p.levels, p.ns, p.fanout) for p in stage_paths(NETLIST)}
+    # fan-out: p_x[0] (bit 10), l1's output (12) and p_y (14) have two loads each; the
+    # output port counts as a load of p_z
     want = {
-        (INPUT_PORTS, "p_x", "DI"): (0, ff_to_ff),
-        ("p_x", "p_y", "DI"): (2, ff_to_ff + 2 * lut),
-        ("p_y", "p_z", "DI"): (1, ff_to_ff + chain),
-        ("p_x", "p_z", "DI"): (1, ff_to_ff + chain),
-        ("p_x", "p_z", "CE"): (1, ff_to_ff + lut),
-        ("p_y", "p_valid", "DI"): (0, ff_to_ff),
-        ("p_z", OUTPUT_PORTS, "DI"): (0, ff_to_ff),
+        (INPUT_PORTS, "p_x", "DI"): (0, ff_to_ff, 1),
+        ("p_x", "p_y", "DI"): (2, ff_to_ff + 2 * lut, 2),
+        ("p_y", "p_z", "DI"): (1, ff_to_ff + chain, 2),
+        ("p_x", "p_z", "DI"): (1, ff_to_ff + chain, 2),
+        ("p_x", "p_z", "CE"): (1, ff_to_ff + lut, 2),
+        ("p_y", "p_valid", "DI"): (0, ff_to_ff, 2),
+        ("p_z", OUTPUT_PORTS, "DI"): (0, ff_to_ff, 1),
     }
     assert set(got) == set(want)
-    for key, (lv, ns) in want.items():
+    for key, (lv, ns, fanout) in want.items():
         assert got[key][0] == lv, key
         assert got[key][1] == pytest.approx(ns, abs=0.006), key
+        assert got[key][2] == fanout, key
 
 
 def test_deepest_first_and_the_table(capsys, tmp_path):
@@ -89,7 +92,7 @@ def test_deepest_first_and_the_table(capsys, tmp_path):
     netlist.write_text(json.dumps(NETLIST))
     assert levels.main(["dot", "--netlist", str(netlist), "--top", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 3 and out[1].split()[1:] == ["2", "p_x", "->", "p_y"]
+    assert len(out) == 3 and out[1].split()[1:] == ["2", "2", "p_x", "->", "p_y"]
     assert out[2].endswith(("p_y -> p_z", "p_x -> p_z"))
 
 

@@ -4,8 +4,8 @@ nextpnr reports one critical path per placement: the worst stage, and which stag
 changes with the seed.  The question before cutting sections for a faster clock is the other
 way round: how deep is *every* stage?  This module answers it without placing anything.  For
 each pair of register groups (a pipeline stage's register, named ``<prefix>_<section>`` by
-:class:`hw.pipeline.Pipeline`, to the next one's) it finds the path with the most LUT levels
-and an estimated delay.
+:class:`hw.pipeline.Pipeline`, to the next one's) it finds the path with the longest
+estimated delay: its LUT levels, that delay, and the most loads of a net along it.
 
 Levels count LUT4s and carry-chain entries (a CCU2C reached from a LUT or a register); the
 carry from cell to cell along a chain adds delay, not levels.  The delay estimate (ns, ECP5
@@ -68,6 +68,9 @@ class StagePath:
         LUT4s and carry-chain entries on the path with the longest estimated delay.
     ns : float
         That path's estimated delay, register to register (:data:`ROUTE_NS`, :data:`CELL_NS`).
+    fanout : int
+        The most loads of a net on that path (cell inputs it drives, the unit's output ports
+        included): a route that placement may have to stretch.
     """
 
     source: str
@@ -75,6 +78,7 @@ class StagePath:
     port: str
     levels: int
     ns: float
+    fanout: int
 
 
 def _register_name(names: list[str]) -> str:
@@ -135,29 +139,37 @@ def stage_paths(netlist: dict) -> list[StagePath]:
             if isinstance(b, int):
                 aliases[b].append(name)
     drivers = {}
+    loads = collections.Counter()
     for cname, c in cells.items():
         for port, direction in c.get("port_directions", {}).items():
-            if direction == "output":
-                for b in c["connections"][port]:
+            for b in c["connections"].get(port, []):
+                if direction == "output":
                     drivers[b] = (cname, port)
-    # arrival[bit] = {source group: (ns, levels)}, the latest arrival from each group
-    arrival: dict[int, dict[str, tuple[float, int]]] = {}
+                else:
+                    loads[b] += 1
+    for port in mod.get("ports", {}).values():
+        if port["direction"] == "output":
+            loads.update(b for b in port["bits"] if isinstance(b, int))
+    # arrival[bit] = {source group: (ns, levels, fan-out)}, the latest arrival from each group
+    arrival: dict[int, dict[str, tuple[float, int, int]]] = {}
     t = CELL_NS
     groups = _ff_groups(cells, aliases)
     for cname, group in groups.items():
-        arrival[cells[cname]["connections"]["Q"][0]] = {group: (t["clk_to_q"], 0)}
+        arrival[cells[cname]["connections"]["Q"][0]] = {group: (t["clk_to_q"], 0, 0)}
     for port in mod.get("ports", {}).values():
         if port["direction"] == "input":
             for b in port["bits"]:
                 if isinstance(b, int):
-                    arrival.setdefault(b, {INPUT_PORTS: (t["clk_to_q"], 0)})
+                    arrival.setdefault(b, {INPUT_PORTS: (t["clk_to_q"], 0, 0)})
 
-    def merge(out, src, add, levels):
-        for g, (ns, lv) in src.items():
+    def merge(out, bit, add, levels):  # the paths through net ``bit`` into a cell
+        if not isinstance(bit, int):
+            return
+        for g, (ns, lv, fo) in arrival.get(bit, {}).items():
             if g not in out or out[g][0] < ns + add:
-                out[g] = (ns + add, lv + levels)
+                out[g] = (ns + add, lv + levels, max(fo, loads[bit]))
 
-    def arrive(bit) -> dict[str, tuple[float, int]]:
+    def arrive(bit) -> dict[str, tuple[float, int, int]]:
         # iterative depth-first walk: chains and trees are deeper than Python's recursion
         stack = [bit]
         while stack:
@@ -188,22 +200,22 @@ def stage_paths(netlist: dict) -> list[StagePath]:
             if todo:
                 stack.extend(todo)
                 continue
-            out: dict[str, tuple[float, int]] = {}
+            out: dict[str, tuple[float, int, int]] = {}
             for x, add, levels in ins:
-                merge(out, arrival.get(x, {}) if isinstance(x, int) else {}, add, levels)
+                merge(out, x, add, levels)
             arrival[b] = out
             stack.pop()
         return arrival.get(bit, {})
 
-    worst: dict[tuple[str, str, str], tuple[float, int]] = {}
+    worst: dict[tuple[str, str, str], tuple[float, int, int]] = {}
 
     def end(bits, dest, port):
         for b in bits:
-            for g, (ns, lv) in arrive(b).items():
+            for g, (ns, lv, fo) in arrive(b).items():
                 key = (g, dest, port)
                 ns += ROUTE_NS + t["setup"]
                 if key not in worst or worst[key][0] < ns:
-                    worst[key] = (ns, lv)
+                    worst[key] = (ns, lv, max(fo, loads[b]))
 
     for cname, group in groups.items():
         for port in _FF_ENDPOINTS:
@@ -211,15 +223,16 @@ def stage_paths(netlist: dict) -> list[StagePath]:
     for port in mod.get("ports", {}).values():
         if port["direction"] == "output":
             end(port["bits"], OUTPUT_PORTS, "DI")
-    paths = [StagePath(s, d, p, lv, round(ns, 2)) for (s, d, p), (ns, lv) in worst.items()]
+    paths = [StagePath(s, d, p, lv, round(ns, 2), fo)
+             for (s, d, p), (ns, lv, fo) in worst.items()]
     return sorted(paths, key=lambda sp: (-sp.ns, -sp.levels, sp.source, sp.dest, sp.port))
 
 
 def format_stage_paths(paths: list[StagePath], top: int | None = None) -> str:
     """A plain-text table of ``paths`` (the first ``top``)."""
-    rows = [f"{'est. ns':>7} {'levels':>6}  path"]
+    rows = [f"{'est. ns':>7} {'levels':>6} {'fan-out':>7}  path"]
     for sp in paths[:top]:
-        rows.append(f"{sp.ns:7.2f} {sp.levels:6d}  {sp.source} -> {sp.dest}"
+        rows.append(f"{sp.ns:7.2f} {sp.levels:6d} {sp.fanout:7d}  {sp.source} -> {sp.dest}"
                     + ("" if sp.port == "DI" else f" ({sp.port})"))
     return "\n".join(rows)
 
