@@ -33,7 +33,8 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["StagePath", "ROUTE_NS", "CELL_NS", "stage_paths", "format_stage_paths", "main"]
+__all__ = ["StagePath", "ROUTE_NS", "CELL_NS", "INPUT_PORTS", "OUTPUT_PORTS", "stage_paths",
+           "format_stage_paths", "main"]
 
 #: Estimated routing delay (ns) into each cell of a path and into the end register.
 ROUTE_NS = 0.8
