@@ -192,8 +192,8 @@ class Pipeline:
         self._name = name
         self._index = 0
         self._valids = []  # valid bit of each registered stage
-        self._enables = []  # load enable of each registered stage (driven in connect)
-        self._enable_copies = []  # per registered stage: its enable copies (the first = enable)
+        # per registered stage: its enable copies, the first its load enable (driven in connect)
+        self._enable_copies = []
         self._enable_by_name = {}  # boundary name -> its stage's load enable
         self._hold_flag = None  # hold_when's flag; None: every valid block waits
         self._waits = None  # whether the last stage's block waits
@@ -267,7 +267,6 @@ class Pipeline:
         valid = Signal(name=f"{tag}_valid")
         with m.If(enable):
             m.d.sync += valid.eq(prev_valid)
-        self._enables.append(enable)
         self._enable_by_name[name] = enable
         self._valids.append(valid)
         parts = enable_parts(len(Value.cast(value)), self._enable_load)
@@ -317,5 +316,5 @@ class Pipeline:
             advance = Signal(name=f"{enable.name}_advance", init=1)
             m.d.sync += advance.eq(o_ready | (~self._waits & advance))
             m.d.comb += enable.eq(advance)
-        m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._enables[0]),
+        m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._enable_copies[0][0]),
                      o_valid.eq(self._out_valid)]
