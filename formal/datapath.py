@@ -55,10 +55,10 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from hw.dsp import simulation_models
-from hw.pipeline import enable_parts, registered_boundaries
+from hw.pipeline import enable_parts
 
 from .sby import SbyResult, tool
-from .units import FormalUnit, enable_copies, pipeline_probes
+from .units import FormalUnit
 
 __all__ = ["prove_same_datapath", "bypass_data_registers", "control_registers",
            "split_at_cuts", "state_in_cone"]
@@ -322,10 +322,7 @@ def _prepare(unit: FormalUnit, k: int, stages: int, workdir: Path, name: str,
         return [f"{name} (stages = {stages}): {failed}"]
     path = workdir / f"{name}.json"
     netlist = json.loads(path.read_text())
-    sections = unit.sections(k, stages)
-    copies = enable_copies(text, unit.prefix, registered_boundaries(sections, stages))
-    probes = pipeline_probes(sections, stages, unit.prefix, data=True, copies=copies,
-                             hold_when=unit.runs)
+    probes = unit.control_probes(k, stages, text=text, scope="", data=True)
     blocks = [(pattern, f"{unit.prefix}_{boundary}") for pattern, boundary in unit.blocks
               if f"{unit.prefix}_{boundary}" in probes["data"]]
     problems = bypass_data_registers(netlist, name, probes, unit.state, unit.compared, blocks,

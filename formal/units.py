@@ -103,15 +103,18 @@ class FormalUnit:
         the ``latency`` window: the registered stall sees ``o.ready`` one cycle late)."""
         return stages + 1
 
-    def control_probes(self, k: int, stages: int) -> dict[str, list[str]]:
-        """The unit's pipeline control registers, under the harness's instance ``dut``
-        (:func:`pipeline_probes`; the enable copies found in the unit's RTLIL,
-        :func:`enable_copies`)."""
+    def control_probes(self, k: int, stages: int, *, text: str | None = None,
+                       scope: str = "dut.", data: bool = False) -> dict[str, list[str]]:
+        """The unit's pipeline registers (:func:`pipeline_probes`), by default the control
+        registers under the harness's instance ``dut``; the enable copies are found in the
+        unit's RTLIL (:func:`enable_copies`), ``text`` where the caller has converted it
+        already."""
         sections = self.sections(k, stages)
-        text = rtlil.convert(self.build(k, stages), name="top")
+        if text is None:
+            text = rtlil.convert(self.build(k, stages), name="top")
         copies = enable_copies(text, self.prefix, registered_boundaries(sections, stages))
-        return pipeline_probes(sections, stages, self.prefix, scope="dut.", copies=copies,
-                               hold_when=self.runs)
+        return pipeline_probes(sections, stages, self.prefix, scope=scope, data=data,
+                               copies=copies, hold_when=self.runs)
 
 
 def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
