@@ -3,8 +3,10 @@
 * :func:`wire` -- name a value (or a dict/list nesting of values, as one struct signal).
 * :func:`less_than_const`, :func:`greater_than`, :func:`compare` -- comparisons.
 * :func:`leading_zeros`, :func:`reduce_significand` -- normalization.
+* :func:`increment_gates`, :func:`negate_gates` -- ``v + 1`` and ``-v`` without a carry chain.
 * :func:`max_tree_levels` -- levels of a radix-2 or radix-4 maximum tree (the quantizer's
-  block max); :func:`max_tree_compare` and :func:`max_tree_select`, its two halves.
+  block max); :func:`max_tree_compare` and :func:`max_tree_select`, its two halves, and
+  :func:`max_tree_wins`, the winners a pipeline may register between them.
 * :func:`shift_right_sticky` -- the dot unit's shifter; :func:`shifted_out_chunks`, the gates
   of its sticky bit.
 * :func:`any_of_kept` -- an OR of terms that synthesis maps as written.
@@ -26,7 +28,8 @@ from amaranth.lib import data
 from amaranth.utils import bits_for, ceil_log2
 
 __all__ = ["wire", "less_than_const", "greater_than", "compare", "leading_zeros",
-           "reduce_significand", "max_tree_levels", "max_tree_compare", "max_tree_select",
+           "reduce_significand", "increment_gates", "negate_gates", "max_tree_levels",
+           "max_tree_compare", "max_tree_wins", "max_tree_select",
            "shifted_out_chunks", "shift_right_sticky", "any_of_kept",
            "partial_products", "pair_sums", "pair_sum_tree",
            "partial_product_sum"]
@@ -89,13 +92,21 @@ def _prune(tree):
     return tree
 
 
-def less_than_const(m: Module, v, c: int, name: str) -> Signal:
+def less_than_const(m: Module, v, c: int, name: str, *, tree: bool = False) -> Signal:
     """``v < c`` for a (signed or unsigned) Value ``v`` and an int ``c``, as plain gates.
 
     Yosys maps a ``<`` of Values to a carry chain (``$alu``), even against a constant; on ECP5
     getting the carry out of a chain back into the fabric costs about 1 ns on its own, more
     than the 2-3 LUT levels the same test takes as a bit-serial AND/OR expression (which abc
     flattens into a LUT tree).  For short lane-local tests next to other logic in a section.
+
+    ``tree``: the gates as a balanced tree instead (``v[hi] < c[hi] | v[hi] == c[hi] &
+    v[lo] < c[lo]`` on halves, as :func:`compare`'s).  abc does not flatten the chain fully:
+    in the quantizer, whose tests all use the tree, it mapped one LUT level deeper (the
+    ``gone`` test in shift: bf16 -> fp8_e4m3 at 10 stages 225.6 MHz with the chain, 241.3
+    with the tree, 92 LUT4 more; docs/quantizer.md, 'No logic on the flip-flops' reset
+    pins').  The dot's and the dequantizer's tests keep the chain until they are measured
+    with the tree (placing them again).
     """
     v = Value.cast(v)
     w, is_signed = len(v), v.shape().signed
@@ -107,6 +118,16 @@ def less_than_const(m: Module, v, c: int, name: str) -> Signal:
     u = v.as_unsigned()
     if is_signed:  # offset binary: flipping the sign bit adds 2^(w-1) and keeps the order
         u, c = Cat(u[:w - 1], ~u[w - 1]), c + (1 << (w - 1))
+    if tree:
+        def lt_eq(lo, hi):  # (u[lo:hi] < c[lo:hi], u[lo:hi] == c[lo:hi])
+            if hi - lo == 1:
+                return (~u[lo], u[lo]) if (c >> lo) & 1 else (Const(0, 1), ~u[lo])
+            mid = (lo + hi) // 2
+            lt_h, eq_h = lt_eq(mid, hi)
+            lt_l, eq_l = lt_eq(lo, mid)
+            return lt_h | (eq_h & lt_l), eq_h & eq_l
+
+        return wire(m, lt_eq(0, w)[0], name)
     lt = Const(0, 1)  # u[:j] < c[:j], from the least significant bit up
     for j in range(w):
         lt = (~u[j] | lt) if (c >> j) & 1 else (~u[j] & lt)
@@ -153,6 +174,31 @@ def _comparison_tree(m: Module, a, b, name: str):
                 wire(m, eq_h & eq_l, f"{name}_eq{tag}"))
 
     return tree(0, w, "")
+
+
+def increment_gates(v) -> Value:
+    """``v + 1`` modulo ``2**len(v)`` as gates (bit ``j`` is ``v[j]`` XOR the AND of the bits
+    below it): yosys maps ``+`` to a carry chain, which for a short lane-local value costs
+    more than the LUT level or two this takes (see :func:`less_than_const`)."""
+    v = Value.cast(v)
+    bits, carry = [], Const(1, 1)
+    for j in range(len(v)):
+        bits.append(v[j] ^ carry)
+        carry = carry & v[j]
+    return Cat(*bits)
+
+
+def negate_gates(v) -> Value:
+    """``-v`` as gates, for the bit pattern of ``v``: bit ``j`` is ``v[j]`` XOR the OR of the
+    bits below it, and one bit more on top (set for a non-zero ``v``), so an unsigned ``v``
+    comes out its signed negation one bit wider; of a signed ``v`` the low ``len(v)`` bits
+    are right.  No carry chain (see :func:`increment_gates`)."""
+    v = Value.cast(v)
+    bits, seen = [], Const(0, 1)
+    for j in range(len(v)):
+        bits.append(v[j] ^ seen)
+        seen = seen | v[j]
+    return Cat(*bits, seen).as_signed()
 
 
 def leading_zeros(m: Module, v, name: str = "lzc") -> Signal:
@@ -209,7 +255,8 @@ def reduce_significand(m: Module, sig, lz, keep: int, name: str = "red"):
     # (lz < low - i as gates, not carry chains: see less_than_const)
     sticky = 0
     for i in range(low):
-        sticky = sticky | (sig[i] & less_than_const(m, lz, low - i, f"{name}_below{i}"))
+        sticky = sticky | (sig[i] & less_than_const(m, lz, low - i, f"{name}_below{i}",
+                                                    tree=True))
     return wire(m, Cat(sticky, norm[low:]), f"{name}_red")
 
 
@@ -238,46 +285,90 @@ def max_tree_levels(m: Module, level, levels: int, name: str = "mt", radix: int 
     return level
 
 
-def max_tree_compare(m: Module, keys, radix: int, name: str = "mt", *, equal: bool = False):
+def max_tree_compare(m: Module, keys, radix: int, name: str = "mt", *, equal: bool = False,
+                     complements=None):
     """The comparisons of one maximum-tree level over ``keys`` (their count a multiple of
     ``radix``, 2 or 4): per group of ``radix`` keys, a list of ``(key_q > key_p, key_q ==
-    key_p)`` for every pair ``p < q`` in ``itertools.combinations`` order, as gate trees
-    (:func:`compare`).  The equalities are None unless ``equal`` (only flags need them).
+    key_p)`` for every pair ``p < q`` in ``itertools.combinations`` order.  The equalities are
+    None unless ``equal`` (only flags need them).
+
+    Unsigned keys compare on carry chains: ``a > b`` is the carry out of ``a + ~b``, one
+    chain and no LUT level after it (the chain's own LUTs take ``~b``; ``complements``, the
+    keys' complements where the caller has them in a register, spare even that).  As gate
+    trees (:func:`compare`, which signed keys and the equalities still use) the tree's
+    comparisons took four LUT levels on ECP5, where a 250 MHz stage holds three
+    (docs/quantizer.md, 'Toward 250 MHz').
     """
     if radix not in (2, 4):
         raise ValueError(f"radix must be 2 or 4, got {radix}")
     if len(keys) % radix:
         raise ValueError(f"{len(keys)} keys do not form groups of {radix}")
+    if complements is not None and len(complements) != len(keys):
+        raise ValueError(f"{len(complements)} complements for {len(keys)} keys")
     out = []
     for j in range(0, len(keys), radix):
         tag = f"{name}_l{len(keys)}_{j // radix}"
         group = []
         for p, q in itertools.combinations(range(radix), 2):
-            greater, eq = compare(m, keys[j + q], keys[j + p], f"{tag}_gt{q}{p}")
+            a, b = Value.cast(keys[j + q]), Value.cast(keys[j + p])
+            if a.shape().signed or b.shape().signed:
+                greater, eq = compare(m, a, b, f"{tag}_gt{q}{p}")
+            else:
+                nb = ~b if complements is None else complements[j + p]
+                w = max(len(a), len(b))
+                ones = w - len(b)  # ~b of b zero-extended to w bits
+                total = (Cat(a, Const(0, w + 1 - len(a)))
+                         + Cat(nb, Const((1 << ones) - 1, ones), Const(0, 1)))
+                greater = wire(m, total[w], f"{tag}_gt{q}{p}")  # the carry out
+                eq = compare(m, a, b, f"{tag}_eq{q}{p}")[1] if equal else None
             group.append((greater, eq if equal else None))
         out.append(group)
     return out
 
 
-def max_tree_select(m: Module, level, comparisons, radix: int, name: str = "mt"):
+def max_tree_wins(m: Module, comparisons, radix: int, name: str = "mt"):
+    """Per group of a maximum-tree level, which of its ``radix`` entries wins, one-hot, from
+    the group's ``comparisons`` (:func:`max_tree_compare`): entry ``i`` wins if its key is
+    greater than every earlier entry's and at least every later entry's (the earliest of equal
+    maxima).  A pipeline may register these in place of the comparisons
+    (:func:`max_tree_select` with ``wins``): fewer bits for radix 4, and the select after the
+    register is one AND-OR level."""
+    out = []
+    for g, group_cmp in enumerate(comparisons):
+        tag = f"{name}_l{len(comparisons) * radix}_{g}"
+        later_greater = dict(zip(itertools.combinations(range(radix), 2),
+                                 (gt for gt, _ in group_cmp), strict=True))
+        out.append([wire(m, _all([later_greater[p, i] for p in range(i)]
+                                 + [~later_greater[i, q] for q in range(i + 1, radix)]),
+                         f"{tag}_win{i}")
+                    for i in range(radix)])
+    return out
+
+
+def max_tree_select(m: Module, level, comparisons, radix: int, name: str = "mt", *,
+                    wins=None):
     """The next level of a maximum tree: each group of ``radix`` entries of ``level`` merged
     into one ``(key, flag)`` by its ``comparisons`` (:func:`max_tree_compare`, or the same
-    bits after a pipeline register).
+    bits after a pipeline register), or by its ``wins`` (:func:`max_tree_wins`, registered;
+    then ``comparisons`` may be None, and the entries may have no flags).
 
-    Entry ``i`` of a group wins if its key is greater than every earlier entry's and at least
-    every later entry's (the earliest of equal maxima), so exactly one entry wins: radix 2 is
-    a 2:1 select, radix 4 a one-hot AND-OR select (no chain of 2:1 muxes).  The flag needs
-    every entry at the maximum, not only the winner: entry ``i`` is at the maximum if its key
-    is at least every other's, which for an earlier entry ``p`` is ``key_i > key_p | key_i ==
-    key_p``.
+    Exactly one entry of a group wins (:func:`max_tree_wins`): radix 2 is a 2:1 select,
+    radix 4 a one-hot AND-OR select (no chain of 2:1 muxes).  The flag needs every entry at
+    the maximum, not only the winner: entry ``i`` is at the maximum if its key is at least
+    every other's, which for an earlier entry ``p`` is ``key_i > key_p | key_i == key_p``.
 
     The comparisons are made already, so what the select moves need not be the keys: an
     entry's key may be a :class:`~amaranth.lib.data.View` of values worked out from it (a
     tree's last level selecting its maximum's consequences, made beside its comparisons),
     selected whole; it comes out a View of the same layout.
     """
+    if wins is None:
+        wins = max_tree_wins(m, comparisons, radix, name)
+    elif comparisons is None:
+        comparisons = [None] * len(wins)
     nxt = []
-    for j, group_cmp in zip(range(0, len(level), radix), comparisons, strict=True):
+    for j, group_cmp, group_wins in zip(range(0, len(level), radix), comparisons, wins,
+                                        strict=True):
         tag = f"{name}_l{len(level)}_{j // radix}"
         group = level[j:j + radix]
         layout = group[0][0].shape() if isinstance(group[0][0], data.View) else None
@@ -286,31 +377,27 @@ def max_tree_select(m: Module, level, comparisons, radix: int, name: str = "mt")
         keys = [wire(m, key, f"{tag}_k{i}") for i, (key, _) in enumerate(group)]
         flags = [flag for _, flag in group]
         with_flag = flags[0] is not None
-        later_greater = dict(zip(itertools.combinations(range(radix), 2),
-                                 (g for g, _ in group_cmp), strict=True))
-        equal = dict(zip(itertools.combinations(range(radix), 2),
-                         (e for _, e in group_cmp), strict=True))
-        wins, at_max = [], []
-        for i in range(radix):
-            beats_earlier = [later_greater[p, i] for p in range(i)]
-            not_below_later = [~later_greater[i, q] for q in range(i + 1, radix)]
-            wins.append(wire(m, _all(beats_earlier + not_below_later), f"{tag}_win{i}"))
-            if with_flag:
-                not_below_earlier = [later_greater[p, i] | equal[p, i] for p in range(i)]
-                at_max.append(_all(not_below_earlier + not_below_later))
+        if with_flag and group_cmp is None:
+            raise ValueError(f"{tag}: flags need the comparisons, not only the wins")
         if radix == 2:
-            key = Mux(wins[1], keys[1], keys[0])
+            key = Mux(group_wins[1], keys[1], keys[0])
         else:
             width = len(Value.cast(keys[0]))
             key = 0
             for i in range(radix):  # one-hot: OR of the winner's key and zeros
-                key = key | (keys[i].as_unsigned() & wins[i].replicate(width))
+                key = key | (keys[i].as_unsigned() & group_wins[i].replicate(width))
             key = key.as_signed() if keys[0].shape().signed else key
         key = wire(m, key, tag)
         if layout is not None:
             key = layout(key)
         flag = None
         if with_flag:
+            pairs = list(itertools.combinations(range(radix), 2))
+            later_greater = dict(zip(pairs, (g for g, _ in group_cmp), strict=True))
+            equal = dict(zip(pairs, (e for _, e in group_cmp), strict=True))
+            at_max = [_all([later_greater[p, i] | equal[p, i] for p in range(i)]
+                           + [~later_greater[i, q] for q in range(i + 1, radix)])
+                      for i in range(radix)]
             flag = wire(m, _any([at_max[i] & flags[i] for i in range(radix)]), f"{tag}_f")
         nxt.append((key, flag))
     return nxt

@@ -151,6 +151,16 @@ class Pipeline:
     register).  One enable net to the 200-1,232 flip-flops of a k = 32 quantizer stage was a
     critical path in context (4.0-4.1 ns of routing).
 
+    ``extract_reset=False``: every data register (the stages' and the skid register) carries
+    the attribute ``extract_reset = "no"`` (Vivado's name, which Vivado honors; the project's
+    yosys flow does too, ``bench.synth.flow``).  Synthesis then keeps a register's
+    data-dependent clear, ``c ? 0 : x``, in the logic before it instead of making it the
+    flip-flop's synchronous reset.  On ECP5 that reset is the LSR pin, which a slice's two
+    flip-flops share: in the quantizer, 648 of 6,644 flip-flops had a LUT there and the worst
+    path of every seed ended on one (docs/quantizer.md, 'No logic on the flip-flops' reset
+    pins').  Where the clears are many and the logic before them full, extraction saves LUTs
+    (the dequantizer: 30 % of its LUT4), so it stays the default.
+
     Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
     presented on the output in cycle ``c + latency`` (without backpressure).
 
@@ -167,6 +177,8 @@ class Pipeline:
     enable_load : int or None
         The most bits of a stage register one enable copy loads (None: one copy per stage,
         the default).
+    extract_reset : bool
+        False: the data registers carry ``extract_reset = "no"`` (above).  Default True.
 
     Members
     -------
@@ -176,10 +188,15 @@ class Pipeline:
         Per boundary, whether it holds a register.
     names : tuple of str
         The boundaries, in datapath order.
+    extract_reset : bool
+        Whether synthesis may make a data register's clear its synchronous reset.
     """
 
     def __init__(self, m: Module, sections: Mapping[str, float], stages: int, *,
-                 name: str = "p", enable_load: int | None = None):
+                 name: str = "p", enable_load: int | None = None,
+                 extract_reset: bool = True):
+        if not isinstance(extract_reset, bool):
+            raise TypeError(f"extract_reset must be a bool, not {extract_reset!r}")
         if enable_load is not None:
             if not isinstance(enable_load, int) or isinstance(enable_load, bool):
                 raise TypeError(f"enable_load must be an int or None, not {enable_load!r}")
@@ -187,6 +204,7 @@ class Pipeline:
                 raise ValueError(f"enable_load must be at least 1, not {enable_load}")
         self._m = m
         self._enable_load = enable_load
+        self._extract_reset = extract_reset
         self._names = tuple(sections)
         self._registered = place_registers(list(sections.values()), stages)
         self._name = name
@@ -208,6 +226,10 @@ class Pipeline:
     @property
     def registered(self) -> tuple[bool, ...]:
         return self._registered
+
+    @property
+    def extract_reset(self) -> bool:
+        return self._extract_reset
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -295,7 +317,8 @@ class Pipeline:
     def _register(self, value, enables, name):
         """A register loading ``value``: part ``c`` of :func:`enable_parts` on ``enables[c]``."""
         shape = value.shape() if isinstance(value, data.View) else Value.cast(value).shape()
-        reg = Signal(shape, name=name, reset_less=True)
+        attrs = {} if self._extract_reset else {"extract_reset": "no"}
+        reg = Signal(shape, name=name, reset_less=True, attrs=attrs)
         if len(enables) == 1:
             with self._m.If(enables[0]):
                 self._m.d.sync += reg.eq(value)

@@ -7,7 +7,7 @@ Architecture, interface timing and verification: ``docs/quantizer.md``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
@@ -23,10 +23,13 @@ from golden.formats import (
 )
 
 from .arith import (
+    increment_gates,
     leading_zeros,
     less_than_const,
     max_tree_compare,
     max_tree_select,
+    max_tree_wins,
+    negate_gates,
     reduce_significand,
     wire,
 )
@@ -67,8 +70,9 @@ TREE_LEVEL_DELAY = {2: 3.2, 4: 5.5}
 #: (:func:`subnormal_shift_bits`); where there are more (fp32 -> fp8_e5m2: 5, its
 #: decode -> norm 5 cells at 190-192 MHz, the worst path of every seed) and the block-max
 #: tree runs over exponent fields, the low bits shift in the section after the norm register.
-#: Four bits in norm measure 4 cells (fp32 -> fp8_e4m3).
-NORM_SHIFT_BITS = 4
+#: Four bits in norm measure 4 cells (fp32 -> fp8_e4m3); two keep norm within three LUT levels
+#: (docs/quantizer.md, 'No logic on the flip-flops' reset pins').
+NORM_SHIFT_BITS = 2
 
 
 #: Estimated delay (ns, as in :func:`quantizer_sections`) of the ``output`` section by
@@ -305,6 +309,12 @@ class MXQuantizer(wiring.Component):
 
     #: ``i.ready`` is a register (the sidecar's ``flow_control``; :class:`hw.pipeline.Pipeline`).
     i_ready_registered = True
+    #: Whether synthesis may make a stage register's clear its synchronous reset
+    #: (:class:`hw.pipeline.Pipeline`'s ``extract_reset``): no.  With every stage at three LUT
+    #: levels or fewer, that reset's LSR pin was the worst path; without it, bf16 -> fp8_e4m3
+    #: at 10 stages measured 241.3 MHz against 222.1 (docs/quantizer.md, 'No logic on the
+    #: flip-flops' reset pins').
+    extract_reset = False
     #: The most bits of a stage register one copy of the stage enable loads
     #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 2-8 copies per stage at k = 32.
     #: fp32 -> fp6_e2m3 at 10 stages was bound by one enable's fan-out (``q_amax2_cmp_en ->
@@ -372,7 +382,8 @@ class MXQuantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, input_format, k = self.fmt, self.input_format, self.block_size
-        pipe = Pipeline(m, self.sections, self.stages, name="q", enable_load=self.enable_load)
+        pipe = Pipeline(m, self.sections, self.stages, name="q", enable_load=self.enable_load,
+                        extract_reset=self.extract_reset)
 
         def cross(fields, name):  # a section boundary: one struct signal, maybe registered
             return pipe.boundary(wire(m, fields, f"q_{name}_in"), name)
@@ -408,9 +419,17 @@ class MXQuantizer(wiring.Component):
 
         # a tree level's (key, flag) entries as struct fields and back; from the last level's
         # comparisons on, an entry carries its scale candidate (a View) instead of its key
-        def tree_fields(tree):
+        def tree_fields(tree, complements=False):
             field = "cand" if isinstance(tree[0][0], data.View) else "key"
-            return [{field: value, "flag": flag} for value, flag in tree]
+            # with ``complements``, before a level's comparisons: each unsigned key's
+            # complement too, the second operand of its carry chains (max_tree_compare)
+            nkey = (complements and field == "key"
+                    and not Value.cast(tree[0][0]).shape().signed)
+            return [{field: value, "nkey": ~Value.cast(value) if nkey else None, "flag": flag}
+                    for value, flag in tree]
+
+        def tree_complements(fields):
+            return [t.nkey for t in fields] if "nkey" in fields[0].shape().members else None
 
         def tree_entries(fields):
             field = "cand" if "cand" in fields[0].shape().members else "key"
@@ -436,8 +455,9 @@ class MXQuantizer(wiring.Component):
                       # over exponent fields the zero block's code is the clamp's
                       "zero": None if self.exponent_field_tree else key == zero_key}
             for a in ((0, 1) if rceil_built else (0,)):
-                lo = less_than_const(m, key, e0 - a + SCALE_EMIN, f"{name}_lo{a}")
-                hi = ~less_than_const(m, key, e0 - a + SCALE_EMAX + 1, f"{name}_hi{a}")
+                lo = less_than_const(m, key, e0 - a + SCALE_EMIN, f"{name}_lo{a}", tree=True)
+                hi = ~less_than_const(m, key, e0 - a + SCALE_EMAX + 1, f"{name}_hi{a}",
+                                      tree=True)
                 fields[f"e_key{a}"] = Mux(lo, SCALE_EMIN + e_key_off,
                                           Mux(hi, SCALE_EMAX + e_key_off,
                                               key + (a - e0 + e_key_off)))
@@ -485,7 +505,10 @@ class MXQuantizer(wiring.Component):
         for i in range(k):
             ln = x.lanes[i]
             e, nz_e, frac, lzf = ln.e, ln.nz_e, ln.frac, ln.lzf
-            key = wire(m, Mux(nz_e, e, -lzf), f"lane{i}_key")
+            # the binade key; over exponent fields the tree does not need it, and cmp is its
+            # first use: it is made after the norm register, off norm's LUT levels
+            key = ({"e": e, "nz_e": nz_e, "lzf": lzf} if self.exponent_field_tree else
+                   {"key": wire(m, Mux(nz_e, e, negate_gates(lzf)), f"lane{i}_key")})
             sub = reduce_significand(m, Cat(Const(0, 1), frac),
                                      Cat(Const(0, late_bits), lzf[late_bits:sub_shift]), kept,
                                      name=f"lane{i}_s")
@@ -495,7 +518,7 @@ class MXQuantizer(wiring.Component):
             # zero: key == zero_key, tested on E and lzf directly (not after the -lzf carry chain)
             zero = wire(m, ~nz_e & (lzf == input_format.mbits), f"lane{i}_zero")
             late = Mux(nz_e, 0, lzf[:late_bits]) if late_bits else None
-            lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, "key": key, "late": late})
+            lanes.append({"neg": ln.neg, "zero": zero, "s2": s2, **key, "late": late})
 
         def above_max_normal(sig, name):  # rceil: 1.f > max_normal's 1.g, f MSB-aligned
             sig = pad_to_grid(sig)
@@ -518,43 +541,53 @@ class MXQuantizer(wiring.Component):
             if not self.tree_radices:  # this is the tree's only level (k = 2)
                 leaves = scale_candidates(leaves, "amax0")
             tree = tree_fields(max_tree_select(m, leaves, comparison_entries(x.first), 2,
-                                               "amax0"))
+                                               "amax0"), complements=True)
         x = cross({"lanes": lanes, "tree": tree, **ctl_fields(x)}, "norm")
         # the subnormal shift's low bits, if past the register: exact, since the leading one
         # is then within the top 2^late_bits bits and the sticky bit stays below the kept ones
-        lanes = x.lanes
-        if late_bits:
-            lanes = [{"neg": ln.neg, "zero": ln.zero,
-                      "s2": wire(m, reduce_significand(m, ln.s2, ln.late, keep,
-                                                       name=f"lane{i}_late"), f"lane{i}_s2late"),
-                      "key": ln.key}
-                     for i, ln in enumerate(x.lanes)]
+        lanes = []
+        for i, ln in enumerate(x.lanes):
+            s2 = ln.s2
+            if late_bits:
+                s2 = wire(m, reduce_significand(m, s2, ln.late, keep, name=f"lane{i}_late"),
+                          f"lane{i}_s2late")
+            key = (wire(m, Mux(ln.nz_e, ln.e, negate_gates(ln.lzf)), f"lane{i}_key")
+                   if self.exponent_field_tree else ln.key)
+            lanes.append({"neg": ln.neg, "zero": ln.zero, "s2": s2, "key": key})
         width = len(lanes[0]["s2"])
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade
 
         # -- block amax: max tree over the exponent fields or keys (rceil: and whether 1.f >
-        # max_normal's 1.g); a split radix-4 level registers its comparisons (max_tree_split)
+        # max_normal's 1.g); a split radix-4 level registers its comparisons' winners, or
+        # with flags the comparisons themselves (max_tree_split)
         if self.exponent_field_tree:
-            tree = tree_entries(x.tree)
+            tree, complements = tree_entries(x.tree), tree_complements(x.tree)
         else:
             tree = [(lanes[i]["key"], above_max_normal(lanes[i]["s2"], f"lane{i}_gt")
                      if rceil_built else None) for i in range(k)]
+            complements = None
 
         for j, radix in enumerate(self.tree_radices, 1):  # one or two sections per level
             comparisons = max_tree_compare(m, [key for key, _ in tree], radix, f"amax{j}",
-                                           equal=rceil_built)
+                                           equal=rceil_built, complements=complements)
             if j == len(self.tree_radices):
                 tree = scale_candidates(tree, f"amax{j}")
+            wins = None
             if self.tree_split and radix == 4:
+                split = ({"cmp": comparison_fields(comparisons)} if rceil_built else
+                         {"wins": max_tree_wins(m, comparisons, radix, f"amax{j}")})
                 x = cross({"lanes": lanes, **ctl_fields(x), "tree": tree_fields(tree),
-                           "cmp": comparison_fields(comparisons)}, f"amax{j}_cmp")
-                lanes = x.lanes
-                tree, comparisons = tree_entries(x.tree), comparison_entries(x.cmp)
-            tree = max_tree_select(m, tree, comparisons, radix, f"amax{j}")
-            x = cross({"lanes": lanes, **ctl_fields(x), "tree": tree_fields(tree)},
-                      f"amax{j}")
+                           **split}, f"amax{j}_cmp")
+                lanes, tree = x.lanes, tree_entries(x.tree)
+                if rceil_built:
+                    comparisons = comparison_entries(x.cmp)
+                else:
+                    comparisons, wins = None, [list(group) for group in x.wins]
+            tree = max_tree_select(m, tree, comparisons, radix, f"amax{j}", wins=wins)
+            x = cross({"lanes": lanes, **ctl_fields(x),
+                       "tree": tree_fields(tree, complements=True)}, f"amax{j}")
             lanes = x.lanes
-            tree = tree_entries(x.tree)
+            tree, complements = tree_entries(x.tree), tree_complements(x.tree)
         (cand, above), = tree
         # the tree's outputs as one net (formal/units.py cuts the datapath there)
         amax = wire(m, {"cand": cand, "above": above}, "amax")
@@ -609,11 +642,12 @@ class MXQuantizer(wiring.Component):
             ln = y.lanes[i]
             br = ln.br
             under = br[-1]  # br < 0
-            # gates, not a carry chain: see less_than_const
-            gone = less_than_const(m, br, -keep, f"lane{i}_gone")
-            field = Mux(under, 0, (br + 1)[:fw])
+            # gates, not carry chains: see less_than_const
+            gone = less_than_const(m, br, -keep, f"lane{i}_gone", tree=True)
+            field = Mux(under, 0, increment_gates(br[:fw]))  # (br + 1)[:fw]
             field = wire(m, field, f"lane{i}_field")
-            sh = wire(m, Mux(~under, 0, Mux(gone, keep, (-br)[:sw])), f"lane{i}_sh")
+            sh = wire(m, Mux(~under, 0, Mux(gone, keep, negate_gates(br[:sw])[:sw])),
+                      f"lane{i}_sh")  # (-br)[:sw]
             lanes.append({"neg": ln.neg, "zero": ln.zero, "s2": ln.s2, "sh": sh,
                           "field": field})
         z = cross({"lanes": lanes, **ctl_fields(y, scale_mode=False), "scale": y.scale,
@@ -629,7 +663,7 @@ class MXQuantizer(wiring.Component):
             for j in range(d0):  # v[j] is shifted out when j < d0 + sh
                 sticky = sticky | v[j]
             for j in range(d0, len(v)):  # sh > j - d0, as gates (see less_than_const)
-                out = ~less_than_const(m, ln.sh, j - d0 + 1, f"lane{i}_out{j}")
+                out = ~less_than_const(m, ln.sh, j - d0 + 1, f"lane{i}_out{j}", tree=True)
                 sticky = sticky | (v[j] & out)
             lanes.append({"neg": ln.neg, "zero": ln.zero, "field": ln.field,
                           "n": kept[f:f + mb], "frac": kept[:f],
@@ -646,8 +680,8 @@ class MXQuantizer(wiring.Component):
             code = wire(m, Cat(n, ln.field), f"lane{i}_code")  # IEEE-style E.M, unrounded
             up = round_increment(m, frac, ln.sticky, n[0], rounding,
                                  z.random[i] if self.stochastic else None, name=f"lane{i}_up")
-            sat_inc = ~less_than_const(m, code, fmt.max_code - 1, f"lane{i}_sat_inc")
-            sat = ~less_than_const(m, code, fmt.max_code, f"lane{i}_sat")
+            sat_inc = ~less_than_const(m, code, fmt.max_code - 1, f"lane{i}_sat_inc", tree=True)
+            sat = ~less_than_const(m, code, fmt.max_code, f"lane{i}_sat", tree=True)
             inc = Mux(sat_inc, fmt.max_code, code + 1)
             same = Mux(sat, fmt.max_code, code)
             mag = wire(m, Mux(up, inc, same)[:fmt.bits], f"lane{i}_mag")

@@ -336,3 +336,36 @@ def test_missed_curve_target_names_its_path_and_next_step(monkeypatch):
                       "next step: split the stage"]
     assert not [line for line in report.curve_targets_md(sweep(130.0))
                 if line.startswith("Missed:")]
+
+
+def _lsr_from_logic(netlist: dict, module: str) -> int:
+    """Flip-flops of ``module`` whose LSR (sync reset) pin a LUT drives."""
+    cells = netlist["modules"][module]["cells"]
+    from_lut = {bit for c in cells.values() if c["type"] == "LUT4" for bit in c["connections"]["Z"]}
+    return sum(1 for c in cells.values() if c["type"] == "TRELLIS_FF"
+               and c["connections"].get("LSR", ["0"])[0] in from_lut)
+
+
+def test_flow_keeps_marked_registers_clears_off_the_reset_pin(tmp_path):
+    """A unit's registers marked ``extract_reset = "no"`` (the quantizer's stage registers,
+    hw.pipeline.Pipeline) come out of the ECP5 flow with no logic on their flip-flops' LSR
+    pins; the same Verilog without the marks has such flip-flops, so the marks are what
+    removes them."""
+    import json
+
+    from bench.synth import flow
+    from hw.quantizer import MXQuantizer
+
+    comp = MXQuantizer("fp8_e4m3", 2, input_format="bf16")
+    name = comp.module_name
+    verilog = to_verilog(comp)
+    assert '(* extract_reset = "no" *)' in verilog
+    counts = []
+    for tag, text in (("marked", verilog), ("unmarked", verilog.replace(
+            '(* extract_reset = "no" *)', ""))):
+        d = tmp_path / tag
+        d.mkdir()
+        (d / "top.v").write_text(text)
+        flow.ecp5_synthesis(comp, name, d)
+        counts.append(_lsr_from_logic(json.loads((d / "ecp5.json").read_text()), name))
+    assert counts[0] == 0 and counts[1] > 0, counts

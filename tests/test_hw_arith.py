@@ -37,8 +37,9 @@ def _run_comb(m, inputs, outputs, cases):
 
 
 # -- gate-level comparisons, exhaustively against Python's < and > --------------------------
+@pytest.mark.parametrize("tree", [False, True], ids=["chain", "tree"])
 @pytest.mark.parametrize("shape", ["unsigned", "signed"])
-def test_less_than_const_exhaustive(shape):
+def test_less_than_const_exhaustive(shape, tree):
     from amaranth.hdl import Module, Signal, signed, unsigned
 
     from hw.arith import less_than_const
@@ -48,7 +49,7 @@ def test_less_than_const_exhaustive(shape):
     v = Signal(signed(w) if shape == "signed" else unsigned(w))
     lo, hi = (-16, 15) if shape == "signed" else (0, 31)
     consts = range(lo - 2, hi + 3)  # includes the always-false and always-true constants
-    outs = [less_than_const(m, v, c, f"lt{i}") for i, c in enumerate(consts)]
+    outs = [less_than_const(m, v, c, f"lt{i}", tree=tree) for i, c in enumerate(consts)]
     got = _run_comb(m, [v], outs, [(x,) for x in range(lo, hi + 1)])
     for x, row in zip(range(lo, hi + 1), got, strict=True):
         assert row == [int(x < c) for c in consts], x
@@ -177,6 +178,41 @@ def test_max_tree_select_moves_a_view_whole(radix):
     mixed = [wire(m, {"position": 1 << i}, f"w{i}") for i in range(radix)]  # 1, 2, .. bits
     with pytest.raises(ValueError, match="one layout"):
         max_tree_select(m, [(v, None) for v in mixed], max_tree_compare(m, keys, radix), radix)
+
+
+@pytest.mark.parametrize("radix", [2, 4])
+def test_max_tree_unsigned_keys_compare_on_carry_chains(radix):
+    """Unsigned keys compare as the carry out of ``a + ~b``.  Keys of 3 and 2 bits (so the
+    complement is that of a zero-extended key), every key combination with flag patterns:
+    the maximum and the flag are those of max() and the OR at it; the select from the wins
+    (``max_tree_wins``, what a pipeline registers) of comparisons made from the keys' given
+    complements picks the same maximum."""
+    from amaranth.hdl import Module, Signal, unsigned
+
+    from hw.arith import max_tree_compare, max_tree_levels, max_tree_select, max_tree_wins
+
+    m = Module()
+    keys = [Signal(unsigned(2 if i % 2 else 3), name=f"key{i}") for i in range(radix)]
+    flags = [Signal(name=f"flag{i}") for i in range(radix)]
+    (key, flag), = max_tree_levels(m, list(zip(keys, flags, strict=True)), 1, radix=radix)
+    comparisons = max_tree_compare(m, keys, radix, "c", complements=[~k for k in keys])
+    wins = max_tree_wins(m, comparisons, radix, "w")
+    (by_wins, none), = max_tree_select(m, [(k, None) for k in keys], None, radix, "w",
+                                       wins=wins)
+    assert none is None
+    patterns = list(itertools.product((0, 1), repeat=radix))[:: 1 if radix == 2 else 5]
+    cases = [(*ks, *fs)
+             for ks in itertools.product(*[range(1 << len(k)) for k in keys])
+             for fs in patterns]
+    got = _run_comb(m, [*keys, *flags], [key, flag, by_wins], cases)
+    for case, row in zip(cases, got, strict=True):
+        ks, fs = case[:radix], case[radix:]
+        top = max(ks)
+        assert row == [top, int(any(f for k, f in zip(ks, fs, strict=True) if k == top)),
+                       top], case
+    with pytest.raises(ValueError, match="flags need the comparisons"):
+        max_tree_select(Module(), list(zip(keys, flags, strict=True)), None, radix, "x",
+                        wins=wins)
 
 
 def test_max_tree_radix_4_matches_two_radix_2_levels():

@@ -5,6 +5,7 @@ stage and with the stage registers loaded in parts (``enable_load``)."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from amaranth.hdl import Cat, Elaboratable, Module, Signal
@@ -20,14 +21,16 @@ FLOWS = {"registered": None, "parts": 5}
 class _Chain(Elaboratable):
     """Adds 1, 2, 3, 4 in the four sections (so a skipped or repeated section shows)."""
 
-    def __init__(self, stages, enable_load=None):
+    def __init__(self, stages, enable_load=None, extract_reset=True):
         self.stages, self.enable_load = stages, enable_load
+        self.extract_reset = extract_reset
         self.i_valid, self.i_ready, self.i_data = Signal(), Signal(), Signal(16)
         self.o_valid, self.o_ready, self.o_data = Signal(), Signal(), Signal(16)
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipeline(m, SECTIONS, self.stages, name="t", enable_load=self.enable_load)
+        pipe = Pipeline(m, SECTIONS, self.stages, name="t", enable_load=self.enable_load,
+                        extract_reset=self.extract_reset)
         x = self.i_data
         for j, name in enumerate(SECTIONS, start=1):
             x = pipe.boundary((x + j)[:16], name)
@@ -251,3 +254,25 @@ def test_default_stages_is_the_fewest_with_the_longest_section_as_critical(delay
 ])
 def test_critical_stage_is_the_longest_stage_of_the_placement(delays, stages, expected):
     assert critical_stage(delays, stages) == expected
+
+
+def test_extract_reset_marks_the_data_registers_only():
+    """``extract_reset=False`` puts ``extract_reset = "no"`` on every data register (the
+    stages' and the skid register), none on the valid and enable bits (their reset is the
+    real one); the default marks nothing.  A non-bool is refused."""
+    from amaranth.back import rtlil
+
+    def marked(extract_reset):
+        unit = _Chain(3, extract_reset=extract_reset)
+        text = rtlil.convert(unit, name="top", ports=[
+            unit.i_valid, unit.i_ready, unit.i_data, unit.o_valid, unit.o_ready, unit.o_data])
+        return set(re.findall(r'attribute \\extract_reset "no"\n\s*wire width \d+ \\(\S+)',
+                              text))
+
+    assert marked(True) == set()
+    names = marked(False)
+    assert names and all(not n.endswith(("_valid", "_advance")) and "_en" not in n
+                         for n in names), names
+    assert any(n.endswith("_skid") for n in names), names
+    with pytest.raises(TypeError, match="extract_reset must be a bool, not 0"):
+        Pipeline(Module(), SECTIONS, 2, extract_reset=0)

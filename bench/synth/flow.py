@@ -24,7 +24,7 @@ from .configs import SWEEP_LATENCIES
 from .ring import port_ring
 
 __all__ = ["ROOT", "OUT", "RESULTS", "FLOW", "LUT_MAPS", "tool", "build", "synthesize", "stored",
-           "sweep_points", "sweep", "critical_path", "ecp5_netlist"]
+           "sweep_points", "sweep", "critical_path", "ecp5_synthesis", "ecp5_netlist"]
 
 ROOT = perfdoc.ROOT
 #: The tools' files per configuration (Verilog, netlists, logs, nextpnr reports): not kept.
@@ -137,7 +137,7 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
         if ecp5 is None or (len(_by_seed(ecp5)) < seeds and not (d / "ecp5.json").exists()):
             # synthesize (again: yosys is deterministic, so stored placements stay valid)
             placed = _by_seed(ecp5) if ecp5 else {}
-            ecp5 = _ecp5(comp, name, d, lut_map)
+            ecp5 = ecp5_synthesis(comp, name, d, lut_map)
             ecp5["placements"] = {str(k): v for k, v in placed.items()}
         _place_seeds(ecp5, d, seeds, log, name)
         res["ecp5"] = ecp5
@@ -156,17 +156,24 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
     return res
 
 
-def _ecp5(comp, name: str, d: Path, lut_map: str) -> dict:
-    """ECP5 synthesis of the unit inside its port ring, LUTs mapped as ``lut_map`` says."""
+def ecp5_synthesis(comp, name: str, d: Path, lut_map: str = "lut4") -> dict:
+    """ECP5 synthesis of ``comp`` (its Verilog in ``d/top.v``, module ``name``) inside its
+    port ring, LUTs mapped as ``lut_map`` says; writes ``d/ecp5.json`` and returns the unit's
+    cell counts."""
     ring, ring_v = port_ring(comp, name)
     (d / "ring.v").write_text(ring_v)
     # synth_ecp5 with its LUT mapping step swapped from abc9 to abc (LUT_MAPS): the YoWASP
     # (WebAssembly) build of abc9 dies without a message on designs of this size.
     # keep_hierarchy: the unit is synthesized as a host design would instantiate it, and
     # its cell counts come out without the ring's flip-flops.
+    # dffunmap: the registers a unit marks ``extract_reset = "no"`` (hw.pipeline.Pipeline)
+    # keep their clears in logic, as Vivado would; yosys has no such attribute of its own.
+    # Only on marked registers, so the flow of a unit without them is what it was (FLOW).
     _yosys(f"read_verilog top.v ring.v; hierarchy -top {ring}; "
            f"setattr -mod -set keep_hierarchy 1 {name}; "
-           f"synth_ecp5 -top {ring} -run :map_luts; "
+           f"synth_ecp5 -top {ring} -run :map_ffs; "
+           "dffunmap -srst-only a:extract_reset=no %ci1:+[Q]; "
+           f"synth_ecp5 -top {ring} -run map_ffs:map_luts; "
            f"techmap -map +/lattice/latches_map.v; {LUT_MAPS[lut_map]}; clean; "
            f"synth_ecp5 -top {ring} -run map_cells: -json ecp5.json; "
            "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
@@ -192,7 +199,7 @@ def ecp5_netlist(unit: str, argv: list[str], lut_map: str = "lut4") -> Path:
     d = _dirs(lut_map)[1] / comp.module_name
     d.mkdir(parents=True, exist_ok=True)
     (d / "top.v").write_text(to_verilog(comp))
-    _ecp5(comp, comp.module_name, d, lut_map)
+    ecp5_synthesis(comp, comp.module_name, d, lut_map)
     return d / "ecp5.json"
 
 
