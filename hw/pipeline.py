@@ -151,15 +151,15 @@ class Pipeline:
     register).  One enable net to the 200-1,232 flip-flops of a k = 32 quantizer stage was a
     critical path in context (4.0-4.1 ns of routing).
 
-    ``extract_reset=False``: every data register (the stages' and the skid register) carries
-    the attribute ``extract_reset = "no"`` (Vivado's name, which Vivado honors; the project's
-    yosys flow does too, ``bench.synth.flow``).  Synthesis then keeps a register's
-    data-dependent clear, ``c ? 0 : x``, in the logic before it instead of making it the
-    flip-flop's synchronous reset.  On ECP5 that reset is the LSR pin, which a slice's two
-    flip-flops share: in the quantizer, 648 of 6,644 flip-flops had a LUT there and the worst
-    path of every seed ended on one (docs/quantizer.md, 'No logic on the flip-flops' reset
-    pins').  Where the clears are many and the logic before them full, extraction saves LUTs
-    (the dequantizer: 30 % of its LUT4), so it stays the default.
+    ``extract_reset=False``: every register of the pipeline (data, skid, valid, hold and enable
+    registers) carries the attribute ``extract_reset = "no"`` (Vivado's name, which Vivado
+    honors; the project's yosys flow does too, ``bench.synth.flow``).  Synthesis then keeps a
+    register's clear, ``c ? 0 : x`` (for the control bits, the reset itself), in the logic
+    before it instead of making it the flip-flop's synchronous reset.  On ECP5 that reset is the
+    LSR pin, which a slice's two flip-flops share: in the quantizer, 648 of 6,644 flip-flops had
+    a LUT there and the worst path of every seed ended on one (docs/quantizer.md, 'No logic on
+    the flip-flops' reset pins').  Where the clears are many and the logic before them full,
+    extraction saves LUTs (the dequantizer: 30 % of its LUT4), so it stays the default.
 
     Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
     presented on the output in cycle ``c + latency`` (without backpressure).
@@ -178,7 +178,7 @@ class Pipeline:
         The most bits of a stage register one enable copy loads (None: one copy per stage,
         the default).
     extract_reset : bool
-        False: the data registers carry ``extract_reset = "no"`` (above).  Default True.
+        False: the registers carry ``extract_reset = "no"`` (above).  Default True.
 
     Members
     -------
@@ -205,6 +205,7 @@ class Pipeline:
         self._m = m
         self._enable_load = enable_load
         self._extract_reset = extract_reset
+        self._attrs = {} if extract_reset else {"extract_reset": "no"}  # on every register
         self._names = tuple(sections)
         self._registered = place_registers(list(sections.values()), stages)
         self._name = name
@@ -286,7 +287,7 @@ class Pipeline:
         last = self._index == len(self._names)
         prev_valid = self._valids[-1] if self._valids else self._in_valid
         enable = Signal(name=f"{tag}_en")
-        valid = Signal(name=f"{tag}_valid")
+        valid = Signal(name=f"{tag}_valid", attrs=self._attrs)
         with m.If(enable):
             m.d.sync += valid.eq(prev_valid)
         self._enable_by_name[name] = enable
@@ -305,7 +306,7 @@ class Pipeline:
         if self._hold_flag is None:  # every valid block waits
             self._waits, self._out_hold = valid, self._out_valid
         else:
-            self._waits = Signal(name=f"{self._name}_hold0")
+            self._waits = Signal(name=f"{self._name}_hold0", attrs=self._attrs)
             with m.If(enable):
                 m.d.sync += self._waits.eq(prev_valid & self._hold_flag)
             self._out_hold = Signal(name=f"{tag}_out_hold")
@@ -317,8 +318,7 @@ class Pipeline:
     def _register(self, value, enables, name):
         """A register loading ``value``: part ``c`` of :func:`enable_parts` on ``enables[c]``."""
         shape = value.shape() if isinstance(value, data.View) else Value.cast(value).shape()
-        attrs = {} if self._extract_reset else {"extract_reset": "no"}
-        reg = Signal(shape, name=name, reset_less=True, attrs=attrs)
+        reg = Signal(shape, name=name, reset_less=True, attrs=self._attrs)
         if len(enables) == 1:
             with self._m.If(enables[0]):
                 self._m.d.sync += reg.eq(value)
@@ -336,7 +336,7 @@ class Pipeline:
             raise ValueError(f"{len(self._names)} boundaries declared, {self._index} crossed")
         m = self._m
         for enable in (copy for copies in self._enable_copies for copy in copies):
-            advance = Signal(name=f"{enable.name}_advance", init=1)
+            advance = Signal(name=f"{enable.name}_advance", init=1, attrs=self._attrs)
             m.d.sync += advance.eq(o_ready | (~self._waits & advance))
             m.d.comb += enable.eq(advance)
         m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._enable_copies[0][0]),

@@ -158,10 +158,11 @@ def max_tree_split(fmt, block_size: int, stages: int | None = None, input_format
                    rceil: bool = False) -> bool:
     """Whether the radix-4 levels of the block-max tree (:func:`max_tree_radices`) of a
     quantizer at depth ``stages`` (None: every boundary registered) are split: each level's
-    comparisons in a section of their own (``amax<j>_cmp``), registered, then its select
-    (``amax<j>``).  A radix-4 level as one section takes about 6.5 ns on ECP5 (comparison,
-    win bits, select: 6 LUT levels), a binary level 5.2-5.5 (5 cells); a split level's halves
-    are 3-4 LUT levels each, with as many sections as the binary tree it replaces.
+    comparisons and their winners in a section of their own (``amax<j>_cmp``; the winners
+    registered, or with rceil's flags the comparisons), then its select (``amax<j>``).  A
+    radix-4 level as one section takes about 6.5 ns on ECP5 (comparison, win bits, select: 6 LUT
+    levels), a binary level 5.2-5.5 (5 cells); a split level's halves are 3-4 LUT levels each,
+    with as many sections as the binary tree it replaces.
 
     Split unless either, as before for the binary tree against radix 4:
 

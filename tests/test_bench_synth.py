@@ -59,7 +59,7 @@ def test_seeds_give_the_median_and_are_placed_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(flow, "OUT", tmp_path / "build")
     monkeypatch.setattr(flow, "RESULTS", tmp_path)
-    monkeypatch.setattr(flow, "_ecp5", synth)
+    monkeypatch.setattr(flow, "ecp5_synthesis", synth)
     monkeypatch.setattr(flow, "_place", place)
     argv = ["--format", "int8", "--block-size", "2", "--stages", "1"]
     one = flow.synthesize("dequantizer", argv, log=lambda s: None, ecp5_only=True)
@@ -88,7 +88,7 @@ def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "TARGETS", [("dequantizer", config, 200, None)])
     monkeypatch.setattr(flow, "OUT", tmp_path / "build")
     monkeypatch.setattr(flow, "RESULTS", tmp_path)
-    monkeypatch.setattr(flow, "_ecp5", lambda comp, name, d, lut_map: {
+    monkeypatch.setattr(flow, "ecp5_synthesis", lambda comp, name, d, lut_map: {
         "LUT4": 10 if lut_map == "lut4" else 12, "FF": 5, "MULT18X18D": 0, "CCU2C": 0})
     monkeypatch.setattr(flow, "_place", lambda d, seed: {
         "fmax_mhz": 201.0 if "wide" in d.parts else 123.4, "critical_path": None})
