@@ -313,8 +313,8 @@ class MXQuantizer(wiring.Component):
     #: Whether synthesis may make a stage register's clear its synchronous reset
     #: (:class:`hw.pipeline.Pipeline`'s ``extract_reset``): no.  With every stage at three LUT
     #: levels or fewer, that reset's LSR pin was the worst path; without it, bf16 -> fp8_e4m3
-    #: at 10 stages measured 241.3 MHz against 222.1 (docs/quantizer.md, 'No logic on the
-    #: flip-flops' reset pins').
+    #: at 10 stages measured 240.0 MHz against 222.1 before the change (medians of nextpnr
+    #: seeds 1-3; docs/quantizer.md, 'No logic on the flip-flops' reset pins').
     extract_reset = False
     #: The most bits of a stage register one copy of the stage enable loads
     #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 2-8 copies per stage at k = 32.

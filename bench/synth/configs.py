@@ -166,15 +166,14 @@ FALL_NEXT_STEPS: dict[tuple[str, int], str] = {
 #: Where a missed target stands: the critical path's stage and the change that would fix it
 #: (from nextpnr's report of the stored result; kept with the code that produced it).
 NEXT_STEPS = {
-    "quantizer": "every quantizer of the list meets 200 MHz since 2026-11-26 (session 37), "
-                 "its stage registers loaded in parts of at most 160 bits, each part on its "
-                 "own copy of the stage enable (MXQuantizer.enable_load; docs/quantizer.md, "
-                 "flow control): fp32 -> fp8_e5m2 195.6 -> 212.6 MHz, fp32 -> fp6_e2m3 199.4 "
-                 "-> 217.2 (medians of seeds 1-3). The worst paths are now stages of 3-4 LUT "
-                 "levels with 3.2-3.9 ns of routing, most often norm -> the block-max tree's "
-                 "first comparisons and decode -> norm (the lowest seed: bf16 -> int8 200.4). "
-                 "Next step if one falls below: a cell off norm, e.g. the fp32 subnormal "
-                 "shift's low bits after the norm register as for fp8_e5m2 (not tried).",
+    "quantizer": "every quantizer of the list meets 200 MHz, since 2026-11-26 (session 41) at "
+                 "226.7-264.8 MHz (medians of seeds 1-3): every stage at three LUT levels or "
+                 "fewer and no register's clear on a flip-flop's reset pin (Pipeline "
+                 "extract_reset; docs/quantizer.md, 'No logic on the flip-flops' reset pins'). "
+                 "The worst paths are 3-10 cells with 2.4-3.3 ns of routing (the input "
+                 "registers -> decode, norm -> the tree, the block's e_key register to the 32 "
+                 "lanes). Next step if one falls below: e_key in copies, one per group of "
+                 "lanes, each on its own enable copy (not tried).",
     "dequantizer": "at the default depth (5 since 2026-11-25: round and output in one stage, "
                    "registered stall) the worst path depends on the nextpnr seed, and every one is"
                    " mostly routing across the port ring of 1,024 output bits: the input register "
