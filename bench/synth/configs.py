@@ -144,23 +144,25 @@ CURVE_NEXT_STEPS: dict[tuple[str, int], str] = {
 #: Where a sweep's fall of Fmax beyond the seeds' spread stands: (the sweep's label, the
 #: stages of the point that fell) -> the next step (the critical path is the point's).
 FALL_NEXT_STEPS: dict[tuple[str, int], str] = {
-    ("quantizer --format fp8_e4m3 --input fp32", 12):
-        "the two registers the deepest setting adds to the default (input, and between round "
-        "and output) do not touch its critical stages, the norm section (decode -> norm, "
-        "3.5 ns estimated) and the block-max tree's first comparisons (norm -> amax1_cmp, "
-        "2.5): 4 cells, 1.12 ns logic + 3.3-3.5 ns routing in every seed of both points, so "
-        "both have the same clock and the seeds decide (12: 218.5-221.0 MHz, 10: "
-        "222.6-227.0; 2026-11-26). bench.synth.levels counts the LUT levels of every stage "
-        "(session 40): at 10 stages eight are four levels deep, the two merged ones (the "
-        "input ports -> decode, align -> output) among them; at 12 those are cut, and eight "
-        "others are still four deep. Both points have four levels in their deepest stages, "
-        "and abc's area recovery takes any stage that could be three to four while one "
-        "needs four. A rise needs every stage at three levels at once (docs/quantizer.md, "
-        "'Toward 250 MHz'), and no logic on the flip-flops' reset pins: measured in a trial "
-        "(session 41), the three-level RTL with the flow's sync resets unmapped rises, "
-        "237.4 MHz at 10 stages (221.5-237.5) -> 236.7 at 12 (227.7-239.3), in 12-14 % "
-        "fewer LUT4 (docs/quantizer.md, 'No logic on the flip-flops' reset pins'). Landing "
-        "it changes the flow, so every row is placed again.",
+    ("quantizer --format fp8_e4m3 --input bf16", 12):
+        "since 2026-11-26 (session 41) every stage of this build is at three LUT levels or "
+        "fewer (bench.synth.levels) and no register's clear is on a flip-flop's reset pin; "
+        "the worst path of every seed at 12 stages is the block's e_key register to the 32 "
+        "lanes' subtractions (amax2 -> cmp, 4-6 cells, 1.3 ns logic + 2.9-3.0 ns routing), "
+        "which the two registers the deepest setting adds to the default (input; round -> "
+        "output) do not touch, while the default's worst path is its merged align -> output "
+        "stage (235.6-240.0 MHz). Next step: e_key in copies, one per group of lanes, each "
+        "loading on its own enable copy (yosys merges equal flip-flops otherwise); it is the "
+        "250 MHz stretch target's next step too (docs/quantizer.md, 'No logic on the "
+        "flip-flops' reset pins').",
+    ("quantizer --format fp8_e4m3 --input fp32", 8):
+        "at 8 stages the block-max tree's last select and the e_key fan-out to the 32 lanes "
+        "share a stage (amax2_cmp -> cmp, 7-10 cells, 1.8-1.9 ns logic + 4.9-5.1 ns routing). "
+        "The section estimates the balancer places registers by (quantizer_sections) date "
+        "from before session 41, when amax<j>_cmp held the comparisons (3-4 LUT levels) and "
+        "amax<j> the win bits and the select (3); now amax<j>_cmp holds the winners and "
+        "amax<j> is one AND-OR level. Next step: measure the sections again and give amax<j> "
+        "its new, shorter estimate, so that 8 stages put the register after the select.",
 }
 
 #: Where a missed target stands: the critical path's stage and the change that would fix it
