@@ -337,13 +337,22 @@ def max_tree_wins(m: Module, comparisons, radix: int, name: str = "mt"):
     out = []
     for g, group_cmp in enumerate(comparisons):
         tag = f"{name}_l{len(comparisons) * radix}_{g}"
-        later_greater = dict(zip(itertools.combinations(range(radix), 2),
-                                 (gt for gt, _ in group_cmp), strict=True))
+        later_greater = _by_pair((gt for gt, _ in group_cmp), radix)
         out.append([wire(m, _all([later_greater[p, i] for p in range(i)]
-                                 + [~later_greater[i, q] for q in range(i + 1, radix)]),
+                                 + _not_below_later(later_greater, i, radix)),
                          f"{tag}_win{i}")
                     for i in range(radix)])
     return out
+
+
+def _by_pair(values, radix: int) -> dict:
+    """One value per pair ``p < q`` of a group, in ``itertools.combinations`` order, by pair."""
+    return dict(zip(itertools.combinations(range(radix), 2), values, strict=True))
+
+
+def _not_below_later(later_greater, i: int, radix: int) -> list:
+    """Entry ``i``'s key is at least every later entry's: no later one is greater."""
+    return [~later_greater[i, q] for q in range(i + 1, radix)]
 
 
 def max_tree_select(m: Module, level, comparisons, radix: int, name: str = "mt", *,
@@ -393,11 +402,10 @@ def max_tree_select(m: Module, level, comparisons, radix: int, name: str = "mt",
             key = layout(key)
         flag = None
         if with_flag:
-            pairs = list(itertools.combinations(range(radix), 2))
-            later_greater = dict(zip(pairs, (g for g, _ in group_cmp), strict=True))
-            equal = dict(zip(pairs, (e for _, e in group_cmp), strict=True))
+            later_greater = _by_pair((g for g, _ in group_cmp), radix)
+            equal = _by_pair((e for _, e in group_cmp), radix)
             at_max = [_all([later_greater[p, i] | equal[p, i] for p in range(i)]
-                           + [~later_greater[i, q] for q in range(i + 1, radix)])
+                           + _not_below_later(later_greater, i, radix))
                       for i in range(radix)]
             flag = wire(m, _any([at_max[i] & flags[i] for i in range(radix)]), f"{tag}_f")
         nxt.append((key, flag))

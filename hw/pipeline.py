@@ -189,7 +189,7 @@ class Pipeline:
     names : tuple of str
         The boundaries, in datapath order.
     extract_reset : bool
-        Whether synthesis may make a data register's clear its synchronous reset.
+        Whether synthesis may make a register's clear its synchronous reset.
     """
 
     def __init__(self, m: Module, sections: Mapping[str, float], stages: int, *,

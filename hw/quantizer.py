@@ -436,6 +436,9 @@ class MXQuantizer(wiring.Component):
             field = "cand" if "cand" in fields[0].shape().members else "key"
             return [(t[field], t.flag if rceil_built else None) for t in fields]
 
+        def binade_key(e, nz_e, lzf, i):  # E for a normal lane, -lzf for a subnormal one
+            return wire(m, Mux(nz_e, e, negate_gates(lzf)), f"lane{i}_key")
+
         def pad_to_grid(sig):  # a significand shorter than the grid (finer than the input)
             return Cat(Const(0, mb + 1 - len(sig)), sig) if len(sig) < mb + 1 else sig
 
@@ -509,7 +512,7 @@ class MXQuantizer(wiring.Component):
             # the binade key; over exponent fields the tree does not need it, and cmp is its
             # first use: it is made after the norm register, off norm's LUT levels
             key = ({"e": e, "nz_e": nz_e, "lzf": lzf} if self.exponent_field_tree else
-                   {"key": wire(m, Mux(nz_e, e, negate_gates(lzf)), f"lane{i}_key")})
+                   {"key": binade_key(e, nz_e, lzf, i)})
             sub = reduce_significand(m, Cat(Const(0, 1), frac),
                                      Cat(Const(0, late_bits), lzf[late_bits:sub_shift]), kept,
                                      name=f"lane{i}_s")
@@ -552,8 +555,8 @@ class MXQuantizer(wiring.Component):
             if late_bits:
                 s2 = wire(m, reduce_significand(m, s2, ln.late, keep, name=f"lane{i}_late"),
                           f"lane{i}_s2late")
-            key = (wire(m, Mux(ln.nz_e, ln.e, negate_gates(ln.lzf)), f"lane{i}_key")
-                   if self.exponent_field_tree else ln.key)
+            key = (binade_key(ln.e, ln.nz_e, ln.lzf, i) if self.exponent_field_tree
+                   else ln.key)
             lanes.append({"neg": ln.neg, "zero": ln.zero, "s2": s2, "key": key})
         width = len(lanes[0]["s2"])
         d0 = width - 1 - mb  # bits of s2 below the grid in a normal binade

@@ -125,6 +125,14 @@ def test_one_chain_takes_one_carry():
 
 
 # -- the block-max tree: radix 2 and 4, against max() and the OR of the flags at the max ----
+def _max_and_flag(case, radix):
+    """A tree group's answer from its keys and flags (``case``: the keys, then the flags):
+    the maximum key, and the OR of the flags of the keys equal to it."""
+    ks, fs = case[:radix], case[radix:]
+    top = max(ks)
+    return top, int(any(f for k, f in zip(ks, fs, strict=True) if k == top))
+
+
 @pytest.mark.parametrize("radix", [2, 4])
 def test_max_tree_level_exhaustive(radix):
     """Every 2-bit signed key combination of one group (keys collide often: ties), with every
@@ -144,10 +152,8 @@ def test_max_tree_level_exhaustive(radix):
              for fs in itertools.product((0, 1), repeat=radix)]
     got = _run_comb(m, [*keys, *flags], [key, flag, key_only], cases)
     for case, row in zip(cases, got, strict=True):
-        ks, fs = case[:radix], case[radix:]
-        top = max(ks)
-        assert row == [top, int(any(f for k, f in zip(ks, fs, strict=True) if k == top)),
-                       top], case
+        top, flag = _max_and_flag(case, radix)
+        assert row == [top, flag, top], case
 
 
 @pytest.mark.parametrize("radix", [2, 4])
@@ -206,10 +212,8 @@ def test_max_tree_unsigned_keys_compare_on_carry_chains(radix):
              for fs in patterns]
     got = _run_comb(m, [*keys, *flags], [key, flag, by_wins], cases)
     for case, row in zip(cases, got, strict=True):
-        ks, fs = case[:radix], case[radix:]
-        top = max(ks)
-        assert row == [top, int(any(f for k, f in zip(ks, fs, strict=True) if k == top)),
-                       top], case
+        top, flag = _max_and_flag(case, radix)
+        assert row == [top, flag, top], case
     with pytest.raises(ValueError, match="flags need the comparisons"):
         max_tree_select(Module(), list(zip(keys, flags, strict=True)), None, radix, "x",
                         wins=wins)
