@@ -55,6 +55,27 @@ def test_less_than_const_exhaustive(shape, tree):
         assert row == [int(x < c) for c in consts], x
 
 
+@pytest.mark.parametrize("width", [1, 3, 5])
+def test_increment_and_negate_gates_exhaustive(width):
+    """Every value of an unsigned ``width``-bit signal: ``increment_gates`` is ``(v + 1) mod
+    2**width``; ``negate_gates`` is ``-v`` as a signed value one bit wider, and of the same
+    bits read as a signed ``v`` its low ``width`` bits are those of ``-v``."""
+    from amaranth.hdl import Module, Signal
+
+    from hw.arith import increment_gates, negate_gates, wire
+
+    m = Module()
+    v = Signal(width)
+    inc = wire(m, increment_gates(v), "inc")
+    neg = wire(m, negate_gates(v), "neg")
+    got = _run_comb(m, [v], [inc, neg], [(x,) for x in range(1 << width)])
+    for x, (i, n) in zip(range(1 << width), got, strict=True):
+        assert i == (x + 1) % (1 << width), x
+        assert n == -x, x
+        as_signed = x - (1 << width) if x >> (width - 1) else x
+        assert n % (1 << width) == -as_signed % (1 << width), x
+
+
 @pytest.mark.parametrize("sa,sb", [("u4", "u4"), ("s4", "s4"), ("u3", "s4"), ("s5", "u2")])
 def test_greater_than_exhaustive(sa, sb):
     from amaranth.hdl import Module, Signal, signed, unsigned
