@@ -8,9 +8,11 @@ part the flow proofs already own, and proves the first two for all inputs:
 1. **Structure** (checked on the flattened netlist of each depth): every flip-flop of the unit
    is either a pipeline control register (a stage's ``valid`` or ``en_advance``,
    ``en<c>_advance`` for each further enable copy, and with ``hold_when`` ``hold0``) or a bit of
-   a registered boundary's data register (or the skid register), a ``$dffe`` that loads on its
-   stage's enable net ``<prefix>_<boundary>_en`` (the skid register: the last stage's; with
-   the pipeline's ``enable_load``, part ``c`` of the register on copy ``..._en<c>``).  Any
+   a registered boundary's data register (or the skid register, or a replica ``..._r<c>``
+   of a value at that boundary), a ``$dffe`` that loads on its stage's enable net
+   ``<prefix>_<boundary>_en`` (the skid register: the last stage's; with the pipeline's
+   ``enable_load``, part ``c`` of the register on copy ``..._en<c>``; a replica's parts on
+   the copies after those).  Any
    other register (state outside the pipeline, a register on another enable) stops the proof
    with its name.
 2. **Function**: each data register is replaced by a wire from its D input to its Q output;
@@ -150,7 +152,9 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     enable_load : int or None
         The pipeline's ``enable_load`` (:class:`hw.pipeline.Pipeline`): part ``c`` of a
         stage's data register (:func:`hw.pipeline.enable_parts`) must load on the stage's
-        enable copy ``c`` (``<stage>_en``, ``<stage>_en1``, ...).
+        enable copy ``c`` (``<stage>_en``, ``<stage>_en1``, ...), and the parts of its
+        replicas (``probes["replicas"]``, :meth:`hw.pipeline.Pipeline.replicate`) on the
+        copies after those, in order.
 
     Returns
     -------
@@ -169,13 +173,23 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
 
     # data register bit -> (register name, the enable bit it must load on)
     data = {}
-    for reg in probes["data"] + probes["skid"]:
-        stage = reg.removesuffix("_skid")
+    used = {}  # stage -> the enable copies its data register and replicas so far load on
+
+    def loads_on(reg, stage, first):  # the register's parts on copies first, first + 1, ...
         reg_bits = bits(reg)
-        for c, (lo, hi) in enumerate(enable_parts(len(reg_bits), enable_load)):
+        parts = enable_parts(len(reg_bits), enable_load)
+        for c, (lo, hi) in enumerate(parts, first):
             enable = bits(f"{stage}_en{c or ''}")
             for b in reg_bits[lo:hi]:
                 data[b] = (reg, enable[0] if enable else None)
+        return first + len(parts)
+
+    for reg in probes["data"] + probes["skid"]:
+        stage = reg.removesuffix("_skid")
+        used[stage] = loads_on(reg, stage, 0)
+    for reg in probes.get("replicas", []):  # in order, after their stage's own parts
+        stage = reg.rsplit("_r", 1)[0]
+        used[stage] = loads_on(reg, stage, used[stage])
     for pattern, reg in blocks:
         enable = bits(f"{reg}_en")
         inside = [name for name in nets if fnmatch.fnmatchcase(name, pattern)]

@@ -24,7 +24,7 @@ from hw.dsp import MULT18X18D_REGISTERS
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes", "enable_copies",
+__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes", "enable_copies", "replicas",
            "default_configurations", "EXTRA_CONFIGURATIONS", "MULT18X18D_BLOCKS"]
 
 
@@ -112,9 +112,31 @@ class FormalUnit:
         sections = self.sections(k, stages)
         if text is None:
             text = rtlil.convert(self.build(k, stages), name="top")
-        copies = enable_copies(text, self.prefix, registered_boundaries(sections, stages))
+        boundaries = registered_boundaries(sections, stages)
+        copies = enable_copies(text, self.prefix, boundaries)
         return pipeline_probes(sections, stages, self.prefix, scope=scope, data=data,
-                               copies=copies, hold_when=self.runs)
+                               copies=copies, hold_when=self.runs,
+                               replicas=replicas(text, self.prefix, boundaries))
+
+
+def replicas(text: str, prefix: str, boundaries) -> dict[str, int]:
+    """How many replicas (:meth:`hw.pipeline.Pipeline.replicate`) of a value each registered
+    boundary of a :class:`hw.pipeline.Pipeline` named ``prefix`` carries, read off the unit's
+    RTLIL ``text``: the registers ``<prefix>_<boundary>_r<c>``, numbered from 0."""
+    found = set(re.findall(rf"^\s*wire .*\\({re.escape(prefix)}_\w+)_r(\d+)$", text,
+                           flags=re.MULTILINE))
+    counts = {}
+    for boundary in boundaries:
+        tag = f"{prefix}_{boundary}"
+        n = 0
+        while (tag, str(n)) in found:
+            n += 1
+        if n:
+            counts[boundary] = n
+    if sum(counts.values()) != len(found):
+        raise ValueError(f"replicas of {prefix!r} outside the registered boundaries or not "
+                         f"numbered from 0: {sorted(found)}")
+    return counts
 
 
 def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
@@ -140,7 +162,8 @@ def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
 def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
                     *, scope: str = "", data: bool = False,
                     copies: Mapping[str, int] | None = None,
-                    hold_when: bool = False) -> dict[str, list[str]]:
+                    hold_when: bool = False,
+                    replicas: Mapping[str, int] | None = None) -> dict[str, list[str]]:
     """Names, in the flattened netlist, of the registers of a :class:`hw.pipeline.Pipeline`
     named ``prefix`` (as its ``name``) built in the module at ``scope`` (``"dut."``, or ``""``
     for the top module).
@@ -149,7 +172,9 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     per-stage enable copies, and with ``copies`` (boundary -> number, :func:`enable_copies`)
     each stage's further copies after its first) and with ``hold_when`` ``hold`` (the one
     register saying whether the last stage's block waits); with ``data``, also ``data`` (each
-    stage's data register) and ``skid`` (the skid register after the last stage).  The names
+    stage's data register), ``skid`` (the skid register after the last stage) and ``replicas``
+    (with ``replicas``, boundary -> number, :func:`replicas`: each boundary's replica
+    registers, in order; their enables are the stage's enable copies after its own parts').  The names
     follow :class:`Pipeline`'s naming; a name that does not exist makes the Yosys script fail.
     """
     boundaries = registered_boundaries(sections, stages)
@@ -164,6 +189,8 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     if data:
         probes["data"] = tags
         probes["skid"] = [f"{tags[-1]}_skid"]
+        probes["replicas"] = [f"{t}_r{c}" for b, t in zip(boundaries, tags, strict=True)
+                              for c in range((replicas or {}).get(b, 0))]
     return probes
 
 

@@ -213,6 +213,7 @@ class Pipeline:
         self._valids = []  # valid bit of each registered stage
         # per registered stage: its enable copies, the first its load enable (driven in connect)
         self._enable_copies = []
+        self._copies_by_name = {}  # boundary name -> its stage's enable copies
         self._enable_by_name = {}  # boundary name -> its stage's load enable
         self._hold_flag = None  # hold_when's flag; None: every valid block waits
         self._waits = None  # whether the last stage's block waits
@@ -295,6 +296,7 @@ class Pipeline:
         parts = enable_parts(len(Value.cast(value)), self._enable_load)
         copies = [enable] + [Signal(name=f"{tag}_en{c}") for c in range(1, len(parts))]
         self._enable_copies.append(copies)
+        self._copies_by_name[name] = copies
         reg = self._register(value, copies, tag)
         if not last:
             return reg
@@ -314,6 +316,57 @@ class Pipeline:
         if isinstance(reg, data.View):
             return reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
         return Mux(enable, reg, skid)
+
+    def replicate(self, value, name: str, copies: int) -> list:
+        """``value`` carried over the boundary ``name`` in ``copies`` registers, each loaded
+        on enable copies of its own (``<prefix>_<name>_r<c>_en``, ...), or ``copies`` times
+        ``value`` itself where ``name`` holds no register.
+
+        For a value that fans out over the die: each copy drives a part of its loads from a
+        flip-flop placed near them.  Registers with the same input and the same enable are
+        merged by synthesis (yosys ``opt_merge``; a ``keep`` attribute does not stop it), so
+        each copy loads on enables of its own, equal in every reachable state but distinct
+        nets.  Call it between crossing ``name`` (:meth:`boundary`) and the next boundary;
+        not at the last boundary, whose block the skid register alone catches.
+
+        Parameters
+        ----------
+        value : Value or View
+            The value before the boundary.
+        name : str
+            A boundary already crossed, not the last one.
+        copies : int
+            At least 1.
+
+        Returns
+        -------
+        list
+            ``copies`` Values or Views, as ``value``.
+        """
+        if not isinstance(copies, int) or isinstance(copies, bool) or copies < 1:
+            raise ValueError(f"copies must be a positive int, not {copies!r}")
+        if not self.registers(name):
+            if name not in self._names[:self._index]:
+                raise ValueError(f"boundary {name!r} is not crossed yet")
+            return [value] * copies
+        if name not in self._copies_by_name:
+            raise ValueError(f"boundary {name!r} is not crossed yet")
+        if name == self._names[-1]:
+            raise ValueError(f"boundary {name!r} is the last one: its value cannot be "
+                             f"replicated (the skid register holds one copy)")
+        if self._names.index(name) != self._index - 1:
+            raise ValueError(f"boundary {name!r} is behind: replicate after crossing it, "
+                             f"before the next")
+        stage_copies = self._copies_by_name[name]
+        tag = f"{self._name}_{name}"
+        width = len(Value.cast(value))
+        out = []
+        for c in range(copies):
+            enables = [Signal(name=f"{tag}_en{len(stage_copies) + p}")
+                       for p in range(len(enable_parts(width, self._enable_load)))]
+            stage_copies.extend(enables)
+            out.append(self._register(value, enables, f"{tag}_r{c}"))
+        return out
 
     def _register(self, value, enables, name):
         """A register loading ``value``: part ``c`` of :func:`enable_parts` on ``enables[c]``."""

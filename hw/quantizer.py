@@ -99,6 +99,11 @@ SPLIT_LEVEL_DELAY = {"compare": 2.5, "select": 2.0}
 SCALE_SELECT_DELAY = 1.5
 
 
+#: Copies of the e_key path from its last register before ``cmp`` (MXQuantizer's
+#: ``scale_copies_at``) on, each for a group of ``k / SCALE_COPIES`` lanes.
+SCALE_COPIES = 4
+
+
 def _sections(fmt, radices, split: bool, rceil: bool) -> dict[str, float]:
     tree = {}
     for j, radix in enumerate(radices, 1):
@@ -347,6 +352,11 @@ class MXQuantizer(wiring.Component):
         self.tree_radices = max_tree_radices(self.fmt, self.block_size, *tree_args)
         self.tree_split = max_tree_split(self.fmt, self.block_size, self.stages, *tree_args)
         self.sections = quantizer_sections(self.fmt, self.block_size, self.stages, *tree_args)
+        registered = registered_boundaries(self.sections, self.stages)
+        tail = [b for b in self.sections if b == "scale" or self.tree_radices
+                and b.startswith(f"amax{len(self.tree_radices)}")]
+        self.scale_copies_at = next((b for b in reversed(tail) if b in registered), None)
+        self.scale_copies = min(SCALE_COPIES, self.block_size)
         self.latency = self.stages
 
         k = self.block_size
@@ -377,6 +387,7 @@ class MXQuantizer(wiring.Component):
                 "scale_mode": self.scale_mode, "random_bits": self.random_bits,
                 "stages": self.stages, "exponent_field_tree": self.exponent_field_tree,
                 "max_tree_radices": list(self.tree_radices), "max_tree_split": self.tree_split,
+                "scale_copies": self.scale_copies, "scale_copies_at": self.scale_copies_at,
                 "registered_boundaries": list(registered_boundaries(self.sections,
                                                                     self.stages))}
 
@@ -571,43 +582,68 @@ class MXQuantizer(wiring.Component):
                      if rceil_built else None) for i in range(k)]
             complements = None
 
+        # From the register nearest before cmp that carries the tree's last level or the
+        # scale, the rest of that path is built once per group of lanes, on copies of that
+        # register (scale_copies): no one net carries e_key to all k lanes (cmp's fan-out,
+        # the worst path of bf16 -> fp8_e4m3 at 12 stages).  ``tails``: per copy, the tree's
+        # part of a boundary's struct (one where it is not replicated).
+        def cross_tails(fields, tails, name):
+            if name == self.scale_copies_at:
+                x = cross(fields, name)
+                return x, pipe.replicate(wire(m, tails[0], f"q_{name}_tail"), name,
+                                         self.scale_copies)
+            x = cross({**fields, "copies": tails}, name)
+            return x, list(x.copies)
+
+        # where the tree's only level was in norm (k = 2): its register's entry
+        tails = [x.tree] if not self.tree_radices else None
         for j, radix in enumerate(self.tree_radices, 1):  # one or two sections per level
             comparisons = max_tree_compare(m, [key for key, _ in tree], radix, f"amax{j}",
                                            equal=rceil_built, complements=complements)
             if j == len(self.tree_radices):
                 tree = scale_candidates(tree, f"amax{j}")
-            wins = None
+            levels = [(tree, comparisons, None)]  # per copy: entries, comparisons, wins
             if self.tree_split and radix == 4:
                 split = ({"cmp": comparison_fields(comparisons)} if rceil_built else
                          {"wins": max_tree_wins(m, comparisons, radix, f"amax{j}")})
-                x = cross({"lanes": lanes, **ctl_fields(x), "tree": tree_fields(tree),
-                           **split}, f"amax{j}_cmp")
-                lanes, tree = x.lanes, tree_entries(x.tree)
-                if rceil_built:
-                    comparisons = comparison_entries(x.cmp)
-                else:
-                    comparisons, wins = None, [list(group) for group in x.wins]
-            tree = max_tree_select(m, tree, comparisons, radix, f"amax{j}", wins=wins)
-            x = cross({"lanes": lanes, **ctl_fields(x),
-                       "tree": tree_fields(tree, complements=True)}, f"amax{j}")
+                x, tails = cross_tails({"lanes": lanes, **ctl_fields(x)},
+                                       [{"tree": tree_fields(tree), **split}], f"amax{j}_cmp")
+                lanes = x.lanes
+                levels = [(tree_entries(t.tree),
+                           comparison_entries(t.cmp) if rceil_built else None,
+                           None if rceil_built else [list(group) for group in t.wins])
+                          for t in tails]
+            selects = [max_tree_select(m, entries, cmps, radix,
+                                       f"amax{j}" + (f"_r{c}" if len(levels) > 1 else ""),
+                                       wins=wins)
+                       for c, (entries, cmps, wins) in enumerate(levels)]
+            x, tails = cross_tails({"lanes": lanes, **ctl_fields(x)},
+                                   [tree_fields(s, complements=True) for s in selects],
+                                   f"amax{j}")
             lanes = x.lanes
-            tree, complements = tree_entries(x.tree), tree_complements(x.tree)
-        (cand, above), = tree
-        # the tree's outputs as one net (formal/units.py cuts the datapath there)
-        amax = wire(m, {"cand": cand, "above": above}, "amax")
+            tree, complements = tree_entries(tails[0]), tree_complements(tails[0])
+        # the tree's outputs, per copy, as one net (formal/units.py cuts the datapath there)
+        # (unreplicated, the one entry in each: the net is the same at every depth)
+        amax = wire(m, [{"cand": t[0].cand, "above": t[0].flag if rceil_built else None}
+                        for t in tails * (self.scale_copies // len(tails))], "amax")
 
         # -- scale (rceil only): the floor's or one binade up's candidate ------------------
+        e_keys = []
+        for c in range(len(amax)):
+            e_key = amax[c].cand.e_key0
+            if rceil_built:
+                above = amax[c].above
+                if runtime_scale:
+                    above = above & (x.scale_mode == SCALE_MODE_IDS["rceil"])
+                e_key = Mux(above, amax[c].cand.e_key1, e_key)
+            e_keys.append(e_key)
+        y = {"lanes": lanes, **ctl_fields(x, scale_mode=False),
+             "nonfinite": amax[0].cand.nonfinite,
+             "zero": None if self.exponent_field_tree else amax[0].cand.zero}
         if rceil_built:
-            above = amax.above
-            if runtime_scale:
-                above = above & (x.scale_mode == SCALE_MODE_IDS["rceil"])
-            e_key = Mux(above, amax.cand.e_key1, amax.cand.e_key0)
+            y, e_keys = cross_tails(y, e_keys, "scale")
         else:
-            e_key = amax.cand.e_key0
-        y = {"lanes": lanes, **ctl_fields(x, scale_mode=False), "e_key": e_key,
-             "nonfinite": amax.cand.nonfinite,
-             "zero": None if self.exponent_field_tree else amax.cand.zero}
-        y = cross(y, "scale") if rceil_built else wire(m, y, "q_scale_in")
+            y = wire(m, y, "q_scale_in")
 
         # -- cmp: per lane element binade br = key - e_key (negative: element subnormal) ------
         # This is the only per-lane use of a block-wide value, and e_key's register drives all
@@ -622,10 +658,11 @@ class MXQuantizer(wiring.Component):
         lanes = []
         for i in range(k):
             ln = y.lanes[i]
-            br = wire(m, (ln.key - y.e_key)[:bw].as_signed(), f"lane{i}_br")
+            e_key = e_keys[i * len(e_keys) // k]  # its group's copy
+            br = wire(m, (ln.key - e_key)[:bw].as_signed(), f"lane{i}_br")
             lanes.append({"neg": ln.neg, "zero": ln.zero, "s2": ln.s2, "br": br})
         # beside the lanes: the scale code e + 127, 0 for a zero block, 255 for a NaN/Inf one
-        scale = (y.e_key + (SCALE_BIAS - e_key_off))[:8]
+        scale = (e_keys[0] + (SCALE_BIAS - e_key_off))[:8]
         if not self.exponent_field_tree:
             scale = Mux(y.zero, 0, scale)
         scale = Mux(y.nonfinite, SCALE_NAN, scale)

@@ -26,6 +26,7 @@ from formal.units import (
     default_configurations,
     enable_copies,
     pipeline_probes,
+    replicas,
     unit_by_name,
 )
 from hw.arith import wire
@@ -354,6 +355,46 @@ def test_bypass_checks_each_part_on_its_own_enable_copy():
     assert bypass_data_registers(netlist(6), "top", probes, enable_load=1) == wrong
     # without enable_load the whole register must load on t_a_en
     assert bypass_data_registers(netlist(10), "top", probes) == wrong
+
+
+def test_bypass_checks_each_replica_on_enable_copies_after_its_stages():
+    """A replica of a boundary's value (``hw.pipeline.Pipeline.replicate``) must load on the
+    stage's enable copies after those of the stage register's parts, in order: on the stage's
+    own enable instead it is reported; unnamed in the probes it is a register outside the
+    pipeline."""
+    probes = pipeline_probes({"a": 1.0, "b": 1.0}, 2, "t", data=True, replicas={"a": 1})
+    assert probes["replicas"] == ["t_a_r0"]
+
+    def netlist(replica_enable):
+        nets = {"t_a": [2], "t_a_r0": [3], "t_a_en": [6], "t_a_en1": [10], "t_b": [13],
+                "t_b_skid": [14], "t_b_en": [15], "t_a_valid": [8], "t_a_en_advance": [9],
+                "t_a_en1_advance": [16], "t_b_valid": [17], "t_b_en_advance": [18],
+                "o__payload": [13]}
+        cells = {"r": _dffe(6, [4], [2]), "c": _dffe(replica_enable, [4], [3]),
+                 "b": _dffe(15, [5], [13]), "s": _dffe(15, [13], [14])}
+        return {"modules": {"top": {
+            "ports": {"o__payload": {"direction": "output", "bits": [13]}},
+            "netnames": {n: {"bits": b, "attributes": {}} for n, b in nets.items()},
+            "cells": cells}}}
+
+    assert bypass_data_registers(netlist(10), "top", probes) == []
+    assert bypass_data_registers(netlist(6), "top", probes) == [
+        "data register t_a_r0 is a $dffe not loading on its stage enable"]
+    without = pipeline_probes({"a": 1.0, "b": 1.0}, 2, "t", data=True)
+    assert bypass_data_registers(netlist(10), "top", without) == [
+        "$dffe outside the pipeline's registers: t_a_r0"]
+
+
+def test_replicas_are_read_off_the_units_rtlil():
+    """The proofs' quantizer replicates its scale path at k = 4 (one copy per lane): the
+    probes name the replicas, numbered from 0, at the boundary the unit says."""
+    unit = unit_by_name("quantizer")
+    top = unit.max_stages(4)
+    at = unit.build(4, top).scale_copies_at
+    probes = unit.control_probes(4, top, data=True)
+    assert probes["replicas"] == [f"dut.q_{at}_r{c}" for c in range(4)]
+    with pytest.raises(ValueError, match="not numbered from 0"):
+        replicas("  wire width 3 \\q_a_r1\n", "q", ["a"])
 
 
 def test_enable_copies_are_read_off_the_units_rtlil():

@@ -100,6 +100,82 @@ def test_pipeline_latency_and_throughput(stages, flow, seed):
     assert out_cycles == [c + stages for c in range(20)]
 
 
+class _Replicas(_Chain):
+    """The chain with three replicas of each section's value at every boundary but the last
+    (:meth:`Pipeline.replicate`): the next section adds the last replica in place of the stage
+    register, plus the XORs of the others with it and with the stage register, which are zero
+    only while every copy holds the same block as the stage register."""
+
+    def elaborate(self, platform):
+        m = Module()
+        pipe = Pipeline(m, SECTIONS, self.stages, name="t", enable_load=self.enable_load)
+        x = self.i_data
+        names = list(SECTIONS)
+        for j, name in enumerate(names, start=1):
+            value = (x + j)[:16]
+            x = pipe.boundary(value, name)
+            if name != names[-1]:
+                r = pipe.replicate(value, name, 3)
+                x = (r[2] + (r[0] ^ x) + (r[0] ^ r[1]) + (r[1] ^ r[2]))[:16]
+        m.d.comb += self.o_data.eq(x)
+        pipe.connect(i_valid=self.i_valid, i_ready=self.i_ready, o_valid=self.o_valid,
+                     o_ready=self.o_ready)
+        return m
+
+
+@pytest.mark.parametrize("flow", FLOWS)
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+def test_replicas_hold_the_stage_registers_block(stages, flow, seed):
+    """Replicas load with their stage under random valid/ready: every block comes out once,
+    in order, unchanged by the XORs (a replica a block ahead or behind would show)."""
+    sent, got, _ = _run(_Replicas(stages, FLOWS[flow]), 0.7, 0.6, 60, seed)
+    assert got == [_out(v) for _, v in sent][:len(got)] and len(got) == 60
+
+
+def test_replicas_load_on_enable_copies_of_their_own():
+    """Each replica of a 16-bit value in parts of 4 bits: four enable copies of its own,
+    numbered after the stage's (``t_a_en4`` ... ``t_a_en15`` for three replicas), so synthesis
+    cannot merge the replicas; where the boundary holds no register, the value itself."""
+    from amaranth.back import rtlil
+
+    text = rtlil.convert(_Replicas(4, 5), ports=[])
+    for boundary in ("a", "b", "c"):
+        for c in range(3):
+            assert f"wire width 16 \\t_{boundary}_r{c}\n" in text
+        for copy in range(1, 16):
+            assert f"wire width 1 \\t_{boundary}_en{copy}_advance\n" in text
+        assert f"t_{boundary}_en16_advance" not in text
+    pipe = Pipeline(Module(), SECTIONS, 1, name="t")
+    value = Signal(4)
+    pipe.boundary(value, "a")
+    assert pipe.replicate(value, "a", 2) == [value, value]
+
+
+def test_replicate_checks_its_arguments():
+    m = Module()
+    pipe = Pipeline(m, SECTIONS, 4, name="t")
+    value = Signal(4)
+    with pytest.raises(ValueError, match="boundary 'a' is not crossed yet"):
+        pipe.replicate(value, "a", 2)
+    pipe.boundary(value, "a")
+    with pytest.raises(ValueError, match="copies must be a positive int, not 0"):
+        pipe.replicate(value, "a", 0)
+    with pytest.raises(ValueError, match="copies must be a positive int, not True"):
+        pipe.replicate(value, "a", True)
+    pipe.boundary(value, "b")
+    with pytest.raises(ValueError, match="boundary 'a' is behind"):
+        pipe.replicate(value, "a", 2)
+    with pytest.raises(ValueError, match="no boundary 'e'"):
+        pipe.replicate(value, "e", 2)
+    pipe.boundary(value, "c")
+    pipe.boundary(value, "d")
+    with pytest.raises(ValueError, match="boundary 'd' is the last one"):
+        pipe.replicate(value, "d", 2)
+    unregistered = Pipeline(Module(), SECTIONS, 1, name="t")
+    with pytest.raises(ValueError, match="boundary 'a' is not crossed yet"):
+        unregistered.replicate(value, "a", 2)
+
+
 class _Runs(_Chain):
     """The chain with :meth:`Pipeline.hold_when`: only blocks with bit 0 set wait at the
     output (as MXDotGeneral's last blocks); the others leave whenever they are presented."""

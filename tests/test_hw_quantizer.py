@@ -46,6 +46,7 @@ def test_cli_generates_quantizer(tmp_path):
                                   "rounding": "stochastic", "scale_mode": "rceil",
                                   "random_bits": 5, "stages": 2, "exponent_field_tree": True,
                                   "max_tree_radices": [2], "max_tree_split": False,
+                                  "scale_copies": 4, "scale_copies_at": "scale",
                                   "registered_boundaries": ["scale", "output"]}
     ports = {p["name"]: p for p in meta["ports"]}
     fields = {f["name"]: f for f in ports["i__payload"]["fields"]}
