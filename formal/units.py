@@ -52,9 +52,10 @@ class FormalUnit:
     cuts : tuple of str
         Nets where a depth-dependent part of the datapath ends, for the register-bypass proof
         (:func:`formal.datapath.split_at_cuts`; those the netlist has): the quantizer's
-        block-max tree outputs, the struct ``amax`` (the scale's ``e_key`` and flags as the
-        tree's last level selects them, and the rceil flag where it is built), whose tree's
-        shape follows the depth (:func:`hw.quantizer.max_tree_split`).  MXDotGeneral's
+        block-max tree outputs, the array ``amax`` (per copy of the scale path, the scale's
+        ``e_key`` and flags as the tree's last level selects them, and the rceil flag where
+        it is built), whose tree's shape follows the depth
+        (:func:`hw.quantizer.max_tree_split`, and the replicas, ``scale_copies_at``).  MXDotGeneral's
         cut is ``step_c``, the accumulator input entering its fused step.
     compared : tuple of str
         Internal nets the register-bypass proof compares besides ``o.payload``: MXDotGeneral's

@@ -5,7 +5,8 @@ A unit writes its datapath as combinational *sections*, each followed by a named
 :func:`place_registers` chooses which, from per-section delay estimates the unit declares.
 All registers advance together on one stall enable, itself a register (with one copy of it per
 stage, or per part of a wide stage register, so no net from ``o.ready`` reaches every stage);
-see :class:`Pipeline`.
+see :class:`Pipeline`.  A value that fans out over the die may cross a boundary in several
+registers, each driving a part of its loads (:meth:`Pipeline.replicate`).
 """
 
 from __future__ import annotations
@@ -160,6 +161,10 @@ class Pipeline:
     a LUT there and the worst path of every seed ended on one (docs/quantizer.md, 'No logic on
     the flip-flops' reset pins').  Where the clears are many and the logic before them full,
     extraction saves LUTs (the dequantizer: 30 % of its LUT4), so it stays the default.
+
+    :meth:`replicate`: a value carried over a boundary in several registers (the quantizer's
+    scale path, one copy per group of lanes), each on enable copies of its own, numbered after
+    the stage's (``..._en<c>``), since yosys merges registers with the same input and enable.
 
     Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
     presented on the output in cycle ``c + latency`` (without backpressure).

@@ -582,11 +582,11 @@ class MXQuantizer(wiring.Component):
                      if rceil_built else None) for i in range(k)]
             complements = None
 
-        # From the register nearest before cmp that carries the tree's last level or the
-        # scale, the rest of that path is built once per group of lanes, on copies of that
-        # register (scale_copies): no one net carries e_key to all k lanes (cmp's fan-out,
-        # the worst path of bf16 -> fp8_e4m3 at 12 stages).  ``tails``: per copy, the tree's
-        # part of a boundary's struct (one where it is not replicated).
+        # The scale path: the tree's last level, rceil's choice, e_key.  From its last
+        # register before cmp (scale_copies_at) on it is built once per group of lanes, each
+        # on a copy of that register (Pipeline.replicate), so no one net carries e_key to all
+        # k lanes (SCALE_COPIES).  ``tails``: the scale path's part of a boundary's struct,
+        # per copy (one before the replicas).
         def cross_tails(fields, tails, name):
             if name == self.scale_copies_at:
                 x = cross(fields, name)
@@ -622,8 +622,9 @@ class MXQuantizer(wiring.Component):
                                    f"amax{j}")
             lanes = x.lanes
             tree, complements = tree_entries(tails[0]), tree_complements(tails[0])
-        # the tree's outputs, per copy, as one net (formal/units.py cuts the datapath there)
-        # (unreplicated, the one entry in each: the net is the same at every depth)
+        # the tree's outputs, per copy, as one net (formal/units.py cuts the datapath there);
+        # scale_copies entries at every depth (the one path's repeated where it has no
+        # replicas), so that the net compares across depths
         amax = wire(m, [{"cand": t[0].cand, "above": t[0].flag if rceil_built else None}
                         for t in tails * (self.scale_copies // len(tails))], "amax")
 

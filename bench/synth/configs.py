@@ -144,38 +144,25 @@ CURVE_NEXT_STEPS: dict[tuple[str, int], str] = {
 #: Where a sweep's fall of Fmax beyond the seeds' spread stands: (the sweep's label, the
 #: stages of the point that fell) -> the next step (the critical path is the point's).
 FALL_NEXT_STEPS: dict[tuple[str, int], str] = {
-    ("quantizer --format fp8_e4m3 --input bf16", 12):
-        "since 2026-11-26 (session 41) every stage of this build is at three LUT levels or "
-        "fewer (bench.synth.levels) and no register's clear is on a flip-flop's reset pin; "
-        "the worst path of every seed at 12 stages is the block's e_key register to the 32 "
-        "lanes' subtractions (amax2 -> cmp, 4-6 cells, 1.3 ns logic + 2.9-3.0 ns routing), "
-        "which the two registers the deepest setting adds to the default (input; round -> "
-        "output) do not touch, while the default's worst path is its merged align -> output "
-        "stage (235.6-240.0 MHz). Next step: e_key in copies, one per group of lanes, each "
-        "loading on its own enable copy (yosys merges equal flip-flops otherwise); it is the "
-        "250 MHz stretch target's next step too (docs/quantizer.md, 'No logic on the "
-        "flip-flops' reset pins').",
-    ("quantizer --format fp8_e4m3 --input fp32", 8):
-        "at 8 stages the block-max tree's last select and the e_key fan-out to the 32 lanes "
-        "share a stage (amax2_cmp -> cmp, 7-10 cells, 1.8-1.9 ns logic + 4.9-5.1 ns routing). "
-        "The section estimates the balancer places registers by (quantizer_sections) date "
-        "from before session 41, when amax<j>_cmp held the comparisons (3-4 LUT levels) and "
-        "amax<j> the win bits and the select (3); now amax<j>_cmp holds the winners and "
-        "amax<j> is one AND-OR level. Next step: measure the sections again and give amax<j> "
-        "its new, shorter estimate, so that 8 stages put the register after the select.",
+    # none at 2026-11-26 (session 42): the quantizer's falls (bf16 10 -> 12, fp32 5 -> 8) were
+    # the e_key fan-out to the 32 lanes, now built in copies per group of lanes
+    # (docs/quantizer.md, 'The scale path in copies')
 }
 
 #: Where a missed target stands: the critical path's stage and the change that would fix it
 #: (from nextpnr's report of the stored result; kept with the code that produced it).
 NEXT_STEPS = {
-    "quantizer": "every quantizer of the list meets 200 MHz, since 2026-11-26 (session 41) at "
-                 "226.7-264.8 MHz (medians of seeds 1-3): every stage at three LUT levels or "
-                 "fewer and no register's clear on a flip-flop's reset pin (Pipeline "
-                 "extract_reset; docs/quantizer.md, 'No logic on the flip-flops' reset pins'). "
-                 "The worst paths are 3-10 cells with 2.4-3.3 ns of routing (the input "
-                 "registers -> decode, norm -> the tree, the block's e_key register to the 32 "
-                 "lanes). Next step if one falls below: e_key in copies, one per group of "
-                 "lanes, each on its own enable copy (not tried).",
+    "quantizer": "every quantizer of the list meets 200 MHz, since 2026-11-26 (session 42) at "
+                 "223.5-270.3 MHz (medians of seeds 1-3): every stage at three LUT levels or "
+                 "fewer, no register's clear on a flip-flop's reset pin (Pipeline extract_reset;"
+                 " docs/quantizer.md, 'No logic on the flip-flops' reset pins'), and the scale "
+                 "path built per group of 8 lanes from its last register before cmp (Pipeline."
+                 "replicate; 'The scale path in copies'). The worst paths are 4-9 cells with "
+                 "2.3-3.4 ns of routing (the input registers -> decode, decode -> norm, norm -> "
+                 "the tree, cmp -> shift, align -> output). The 250 MHz stretch (bf16 -> "
+                 "fp8_e4m3 at 12 stages, 248.3 MHz, 247.2-253.2) is bound by an e_key copy to "
+                 "its 8 lanes (amax2_r0 -> cmp, 4-5 cells, 2.7-2.8 ns routing): next step, "
+                 "8 copies of 4 lanes.",
     "dequantizer": "at the default depth (5 since 2026-11-25: round and output in one stage, "
                    "registered stall) the worst path depends on the nextpnr seed, and every one is"
                    " mostly routing across the port ring of 1,024 output bits: the input register "
