@@ -122,41 +122,40 @@ class FormalUnit:
 
 def replicas(text: str, prefix: str, boundaries) -> dict[str, int]:
     """How many replicas (:meth:`hw.pipeline.Pipeline.replicate`) of a value each registered
-    boundary of a :class:`hw.pipeline.Pipeline` named ``prefix`` carries, read off the unit's
-    RTLIL ``text``: the registers ``<prefix>_<boundary>_r<c>``, numbered from 0."""
-    found = set(re.findall(rf"^\s*wire .*\\({re.escape(prefix)}_\w+)_r(\d+)$", text,
-                           flags=re.MULTILINE))
-    counts = {}
-    for boundary in boundaries:
-        tag = f"{prefix}_{boundary}"
-        n = 0
-        while (tag, str(n)) in found:
-            n += 1
-        if n:
-            counts[boundary] = n
-    if sum(counts.values()) != len(found):
-        raise ValueError(f"replicas of {prefix!r} outside the registered boundaries or not "
-                         f"numbered from 0: {sorted(found)}")
-    return counts
+    boundary of a :class:`hw.pipeline.Pipeline` named ``prefix`` carries (those with any),
+    read off the unit's RTLIL ``text``: the registers ``<prefix>_<boundary>_r<c>``, numbered
+    from 0."""
+    counts = _numbered_wires(text, prefix, boundaries, r"_r(\d+)", 0, "replicas")
+    return {boundary: n for boundary, n in counts.items() if n}
 
 
 def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
     """How many copies of its stage enable each registered boundary of a
     :class:`hw.pipeline.Pipeline` named ``prefix`` has (its ``enable_load``: the stage
-    register loads in parts, one per copy), read off the unit's RTLIL ``text``: the wires
-    ``<prefix>_<boundary>_en<c>_advance`` besides ``..._en_advance``."""
-    found = set(re.findall(rf"^\s*wire .*\\({re.escape(prefix)}_\w+)_en(\d+)_advance$",
-                           text, flags=re.MULTILINE))
+    register loads in parts, one per copy, and each replica on copies of its own), read off
+    the unit's RTLIL ``text``: the wires ``<prefix>_<boundary>_en<c>_advance`` besides
+    ``..._en_advance``."""
+    counts = _numbered_wires(text, prefix, boundaries, r"_en(\d+)_advance", 1,
+                             "enable copies")
+    return {boundary: 1 + n for boundary, n in counts.items()}
+
+
+def _numbered_wires(text: str, prefix: str, boundaries, suffix: str, first: int,
+                    what: str) -> dict[str, int]:
+    """Per boundary, how many wires ``<prefix>_<boundary>`` + ``suffix`` (a pattern with one
+    number group) the RTLIL ``text`` has, numbered from ``first`` without a gap; any other
+    such wire is an error."""
+    found = set(re.findall(rf"^\s*wire .*\\({re.escape(prefix)}_\w+){suffix}$", text,
+                           flags=re.MULTILINE))
     counts = {}
     for boundary in boundaries:
-        tag = f"{prefix}_{boundary}"
-        n = 1
+        tag, n = f"{prefix}_{boundary}", first
         while (tag, str(n)) in found:
             n += 1
-        counts[boundary] = n
-    if sum(counts.values()) - len(counts) != len(found):
-        raise ValueError(f"enable copies of {prefix!r} outside the registered boundaries or "
-                         f"not numbered from 1: {sorted(found)}")
+        counts[boundary] = n - first
+    if sum(counts.values()) != len(found):
+        raise ValueError(f"{what} of {prefix!r} outside the registered boundaries or not "
+                         f"numbered from {first}: {sorted(found)}")
     return counts
 
 

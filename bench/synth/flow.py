@@ -94,7 +94,8 @@ def _yosys(script: str, cwd: Path, tag: str) -> None:
 
 def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
                seeds: int = 1, lut_map: str = "lut4") -> dict:
-    """Synthesize one configuration (``ecp5_only``: skip the xc7 and generic reports).
+    """Synthesize one configuration (``ecp5_only``: skip the xc7 and generic reports, which
+    a unit instantiating ECP5 cells, its ``primitives``, always skips).
 
     The two parts are stored separately in ``bench/results/synth/<module>.json`` while the
     Verilog is unchanged: a later run without ``ecp5_only`` adds the xc7 and generic reports
@@ -109,8 +110,9 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
     if not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds must be a positive integer, not {seeds!r}")
     results, work = _dirs(lut_map)
-    ecp5_only = ecp5_only or lut_map != "lut4"
     comp = build(unit, argv)
+    # the xc7 and generic reports cannot read a unit that instantiates ECP5 cells
+    ecp5_only = ecp5_only or lut_map != "lut4" or bool(getattr(comp, "primitives", ()))
     name = comp.module_name
     verilog = to_verilog(comp)
     d = work / name
