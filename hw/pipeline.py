@@ -218,8 +218,8 @@ class Pipeline:
         self._valids = []  # valid bit of each registered stage
         # per registered stage: its enable copies, the first its load enable (driven in connect)
         self._enable_copies = []
-        self._copies_by_name = {}  # boundary name -> its stage's enable copies
-        self._enable_by_name = {}  # boundary name -> its stage's load enable
+        # boundary name -> its stage's enable copies, the load enable first
+        self._copies_by_name = {}
         self._hold_flag = None  # hold_when's flag; None: every valid block waits
         self._waits = None  # whether the last stage's block waits
         self._out_hold = None
@@ -256,9 +256,9 @@ class Pipeline:
         or output register, :func:`hw.dsp.mult18x18d`)."""
         if not self.registers(name):
             raise ValueError(f"boundary {name!r} holds no register")
-        if name not in self._enable_by_name:
+        if name not in self._copies_by_name:
             raise ValueError(f"boundary {name!r} is not crossed yet")
-        return self._enable_by_name[name]
+        return self._copies_by_name[name][0]
 
     @property
     def hold(self) -> Value:
@@ -296,7 +296,6 @@ class Pipeline:
         valid = Signal(name=f"{tag}_valid", attrs=self._attrs)
         with m.If(enable):
             m.d.sync += valid.eq(prev_valid)
-        self._enable_by_name[name] = enable
         self._valids.append(valid)
         parts = enable_parts(len(Value.cast(value)), self._enable_load)
         copies = [enable] + [Signal(name=f"{tag}_en{c}") for c in range(1, len(parts))]
@@ -324,8 +323,8 @@ class Pipeline:
 
     def replicate(self, value, name: str, copies: int) -> list:
         """``value`` carried over the boundary ``name`` in ``copies`` registers, each loaded
-        on enable copies of its own (``<prefix>_<name>_r<c>_en``, ...), or ``copies`` times
-        ``value`` itself where ``name`` holds no register.
+        on enable copies of its own (the stage's next ``<prefix>_<name>_en<n>``), or
+        ``copies`` times ``value`` itself where ``name`` holds no register.
 
         For a value that fans out over the die: each copy drives a part of its loads from a
         flip-flop placed near them.  Registers with the same input and the same enable are
