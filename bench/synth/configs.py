@@ -152,17 +152,18 @@ FALL_NEXT_STEPS: dict[tuple[str, int], str] = {
 #: Where a missed target stands: the critical path's stage and the change that would fix it
 #: (from nextpnr's report of the stored result; kept with the code that produced it).
 NEXT_STEPS = {
-    "quantizer": "every quantizer of the list meets 200 MHz, since 2026-11-26 (session 42) at "
-                 "223.5-270.3 MHz (medians of seeds 1-3): every stage at three LUT levels or "
+    "quantizer": "every quantizer of the list meets 200 MHz, since 2026-11-26 (session 43) at "
+                 "228.9-265.4 MHz (medians of seeds 1-3): every stage at three LUT levels or "
                  "fewer, no register's clear on a flip-flop's reset pin (Pipeline extract_reset;"
                  " docs/quantizer.md, 'No logic on the flip-flops' reset pins'), and the scale "
-                 "path built per group of 8 lanes from its last register before cmp (Pipeline."
-                 "replicate; 'The scale path in copies'). The worst paths are 4-9 cells with "
-                 "2.3-3.4 ns of routing (the input registers -> decode, decode -> norm, norm -> "
-                 "the tree, cmp -> shift, align -> output). The 250 MHz stretch (bf16 -> "
-                 "fp8_e4m3 at 12 stages, 248.3 MHz, 247.2-253.2) is bound by an e_key copy to "
-                 "its 8 lanes (amax2_r0 -> cmp, 4-5 cells, 2.7-2.8 ns routing): next step, "
-                 "8 copies of 4 lanes.",
+                 "path built per group of 4 lanes from its last register before cmp (Pipeline."
+                 "replicate, SCALE_COPIES = 8; 'The scale path in copies'). The worst paths are "
+                 "4-6 cells with 2.5-3.3 ns of routing (the input registers -> decode, cmp -> "
+                 "shift, norm -> the tree, align -> output). The 250 MHz stretch (bf16 -> "
+                 "fp8_e4m3 at 12 stages) is met by the median, 250.6 MHz (241.6-254.4); seeds 1 "
+                 "and 3 are bound by the last select's win bits to the 8 e_key copies "
+                 "(amax2_cmp -> amax2_r<c>, 3 cells, 0.94 ns logic + 3.06-3.2 ns routing): next "
+                 "step past it, copies of the win register (a 2-level fan-out).",
     "dequantizer": "at the default depth (5 since 2026-11-25: round and output in one stage, "
                    "registered stall) the worst path depends on the nextpnr seed, and every one is"
                    " mostly routing across the port ring of 1,024 output bits: the input register "
