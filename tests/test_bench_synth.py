@@ -321,6 +321,7 @@ def test_missed_curve_target_names_its_path_and_next_step(monkeypatch):
     args = ["--format", "fp8_e4m3", "--input", "bf16", *K]
     monkeypatch.setattr(report, "CURVE_TARGETS", (("quantizer", args, 5, 130),))
     monkeypatch.setattr(report, "CURVE_NEXT_STEPS", {("quantizer", 5): "split the stage"})
+    monkeypatch.setattr(report, "STRETCH_TARGETS", ())  # its 5 stages would be the deepest
 
     def sweep(fmax):
         path = {"from": "dut.q_amax1", "to": "dut.q_exp", "logic_ns": 1.8, "routing_ns": 6.1,
@@ -336,6 +337,45 @@ def test_missed_curve_target_names_its_path_and_next_step(monkeypatch):
                       "next step: split the stage"]
     assert not [line for line in report.curve_targets_md(sweep(130.0))
                 if line.startswith("Missed:")]
+
+
+def test_stretch_target_reads_the_deepest_point(monkeypatch):
+    """The stretch row compares the sweep's deepest point (whatever the order of the points),
+    not the default; a miss gets a line with that point's critical path and the next step
+    kept with the code.  Hand-made results."""
+    from bench.synth import report
+    from bench.synth.configs import K
+
+    args = ["--format", "fp8_e4m3", *K]
+    monkeypatch.setattr(report, "STRETCH_TARGETS", (("dot", args, 250),))
+    monkeypatch.setattr(report, "STRETCH_NEXT_STEPS", {"dot": "cut every section"})
+    monkeypatch.setattr(report, "CURVE_TARGETS", ())
+    monkeypatch.setattr(report, "ANCHOR_POINTS", ())
+    path = {"from": "dut.dot_add", "to": "dut.dot_pick", "logic_ns": 1.3, "routing_ns": 3.4,
+            "cells": 5}
+
+    def point(stages, fmax):
+        return {"unit": "dot", "args": [*args, "--stages", str(stages)], "latency": stages,
+                "parameters": {"stages": stages},
+                "ecp5": {"fmax_mhz": fmax, "critical_path": path}}
+
+    def stretch(sweep):
+        lines = report.curve_targets_md({"dot": sweep})
+        return ([line for line in lines if "(stretch)" in line and line.startswith("| ")],
+                [line for line in lines if line.startswith("Missed: dot --format")])
+
+    rows, missed = stretch([point(20, 249.9), point(12, 260.0)])
+    assert rows == ["| dot --format fp8_e4m3, deepest setting (stretch) | >= 250 MHz | 249.9 "
+                    "MHz at 20 stages | **no** |"]
+    assert missed == ["Missed: dot --format fp8_e4m3, deepest setting (stretch): critical "
+                      "path at 20 stages dut.dot_add -> dut.dot_pick: 5 cells, 1.3 ns logic + "
+                      "3.4 ns routing; next step: cut every section"]
+    rows, missed = stretch([point(12, 200.0), point(20, 250.0)])
+    assert rows == ["| dot --format fp8_e4m3, deepest setting (stretch) | >= 250 MHz | 250.0 "
+                    "MHz at 20 stages | yes |"] and missed == []
+    rows, missed = stretch([])
+    assert rows == ["| dot --format fp8_e4m3, deepest setting (stretch) | >= 250 MHz | not in "
+                    "the sweep | |"] and missed == []
 
 
 def _lsr_from_logic(netlist: dict, module: str) -> int:

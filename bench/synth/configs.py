@@ -9,7 +9,7 @@ import golden
 
 __all__ = ["K", "describe", "FORMATS", "CONFIGS", "SWEEPS", "Anchor", "ANCHOR_POINTS", "ANCHORS",
            "TARGETS", "CURVE_TARGETS", "CURVE_NEXT_STEPS", "FALL_NEXT_STEPS", "NEXT_STEPS",
-           "SWEEP_LATENCIES"]
+           "STRETCH_TARGETS", "STRETCH_NEXT_STEPS", "SWEEP_LATENCIES"]
 
 K = ["--block-size", "32"]
 
@@ -127,6 +127,25 @@ TARGETS = tuple(
 CURVE_TARGETS = (
     ("quantizer", ["--format", "fp8_e4m3", "--input", "bf16", *K], 5, 130),
 )
+
+#: Issue 13's stretch, on the depth sweeps: (unit, args, Fmax MHz) at the sweep's deepest
+#: point (the unit's largest ``--stages``; :func:`bench.synth.flow.sweep_points` always
+#: places it).
+STRETCH_TARGETS = (
+    ("quantizer", ["--format", "fp8_e4m3", "--input", "bf16", *K], 250),
+    ("dot", ["--format", "fp8_e4m3", *K], 250),
+)
+
+#: Where a missed stretch target stands: unit -> the next step (the critical path is the
+#: stored deepest sweep point's).
+STRETCH_NEXT_STEPS = {
+    "dot": "250 MHz needs 4 ns stages, about three LUT levels each, so every section cut "
+           "again: bench.synth.levels (session 40) finds nine of fp8_e4m3's 20 stages at four "
+           "LUT levels beside the carry chains of the window add and the tree; the decode "
+           "stage's enable to about 1,000 flip-flops (3.8-4.1 ns of routing) is the other "
+           "kind of worst path. The flow's sync resets unmapped gave 225.0 MHz (221.6-232.4) "
+           "for 4 % more LUT4 (trial, session 41). Not started (see the dot's next steps).",
+}
 
 #: Where a missed curve target stands (unit, latency) -> the next step (the critical path is
 #: the stored sweep point's).

@@ -14,6 +14,8 @@ from .configs import (
     CURVE_TARGETS,
     FALL_NEXT_STEPS,
     NEXT_STEPS,
+    STRETCH_NEXT_STEPS,
+    STRETCH_TARGETS,
     TARGETS,
     describe,
 )
@@ -178,9 +180,10 @@ def _base_args(r: dict) -> str:
 
 
 def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
-    """:data:`CURVE_TARGETS` against the sweep points at their latency; for every anchor doing
-    a sweep's job (:data:`ANCHOR_POINTS`), whether the sweep is faster at its latency; for
-    every sweep, whether its Fmax rises with each added stage within the seeds' spread
+    """:data:`CURVE_TARGETS` against the sweep points at their latency; :data:`STRETCH_TARGETS`
+    against their sweep's deepest point; for every anchor doing a sweep's job
+    (:data:`ANCHOR_POINTS`), whether the sweep is faster at its latency; for every sweep,
+    whether its Fmax rises with each added stage within the seeds' spread
     (:func:`curve_falls`)."""
     points = {(r["unit"], _base_args(r), r["latency"]): r
               for rows in sweeps.values() for r in rows if "ecp5" in r}
@@ -204,6 +207,20 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
             step = CURVE_NEXT_STEPS.get((unit, latency), "not known")
             missed.append(f"Missed: {label}: critical path {_path(r['ecp5'].get('critical_path'))}"
                           f"; next step: {step}")
+    for unit, args, fmax in STRETCH_TARGETS:
+        label = f"{describe(unit, args)}, deepest setting (stretch)"
+        deepest = max((r for rows in sweeps.values() for r in rows
+                       if "ecp5" in r and (r["unit"], _base_args(r)) == (unit, " ".join(args))),
+                      key=lambda r: r["parameters"]["stages"], default=None)
+        stages = None if deepest is None else deepest["parameters"]["stages"]
+        row, miss = clock_row(label, f">= {fmax} MHz", deepest,
+                              lambda got, fmax=fmax: got >= fmax,
+                              "" if deepest is None else f" at {stages} stages")
+        lines.append(row)
+        if miss:
+            missed.append(f"Missed: {label}: critical path at {stages} stages "
+                          f"{_path(deepest['ecp5'].get('critical_path'))}; next step: "
+                          f"{STRETCH_NEXT_STEPS.get(unit, 'not known')}")
     for label, rows in sweeps.items():
         for anchor in _anchors_of(rows):
             ours = _at_latency(rows, anchor)
