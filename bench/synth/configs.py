@@ -181,8 +181,11 @@ NEXT_STEPS = {
                  "shift, norm -> the tree, align -> output). The 250 MHz stretch (bf16 -> "
                  "fp8_e4m3 at 12 stages) is met by the median, 250.6 MHz (241.6-254.4); seeds 1 "
                  "and 3 are bound by the last select's win bits to the 8 e_key copies "
-                 "(amax2_cmp -> amax2_r<c>, 3 cells, 0.94 ns logic + 3.06-3.2 ns routing): next "
-                 "step past it, copies of the win register (a 2-level fan-out).",
+                 "(amax2_cmp -> amax2_r<c>, 3 cells, 0.94 ns logic + 3.06-3.2 ns routing). The "
+                 "win register in 2 copies, each feeding 4 e_key copies (trial, session 43), "
+                 "placed at 249.3 (243.5-255.3) for +38 LUT4, bound then by the tree's last "
+                 "compare (amax1 -> amax2_cmp, 9-10 cells): not kept; past 250 the tree's "
+                 "last level needs a cut of its own.",
     "dequantizer": "at the default depth (5 since 2026-11-25: round and output in one stage, "
                    "registered stall) the worst path depends on the nextpnr seed, and every one is"
                    " mostly routing across the port ring of 1,024 output bits: the input register "
