@@ -55,8 +55,8 @@ class FormalUnit:
         block-max tree outputs, the array ``amax`` (per copy of the scale path, the scale's
         ``e_key`` and flags as the tree's last level selects them, and the rceil flag where
         it is built), whose tree's shape follows the depth
-        (:func:`hw.quantizer.max_tree_split`, and the replicas, ``scale_copies_at``).  MXDotGeneral's
-        cut is ``step_c``, the accumulator input entering its fused step.
+        (:func:`hw.quantizer.max_tree_split`, and the replicas, ``scale_copies_at``).
+        MXDotGeneral's cut is ``step_c``, the accumulator input entering its fused step.
     compared : tuple of str
         Internal nets the register-bypass proof compares besides ``o.payload``: MXDotGeneral's
         ``leave_result``, the value its accumulators load (the chain proof shows which block
@@ -174,8 +174,9 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     register saying whether the last stage's block waits); with ``data``, also ``data`` (each
     stage's data register), ``skid`` (the skid register after the last stage) and ``replicas``
     (with ``replicas``, boundary -> number, :func:`replicas`: each boundary's replica
-    registers, in order; their enables are the stage's enable copies after its own parts').  The names
-    follow :class:`Pipeline`'s naming; a name that does not exist makes the Yosys script fail.
+    registers, in order; their enables are the stage's enable copies after its own parts).
+    The names follow :class:`Pipeline`'s naming; a name that does not exist makes the Yosys
+    script fail.
     """
     boundaries = registered_boundaries(sections, stages)
     tags = [f"{scope}{prefix}_{b}" for b in boundaries]

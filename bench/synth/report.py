@@ -209,8 +209,7 @@ def curve_targets_md(sweeps: dict[str, list[dict]]) -> list[str]:
                           f"; next step: {step}")
     for unit, args, fmax in STRETCH_TARGETS:
         label = f"{describe(unit, args)}, deepest setting (stretch)"
-        deepest = max((r for rows in sweeps.values() for r in rows
-                       if "ecp5" in r and (r["unit"], _base_args(r)) == (unit, " ".join(args))),
+        deepest = max((r for (u, a, _), r in points.items() if (u, a) == (unit, " ".join(args))),
                       key=lambda r: r["parameters"]["stages"], default=None)
         stages = None if deepest is None else deepest["parameters"]["stages"]
         row, miss = clock_row(label, f">= {fmax} MHz", deepest,
