@@ -69,8 +69,7 @@ formal: $(STAMP)  ## proofs: stream rules, no loss/reorder, reset, depth equival
 mutate: $(STAMP)  ## Mutation campaign over hw/ vs the default sim regression -> build/mutate/ (SEED= SAMPLE= MINUTES=)
 	$(VPY) -m mutate $(if $(SEED),--seed $(SEED)) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(MINUTES),--minutes $(MINUTES))
 
-lint: $(STAMP)  ## ruff on the Python, verilator --lint-only -Wall on generated RTL
-	$(VPY) -m ruff check golden hw tb tests bench formal mutate
+lint: $(STAMP)  ## ruff on the Python, verilator --lint-only -Wall on generated RTL (both in make test too)
 	$(PYTEST) -q tests/test_lint.py
 
 verilog: $(STAMP)  ## Write the default set of generated Verilog into build/verilog/

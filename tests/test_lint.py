@@ -1,8 +1,10 @@
-"""Every default generated module lints clean with ``verilator --lint-only -Wall``."""
+"""The project lints clean: its Python under ruff (the rules in pyproject.toml), and every
+default generated module under ``verilator --lint-only -Wall``."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -12,6 +14,18 @@ from hw.dsp import simulation_models
 from tb.runner import ROOT, verilator_env
 
 WAIVERS = ROOT / "hw" / "lint_waivers.vlt"
+
+#: The project's Python packages, checked by ruff.
+PYTHON_SOURCES = ("golden", "hw", "tb", "tests", "bench", "formal", "mutate")
+
+
+def test_python_lint_clean():
+    # In make test since 2026-11-26 (session 44): a 102-character line had passed CI, which
+    # ran make test and not make lint.
+    r = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
+                        *(str(ROOT / path) for path in PYTHON_SOURCES)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 #: Beside the defaults: the quantizer's radix-4 block-max tree (short depths), with and
