@@ -53,7 +53,7 @@ __all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SPLIT_ADD_BITS", "SPLIT_LANE_SHIFT_BI
 #: two tree levels 6.2 ns at 16 stages (162.7 MHz), three 9.2 at 9 (108.6; was 128.7 with
 #: the former weights, and 5 stages 66.6 against 74.9, 8 108.2 against 96.6): the sweep rises
 #: at every point, but the weights are still two measurements deep.
-DOT_SECTIONS = {"decode": 6, "multiply": 5, "lane_shift": 4, "product": 4, "tree": 3.25,
+DOT_SECTIONS = {"decode": 3.5, "factors": 3, "multiply": 5, "lane_shift": 4, "product": 4, "tree": 3.25,
                 "place": 3.5, "align_hi": 4, "align_lo": 4, "add": 4.5, "pick": 4, "lzc": 4,
                 "shift_hi": 4, "shift_lo": 5, "round": 4, "finish": 5}
 
@@ -136,6 +136,7 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
     split_add = geometry.window_bits > SPLIT_ADD_BITS
     split_multiply = multipliers == "lut" and geometry.narrow_bits > SPLIT_MULTIPLY_BITS
     split_lane_shift = lane_shift_bits(geometry) > SPLIT_LANE_SHIFT_BITS
+    signed_codes = geometry.fmt_a.twos_complement and geometry.fmt_b.twos_complement
     sections = {}
     for name, delay in DOT_SECTIONS.items():
         if name == "tree":
@@ -143,6 +144,8 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
                              for j, levels in enumerate(tree_levels(geometry.block_size))})
             continue
         if name == "lane_shift" and not split_lane_shift:
+            continue
+        if name == "factors" and signed_codes:
             continue
         if name == "add" and split_add:
             # 7.1 ns measured in one stage; a carry hop between the halves
@@ -259,23 +262,44 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         negate = ~neg if last_lane else neg
         if wide_fmt.twos_complement:
             wide_negate = ~narrow_dec.neg if last_lane else narrow_dec.neg
-            wide = signed_significand(wide_code, wide_fmt, wide_negate)
+            wide = wide_code
         else:
-            wide = Cat(wide_dec.sig, Const(0, 1)).as_signed()
-            wide = Mux(negate, -wide, wide)[:len(wide)].as_signed()
+            wide_negate = negate
+            wide = wide_dec.sig
         # the two shifts are summed in multiply, beside the product: here the sum's chain came
         # after three LUT levels of the element decode (fp8_e5m2, 5.2 ns, with the spine at a
         # leaf)
-        lanes.append({"wide": wide, "narrow": narrow, "shift_a": x.shift, "shift_b": y.shift,
-                      **flags})
-    e_t = a.scale + b.scale + (g.lsb_exp - 254)
+        lanes.append({"wide": wide, "negate": wide_negate, "narrow": narrow,
+                      "shift_a": x.shift, "shift_b": y.shift, **flags})
+    # the frame when T anchors, aT = sa + sb + lsb - 254 - G (T's lsb at bit G+1): where the
+    # factors section follows, the scales' sum here and the constant added there (two chains
+    # in one section were input -> decode's deepest path)
+    split_frame = "factors" in pipe.names
+    frame_offset = g.lsb_exp - 254 - GUARD
+    e_t = a.scale + b.scale if split_frame else a.scale + b.scale + frame_offset
     in_block = multipliers == "mult18x18d"
     s = cross({
         "lanes": lanes,
         "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN), "c": c,
-        "a_t": (e_t - GUARD)[:12].as_signed(),  # frame when T anchors: T's lsb at bit G+1
+        "a_t": e_t[:12].as_signed() if not split_frame else e_t,
         "side": side,
     }, "decode")
+
+    # 1b. factors: the wide factor's sign applied (a carry chain after decode's LUT levels:
+    #     in one section with them, input -> decode was the worst path, 8-12 cells).
+    if "factors" in pipe.names:
+        def signed_wide(ln):  # wide_fmt: the wide factor's format, the same in every lane
+            if wide_fmt.twos_complement:
+                return signed_significand(ln.wide, wide_fmt, ln.negate)
+            mag = Cat(ln.wide, Const(0, 1)).as_signed()
+            return Mux(ln.negate, -mag, mag)[:len(mag)].as_signed()
+        s = cross({
+            "lanes": [{"wide": signed_wide(ln), "narrow": ln.narrow, "shift_a": ln.shift_a,
+                       "shift_b": ln.shift_b, "nan": ln.nan, "pinf": ln.pinf, "ninf": ln.ninf}
+                      for ln in (s.lanes[i] for i in range(k))],
+            "scale_nan": s.scale_nan, "c": s.c, "a_t": (s.a_t + frame_offset)[:12].as_signed(),
+            "side": s.side if side else None,
+        }, "factors")
 
     def lane_fields(ln):
         return {"shift_a": None if signed_codes else ln.shift_a,
@@ -426,10 +450,14 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
             frame = {"t_anchors": ta, "dist": Mux(ta, s.d, s.d_back),
                      "frame": Mux(ta, s.a_t, s.a_c)[:12].as_signed()}
         elif j == 2:
+            # lim < n iff frame + 124 < 0 (lim does not wrap), beside lim's chain: in place,
+            # as lim's compare, it was a worst path (tree4 -> place, 14 cells)
             frame = {"t_anchors": s.t_anchors, "dist": Mux(s.dist >= n, n, s.dist)[:nb],
-                     "lim": (s.frame + (n + 124))[:12].as_signed()}
+                     "lim": (s.frame + (n + 124))[:12].as_signed(),
+                     "lim_small": s.frame < -124}
         else:
-            frame = {"t_anchors": s.t_anchors, "dist": s.dist, "lim": s.lim}
+            frame = {"t_anchors": s.t_anchors, "dist": s.dist, "lim": s.lim,
+                     "lim_small": s.lim_small}
         s = cross({**specials(s), **frame, "terms": level, "minus": minus}, f"tree{j}")
         level = [s.terms[i] for i in range(len(level))]
         minus = None if minus is None else s.minus
@@ -444,7 +472,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     ta = s.t_anchors
     s = cross({
         **specials(s), "dist": s.dist, "lim": s.lim,
-        "t_zero": ~ssum.any(), "lim_small": s.lim < n,
+        "t_zero": ~ssum.any(), "lim_small": s.lim_small,
         "u": Mux(ta, t_win, c_win), "v": Mux(ta, c_win, t_win),
         "u_neg": Mux(ta, t_neg, s.c[31]), "v_neg": Mux(ta, s.c[31], t_neg),
         # which chunks of V align_hi's shift takes whole (its sticky bit's gates: computed in

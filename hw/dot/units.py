@@ -165,7 +165,7 @@ class MXDot(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipeline(m, self.sections, self.stages, name="dot")
+        pipe = Pipeline(m, self.sections, self.stages, name="dot", enable_load=256, extract_reset=False)
         p = self.i.payload
         out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c,
                                multipliers=self.multipliers)
