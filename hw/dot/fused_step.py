@@ -7,7 +7,7 @@ explained, with the exactness argument of the window, in ``docs/dot.md``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.utils import bits_for
 
 from golden.formats import FP32, SCALE_NAN
@@ -15,11 +15,10 @@ from golden.formats import FP32, SCALE_NAN
 from ..arith import (
     any_of_kept,
     leading_zeros,
+    less_than_const,
     pair_sum_tree,
     pair_sums,
     partial_products,
-    shift_right_sticky,
-    shifted_out_chunks,
     wire,
 )
 from ..dsp import mult18x18d
@@ -209,9 +208,14 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     def cross(fields, name):  # a section boundary: one struct signal, maybe a register
         return pipe.boundary(wire(m, fields, name), name)
 
+    def kept(value, name):  # a net abc maps on its own (LUT depth as written)
+        sig = Signal(len(Value.cast(value)), name=name, attrs={"keep": 1})
+        m.d.comb += sig.eq(value)
+        return sig
+
     def specials(s):  # the special-value summary and c, carried from `product` to `round`
         return {"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "c": s.c,
-                "side": s.side if side else None}
+                "c_zero": s.c_zero, "side": s.side if side else None}
 
     # 1. decode: element fields; per lane the product's two factors (or, for int8 x int8
     #    LUT products, the first level of their sum), their shifts, and the lane's specials;
@@ -293,18 +297,31 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
                 return signed_significand(ln.wide, wide_fmt, ln.negate)
             mag = Cat(ln.wide, Const(0, 1)).as_signed()
             return Mux(ln.negate, -mag, mag)[:len(mag)].as_signed()
+        # Beside the chain, the lane specials reduced in groups of 8 lanes and c's specials
+        # (in multiply, the specials' OR over 32 lanes and c's tests were 4 LUT levels).
+        groups = [range(j, min(j + 8, k)) for j in range(0, k, 8)]
+        c_max = kept(s.c[23:31] == 0xFF, "c_max")
+        c_frac_nz = kept(Cat(kept(s.c[:12].any(), "c_frac_nz0"),
+                             kept(s.c[12:23].any(), "c_frac_nz1")).any(), "c_frac_nz")
+        lanes_in = [s.lanes[i] for i in range(k)]
         s = cross({
             "lanes": [{"wide": signed_wide(ln), "narrow": ln.narrow, "shift_a": ln.shift_a,
-                       "shift_b": ln.shift_b, "nan": ln.nan, "pinf": ln.pinf, "ninf": ln.ninf}
-                      for ln in (s.lanes[i] for i in range(k))],
+                       "shift_b": ln.shift_b} for ln in lanes_in],
+            "flags": {f: Cat(*(Cat(*(lanes_in[i][f] for i in g)).any() for g in groups))
+                      for f in ("nan", "pinf", "ninf")},
+            "c_nan": c_max & c_frac_nz, "c_inf": c_max & ~c_frac_nz,
             "scale_nan": s.scale_nan, "c": s.c, "a_t": (s.a_t + frame_offset)[:12].as_signed(),
             "side": s.side if side else None,
         }, "factors")
+    early = "factors" in pipe.names  # the block's specials reduced in factors
+
+    def early_flags(s):  # carried from factors to multiply
+        return {"flags": s.flags, "c_nan": s.c_nan, "c_inf": s.c_inf} if early else {}
 
     def lane_fields(ln):
+        flags = {} if early else {"nan": ln.nan, "pinf": ln.pinf, "ninf": ln.ninf}
         return {"shift_a": None if signed_codes else ln.shift_a,
-                "shift_b": None if signed_codes else ln.shift_b, "nan": ln.nan, "pinf": ln.pinf,
-                "ninf": ln.ninf}
+                "shift_b": None if signed_codes else ln.shift_b, **flags}
 
     def registered_level(ln):  # a level of pair sums after a boundary: (sum, no carry) pairs
         return [(ln.level[j], None) for j in range(len(ln.level))]
@@ -329,7 +346,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     if in_block:
         factors = [(ln.wide, ln.narrow) for ln in lanes]
         s = cross({"lanes": [lane_fields(ln) for ln in lanes], "scale_nan": s.scale_nan,
-                   "c": s.c, "a_t": s.a_t, "side": s.side if side else None}, "operands")
+                   **early_flags(s), "c": s.c, "a_t": s.a_t, "side": s.side if side else None}, "operands")
         lanes = [s.lanes[i] for i in range(k)]
     if "multiply_lo" in pipe.names:
         s = cross({
@@ -337,7 +354,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
                                                                   f"sig_prod{i}", depth)],
                        **lane_fields(ln)}
                       for i, ln in enumerate(lanes)],
-            "scale_nan": s.scale_nan, "c": s.c, "a_t": s.a_t,
+            "scale_nan": s.scale_nan, **early_flags(s), "c": s.c, "a_t": s.a_t,
             "side": s.side if side else None,
         }, "multiply_lo")
         lanes = [s.lanes[i] for i in range(k)]
@@ -352,13 +369,15 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     s = cross({
         "prods": None if in_block else prods,
         "shifts": None if signed_codes else [ln.shift_a + ln.shift_b for ln in lanes],
-        "nan": Cat(*(ln.nan for ln in lanes)).any() | s.scale_nan,
-        "pinf": Cat(*(ln.pinf for ln in lanes)).any(),
-        "ninf": Cat(*(ln.ninf for ln in lanes)).any(),
-        # c's specials, here rather than with the lane terms (which they once delayed: the
-        # product stage's worst path, 5 cells, ended at inf_neg)
-        "c_nan": (s.c[23:31] == 0xFF) & s.c[:23].any(),
-        "c_inf": (s.c[23:31] == 0xFF) & ~s.c[:23].any(),
+        **({"nan": s.flags.nan.any() | s.scale_nan, "pinf": s.flags.pinf.any(),
+            "ninf": s.flags.ninf.any(), "c_nan": s.c_nan, "c_inf": s.c_inf} if early else {
+            "nan": Cat(*(ln.nan for ln in lanes)).any() | s.scale_nan,
+            "pinf": Cat(*(ln.pinf for ln in lanes)).any(),
+            "ninf": Cat(*(ln.ninf for ln in lanes)).any(),
+            # c's specials, here rather than with the lane terms (which they once delayed: the
+            # product stage's worst path, 5 cells, ended at inf_neg)
+            "c_nan": (s.c[23:31] == 0xFF) & s.c[:23].any(),
+            "c_inf": (s.c[23:31] == 0xFF) & ~s.c[:23].any()}),
         "c": s.c, "a_t": s.a_t, "side": s.side if side else None,
     }, "multiply")
 
@@ -407,6 +426,8 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     s = cross({
         "terms": terms, "nan": nan, "inf": pinf | ninf | c_inf,
         "inf_neg": ninf | (c_inf & c_neg), "c": cbits,
+        # for finish, where the test of 31 bits before its selects was four LUT levels
+        "c_zero": ~cbits[:31].any(),
         "a_t": s.a_t, "a_c": a_c, "side": s.side if side else None,
     }, "product")
 
@@ -447,12 +468,16 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
                      "d": d.as_unsigned()[:12], "d_back": (s.a_c - s.a_t)[:12]}
         elif j == 1:
             ta = s.t_anchors
+            # the clamp's test here, on the registered distances (in tree2, test and clamp
+            # after the choice were four LUT levels)
             frame = {"t_anchors": ta, "dist": Mux(ta, s.d, s.d_back),
+                     "dist_big": Mux(ta, ~less_than_const(m, s.d, n, "dist_small"),
+                                     ~less_than_const(m, s.d_back, n, "dist_back_small")),
                      "frame": Mux(ta, s.a_t, s.a_c)[:12].as_signed()}
         elif j == 2:
             # lim < n iff frame + 124 < 0 (lim does not wrap), beside lim's chain: in place,
             # as lim's compare, it was a worst path (tree4 -> place, 14 cells)
-            frame = {"t_anchors": s.t_anchors, "dist": Mux(s.dist >= n, n, s.dist)[:nb],
+            frame = {"t_anchors": s.t_anchors, "dist": Mux(s.dist_big, n, s.dist)[:nb],
                      "lim": (s.frame + (n + 124))[:12].as_signed(),
                      "lim_small": s.frame < -124}
         else:
@@ -472,26 +497,41 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     ta = s.t_anchors
     s = cross({
         **specials(s), "dist": s.dist, "lim": s.lim,
-        "t_zero": ~ssum.any(), "lim_small": s.lim_small,
+        # T = 0 in two steps: groups of up to 16 bits here (two LUT levels), their NOR in
+        # align_hi (as one OR of 43 bits here, place was four levels deep)
+        "t_nz": Cat(*(ssum[i:i + 16].any() for i in range(0, len(ssum), 16))),
+        "lim_small": s.lim_small,
         "u": Mux(ta, t_win, c_win), "v": Mux(ta, c_win, t_win),
         "u_neg": Mux(ta, t_neg, s.c[31]), "v_neg": Mux(ta, s.c[31], t_neg),
         # which chunks of V align_hi's shift takes whole (its sticky bit's gates: computed in
         # align_hi they made place -> align_hi 5 LUTs, 5.2-5.3 ns at fp8_e5m2)
-        "out_hi": shifted_out_chunks(m, s.dist, range(nb // 2, nb), n, "align_hi"),
+        # the window bits that end at or below V's bit 0, i <= dist (their OR is the bit
+        # after the shift, sticky included): thermometer gates of the registered distance
+        "below": Cat(Const(1, 1), *(~less_than_const(m, s.dist, i, f"below{i}")
+                                    for i in range(1, n))),
     }, "place")
 
     # 8./9. align: V >> dist, bits shifted out of the window folded into a sticky bit.
     def window(s):  # U and the frame, carried through align
-        return {"lim": s.lim, "t_zero": s.t_zero, "u": s.u, "u_neg": s.u_neg,
-                "v_neg": s.v_neg}
+        return {"lim": s.lim, "u": s.u, "u_neg": s.u_neg, "v_neg": s.v_neg}
 
-    v, lost = shift_right_sticky(m, s.v, s.dist, range(nb // 2, nb), "align_hi",
-                                 out=s.out_hi)
-    s = cross({**specials(s), **window(s), "dist": s.dist, "lim_small": s.lim_small,
-               "v": v, "lost": lost}, "align_hi")
-    v, lost = shift_right_sticky(m, s.v, s.dist, range(nb // 2), "align_lo")
+    # V's bit 0 after the shift is the OR of V's bits at or below dist (the bit that lands
+    # there and the sticky of those shifted out): OR of V & below in groups of 32 bits here
+    # (three LUT levels), their OR in align_lo.  (As the high shift's chunk sticky here and the
+    # low shift's in align_lo, each stage was four levels deep.)
+    v_below = s.v & s.below
+    bit0 = [kept(v_below[i:i + 32].any(), f"align_bit0_{i}") for i in range(0, n, 32)]
+    v = s.v
+    for b in reversed(range(nb // 2, nb)):
+        step = 1 << b
+        v = wire(m, Mux(s.dist[b], Const(0, n) if step >= n else v >> step, v), f"align_hi_s{b}")
+    s = cross({**specials(s), **window(s), "t_zero": ~s.t_nz.any(), "dist": s.dist,
+               "lim_small": s.lim_small, "v": v, "bit0": Cat(*bit0)}, "align_hi")
+    v = s.v
+    for b in reversed(range(nb // 2)):
+        v = wire(m, Mux(s.dist[b], v >> (1 << b), v), f"align_lo_s{b}")
     s = cross({
-        **specials(s), **window(s), "v": Cat(v[0] | lost | s.lost, v[1:]),
+        **specials(s), **window(s), "t_zero": s.t_zero, "v": Cat(s.bit0.any(), v[1:]),
         "marker": Mux(s.lim_small, Const(1 << (n - 1), n) >> s.lim[:nb], 0),
     }, "align_lo")
 
@@ -558,10 +598,19 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     dn = s.diff[n]
     mag = wire(m, Mux(s.same, s.total, Mux(dn, s.back, s.diff[:n])), "pick_mag")
     choices = [(s.same, s.total), (~s.same & dn, s.back), (~s.same & ~dn, s.diff)]
+    # Per chunk, the OR of each sum's two half chunks (one LUT each), then three kept terms
+    # of one LUT each, a choice and its halves (the marker's flag rides in the first), then
+    # their OR: three levels (as gated chunk ORs, any_of_kept, four).
+    def halves(value, j):
+        lo, hi = max(0, n - 8 * (j + 1)), n - 8 * j
+        mid = max(lo, hi - 4)
+        return [kept(Cat(*(value[i] for i in range(a, b))).any(), f"pick_h{j}_{a}")
+                for a, b in ((mid, hi), (lo, mid)) if b > a]
     nz = []
     for j in range(nc):
-        terms = [chosen & chunk_any(value, j) for chosen, value in choices]
-        nz.append(any_of_kept(m, [*terms, s.marker_nz[j]], f"chunk_nz{j}"))
+        terms = [chosen & Cat(*halves(value, j)).any() for chosen, value in choices]
+        terms[0] = terms[0] | s.marker_nz[j]
+        nz.append(any_of_kept(m, terms, f"chunk_nz{j}"))
     s = cross({
         **specials(s), "lim": s.lim, "t_zero": s.t_zero,
         "neg": Mux(~s.same & dn, s.v_neg, s.u_neg),
@@ -647,7 +696,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     with m.Elif(s.inf):
         m.d.comb += result.eq(Cat(Const(FP32.inf_bits, 31), s.inf_neg))
     with m.Elif(s.t_zero):  # T = 0: c passes unchanged, a zero c becomes +0
-        m.d.comb += result.eq(Mux(c_in[:31].any(), c_in, 0))
+        m.d.comb += result.eq(Mux(s.c_zero, 0, c_in))
     with m.Elif(s.zero):  # exact cancellation: +0
         m.d.comb += result.eq(0)
     with m.Else():
