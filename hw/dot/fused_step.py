@@ -470,7 +470,11 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
             ta = s.t_anchors
             # the clamp's test here, on the registered distances (in tree2, test and clamp
             # after the choice were four LUT levels)
+            # lim < n iff F + 124 < 0 (lim = F + n + 124 does not wrap): tested on aT and aC
+            # here, as gates (in tree2 on F, a chain, it was a worst path: 12 cells)
             frame = {"t_anchors": ta, "dist": Mux(ta, s.d, s.d_back),
+                     "lim_small": Mux(ta, less_than_const(m, s.a_t, -124, "a_t_small"),
+                                      less_than_const(m, s.a_c, -124, "a_c_small")),
                      "dist_big": Mux(ta, ~less_than_const(m, s.d, n, "dist_small"),
                                      ~less_than_const(m, s.d_back, n, "dist_back_small")),
                      "frame": Mux(ta, s.a_t, s.a_c)[:12].as_signed()}
@@ -479,18 +483,24 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
             # as lim's compare, it was a worst path (tree4 -> place, 14 cells)
             frame = {"t_anchors": s.t_anchors, "dist": Mux(s.dist_big, n, s.dist)[:nb],
                      "lim": (s.frame + (n + 124))[:12].as_signed(),
-                     "lim_small": s.frame < -124}
+                     "lim_small": s.lim_small}
         else:
             frame = {"t_anchors": s.t_anchors, "dist": s.dist, "lim": s.lim,
                      "lim_small": s.lim_small}
+        sign = level[0][-1]
         s = cross({**specials(s), **frame, "terms": level, "minus": minus}, f"tree{j}")
         level = [s.terms[i] for i in range(len(level))]
         minus = None if minus is None else s.minus
     ssum = level[0]
+    # S's sign picks each bit of |S|: in copies of 8 bits (one register drove 43 LUTs, a worst
+    # path: tree4 -> place, 3 cells, 0.9 ns logic + 3.5 ns routing)
+    SIGN_LOAD = 8
+    signs = pipe.replicate(sign, f"tree{len(tree_levels(k)) - 1}", -(-w // SIGN_LOAD))
 
     # 7. place: |S|; the anchoring operand U and the one to shift, V, in the window.
     t_neg = wire(m, ssum < 0, "t_neg")
-    t_mag = wire(m, Mux(t_neg, ~minus, ssum)[:w], "t_mag")  # |S|: -S = ~(S - 1)
+    t_mag = wire(m, Cat(*(Mux(signs[i // SIGN_LOAD], ~minus[i], ssum[i]) for i in range(w))),
+                 "t_mag")  # |S|: -S = ~(S - 1)
     c_sig = Cat(s.c[:23], s.c[23:31].any())
     t_win = wire(m, Cat(Const(0, GUARD + 1), t_mag, Const(0, n - GUARD - 1 - w)), "t_win")
     c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), "c_win")
