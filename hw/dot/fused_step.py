@@ -552,6 +552,10 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     #     the high halves' sums; where it does not, one carry chain per sum is faster (two
     #     halves in one stage, fp8_e4m3 at 15 of 16 boundaries: 114.3 MHz, median of nextpnr
     #     seeds 1-3, against 164.2 with one chain).
+    def add_with_carry(a, b, c):  # a + b + c (c one bit), one chain: c enters below bit 0
+        # (written a + b + c, yosys built two chains in series: add_lo -> add, 38 cells)
+        return (Cat(c, a) + Cat(Const(1, 1), b))[1:len(a) + 2]
+
     if "add_lo" in pipe.names and pipe.registers("add_lo"):
         h = n // 2
         u, v = s.u, s.v
@@ -560,17 +564,20 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         s = cross({
             **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
             "u_neg": s.u_neg, "v_neg": s.v_neg, "u_hi": u[h:], "v_hi": v[h:],
-            "total_lo": (u[:h] + v[:h])[:h + 1],
-            "diff_lo": (u[:h] + ~v[:h] + 1)[:h + 1],
-            "back_lo": (v[:h] + ~u[:h] + 1)[:h + 1],
+            "total_lo": add_with_carry(u[:h], v[:h], Const(0, 1)),
+            "diff_lo": add_with_carry(u[:h], ~v[:h], Const(1, 1)),
+            "back_lo": add_with_carry(v[:h], ~u[:h], Const(1, 1)),
         }, "add_lo")
         u, v = s.u_hi, s.v_hi
-        total_hi = wire(m, (u + v + s.total_lo[h])[:n - h + 1], "win_total_hi")
-        diff_hi = wire(m, (u + ~v + s.diff_lo[h])[:n - h + 1], "win_diff_hi")
-        back_hi = wire(m, (v + ~u + s.back_lo[h])[:n - h + 1], "win_back_hi")
+        total_hi = wire(m, add_with_carry(u, v, s.total_lo[h]), "win_total_hi")
+        diff_hi = wire(m, add_with_carry(u, ~v, s.diff_lo[h]), "win_diff_hi")
+        back_hi = wire(m, add_with_carry(v, ~u, s.back_lo[h]), "win_back_hi")
         total = wire(m, Cat(s.total_lo[:h], total_hi), "win_total")
         # bit n of a difference set iff it is negative, as for u - v below
-        diff = wire(m, Cat(s.diff_lo[:h], diff_hi[:n - h], ~diff_hi[n - h]), "win_diff")
+        # U >= V' is the high half's carry out, crossed as it leaves the chain (its complement,
+        # V' > U, is pick's: an inverter here is a LUT after the chain)
+        diff = wire(m, Cat(s.diff_lo[:h], diff_hi[:n - h]), "win_diff")
+        diff_pos = diff_hi[n - h]
         back = wire(m, Cat(s.back_lo[:h], back_hi[:n - h], ~back_hi[n - h]), "win_back")
     else:
         if "add_lo" in pipe.names:
@@ -578,6 +585,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         u, v = s.u, s.v
         total = wire(m, u + v, "win_total")
         diff = wire(m, u - v, "win_diff")  # n+1 bits: bit n set iff V' > U
+        diff_pos = ~diff[n]
         back = wire(m, v - u, "win_back")
     same = wire(m, s.u_neg == s.v_neg, "same_sign")
 
@@ -594,7 +602,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     s = cross({
         **specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
         "same": same, "u_neg": s.u_neg, "v_neg": s.v_neg,
-        "total": total[:n], "diff": diff[:n + 1], "back": back[:n],
+        "total": total[:n], "diff": diff[:n], "diff_pos": diff_pos, "back": back[:n],
         "marker_nz": Cat(*(chunk_any(s.marker, j) for j in range(nc))),
     }, "add")
 
@@ -605,7 +613,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     #     own, two LUT levels by design, then one LUT).  After the pick, as the first step of
     #     lzc, the flags took 5 LUTs: pick -> lzc was fp8_e4m3's worst path at 18 stages, 1.6
     #     ns logic + 3.7-4.0 ns routing; at 20 stages pick is on no seed's worst path.
-    dn = s.diff[n]
+    dn = ~s.diff_pos
     mag = wire(m, Mux(s.same, s.total, Mux(dn, s.back, s.diff[:n])), "pick_mag")
     choices = [(s.same, s.total), (~s.same & dn, s.back), (~s.same & ~dn, s.diff)]
     # Per chunk, the OR of each sum's two half chunks (one LUT each), then three kept terms
@@ -694,17 +702,19 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     carry = frac_lo[12] & frac_hi[11]
     exp = wire(m, s.e0 + hidden, "round_exp")
     exp_up = wire(m, s.e0 + Cat(~hidden, hidden), "round_exp_up")  # e0 + hidden + 1
-    code = wire(m, Cat(Mux(up, frac_up, s.sig[:23]),
-                       Mux(up & carry, exp_up, exp)), "rounded")
+    # the increment's selects are finish's, before its own (here, after the chains, they
+    # were a worst path: shift_lo -> round, 14-15 cells, 1.7 ns logic + 2.6-2.8 ns routing)
     overflow = overflows(m, s.e0, ebits=FP32.ebits, name="round_overflow")
     # The shift stops at mag's leading one or before it, so it loses no bit: the normalized
     # bits are all zero iff the window sum is (exact cancellation).
     zero = ~(s.sig.any() | s.guard | s.sticky)
-    s = cross({**specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": zero, "code": code,
-               "overflow": overflow}, "round")
+    s = cross({**specials(s), "t_zero": s.t_zero, "neg": s.neg, "zero": zero,
+               "up": up, "up_carry": up & carry, "frac": s.sig[:23], "frac_up": frac_up,
+               "exp": exp, "exp_up": exp_up, "overflow": overflow}, "round")
 
-    # 16. finish: overflow to Inf, then the special cases in order.
-    code = Mux(s.overflow, FP32.inf_bits, s.code[:31])[:31]
+    # 16. finish: the rounded code, overflow to Inf, then the special cases in order.
+    rounded = Cat(Mux(s.up, s.frac_up, s.frac), Mux(s.up_carry, s.exp_up, s.exp))
+    code = Mux(s.overflow, FP32.inf_bits, rounded[:31])[:31]
     c_in = s.c
     result = Signal(32)
     with m.If(s.nan):
