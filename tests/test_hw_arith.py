@@ -415,35 +415,31 @@ def test_encode_element_inverts_the_decoder(name):
         assert oracle.decode_code(spec, out) == (bool(s), oracle.decode_code(spec, c)[1])
 
 
-# -- the dot unit's shifter and tree spine, exhaustively against Python's integers -------------
-@pytest.mark.parametrize("width,bits", [(11, range(2, 4)), (11, range(2)), (9, range(4)),
-                                        (12, range(3, 5))])
-def test_shift_right_sticky_exhaustive(width, bits):
-    """value >> (amount's bits in ``bits``) and whether a 1 was shifted out, for every value and
-    amount (amounts that shift everything out included)."""
+# -- the dot unit's window adds and kept nets, exhaustively against Python's integers ---------
+@pytest.mark.parametrize("wa,wb", [(4, 4), (5, 3), (3, 6)])
+def test_add_with_carry_exhaustive(wa, wb):
+    """a + b + carry, for every a, b and carry, in max(wa, wb) + 1 bits (no bit lost)."""
     from amaranth.hdl import Module, Signal
 
-    from hw.arith import shift_right_sticky
+    from hw.arith import add_with_carry
 
     m = Module()
-    value, amount = Signal(width), Signal(bits.stop)
-    shifted, sticky = shift_right_sticky(m, value, amount, bits, "t")
-    cases = [(v, a) for v in range(1 << width) for a in range(1 << bits.stop)
-             if v % 7 == 0 or v < 64]
-    mask = sum(1 << b for b in bits)
-    for (v, a), (got, lost) in zip(cases, _run_comb(m, [value, amount], [shifted, sticky],
-                                                      cases), strict=True):
-        d = a & mask
-        assert (got, lost) == (v >> d, int(v & ((1 << d) - 1) != 0)), (v, a)
+    a, b, carry = Signal(wa), Signal(wb), Signal()
+    out = add_with_carry(a, b, carry)
+    assert len(out) == max(wa, wb) + 1
+    cases = list(itertools.product(range(1 << wa), range(1 << wb), (0, 1)))
+    for (x, y, c), (got,) in zip(cases, _run_comb(m, [a, b, carry], [out], cases),
+                                 strict=True):
+        assert got == x + y + c, (x, y, c)
 
 
-def test_shift_right_sticky_rejects_a_non_range():
-    from amaranth.hdl import Module, Signal
+def test_add_with_carry_rejects_a_wide_carry():
+    from amaranth.hdl import Signal
 
-    from hw.arith import shift_right_sticky
+    from hw.arith import add_with_carry
 
-    with pytest.raises(TypeError, match="range"):
-        shift_right_sticky(Module(), Signal(8), Signal(3), [0, 2], "t")
+    with pytest.raises(ValueError, match="one bit"):
+        add_with_carry(Signal(4), Signal(4), Signal(2))
 
 
 def test_any_of_kept_is_the_or_of_its_terms():

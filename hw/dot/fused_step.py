@@ -7,13 +7,15 @@ explained, with the exactness argument of the window, in ``docs/dot.md``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.utils import bits_for
 
 from golden.formats import FP32, SCALE_NAN
 
 from ..arith import (
+    add_with_carry,
     any_of_kept,
+    kept,
     leading_zeros,
     less_than_const,
     pair_sum_tree,
@@ -27,8 +29,9 @@ from ..pipeline import Pipeline
 from ..rounding import RNE, overflows, round_increment
 from .geometry import GUARD, DotGeometry
 
-__all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SPLIT_ADD_BITS", "SPLIT_LANE_SHIFT_BITS",
-           "SPLIT_MULTIPLY_BITS", "TREE_FRAME_DELAY", "MULTIPLIERS", "PRIMITIVES", "dot_sections",
+__all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SIGN_COPY_BITS", "SPLIT_ADD_BITS",
+           "SPLIT_LANE_SHIFT_BITS", "SPLIT_MULTIPLY_BITS", "TREE_FRAME_DELAY", "MULTIPLIERS",
+           "PRIMITIVES", "dot_sections",
            "lane_shift_bits", "tree_levels", "build_fused_step"]
 
 #: The fused step's sections in datapath order, with their estimated delays on ECP5 (ns,
@@ -51,10 +54,12 @@ __all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SPLIT_ADD_BITS", "SPLIT_LANE_SHIFT_BI
 #: more than decode), and add, a window-wide carry chain, 4.5.  Placed with these (seed 1):
 #: two tree levels 6.2 ns at 16 stages (162.7 MHz), three 9.2 at 9 (108.6; was 128.7 with
 #: the former weights, and 5 stages 66.6 against 74.9, 8 108.2 against 96.6): the sweep rises
-#: at every point, but the weights are still two measurements deep.
-DOT_SECTIONS = {"decode": 3.5, "factors": 3, "multiply": 5, "lane_shift": 4, "product": 4, "tree": 3.25,
-                "place": 3.5, "align_hi": 4, "align_lo": 4, "add": 4.5, "pick": 4, "lzc": 4,
-                "shift_hi": 4, "shift_lo": 5, "round": 4, "finish": 5}
+#: at every point, but the weights are still two measurements deep.  Since session 44 (trial)
+#: decode is two sections, the element fields (decode) and the wide factor's sign (factors,
+#: a carry chain), 6 split as 3.5 + 3: every stage of fp8_e4m3 at three LUT levels or fewer.
+DOT_SECTIONS = {"decode": 3.5, "factors": 3, "multiply": 5, "lane_shift": 4, "product": 4,
+                "tree": 3.25, "place": 3.5, "align_hi": 4, "align_lo": 4, "add": 4.5, "pick": 4,
+                "lzc": 4, "shift_hi": 4, "shift_lo": 5, "round": 4, "finish": 5}
 
 #: Estimated delay (ns) of a tree section without a level of its own (k < 8: fewer levels
 #: than the frame's three steps, below): the frame's muxes alone.
@@ -101,6 +106,12 @@ SPLIT_LANE_SHIFT_BITS = 3
 #: block sum's adder tree, one per tree section: a block of fewer than 8 elements still has
 #: three tree sections, some without a level of the tree.
 FRAME_STEPS = 3
+
+#: ``|S|`` is chosen bit by bit by the sign of the block sum ``S``: one register of the sign
+#: per this many bits of ``|S|`` (:meth:`hw.pipeline.Pipeline.replicate`).  One register
+#: drove 43 LUTs at fp8_e4m3, a worst path at 22 stages (tree4 -> place, 3 cells, 0.9 ns of
+#: logic and 3.5 ns of routing).
+SIGN_COPY_BITS = 8
 
 
 def tree_levels(block_size: int) -> list[range]:
@@ -208,11 +219,6 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     def cross(fields, name):  # a section boundary: one struct signal, maybe a register
         return pipe.boundary(wire(m, fields, name), name)
 
-    def kept(value, name):  # a net abc maps on its own (LUT depth as written)
-        sig = Signal(len(Value.cast(value)), name=name, attrs={"keep": 1})
-        m.d.comb += sig.eq(value)
-        return sig
-
     def specials(s):  # the special-value summary and c, carried from `product` to `round`
         return {"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "c": s.c,
                 "c_zero": s.c_zero, "side": s.side if side else None}
@@ -289,8 +295,9 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "side": side,
     }, "decode")
 
-    # 1b. factors: the wide factor's sign applied (a carry chain after decode's LUT levels:
-    #     in one section with them, input -> decode was the worst path, 8-12 cells).
+    # 1b. factors (float wide factors): the wide factor's sign applied, a carry chain after
+    #     decode's LUT levels (in one section with them, input -> decode was a worst path,
+    #     8-12 cells, 2.0-2.1 ns logic + 2.3-2.5 ns routing, at 20 stages).
     if "factors" in pipe.names:
         def signed_wide(ln):  # wide_fmt: the wide factor's format, the same in every lane
             if wide_fmt.twos_complement:
@@ -300,9 +307,9 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         # Beside the chain, the lane specials reduced in groups of 8 lanes and c's specials
         # (in multiply, the specials' OR over 32 lanes and c's tests were 4 LUT levels).
         groups = [range(j, min(j + 8, k)) for j in range(0, k, 8)]
-        c_max = kept(s.c[23:31] == 0xFF, "c_max")
-        c_frac_nz = kept(Cat(kept(s.c[:12].any(), "c_frac_nz0"),
-                             kept(s.c[12:23].any(), "c_frac_nz1")).any(), "c_frac_nz")
+        c_max = kept(m, s.c[23:31] == 0xFF, "c_max")
+        c_frac_nz = kept(m, Cat(kept(m, s.c[:12].any(), "c_frac_nz0"),
+                             kept(m, s.c[12:23].any(), "c_frac_nz1")).any(), "c_frac_nz")
         lanes_in = [s.lanes[i] for i in range(k)]
         s = cross({
             "lanes": [{"wide": signed_wide(ln), "narrow": ln.narrow, "shift_a": ln.shift_a,
@@ -346,7 +353,8 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     if in_block:
         factors = [(ln.wide, ln.narrow) for ln in lanes]
         s = cross({"lanes": [lane_fields(ln) for ln in lanes], "scale_nan": s.scale_nan,
-                   **early_flags(s), "c": s.c, "a_t": s.a_t, "side": s.side if side else None}, "operands")
+                   **early_flags(s), "c": s.c, "a_t": s.a_t,
+                   "side": s.side if side else None}, "operands")
         lanes = [s.lanes[i] for i in range(k)]
     if "multiply_lo" in pipe.names:
         s = cross({
@@ -468,10 +476,10 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
                      "d": d.as_unsigned()[:12], "d_back": (s.a_c - s.a_t)[:12]}
         elif j == 1:
             ta = s.t_anchors
-            # the clamp's test here, on the registered distances (in tree2, test and clamp
-            # after the choice were four LUT levels)
-            # lim < n iff F + 124 < 0 (lim = F + n + 124 does not wrap): tested on aT and aC
-            # here, as gates (in tree2 on F, a chain, it was a worst path: 12 cells)
+            # Two tests of tree2's, made here on the registered operands as gates: the
+            # distance's clamp (after the choice in tree2, test and clamp were four LUT
+            # levels), and lim < n, i.e. F + 124 < 0 (lim = F + n + 124 does not wrap; on F
+            # in tree2, a chain, it was a worst path: tree1 -> tree2, 12 cells).
             frame = {"t_anchors": ta, "dist": Mux(ta, s.d, s.d_back),
                      "lim_small": Mux(ta, less_than_const(m, s.a_t, -124, "a_t_small"),
                                       less_than_const(m, s.a_c, -124, "a_c_small")),
@@ -479,8 +487,6 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
                                      ~less_than_const(m, s.d_back, n, "dist_back_small")),
                      "frame": Mux(ta, s.a_t, s.a_c)[:12].as_signed()}
         elif j == 2:
-            # lim < n iff frame + 124 < 0 (lim does not wrap), beside lim's chain: in place,
-            # as lim's compare, it was a worst path (tree4 -> place, 14 cells)
             frame = {"t_anchors": s.t_anchors, "dist": Mux(s.dist_big, n, s.dist)[:nb],
                      "lim": (s.frame + (n + 124))[:12].as_signed(),
                      "lim_small": s.lim_small}
@@ -492,14 +498,11 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         level = [s.terms[i] for i in range(len(level))]
         minus = None if minus is None else s.minus
     ssum = level[0]
-    # S's sign picks each bit of |S|: in copies of 8 bits (one register drove 43 LUTs, a worst
-    # path: tree4 -> place, 3 cells, 0.9 ns logic + 3.5 ns routing)
-    SIGN_LOAD = 8
-    signs = pipe.replicate(sign, f"tree{len(tree_levels(k)) - 1}", -(-w // SIGN_LOAD))
+    signs = pipe.replicate(sign, f"tree{len(tree_levels(k)) - 1}", -(-w // SIGN_COPY_BITS))
 
     # 7. place: |S|; the anchoring operand U and the one to shift, V, in the window.
     t_neg = wire(m, ssum < 0, "t_neg")
-    t_mag = wire(m, Cat(*(Mux(signs[i // SIGN_LOAD], ~minus[i], ssum[i]) for i in range(w))),
+    t_mag = wire(m, Cat(*(Mux(signs[i // SIGN_COPY_BITS], ~minus[i], ssum[i]) for i in range(w))),
                  "t_mag")  # |S|: -S = ~(S - 1)
     c_sig = Cat(s.c[:23], s.c[23:31].any())
     t_win = wire(m, Cat(Const(0, GUARD + 1), t_mag, Const(0, n - GUARD - 1 - w)), "t_win")
@@ -513,8 +516,6 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         "lim_small": s.lim_small,
         "u": Mux(ta, t_win, c_win), "v": Mux(ta, c_win, t_win),
         "u_neg": Mux(ta, t_neg, s.c[31]), "v_neg": Mux(ta, s.c[31], t_neg),
-        # which chunks of V align_hi's shift takes whole (its sticky bit's gates: computed in
-        # align_hi they made place -> align_hi 5 LUTs, 5.2-5.3 ns at fp8_e5m2)
         # the window bits that end at or below V's bit 0, i <= dist (their OR is the bit
         # after the shift, sticky included): thermometer gates of the registered distance
         "below": Cat(Const(1, 1), *(~less_than_const(m, s.dist, i, f"below{i}")
@@ -530,11 +531,12 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     # (three LUT levels), their OR in align_lo.  (As the high shift's chunk sticky here and the
     # low shift's in align_lo, each stage was four levels deep.)
     v_below = s.v & s.below
-    bit0 = [kept(v_below[i:i + 32].any(), f"align_bit0_{i}") for i in range(0, n, 32)]
+    bit0 = [kept(m, v_below[i:i + 32].any(), f"align_bit0_{i}") for i in range(0, n, 32)]
     v = s.v
     for b in reversed(range(nb // 2, nb)):
         step = 1 << b
-        v = wire(m, Mux(s.dist[b], Const(0, n) if step >= n else v >> step, v), f"align_hi_s{b}")
+        shifted = Const(0, n) if step >= n else v >> step
+        v = wire(m, Mux(s.dist[b], shifted, v), f"align_hi_s{b}")
     s = cross({**specials(s), **window(s), "t_zero": ~s.t_nz.any(), "dist": s.dist,
                "lim_small": s.lim_small, "v": v, "bit0": Cat(*bit0)}, "align_hi")
     v = s.v
@@ -552,10 +554,6 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     #     the high halves' sums; where it does not, one carry chain per sum is faster (two
     #     halves in one stage, fp8_e4m3 at 15 of 16 boundaries: 114.3 MHz, median of nextpnr
     #     seeds 1-3, against 164.2 with one chain).
-    def add_with_carry(a, b, c):  # a + b + c (c one bit), one chain: c enters below bit 0
-        # (written a + b + c, yosys built two chains in series: add_lo -> add, 38 cells)
-        return (Cat(c, a) + Cat(Const(1, 1), b))[1:len(a) + 2]
-
     if "add_lo" in pipe.names and pipe.registers("add_lo"):
         h = n // 2
         u, v = s.u, s.v
@@ -573,7 +571,6 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         diff_hi = wire(m, add_with_carry(u, ~v, s.diff_lo[h]), "win_diff_hi")
         back_hi = wire(m, add_with_carry(v, ~u, s.back_lo[h]), "win_back_hi")
         total = wire(m, Cat(s.total_lo[:h], total_hi), "win_total")
-        # bit n of a difference set iff it is negative, as for u - v below
         # U >= V' is the high half's carry out, crossed as it leaves the chain (its complement,
         # V' > U, is pick's: an inverter here is a LUT after the chain)
         diff = wire(m, Cat(s.diff_lo[:h], diff_hi[:n - h]), "win_diff")
@@ -622,7 +619,7 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     def halves(value, j):
         lo, hi = max(0, n - 8 * (j + 1)), n - 8 * j
         mid = max(lo, hi - 4)
-        return [kept(Cat(*(value[i] for i in range(a, b))).any(), f"pick_h{j}_{a}")
+        return [kept(m, Cat(*(value[i] for i in range(a, b))).any(), f"pick_h{j}_{a}")
                 for a, b in ((mid, hi), (lo, mid)) if b > a]
     nz = []
     for j in range(nc):
