@@ -30,9 +30,9 @@ from ..rounding import RNE, overflows, round_increment
 from .geometry import GUARD, DotGeometry
 
 __all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SIGN_COPY_BITS", "SPLIT_ADD_BITS",
-           "SPLIT_LANE_SHIFT_BITS", "SPLIT_MULTIPLY_BITS", "TREE_FRAME_DELAY", "MULTIPLIERS",
-           "PRIMITIVES", "dot_sections",
-           "lane_shift_bits", "tree_levels", "build_fused_step"]
+           "SPLIT_LANE_SHIFT_BITS", "SPLIT_MULTIPLY_BITS", "SPLIT_TREE_BITS", "TREE_FRAME_DELAY",
+           "MULTIPLIERS", "PRIMITIVES", "dot_sections", "lane_shift_bits", "tree_levels",
+           "tree_sections", "tree_split_bits", "build_fused_step"]
 
 #: The fused step's sections in datapath order, with their estimated delays on ECP5 (ns,
 #: k = 32 fp8 x fp8).  :func:`hw.pipeline.place_registers` balances the pipeline stages with
@@ -77,6 +77,15 @@ TREE_FRAME_DELAY = 1.5
 #: estimate (0.034 ns per bit above 54 bits) reaches the dot's next longest stages, about
 #: 6.3 ns: near 75 bits.
 SPLIT_ADD_BITS = 64
+
+#: Block sums wider than this many bits (``sum_bits + 1``: at k = 32 fp8_e5m2 x fp8_e5m2, 70)
+#: are summed in halves, the high halves one tree section after the low ones
+#: (:func:`tree_split_bits`): every chain of the tree is then half as long, for one more
+#: section.  A tree level is one carry chain as wide as the sum, and its delay grows with it
+#: (measured, k = 32, every boundary registered, medians of nextpnr seeds 1-3: fp8_e4m3's
+#: 42-bit levels allow 252.8 MHz; fp8_e5m2's 70-bit ones bound it at 198.6 MHz, tree3 ->
+#: tree4, 69 cells, 2.95 ns logic + 2.1 ns routing, on every seed).
+SPLIT_TREE_BITS = 64
 
 
 #: LUT lane products with a narrow factor wider than this many bits (3 or more partial-product
@@ -123,6 +132,21 @@ def tree_levels(block_size: int) -> list[range]:
             for j in range(count)]
 
 
+def tree_split_bits(geometry: DotGeometry) -> int:
+    """Bits of the low halves where the block sum is summed in halves (wider than
+    :data:`SPLIT_TREE_BITS`), else 0."""
+    width = geometry.sum_bits + 1
+    return -(-width // 2) if width > SPLIT_TREE_BITS else 0
+
+
+def tree_sections(geometry: DotGeometry) -> list[range]:
+    """The adder-tree levels in each tree section (:func:`tree_levels`), with one more
+    section, without a level, where the sum is split (:func:`tree_split_bits`): there the
+    high halves of the last level are summed."""
+    levels = tree_levels(geometry.block_size)
+    return [*levels, range(0)] if tree_split_bits(geometry) else levels
+
+
 def lane_shift_bits(geometry: DotGeometry) -> int:
     """Bits of a lane's shift ``shift_a + shift_b``: one more than the wider exponent field
     (a float element's shift has as many bits as its exponent field,
@@ -150,8 +174,12 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
     sections = {}
     for name, delay in DOT_SECTIONS.items():
         if name == "tree":
-            sections.update({f"tree{j}": delay if levels else TREE_FRAME_DELAY
-                             for j, levels in enumerate(tree_levels(geometry.block_size))})
+            # a section sums where it holds a level, or the high halves of the one before
+            trees = tree_sections(geometry)
+            split_tree = bool(tree_split_bits(geometry))
+            sections.update({
+                f"tree{j}": delay if levels or (split_tree and j and trees[j - 1])
+                else TREE_FRAME_DELAY for j, levels in enumerate(trees)})
             continue
         if name == "lane_shift" and not split_lane_shift:
             continue
@@ -453,10 +481,40 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     # from which lim = F + n + 124: normalization may shift left at most this far (the
     # result's top bit then weighs 2^-126; smaller results are subnormal, docs/dot.md).  The
     # frame takes FRAME_STEPS sections; the later ones carry it.
+    # A sum wider than SPLIT_TREE_BITS is summed in halves (tree_split_bits): a level's low
+    # halves in its own section, each sum h + 1 bits with its carry out; its high halves in the
+    # next section, with that carry in (hw.arith.add_with_carry), beside the next level's low
+    # halves.  Every chain is then about half the sum wide, and one more section
+    # (tree_sections) sums the last level's high halves.
+    h = tree_split_bits(g)
+    trees = tree_sections(g)
     level = [s.terms[i] for i in range(k)]
     minus = None  # the spine's sum - 1, from its first pair sum on
-    for j, levels in enumerate(tree_levels(k)):
+    if h:
+        wh = w + 1 - h  # bits of a high half
+        full = [Cat(t, t[-1].replicate(w + 1 - len(t))) for t in level]
+        lows, highs = [t[:h] for t in full], [t[h:] for t in full]
+        pending = None  # the high halves' second operands, while their sums wait a section
+        minus_lo = minus_hi = minus_pending = None
+    for j, levels in enumerate(trees):
+        if h and pending is not None:  # the high halves of the level before
+            highs = [add_with_carry(a, b, lo[h])[:wh]
+                     for a, b, lo in zip(highs, pending, lows, strict=True)]
+            lows = [lo[:h] for lo in lows]
+            minus_hi = add_with_carry(minus_hi, minus_pending, minus_lo[h])[:wh]
+            minus_lo = minus_lo[:h]
+            pending = minus_pending = None
         for _ in levels:
+            if h:
+                pairs = [lows[i] + lows[i + 1] for i in range(0, len(lows), 2)]
+                if minus_lo is None:  # lows[-1] is the low half of t - 1
+                    minus_lo, minus_pending = lows[-2] + lows[-1], highs[-1]
+                    pairs[-1] = add_with_carry(lows[-2], lows[-1], Const(1, 1))
+                else:
+                    minus_lo, minus_pending = lows[-2] + minus_lo, minus_hi
+                minus_hi = highs[-2]
+                lows, highs, pending = pairs, highs[0::2], highs[1::2]
+                continue
             pairs = [(level[i] + level[i + 1]).as_signed() for i in range(0, len(level), 2)]
             if minus is None:  # level[-1] is t - 1
                 minus = (level[-2] + level[-1]).as_signed()
@@ -467,9 +525,10 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
             else:
                 minus = (level[-2] + minus).as_signed()
             level = pairs
-        level = [v.as_signed()[:w + 1].as_signed() for v in level]
-        if minus is not None:
-            minus = minus.as_signed()[:w + 1].as_signed()
+        if not h:
+            level = [v.as_signed()[:w + 1].as_signed() for v in level]
+            if minus is not None:
+                minus = minus.as_signed()[:w + 1].as_signed()
         if j == 0:
             d = wire(m, (s.a_t - s.a_c)[:13].as_signed(), "anchor_diff")
             frame = {"a_t": s.a_t, "a_c": s.a_c, "t_anchors": d >= 0,
@@ -493,12 +552,27 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         else:
             frame = {"t_anchors": s.t_anchors, "dist": s.dist, "lim": s.lim,
                      "lim_small": s.lim_small}
+        if h:
+            sign = highs[0][-1]
+            s = cross({**specials(s), **frame, "lows": lows, "highs": highs, "pending": pending,
+                       "minus_lo": minus_lo, "minus_hi": minus_hi,
+                       "minus_pending": minus_pending}, f"tree{j}")
+            lows = [s.lows[i] for i in range(len(lows))]
+            highs = [s.highs[i] for i in range(len(highs))]
+            pending = None if pending is None else [s.pending[i] for i in range(len(pending))]
+            if minus_lo is not None:
+                minus_lo, minus_hi = s.minus_lo, s.minus_hi
+            minus_pending = None if minus_pending is None else s.minus_pending
+            continue
         sign = level[0][-1]
         s = cross({**specials(s), **frame, "terms": level, "minus": minus}, f"tree{j}")
         level = [s.terms[i] for i in range(len(level))]
         minus = None if minus is None else s.minus
-    ssum = level[0]
-    signs = pipe.replicate(sign, f"tree{len(tree_levels(k)) - 1}", -(-w // SIGN_COPY_BITS))
+    if h:
+        ssum, minus = Cat(lows[0], highs[0]).as_signed(), Cat(minus_lo, minus_hi).as_signed()
+    else:
+        ssum = level[0]
+    signs = pipe.replicate(sign, f"tree{len(trees) - 1}", -(-w // SIGN_COPY_BITS))
 
     # 7. place: |S|; the anchoring operand U and the one to shift, V, in the window.
     t_neg = wire(m, ssum < 0, "t_neg")
