@@ -144,10 +144,12 @@ STRETCH_NEXT_STEPS = {
            "found seven at four), decode in two sections, the window add split at 64 bits "
            "with each half one chain, round's selects in finish, the stage enables in parts "
            "of 256 bits and no logic on the reset pins: fp8_e4m3 252.8 MHz (238.5-255.2) at "
-           "22 stages, 5,766 LUT4 (the filing's 6,999 + 5 % is 7,349). Next step: land it, "
-           "which changes every dot's Verilog, so the list's 13 dot rows and the dot and "
-           "MXDotGeneral sweeps are placed again (make synth --seeds 3, about 3 hours of "
-           "2 cores).",
+           "22 stages, 5,766 LUT4 (the filing's 6,999 + 5 % is 7,349). Next steps: on the "
+           "branch, fp8_e5m2 fell to 198.1 and 198.6 MHz (seeds 1, 2; 202.2 on main), bound "
+           "by the tree's last level, a 70-bit chain: cut it as the window add's halves are; "
+           "then land the branch, which changes every dot's Verilog, so the list's 13 dot rows "
+           "and the dot and MXDotGeneral sweeps are placed again (make synth --seeds 3, about "
+           "3 hours of 2 cores; started on the branch).",
 }
 
 #: Where a missed curve target stands (unit, latency) -> the next step (the critical path is
