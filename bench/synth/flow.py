@@ -57,6 +57,9 @@ LUT_MAPS = {"lut4": "abc -lut 4 -dress", "lut5": "abc -lut 4:5 -dress",
 #: as written, session 44; ``keep`` nets fix such structure in every mapping).
 DIAGNOSTIC_MAPS = {"depth": "abc -lut 4 -script +strash;dch,-f;if,-K,4,-F,0,-A,0 -dress"}
 
+#: Every mapping's yosys command, by name: what ``lut_map`` may be.
+_LUT_COMMANDS = {**LUT_MAPS, **DIAGNOSTIC_MAPS}
+
 
 def _digest(verilog: str, lut_map: str = "lut4") -> str:
     flow = FLOW if lut_map == "lut4" else f"{FLOW}; {LUT_MAPS[lut_map]}"
@@ -66,9 +69,8 @@ def _digest(verilog: str, lut_map: str = "lut4") -> str:
 def _dirs(lut_map: str) -> tuple[Path, Path]:
     """Where a LUT mapping's (:data:`LUT_MAPS`, :data:`DIAGNOSTIC_MAPS`) results are stored and
     its tools' files go."""
-    if lut_map not in LUT_MAPS and lut_map not in DIAGNOSTIC_MAPS:
-        maps = ", ".join([*LUT_MAPS, *DIAGNOSTIC_MAPS])
-        raise ValueError(f"lut_map must be one of {maps}, not {lut_map!r}")
+    if lut_map not in _LUT_COMMANDS:
+        raise ValueError(f"lut_map must be one of {', '.join(_LUT_COMMANDS)}, not {lut_map!r}")
     return (RESULTS, OUT) if lut_map == "lut4" else (RESULTS / lut_map, OUT / lut_map)
 
 
@@ -173,7 +175,7 @@ def ecp5_synthesis(comp, name: str, d: Path, lut_map: str = "lut4") -> dict:
     """ECP5 synthesis of ``comp`` (its Verilog in ``d/top.v``, module ``name``) inside its
     port ring, LUTs mapped as ``lut_map`` says; writes ``d/ecp5.json`` and returns the unit's
     cell counts."""
-    lut_command = {**LUT_MAPS, **DIAGNOSTIC_MAPS}[lut_map]
+    lut_command = _LUT_COMMANDS[lut_map]
     ring, ring_v = port_ring(comp, name)
     (d / "ring.v").write_text(ring_v)
     # synth_ecp5 with its LUT mapping step swapped from abc9 to abc (LUT_MAPS): the YoWASP
