@@ -99,3 +99,42 @@ def test_deepest_first_and_the_table(capsys, tmp_path):
 def test_an_empty_netlist_is_an_error():
     with pytest.raises(ValueError, match="no modules"):
         stage_paths({"modules": {}})
+
+
+#: p_x (as above) -> p_w, a struct register: lanes[0].deep and lanes[1].deep two LUTs deep,
+#: flat one LUT; p_w.flat also ends a second, one-LUT path from p_x's other bit.
+FIELDS = {"modules": {"unit": {
+    "ports": {"a": {"direction": "input", "bits": [2, 3]}},
+    "cells": {
+        "p_x_TRELLIS_FF_Q": _ff(2, 10),
+        "p_x_TRELLIS_FF_Q_1": _ff(3, 11),
+        "l1": _lut(12, 10, 11),
+        "l2": _lut(13, 12),
+        "l3": _lut(14, 12, 10),
+        "l4": _lut(15, 11),
+        "p_w_TRELLIS_FF_Q": _ff(13, 40),
+        "p_w_TRELLIS_FF_Q_1": _ff(14, 41),
+        "p_w_TRELLIS_FF_Q_2": _ff(15, 42),
+    },
+    "netnames": {"p_x": {"bits": [10, 11]}, "p_w": {"bits": [40, 41, 42]},
+                 "p_w.lanes": {"bits": [40, 41]}, "p_w.lanes[0]": {"bits": [40]},
+                 "p_w.lanes[0].deep": {"bits": [40]}, "p_w.lanes[1]": {"bits": [41]},
+                 "p_w.lanes[1].deep": {"bits": [41]}, "p_w.flat": {"bits": [42]}},
+}}}
+
+
+def test_the_fields_at_the_deepest_estimate(capsys, tmp_path):
+    got = {(p.source, p.dest): p for p in stage_paths(FIELDS)}
+    deep = got["p_x", "p_w"]
+    assert (deep.levels, deep.fields) == (2, ("lanes[*].deep",))
+    assert got[INPUT_PORTS, "p_x"].fields == ()  # no struct: no fields
+    netlist = tmp_path / "ecp5.json"
+    netlist.write_text(json.dumps(FIELDS))
+    assert levels.main(["dot", "--netlist", str(netlist), "--fields"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].endswith("p_x -> p_w  [lanes[*].deep]")
+    assert levels.main(["dot", "--netlist", str(netlist)]) == 0  # without --fields: no list
+    assert "[" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        levels.main(["dot", "--netlist", str(netlist), "--depth-only"])
+    assert "--depth-only synthesizes" in capsys.readouterr().err

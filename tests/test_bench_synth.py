@@ -121,7 +121,8 @@ def test_target_found_when_stored_by_the_sweep(tmp_path, monkeypatch):
     row = [line for line in report.targets_md([r], {"wide": [w]}) if "int8" in line]
     assert row == ["| dequantizer --format int8 | >= 200 MHz | no result yet | | not placed "
                    "|  |"]
-    with pytest.raises(ValueError, match="lut_map must be one of lut4, lut5, wide, not 'lut6'"):
+    with pytest.raises(ValueError,
+                       match="lut_map must be one of lut4, lut5, wide, depth, not 'lut6'"):
         flow.synthesize("dequantizer", config, lut_map="lut6")
     assert describe("dot", ["--format-a", "int8", "--block-size", "32", "--format-b", "int8"]) \
         == "dot --format-a int8 --format-b int8"

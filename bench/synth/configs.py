@@ -139,12 +139,17 @@ STRETCH_TARGETS = (
 #: Where a missed stretch target stands: unit -> the next step (the critical path is the
 #: stored deepest sweep point's).
 STRETCH_NEXT_STEPS = {
-    "dot": "250 MHz needs 4 ns stages, about three LUT levels each, so every section cut "
-           "again: bench.synth.levels (session 40) finds nine of fp8_e4m3's 20 stages at four "
-           "LUT levels beside the carry chains of the window add and the tree; the decode "
-           "stage's enable to about 1,000 flip-flops (3.8-4.1 ns of routing) is the other "
-           "kind of worst path. The flow's sync resets unmapped gave 225.0 MHz (221.6-232.4) "
-           "for 4 % more LUT4 (trial, session 41). Not started (see the dot's next steps).",
+    "dot": "Measured on the branch dot250 (2026-11-26, session 44; docs/dot.md, 'Toward 250 "
+           "MHz'): every stage at three LUT levels (bench.synth.levels --depth-only --fields "
+           "found seven at four), decode in two sections, the window add split at 64 bits "
+           "with each half one chain, round's selects in finish, the stage enables in parts "
+           "of 256 bits and no logic on the reset pins: fp8_e4m3 252.8 MHz (238.5-255.2) at "
+           "22 stages, 5,766 LUT4 (the filing's 6,999 + 5 % is 7,349). Next steps: on the "
+           "branch, fp8_e5m2 fell to 198.1 and 198.6 MHz (seeds 1, 2; 202.2 on main), bound "
+           "by the tree's last level, a 70-bit chain: cut it as the window add's halves are; "
+           "then land the branch, which changes every dot's Verilog, so the list's 13 dot rows "
+           "and the dot and MXDotGeneral sweeps are placed again (make synth --seeds 3, about "
+           "3 hours of 2 cores; started on the branch).",
 }
 
 #: Where a missed curve target stands (unit, latency) -> the next step (the critical path is
@@ -221,7 +226,10 @@ NEXT_STEPS = {
                    "same kinds of path, routes into and out of the 3,000 cells of the output side "
                    "(1,024 output flip-flops, 1,024 skid flip-flops and their 2:1 muxes, which the"
                    " registered stall needs), set the seeds' spread (186.2-228.1 MHz).",
-    "dot": "State at 2026-11-26, session 39 (medians of seeds 1-3): every LUT build of the "
+    "dot": "Since session 44 (2026-11-26) a build on the branch dot250 cuts every stage to "
+           "three LUT levels and reaches 252.8 MHz for fp8_e4m3 at 22 stages (the stretch's "
+           "next step; docs/dot.md, 'Toward 250 MHz'); the `dsp` rows are as below. "
+           "State at 2026-11-26, session 39 (medians of seeds 1-3): every LUT build of the "
            "list meets 200 MHz. fp8_e5m2 189.3 -> 202.2 MHz (190.3-207.6) at 21 stages, "
            "7,168 -> 6,689 LUT4: the tree's S - 1 spine starts at a leaf (the last lane's "
            "term enters as ~(-t) = t - 1, so no tree level has a LUT before its chain), the "

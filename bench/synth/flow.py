@@ -48,6 +48,18 @@ FLOW = "ecp5 in-context port ring v1"
 LUT_MAPS = {"lut4": "abc -lut 4 -dress", "lut5": "abc -lut 4:5 -dress",
             "wide": "abc -lut 4:7 -dress"}
 
+#: Mappings for diagnosis only (``python -m bench.synth.levels``; never placed or stored):
+#: ``depth``, abc's LUT4 mapper for depth alone, with no area recovery (``if -F 0 -A 0``, and
+#: no ``mfs2``/``lutpack`` after it).  abc -lut 4 recovers area on every path up to the
+#: deepest stage's depth, so one stage that needs four levels brings others to four; mapped
+#: for depth, each stage comes out near the depth its own logic needs (near: the mapper
+#: works on the structure yosys hands it, and found four levels for a flag three could hold
+#: as written, session 44; ``keep`` nets fix such structure in every mapping).
+DIAGNOSTIC_MAPS = {"depth": "abc -lut 4 -script +strash;dch,-f;if,-K,4,-F,0,-A,0 -dress"}
+
+#: Every mapping's yosys command, by name: what ``lut_map`` may be.
+_LUT_COMMANDS = {**LUT_MAPS, **DIAGNOSTIC_MAPS}
+
 
 def _digest(verilog: str, lut_map: str = "lut4") -> str:
     flow = FLOW if lut_map == "lut4" else f"{FLOW}; {LUT_MAPS[lut_map]}"
@@ -55,9 +67,10 @@ def _digest(verilog: str, lut_map: str = "lut4") -> str:
 
 
 def _dirs(lut_map: str) -> tuple[Path, Path]:
-    """Where a LUT mapping's (:data:`LUT_MAPS`) results are stored and its tools' files go."""
-    if lut_map not in LUT_MAPS:
-        raise ValueError(f"lut_map must be one of {', '.join(LUT_MAPS)}, not {lut_map!r}")
+    """Where a LUT mapping's (:data:`LUT_MAPS`, :data:`DIAGNOSTIC_MAPS`) results are stored and
+    its tools' files go."""
+    if lut_map not in _LUT_COMMANDS:
+        raise ValueError(f"lut_map must be one of {', '.join(_LUT_COMMANDS)}, not {lut_map!r}")
     return (RESULTS, OUT) if lut_map == "lut4" else (RESULTS / lut_map, OUT / lut_map)
 
 
@@ -162,6 +175,7 @@ def ecp5_synthesis(comp, name: str, d: Path, lut_map: str = "lut4") -> dict:
     """ECP5 synthesis of ``comp`` (its Verilog in ``d/top.v``, module ``name``) inside its
     port ring, LUTs mapped as ``lut_map`` says; writes ``d/ecp5.json`` and returns the unit's
     cell counts."""
+    lut_command = _LUT_COMMANDS[lut_map]
     ring, ring_v = port_ring(comp, name)
     (d / "ring.v").write_text(ring_v)
     # synth_ecp5 with its LUT mapping step swapped from abc9 to abc (LUT_MAPS): the YoWASP
@@ -176,7 +190,7 @@ def ecp5_synthesis(comp, name: str, d: Path, lut_map: str = "lut4") -> dict:
            f"synth_ecp5 -top {ring} -run :map_ffs; "
            "dffunmap -srst-only a:extract_reset=no %ci1:+[Q]; "
            f"synth_ecp5 -top {ring} -run map_ffs:map_luts; "
-           f"techmap -map +/lattice/latches_map.v; {LUT_MAPS[lut_map]}; clean; "
+           f"techmap -map +/lattice/latches_map.v; {lut_command}; clean; "
            f"synth_ecp5 -top {ring} -run map_cells: -json ecp5.json; "
            "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
     if not (d / "ecp5.json").exists():
@@ -196,7 +210,7 @@ def ecp5_synthesis(comp, name: str, d: Path, lut_map: str = "lut4") -> dict:
 def ecp5_netlist(unit: str, argv: list[str], lut_map: str = "lut4") -> Path:
     """Synthesize one configuration for ECP5 as :func:`synthesize` does (in its port ring,
     into the same work directory) without placing it; returns yosys's netlist,
-    ``<work>/<module>/ecp5.json``."""
+    ``<work>/<module>/ecp5.json``.  ``lut_map`` may also be one of :data:`DIAGNOSTIC_MAPS`."""
     comp = build(unit, argv)
     d = _dirs(lut_map)[1] / comp.module_name
     d.mkdir(parents=True, exist_ok=True)

@@ -18,9 +18,12 @@ A caveat that shapes the numbers: yosys's ``abc -lut 4`` maps the whole unit's l
 so after mapping for depth it recovers area on every path up to the deepest stage's level
 count.  A stage that could be three levels deep comes out as deep as the deepest one; only
 once no stage needs four levels do the others stay at three (``docs/quantizer.md``).
+``--depth-only`` maps for depth alone, so that each stage comes out near the levels its own
+logic needs, and ``--fields`` names the register fields at the end of each deepest path: the
+two that say what to cut (``docs/dot.md``, 'Toward 250 MHz').
 
-``python -m bench.synth.levels UNIT ARGS... [--top N]``: synthesize the configuration (as
-``make synth`` does, nothing placed) and print its stages, deepest first.
+``python -m bench.synth.levels UNIT ARGS... [--top N] [--fields] [--depth-only]``: synthesize
+the configuration (as ``make synth`` does, nothing placed) and print its stages, deepest first.
 """
 
 from __future__ import annotations
@@ -72,6 +75,10 @@ class StagePath:
     fanout : int
         The most loads of a net on that path (cell inputs it drives, the unit's output ports
         included): a route that placement may have to stretch.
+    fields : tuple of str
+        The fields of ``dest``'s register (a struct's, as the netlist names them, array
+        indices as ``[*]``) whose inputs are that deep, by the estimate: what to cut.  Empty
+        where the register has no fields.
     """
 
     source: str
@@ -80,6 +87,7 @@ class StagePath:
     levels: int
     ns: float
     fanout: int
+    fields: tuple[str, ...] = ()
 
 
 def _register_name(names: list[str]) -> str:
@@ -118,6 +126,15 @@ def _ff_groups(cells: dict, aliases: dict) -> dict[str, str]:
         groups[name] = (max(candidates, key=lambda g: size[g]) if candidates
                         else _group(_register_name(q_names or [name])))
     return groups
+
+
+def _field(group: str, names: list[str]) -> str | None:
+    """The field of register ``group`` that a flip-flop's output net belongs to, from the net's
+    names (``<group>.<field>``, the most specific; array indices as ``[*]``), or None."""
+    fields = [n[len(group) + 1:] for n in names if n.startswith(group + ".")]
+    if not fields:
+        return None
+    return re.sub(r"\[\d+\]", "[*]", max(fields, key=len))
 
 
 def _dut(netlist: dict) -> tuple[str, dict]:
@@ -209,32 +226,42 @@ def stage_paths(netlist: dict) -> list[StagePath]:
         return arrival.get(bit, {})
 
     worst: dict[tuple[str, str, str], tuple[float, int, int]] = {}
+    deepest: dict[tuple[str, str, str], set] = {}  # the fields at worst's estimate
 
-    def end(bits, dest, port):
+    def end(bits, dest, port, field=None):
         for b in bits:
             for g, (ns, lv, fo) in arrive(b).items():
                 key = (g, dest, port)
                 ns += ROUTE_NS + t["setup"]
-                if key not in worst or worst[key][0] < ns:
+                if key not in worst or worst[key][0] < ns - 1e-9:
                     worst[key] = (ns, lv, max(fo, loads[b]))
+                    deepest[key] = set()
+                if field is not None and ns >= worst[key][0] - 1e-9:
+                    deepest[key].add(field)
 
     for cname, group in groups.items():
+        field = _field(group, aliases.get(cells[cname]["connections"]["Q"][0], []))
         for port in _FF_ENDPOINTS:
-            end(cells[cname]["connections"].get(port, []), group, port)
+            end(cells[cname]["connections"].get(port, []), group, port, field)
     for port in mod.get("ports", {}).values():
         if port["direction"] == "output":
             end(port["bits"], OUTPUT_PORTS, "DI")
-    paths = [StagePath(s, d, p, lv, round(ns, 2), fo)
+    paths = [StagePath(s, d, p, lv, round(ns, 2), fo, tuple(sorted(deepest[s, d, p])))
              for (s, d, p), (ns, lv, fo) in worst.items()]
     return sorted(paths, key=lambda sp: (-sp.ns, -sp.levels, sp.source, sp.dest, sp.port))
 
 
-def format_stage_paths(paths: list[StagePath], top: int | None = None) -> str:
-    """A plain-text table of ``paths`` (the first ``top``)."""
+def format_stage_paths(paths: list[StagePath], top: int | None = None, *,
+                       fields: bool = False) -> str:
+    """A plain-text table of ``paths`` (the first ``top``); ``fields``: each path's
+    :attr:`StagePath.fields` after it."""
     rows = [f"{'est. ns':>7} {'levels':>6} {'fan-out':>7}  path"]
     for sp in paths[:top]:
-        rows.append(f"{sp.ns:7.2f} {sp.levels:6d} {sp.fanout:7d}  {sp.source} -> {sp.dest}"
-                    + ("" if sp.port == "DI" else f" ({sp.port})"))
+        row = (f"{sp.ns:7.2f} {sp.levels:6d} {sp.fanout:7d}  {sp.source} -> {sp.dest}"
+               + ("" if sp.port == "DI" else f" ({sp.port})"))
+        if fields and sp.fields:
+            row += f"  [{', '.join(sp.fields)}]"
+        rows.append(row)
     return "\n".join(rows)
 
 
@@ -252,17 +279,25 @@ def main(argv=None) -> int:
     ap.add_argument("--netlist", type=Path,
                     help="read this yosys ECP5 netlist instead of synthesizing the unit")
     ap.add_argument("--top", type=int, default=30, help="rows to print (default 30)")
+    ap.add_argument("--fields", action="store_true",
+                    help="name the fields of each path's end register that are that deep")
+    ap.add_argument("--depth-only", action="store_true",
+                    help="map the LUTs for depth alone, with no area recovery (the levels each "
+                         "stage needs of its own; bench.synth.flow.DIAGNOSTIC_MAPS)")
     args, unit_args = ap.parse_known_args(argv)
     if args.top < 1:
         ap.error(f"--top must be at least 1, not {args.top}")
     path = args.netlist
     if path is not None and not path.is_file():
         ap.error(f"no netlist at {path}")
+    if path is not None and args.depth_only:
+        ap.error("--depth-only synthesizes the unit: not with --netlist")
     if path is None:
         print(f"synthesizing {args.unit} {' '.join(unit_args)} (yosys, about a minute) ...",
               file=sys.stderr, flush=True)
-        path = ecp5_netlist(args.unit, unit_args)
-    print(format_stage_paths(stage_paths(json.loads(Path(path).read_text())), args.top))
+        path = ecp5_netlist(args.unit, unit_args, "depth" if args.depth_only else "lut4")
+    print(format_stage_paths(stage_paths(json.loads(Path(path).read_text())), args.top,
+                             fields=args.fields))
     return 0
 
 
