@@ -19,6 +19,7 @@ from hw.dot.fused_step import (
     SPLIT_ADD_BITS,
     SPLIT_LANE_SHIFT_BITS,
     SPLIT_MULTIPLY_BITS,
+    SPLIT_TREE_BITS,
     TREE_FRAME_DELAY,
     dot_sections,
 )
@@ -99,7 +100,13 @@ def test_wide_windows_and_wide_factors_split_and_default_to_every_boundary():
                 split_lane = split_lane and ebits + 1 > SPLIT_LANE_SHIFT_BITS
                 factors = fa != "int8" or fb != "int8"  # a float wide factor's sign
                 levels = (k - 1).bit_length()
-                trees = [f"tree{j}" for j in range(max(FRAME_STEPS, levels))]
+                # a sum over SPLIT_TREE_BITS wide adds its high halves a section later: one
+                # more tree section, and the sections after a level's are no longer
+                # frame-only (k = 2: levels in tree1 only, so tree0 and tree3 are)
+                split_tree = g.sum_bits + 1 > SPLIT_TREE_BITS
+                trees = [f"tree{j}" for j in range(max(FRAME_STEPS, levels) + split_tree)]
+                frame_only = ({2: 2}.get(k, 0) if split_tree
+                              else len(trees) - levels)
                 for multipliers in ("lut", "dsp", "mult18x18d"):
                     split_mul = multipliers == "lut" and narrow > SPLIT_MULTIPLY_BITS
                     in_block = multipliers == "mult18x18d"
@@ -114,14 +121,14 @@ def test_wide_windows_and_wide_factors_split_and_default_to_every_boundary():
                         [name])]
                     # one section per level, frame-only ones (k < 8) lighter than the others
                     assert [sections[t] == TREE_FRAME_DELAY for t in trees].count(True) \
-                        == len(trees) - levels
+                        == frame_only
                     unit = MXDot(fa, fb, block_size=k, multipliers=multipliers)
                     assert unit.sections == sections
                     assert (unit.max_stages == len(sections) == 13 + len(trees) + split_lane
                             + split_add + split_mul + 2 * in_block + factors)
                     # every boundary by default, but a frame-only tree section's: it shares
                     # its neighbour's stage
-                    assert unit.stages == unit.max_stages - (len(trees) - levels)
+                    assert unit.stages == unit.max_stages - frame_only
                     assert unit.parameters["stages"] == unit.stages
     # at k = 32 the pairs with windows over 64 bits (fp8_e4m3 x fp8_e4m3 and every pair with
     # fp8_e5m2) add in two halves, the pairs whose narrower factor has 3 or
@@ -132,6 +139,9 @@ def test_wide_windows_and_wide_factors_split_and_default_to_every_boundary():
     assert [pair for pair, sections in at32.items() if "add_lo" in sections] == [
         ("fp8_e4m3", "fp8_e4m3"), ("fp8_e4m3", "fp8_e5m2"), *(("fp8_e5m2", f) for f in FMTS),
         *((f, "fp8_e5m2") for f in FMTS if f not in ("fp8_e4m3", "fp8_e5m2"))]
+    # only fp8_e5m2 x fp8_e5m2's block sum (70 bits at k = 32) is summed in halves
+    assert [pair for pair, sections in at32.items() if "tree5" in sections] \
+        == [("fp8_e5m2", "fp8_e5m2")]
     three_rows = [f for f in FMTS if f != "fp4_e2m1"]
     assert [pair for pair, sections in at32.items() if "multiply_lo" in sections] \
         == [(fa, fb) for fa in three_rows for fb in three_rows]
@@ -139,9 +149,9 @@ def test_wide_windows_and_wide_factors_split_and_default_to_every_boundary():
     assert [pair for pair, sections in at32.items() if "lane_shift" not in sections] \
         == [(fa, fb) for fa in unshifted for fb in unshifted]
     with pytest.raises(ValueError):
-        MXDot("fp8_e5m2", block_size=32, stages=23)
+        MXDot("fp8_e5m2", block_size=32, stages=24)
     assert MXDot("fp8_e5m2", block_size=32, stages=17).module_name.endswith("_s17")
-    assert MXDotGeneral("fp8_e5m2", block_size=32).stages == 22
+    assert MXDotGeneral("fp8_e5m2", block_size=32).stages == 23
     assert MXDotGeneral("int8", block_size=32).stages == 19
     assert MXDot("int8", block_size=32, multipliers="dsp").stages == 18
 

@@ -53,6 +53,8 @@ FULL_EXTRA = [
     *[("dot", a, b, 32, 4, 1, True) for a in FMTS for b in FMTS if a != b
       and (a, b) not in {("fp8_e4m3", "fp4_e2m1"), ("int8", "fp6_e2m3")}],
     ("dot", "fp8_e5m2", "fp8_e5m2", 64, 7, 1, False),
+    # the block sum in halves (SPLIT_TREE_BITS) with frame-only tree sections (k = 2)
+    ("dot", "fp8_e5m2", "fp8_e5m2", 2, 4, 1, True),
     ("dot", "fp4_e2m1", "fp4_e2m1", 2, 1, 1, True),
     ("dot", "int8", "int8", 64, 2, 1, False),
     ("dot-general", "fp8_e5m2", "fp6_e3m2", 16, 2, 2, False),
