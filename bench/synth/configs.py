@@ -137,20 +137,8 @@ STRETCH_TARGETS = (
 )
 
 #: Where a missed stretch target stands: unit -> the next step (the critical path is the
-#: stored deepest sweep point's).
-STRETCH_NEXT_STEPS = {
-    "dot": "Measured on the branch dot250 (2026-11-26, session 44; docs/dot.md, 'Toward 250 "
-           "MHz'): every stage at three LUT levels (bench.synth.levels --depth-only --fields "
-           "found seven at four), decode in two sections, the window add split at 64 bits "
-           "with each half one chain, round's selects in finish, the stage enables in parts "
-           "of 256 bits and no logic on the reset pins: fp8_e4m3 252.8 MHz (238.5-255.2) at "
-           "22 stages, 5,766 LUT4 (the filing's 6,999 + 5 % is 7,349). Next steps: on the "
-           "branch, fp8_e5m2 fell to 198.1 and 198.6 MHz (seeds 1, 2; 202.2 on main), bound "
-           "by the tree's last level, a 70-bit chain: cut it as the window add's halves are; "
-           "then land the branch, which changes every dot's Verilog, so the list's 13 dot rows "
-           "and the dot and MXDotGeneral sweeps are placed again (make synth --seeds 3, about "
-           "3 hours of 2 cores; started on the branch).",
-}
+#: stored deepest sweep point's).  Empty since 2026-11-27: both stretch targets are met.
+STRETCH_NEXT_STEPS: dict[str, str] = {}
 
 #: Where a missed curve target stands (unit, latency) -> the next step (the critical path is
 #: the stored sweep point's).
@@ -226,9 +214,14 @@ NEXT_STEPS = {
                    "same kinds of path, routes into and out of the 3,000 cells of the output side "
                    "(1,024 output flip-flops, 1,024 skid flip-flops and their 2:1 muxes, which the"
                    " registered stall needs), set the seeds' spread (186.2-228.1 MHz).",
-    "dot": "Since session 44 (2026-11-26) a build on the branch dot250 cuts every stage to "
-           "three LUT levels and reaches 252.8 MHz for fp8_e4m3 at 22 stages (the stretch's "
-           "next step; docs/dot.md, 'Toward 250 MHz'); the `dsp` rows are as below. "
+    "dot": "Since 2026-11-27 (session 45; docs/dot.md, 'Toward 250 MHz') every stage is at "
+           "three LUT levels or one carry chain alone, and every LUT dot of the list meets 200 "
+           "MHz at 216-255 (fp8_e4m3 252.8 at 22 stages; fp8_e5m2 219.1 at 23, its block sum "
+           "in halves). Still missed: the `dsp` rows, fp8_e4m3 154.7 MHz (152.4-157.5), int8 "
+           "178.2 (173.6-178.9), bound by the MULT18X18D between fabric registers (factors or "
+           "decode -> multiply: 3.46 ns in the block, 2.1-3.1 ns of routes); as below, a tool "
+           "that moves the registers into the DSP blocks would do what mult18x18d does. "
+           "Before: "
            "State at 2026-11-26, session 39 (medians of seeds 1-3): every LUT build of the "
            "list meets 200 MHz. fp8_e5m2 189.3 -> 202.2 MHz (190.3-207.6) at 21 stages, "
            "7,168 -> 6,689 LUT4: the tree's S - 1 spine starts at a leaf (the last lane's "

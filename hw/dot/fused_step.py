@@ -494,7 +494,11 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         wh = w + 1 - h  # bits of a high half
         full = [Cat(t, t[-1].replicate(w + 1 - len(t))) for t in level]
         lows, highs = [t[:h] for t in full], [t[h:] for t in full]
-        pending = None  # the high halves' second operands, while their sums wait a section
+        # While a level's high sums wait for the next section, highs[i] and pending[i] are the
+        # operands of high sum i, whose carry in is lows[i][h] (likewise minus_hi,
+        # minus_pending and minus_lo); otherwise pending is None and Cat(lows[i], highs[i])
+        # is term i.
+        pending = None
         minus_lo = minus_hi = minus_pending = None
     for j, levels in enumerate(trees):
         if h and pending is not None:  # the high halves of the level before
