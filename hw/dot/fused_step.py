@@ -194,8 +194,11 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
             sections.update(operands=3.5, multiply=3.5, drain=3.5)
             continue
         if name == "multiply" and split_multiply:
-            # estimates of the former split in two halves of the rows (two levels, then one)
-            sections["multiply_lo"] = 5
+            # multiply_lo is one level of pair sums, a chain with the rows' ANDs in its carry
+            # cells, as add's chain (it was 5, for two levels with the rows' LUT before them,
+            # until 2026-11-27: with 5, 9 stages put three tree levels in one stage, tree0 ->
+            # tree3, 107.7 MHz against 119.1 at 8; with 4, 9 stages refine 8's stages)
+            sections["multiply_lo"] = 4
             delay = 3
         sections[name] = delay
     return sections
