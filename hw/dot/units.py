@@ -92,11 +92,14 @@ class MXDot(wiring.Component):
     stages : int
         Pipeline registers, 1..``max_stages`` (the latency); None (the default):
         :func:`hw.pipeline.default_stages`, which for every format pair registers every
-        section boundary: at k = 32, 18, plus one where the lane shift is wider than
+        section boundary: at k = 32, 18, plus one for the sign of a float wide factor
+        (``factors``: every pair but int8 x int8); one where the lane shift is wider than
         :data:`hw.dot.fused_step.SPLIT_LANE_SHIFT_BITS` (a pair with an fp8 or fp6_e3m2
         operand), whose shift has a boundary between its low and high bits; one where the
-        window is wider than :data:`hw.dot.fused_step.SPLIT_ADD_BITS` (fp8_e5m2 x fp8_e5m2
-        and x fp8_e4m3), whose add has a boundary between its halves; one where LUT products
+        window is wider than :data:`hw.dot.fused_step.SPLIT_ADD_BITS` (fp8_e4m3 x fp8_e4m3
+        and the fp8_e5m2 pairs but x fp4_e2m1), whose add has a boundary between its halves;
+        one where the block sum is wider than :data:`hw.dot.fused_step.SPLIT_TREE_BITS`
+        (fp8_e5m2 x fp8_e5m2), summed in halves a section apart; one where LUT products
         have a narrow factor wider than :data:`hw.dot.fused_step.SPLIT_MULTIPLY_BITS` (every
         pair without fp4_e2m1), whose tree of partial products is spread over two
         sections; and two for MULT18X18D blocks (the routes to and from the DSP column).
