@@ -238,6 +238,12 @@ class MXDotGeneral(wiring.Component):
     #: block may enter when its context's block leaves in the same cycle, which a last block
     #: does with ``o.ready`` (the sidecar's ``flow_control``).
     i_ready_registered = False
+    #: As MXDot's (:attr:`MXDot.extract_reset`, :attr:`MXDot.enable_load`): fp8_e4m3 at 22
+    #: stages measured 235.1 MHz (220.2-239.7) against 216.1 (213.2-220.7) with the
+    #: ``Pipeline`` defaults, +282 LUT4 (medians of nextpnr seeds 1-3, 2026-11-27, session
+    #: 45): one run alone then takes 93.6 ns per block, 92.2 at 20 stages before.
+    extract_reset = MXDot.extract_reset
+    enable_load = MXDot.enable_load
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
                  stages: int | None = None, multipliers: str = "lut"):
@@ -267,7 +273,8 @@ class MXDotGeneral(wiring.Component):
         m = Module()
         nctx = self.contexts
         p = self.i.payload
-        pipe = Pipeline(m, self.sections, self.stages, name="dotg")
+        pipe = Pipeline(m, self.sections, self.stages, name="dotg",
+                        enable_load=self.enable_load, extract_reset=self.extract_reset)
 
         acc = Array(Signal(32, name=f"acc{j}", reset_less=True) for j in range(nctx))
         busy = Signal(nctx)
