@@ -50,8 +50,8 @@ KNOWN_EQUIVALENTS = (
         "leading_zeros pads with ones below the input; with twice the pad the first one is "
         "still w places from the top, so every count is the same (issue 12)"),
     KnownEquivalent(
-        "hw/dot/fused_step.py", '"lim": (s.frame + (n + 124))[:12].as_signed()}',
-        '"lim": (s.frame + (n + 124))[:13].as_signed()}',
+        "hw/dot/fused_step.py", '"lim": (s.frame + (n + 124))[:12].as_signed(),',
+        '"lim": (s.frame + (n + 124))[:13].as_signed(),',
         "|lim| < 600 for every format pair, inside 12 signed bits: the 13th is a sign copy "
         "(campaign 5)"),
     KnownEquivalent(
