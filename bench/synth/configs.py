@@ -224,7 +224,7 @@ NEXT_STEPS = {
                    " registered stall needs), set the seeds' spread (186.2-228.1 MHz).",
     "dot": "Since 2026-11-27 (session 45; docs/dot.md, 'Toward 250 MHz') every stage is at "
            "three LUT levels or one carry chain alone, and every LUT dot of the list meets 200 "
-           "MHz at 216-255 (fp8_e4m3 252.8 at 22 stages; fp8_e5m2 219.1 at 23, its block sum "
+           "MHz at 219-254 (fp8_e4m3 252.8 at 22 stages; fp8_e5m2 219.1 at 23, its block sum "
            "in halves). Still missed: the `dsp` rows, fp8_e4m3 154.7 MHz (152.4-157.5), int8 "
            "178.2 (173.6-178.9), bound by the MULT18X18D between fabric registers (factors or "
            "decode -> multiply: 3.46 ns in the block, 2.1-3.1 ns of routes); as below, a tool "
