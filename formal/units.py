@@ -200,6 +200,11 @@ def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
     return dot_sections(DotGeometry(FP4_E2M1, FP4_E2M1, k))
 
 
+def _fp4_dot_general_sections(k: int, stages: int | None) -> Mapping[str, float]:
+    # as the dot's, with c from the accumulator's forwarding path
+    return dot_sections(DotGeometry(FP4_E2M1, FP4_E2M1, k), forwarded_c=True)
+
+
 class QuantizerInParts(MXQuantizer):
     """The quantizer with its stage registers loaded in parts of at most 16 bits
     (:attr:`hw.quantizer.MXQuantizer.enable_load`), so that at the proofs' small block sizes
@@ -222,7 +227,7 @@ UNITS = (
                _fp4_dot_sections, "dot"),
     FormalUnit("dot-general", "fp4_e2m1 x fp4_e2m1, 2 contexts",
                lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2, stages=s),
-               _fp4_dot_sections, "dotg", runs=True,
+               _fp4_dot_general_sections, "dotg", runs=True,
                cuts=("step_c",), compared=("leave_result",), state=("acc[0-9]*", "busy")),
 )
 

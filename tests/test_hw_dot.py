@@ -15,6 +15,7 @@ import golden
 from hw.dot import DotGeometry, MXDot, MXDotGeneral, units_max
 from hw.dot.fused_step import (
     DOT_SECTIONS,
+    FORWARD_DELAY,
     FRAME_STEPS,
     SPLIT_ADD_BITS,
     SPLIT_LANE_SHIFT_BITS,
@@ -87,6 +88,19 @@ def test_placement_ends_registered_and_registers_everything_at_max():
     assert [name for name, r in zip(FP8_SECTIONS, place_registers(
         list(FP8_SECTIONS.values()), 5), strict=True) if r] \
         == PLACEMENT_AT_5
+
+
+def test_dot_general_weighs_the_accumulator_forwarding_path():
+    # MXDotGeneral's c comes from the accumulator's forwarding mux: its decode weighs
+    # FORWARD_DELAY more than MXDot's, and nothing else differs
+    general = MXDotGeneral("fp8_e4m3", block_size=32).sections
+    assert general == {**FP8_SECTIONS, "decode": FP8_SECTIONS["decode"] + FORWARD_DELAY}
+    # at 18 stages MXDot puts decode and factors in one stage; MXDotGeneral does not, since
+    # there the forwarding path into factors' tests of c was its worst path (FORWARD_DELAY)
+    assert "decode" not in registered_boundaries(FP8_SECTIONS, 18)
+    assert "decode" in registered_boundaries(general, 18)
+    # the default depth is the same: every boundary
+    assert MXDotGeneral("fp8_e4m3", block_size=32).stages == MAX_STAGES
 
 
 def test_wide_windows_and_wide_factors_split_and_default_to_every_boundary():

@@ -31,6 +31,7 @@ from .geometry import GUARD, DotGeometry
 
 __all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SIGN_COPY_BITS", "SPLIT_ADD_BITS",
            "SPLIT_LANE_SHIFT_BITS", "SPLIT_MULTIPLY_BITS", "SPLIT_TREE_BITS", "TREE_FRAME_DELAY",
+           "FORWARD_DELAY",
            "MULTIPLIERS", "PRIMITIVES", "dot_sections", "lane_shift_bits", "tree_levels",
            "tree_sections", "tree_split_bits", "build_fused_step"]
 
@@ -60,6 +61,15 @@ __all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SIGN_COPY_BITS", "SPLIT_ADD_BITS",
 DOT_SECTIONS = {"decode": 3.5, "factors": 3, "multiply": 5, "lane_shift": 4, "product": 4,
                 "tree": 3.25, "place": 3.5, "align_hi": 4, "align_lo": 4, "add": 4.5, "pick": 4,
                 "lzc": 4, "shift_hi": 4, "shift_lo": 5, "round": 4, "finish": 5}
+
+#: Estimated delay (ns) the accumulator's forwarding path adds to ``decode`` where ``c`` comes
+#: from it (MXDotGeneral: the context compare and two muxes before c's tests): at 18 stages,
+#: with decode and factors in one stage, finish -> factors.c_nan was the worst path on two of
+#: six placements (7 cells, 1.66 ns logic + 5.0-5.4 ns routing; fp8_e4m3, k = 32, 14 and 18
+#: stages, nextpnr seeds 1-3, 2026-11-27), 0.2-0.6 ns longer than two tree levels (6.5-6.7
+#: ns), which the same estimate of 6.5 puts on a par with decode and factors.  In MXDot c
+#: comes from the input register and its tests are three cells.
+FORWARD_DELAY = 0.5
 
 #: Estimated delay (ns) of a tree section without a level of its own (k < 8: fewer levels
 #: than the frame's three steps, below): the frame's muxes alone.
@@ -158,7 +168,8 @@ def lane_shift_bits(geometry: DotGeometry) -> int:
     return max(fmt_a.ebits, fmt_b.ebits) + 1
 
 
-def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, float]:
+def dot_sections(geometry: DotGeometry, multipliers: str = "lut", *,
+                 forwarded_c: bool = False) -> dict[str, float]:
     """The fused step's sections for ``geometry``: :data:`DOT_SECTIONS`, with one tree section
     per level of the adder tree (:func:`tree_levels`; a section without a level weighs
     :data:`TREE_FRAME_DELAY`); ``lane_shift`` where the lane shift has more than
@@ -166,7 +177,9 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
     ``add`` where the window is wider than :data:`SPLIT_ADD_BITS`; ``multiply_lo`` (a level
     of the partial products' pair sums) before ``multiply`` where LUT products have a narrow
     factor wider than :data:`SPLIT_MULTIPLY_BITS`; and for MULT18X18D blocks ``operands``
-    and ``drain`` around ``multiply`` (:mod:`hw.dsp`)."""
+    and ``drain`` around ``multiply`` (:mod:`hw.dsp`).  With ``forwarded_c`` (``c`` from an
+    accumulator's forwarding path, MXDotGeneral) ``decode`` weighs :data:`FORWARD_DELAY`
+    more."""
     split_add = geometry.window_bits > SPLIT_ADD_BITS
     split_multiply = multipliers == "lut" and geometry.narrow_bits > SPLIT_MULTIPLY_BITS
     split_lane_shift = lane_shift_bits(geometry) > SPLIT_LANE_SHIFT_BITS
@@ -185,6 +198,8 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut") -> dict[str, f
             continue
         if name == "factors" and signed_codes:
             continue
+        if name == "decode" and forwarded_c:
+            delay += FORWARD_DELAY
         if name == "add" and split_add:
             # 7.1 ns measured in one stage; a carry hop between the halves
             sections["add_lo"] = 3.5

@@ -56,16 +56,18 @@ def _multipliers_suffix(multipliers: str) -> str:
     return "" if multipliers == "lut" else f"_{multipliers}"
 
 
-def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers) -> dict:
+def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
+                           forwarded_c=False) -> dict:
     """Validate the parameters both dot units share, set them on ``unit`` (formats, block
-    size, geometry, stages, latency, multipliers, primitives) and return them as sidecar
-    parameters."""
+    size, geometry, sections, stages, latency, multipliers, primitives) and return them as
+    sidecar parameters.  ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
+    (:func:`hw.dot.fused_step.dot_sections`)."""
     fmt_a = golden.element_format(fmt_a)
     fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
     unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
     unit.multipliers = _check_multipliers(multipliers)
     unit.primitives = PRIMITIVES[multipliers]
-    unit.sections = dot_sections(unit.geometry, multipliers)
+    unit.sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)
     unit.max_stages = len(unit.sections)  # every boundary (bench.synth sweeps 1..max_stages)
     default = default_stages(unit.sections.values())  # every boundary, for every pair so far
     unit.stages = unit.latency = check_stages(default if stages is None else stages,
@@ -231,6 +233,13 @@ class MXDotGeneral(wiring.Component):
     latency : int
         ``stages``: a run's ``last`` block accepted in cycle t is presented in cycle
         t + latency (without backpressure).
+    sections : dict of str to float
+        As :class:`MXDot`'s, with ``decode`` weighing
+        :data:`hw.dot.fused_step.FORWARD_DELAY` more: ``c`` comes from the accumulator's
+        forwarding path (:func:`hw.dot.fused_step.dot_sections`, ``forwarded_c``).  So
+        fewer registers than every boundary may be placed otherwise than in MXDot.
+    max_stages : int
+        ``len(sections)``, as for :class:`MXDot`.
     """
 
     #: The fused step's pipeline (:class:`hw.pipeline.Pipeline`) has each stage's enable a
@@ -247,7 +256,8 @@ class MXDotGeneral(wiring.Component):
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
                  stages: int | None = None, multipliers: str = "lut"):
-        shared = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers)
+        shared = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
+                                        forwarded_c=True)
         check_power_of_two("contexts", contexts, 1, 64)
         self.contexts = contexts
         self.ctx_bits = (contexts - 1).bit_length()
