@@ -26,7 +26,7 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["CheckError", "TESTBENCHES", "load_sidecar", "check_ports", "run_check", "main"]
+__all__ = ["CheckError", "TESTBENCHES", "VERILOG_SUFFIXES", "load_sidecar", "check_ports", "run_check", "main"]
 
 #: The cocotb testbench module of each unit.
 TESTBENCHES = {"quantizer": "tb.quantizer", "dequantizer": "tb.dequantizer", "dot": "tb.dot",
@@ -34,6 +34,10 @@ TESTBENCHES = {"quantizer": "tb.quantizer", "dequantizer": "tb.dequantizer", "do
 
 #: Default blocks budget (``MX_BLOCKS``) of a check.
 DEFAULT_BLOCKS = 200
+
+#: The suffixes cocotb's runner reads as Verilog: the simulator build takes a source's
+#: language from its file name.
+VERILOG_SUFFIXES = (".v", ".sv", ".vh", ".svh")
 
 
 class CheckError(Exception):
@@ -140,6 +144,9 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
     for v in verilog:
         if not v.is_file():
             raise CheckError(f"no such file: {v}")
+        if v.suffix not in VERILOG_SUFFIXES:
+            raise CheckError(f"{v}: a Verilog file's name must end in "
+                             f"{', '.join(VERILOG_SUFFIXES)}")
     module = meta["module"]
     build_dir = Path(build_dir or Path("build") / "check" / module).resolve()
     try:

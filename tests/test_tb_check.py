@@ -53,6 +53,12 @@ def test_missing_files(unit, tmp_path):
                     r"^python -m tb check: error: no such file: .*nope\.json$")
     _one_error_line(_check("--sidecar", side, tmp_path / "nope.v", cwd=tmp_path),
                     r"error: no such file: .*nope\.v$")
+    # a file the simulator build could not read as Verilog (it goes by the suffix)
+    renamed = verilog.with_suffix(".txt")
+    renamed.write_text(verilog.read_text())
+    _one_error_line(_check("--sidecar", side, renamed, cwd=tmp_path),
+                    r"error: .*unit\.txt: a Verilog file's name must end in \.v, \.sv, "
+                    r"\.vh, \.svh$")
 
 
 def test_invalid_sidecar(unit, tmp_path):
