@@ -29,11 +29,11 @@ from ..pipeline import Pipeline
 from ..rounding import RNE, overflows, round_increment
 from .geometry import GUARD, DotGeometry
 
-__all__ = ["DOT_SECTIONS", "FRAME_STEPS", "SIGN_COPY_BITS", "SPLIT_ADD_BITS",
+__all__ = ["DOT_SECTIONS", "FORWARD_DELAY", "FRAME_STEPS", "SIGN_COPY_BITS", "SPLIT_ADD_BITS",
            "SPLIT_LANE_SHIFT_BITS", "SPLIT_MULTIPLY_BITS", "SPLIT_TREE_BITS", "TREE_FRAME_DELAY",
-           "FORWARD_DELAY",
-           "MULTIPLIERS", "PRIMITIVES", "dot_sections", "lane_shift_bits", "tree_levels",
-           "tree_sections", "tree_split_bits", "build_fused_step"]
+           "MULTIPLIERS", "PRIMITIVES", "BlockSum", "SplitBlockSum", "dot_sections",
+           "lane_shift_bits", "tree_levels", "tree_sections", "tree_split_bits",
+           "build_fused_step"]
 
 #: The fused step's sections in datapath order, with their estimated delays on ECP5 (ns,
 #: k = 32 fp8 x fp8).  :func:`hw.pipeline.place_registers` balances the pipeline stages with
@@ -155,6 +155,162 @@ def tree_sections(geometry: DotGeometry) -> list[range]:
     high halves of the last level are summed."""
     levels = tree_levels(geometry.block_size)
     return [*levels, range(0)] if tree_split_bits(geometry) else levels
+
+
+class BlockSum:
+    """The block sum's adder tree, level by level, and beside it ``S - 1`` on the tree's last
+    spine (:func:`build_fused_step`, sections 4.-6.).
+
+    Parameters
+    ----------
+    terms : list of Value
+        The exact signed lane terms, the last one as ``t - 1``.
+    width : int
+        ``sum_bits``: the sums are ``width + 1`` bits at each section's end.
+
+    Members
+    -------
+    sign : Value
+        The sign of the first partial sum (after the last level: of ``S``).
+    total, minus : Value
+        After the last section: ``S`` and ``S - 1``.
+    """
+
+    def __init__(self, terms, width: int):
+        self._level, self._minus, self._width = list(terms), None, width
+
+    def begin_section(self):
+        pass
+
+    def add_level(self):
+        level = self._level
+        pairs = [(level[i] + level[i + 1]).as_signed() for i in range(0, len(level), 2)]
+        if self._minus is None:  # level[-1] is t - 1
+            self._minus = (level[-2] + level[-1]).as_signed()
+            # written as x + ((t - 1) + 1), not minus + 1, which yosys would build from
+            # minus's chain (it merges equal sums): one chain with a carry in (x + t, as
+            # wide as the other pair sums)
+            pairs[-1] = (level[-2] + (level[-1] + 1))[:len(pairs[0])].as_signed()
+        else:
+            self._minus = (level[-2] + self._minus).as_signed()
+        self._level = pairs
+
+    def end_section(self):
+        w = self._width
+        self._level = [v.as_signed()[:w + 1].as_signed() for v in self._level]
+        if self._minus is not None:
+            self._minus = self._minus.as_signed()[:w + 1].as_signed()
+
+    @property
+    def sign(self):
+        return self._level[0][-1]
+
+    def fields(self) -> dict:
+        """The values to carry over a section boundary."""
+        return {"terms": self._level, "minus": self._minus}
+
+    def reread(self, s):
+        """Continue from ``s``, the boundary's view of :meth:`fields`."""
+        self._level = [s.terms[i] for i in range(len(self._level))]
+        self._minus = None if self._minus is None else s.minus
+
+    @property
+    def total(self):
+        return self._level[0]
+
+    @property
+    def minus(self):
+        return self._minus
+
+
+class SplitBlockSum:
+    """:class:`BlockSum` in halves, for sums wider than :data:`SPLIT_TREE_BITS`: a level's
+    low halves (``split`` bits) in its own section, each sum ``split + 1`` bits with its
+    carry out; its high halves in the next section, with that carry in
+    (:func:`hw.arith.add_with_carry`), beside the next level's low halves.  Every chain is
+    then about half the sum wide, and one more section (:func:`tree_sections`) sums the last
+    level's high halves.
+
+    Parameters
+    ----------
+    terms, width
+        As :class:`BlockSum`'s.
+    split : int
+        Bits of the low halves (:func:`tree_split_bits`), ``1..width``.
+
+    Members
+    -------
+    As :class:`BlockSum`'s.
+    """
+
+    def __init__(self, terms, width: int, split: int):
+        if not 0 < split <= width:
+            raise ValueError(f"split must be in 1..{width}, got {split}")
+        h = self._split = split
+        self._high_bits = width + 1 - h
+        full = [Cat(t, t[-1].replicate(width + 1 - len(t))) for t in terms]
+        self._lows, self._highs = [t[:h] for t in full], [t[h:] for t in full]
+        # While a level's high sums wait for the next section, highs[i] and pending[i] are the
+        # operands of high sum i, whose carry in is lows[i][h] (likewise minus_hi,
+        # minus_pending and minus_lo); otherwise pending is None and Cat(lows[i], highs[i])
+        # is term i.
+        self._pending = None
+        self._minus_lo = self._minus_hi = self._minus_pending = None
+
+    def begin_section(self):
+        if self._pending is None:
+            return
+        h, wh = self._split, self._high_bits  # the high halves of the level before
+        self._highs = [add_with_carry(a, b, lo[h])[:wh]
+                       for a, b, lo in zip(self._highs, self._pending, self._lows, strict=True)]
+        self._lows = [lo[:h] for lo in self._lows]
+        self._minus_hi = add_with_carry(self._minus_hi, self._minus_pending,
+                                        self._minus_lo[h])[:wh]
+        self._minus_lo = self._minus_lo[:h]
+        self._pending = self._minus_pending = None
+
+    def add_level(self):
+        lows, highs = self._lows, self._highs
+        pairs = [lows[i] + lows[i + 1] for i in range(0, len(lows), 2)]
+        if self._minus_lo is None:  # lows[-1] is the low half of t - 1
+            self._minus_lo, self._minus_pending = lows[-2] + lows[-1], highs[-1]
+            pairs[-1] = add_with_carry(lows[-2], lows[-1], Const(1, 1))
+        else:
+            self._minus_lo, self._minus_pending = lows[-2] + self._minus_lo, self._minus_hi
+        self._minus_hi = highs[-2]
+        self._lows, self._highs, self._pending = pairs, highs[0::2], highs[1::2]
+
+    def end_section(self):
+        pass
+
+    @property
+    def sign(self):
+        return self._highs[0][-1]
+
+    def fields(self) -> dict:
+        """The values to carry over a section boundary."""
+        return {"lows": self._lows, "highs": self._highs, "pending": self._pending,
+                "minus_lo": self._minus_lo, "minus_hi": self._minus_hi,
+                "minus_pending": self._minus_pending}
+
+    def reread(self, s):
+        """Continue from ``s``, the boundary's view of :meth:`fields`."""
+        self._lows = [s.lows[i] for i in range(len(self._lows))]
+        self._highs = [s.highs[i] for i in range(len(self._highs))]
+        if self._pending is not None:
+            self._pending = [s.pending[i] for i in range(len(self._pending))]
+        if self._minus_lo is not None:
+            self._minus_lo, self._minus_hi = s.minus_lo, s.minus_hi
+        if self._minus_pending is not None:
+            self._minus_pending = s.minus_pending
+
+    @property
+    def total(self):
+        return Cat(self._lows[0], self._highs[0]).as_signed()
+
+    @property
+    def minus(self):
+        return Cat(self._minus_lo, self._minus_hi).as_signed()
 
 
 def lane_shift_bits(geometry: DotGeometry) -> int:
@@ -499,58 +655,16 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     # from which lim = F + n + 124: normalization may shift left at most this far (the
     # result's top bit then weighs 2^-126; smaller results are subnormal, docs/dot.md).  The
     # frame takes FRAME_STEPS sections; the later ones carry it.
-    # A sum wider than SPLIT_TREE_BITS is summed in halves (tree_split_bits): a level's low
-    # halves in its own section, each sum h + 1 bits with its carry out; its high halves in the
-    # next section, with that carry in (hw.arith.add_with_carry), beside the next level's low
-    # halves.  Every chain is then about half the sum wide, and one more section
-    # (tree_sections) sums the last level's high halves.
-    h = tree_split_bits(g)
+    # A sum wider than SPLIT_TREE_BITS is summed in halves (SplitBlockSum).
     trees = tree_sections(g)
-    level = [s.terms[i] for i in range(k)]
-    minus = None  # the spine's sum - 1, from its first pair sum on
-    if h:
-        wh = w + 1 - h  # bits of a high half
-        full = [Cat(t, t[-1].replicate(w + 1 - len(t))) for t in level]
-        lows, highs = [t[:h] for t in full], [t[h:] for t in full]
-        # While a level's high sums wait for the next section, highs[i] and pending[i] are the
-        # operands of high sum i, whose carry in is lows[i][h] (likewise minus_hi,
-        # minus_pending and minus_lo); otherwise pending is None and Cat(lows[i], highs[i])
-        # is term i.
-        pending = None
-        minus_lo = minus_hi = minus_pending = None
+    h = tree_split_bits(g)
+    terms = [s.terms[i] for i in range(k)]
+    block_sum = SplitBlockSum(terms, w, h) if h else BlockSum(terms, w)
     for j, levels in enumerate(trees):
-        if h and pending is not None:  # the high halves of the level before
-            highs = [add_with_carry(a, b, lo[h])[:wh]
-                     for a, b, lo in zip(highs, pending, lows, strict=True)]
-            lows = [lo[:h] for lo in lows]
-            minus_hi = add_with_carry(minus_hi, minus_pending, minus_lo[h])[:wh]
-            minus_lo = minus_lo[:h]
-            pending = minus_pending = None
+        block_sum.begin_section()
         for _ in levels:
-            if h:
-                pairs = [lows[i] + lows[i + 1] for i in range(0, len(lows), 2)]
-                if minus_lo is None:  # lows[-1] is the low half of t - 1
-                    minus_lo, minus_pending = lows[-2] + lows[-1], highs[-1]
-                    pairs[-1] = add_with_carry(lows[-2], lows[-1], Const(1, 1))
-                else:
-                    minus_lo, minus_pending = lows[-2] + minus_lo, minus_hi
-                minus_hi = highs[-2]
-                lows, highs, pending = pairs, highs[0::2], highs[1::2]
-                continue
-            pairs = [(level[i] + level[i + 1]).as_signed() for i in range(0, len(level), 2)]
-            if minus is None:  # level[-1] is t - 1
-                minus = (level[-2] + level[-1]).as_signed()
-                # written as x + ((t - 1) + 1), not minus + 1, which yosys would build from
-                # minus's chain (it merges equal sums): one chain with a carry in (x + t, as
-                # wide as the other pair sums)
-                pairs[-1] = (level[-2] + (level[-1] + 1))[:len(pairs[0])].as_signed()
-            else:
-                minus = (level[-2] + minus).as_signed()
-            level = pairs
-        if not h:
-            level = [v.as_signed()[:w + 1].as_signed() for v in level]
-            if minus is not None:
-                minus = minus.as_signed()[:w + 1].as_signed()
+            block_sum.add_level()
+        block_sum.end_section()
         if j == 0:
             d = wire(m, (s.a_t - s.a_c)[:13].as_signed(), "anchor_diff")
             frame = {"a_t": s.a_t, "a_c": s.a_c, "t_anchors": d >= 0,
@@ -574,26 +688,10 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         else:
             frame = {"t_anchors": s.t_anchors, "dist": s.dist, "lim": s.lim,
                      "lim_small": s.lim_small}
-        if h:
-            sign = highs[0][-1]
-            s = cross({**specials(s), **frame, "lows": lows, "highs": highs, "pending": pending,
-                       "minus_lo": minus_lo, "minus_hi": minus_hi,
-                       "minus_pending": minus_pending}, f"tree{j}")
-            lows = [s.lows[i] for i in range(len(lows))]
-            highs = [s.highs[i] for i in range(len(highs))]
-            pending = None if pending is None else [s.pending[i] for i in range(len(pending))]
-            if minus_lo is not None:
-                minus_lo, minus_hi = s.minus_lo, s.minus_hi
-            minus_pending = None if minus_pending is None else s.minus_pending
-            continue
-        sign = level[0][-1]
-        s = cross({**specials(s), **frame, "terms": level, "minus": minus}, f"tree{j}")
-        level = [s.terms[i] for i in range(len(level))]
-        minus = None if minus is None else s.minus
-    if h:
-        ssum, minus = Cat(lows[0], highs[0]).as_signed(), Cat(minus_lo, minus_hi).as_signed()
-    else:
-        ssum = level[0]
+        sign = block_sum.sign
+        s = cross({**specials(s), **frame, **block_sum.fields()}, f"tree{j}")
+        block_sum.reread(s)
+    ssum, minus = block_sum.total, block_sum.minus
     signs = pipe.replicate(sign, f"tree{len(trees) - 1}", -(-w // SIGN_COPY_BITS))
 
     # 7. place: |S|; the anchoring operand U and the one to shift, V, in the window.
