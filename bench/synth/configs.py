@@ -159,14 +159,10 @@ FALL_NEXT_STEPS: dict[tuple[str, int], str] = {
     # the quantizer's falls of session 42 (bf16 10 -> 12, fp32 5 -> 8) were the e_key fan-out
     # to the 32 lanes, now built in copies per group of lanes (docs/quantizer.md, 'The scale
     # path in copies')
-    ("dot-general --format fp8_e4m3", 18):
-        "placed with seed 1 only (2026-11-27, session 45), after the dot250 sections: at 18 "
-        "stages decode and factors share a stage, so the accumulator's forwarding path (the "
-        "finish register -> c's forwarding mux -> c's NaN test in factors, 7 cells, 1.66 ns "
-        "logic + 5.4 ns routing) is one stage; MXDot has no such path (162.1 MHz at 18). "
-        "Next: place seeds 2-3 at 14 and 18 stages; if the fall holds, weigh the forwarding "
-        "path in MXDotGeneral's sections (decode's estimate) so that the balancer keeps a "
-        "register between decode and factors.",
+    # MXDotGeneral's fall of session 45 (14 -> 18 stages, 154.9 -> 141.7 MHz, seed 1) was the
+    # accumulator's forwarding path with decode and factors in one stage (finish -> c's NaN
+    # test); since session 46 its decode weighs FORWARD_DELAY more (hw.dot.fused_step), and
+    # 14 and 18 stages give 157.9 and 161.3 MHz (medians of seeds 1-3)
 }
 
 #: Where a missed target stands: the critical path's stage and the change that would fix it

@@ -68,8 +68,14 @@ DOT_SECTIONS = {"decode": 3.5, "factors": 3, "multiply": 5, "lane_shift": 4, "pr
 #: six placements (7 cells, 1.66 ns logic + 5.0-5.4 ns routing; fp8_e4m3, k = 32, 14 and 18
 #: stages, nextpnr seeds 1-3, 2026-11-27), 0.2-0.6 ns longer than two tree levels (6.5-6.7
 #: ns), which the same estimate of 6.5 puts on a par with decode and factors.  In MXDot c
-#: comes from the input register and its tests are three cells.
-FORWARD_DELAY = 0.5
+#: comes from the input register and its tests are three cells.  0.6, not 0.5: at 18 stages
+#: the merge it then avoids (decode and factors, 7.1) weighs more than the one the balancer
+#: takes instead (multiply and lane_shift, 7; 6.45 ns or less in MXDot at 14 stages), not
+#: the same, which left the choice to the tie-break; every pair places the same registers at
+#: every depth with either.  With it, fp8_e4m3 at 18 stages measured 161.3 MHz (153.1-163.6)
+#: against 148.8 (141.7-154.5), at 14 157.9 (156.7-162.3) against 151.4 (150.2-154.9), at 5
+#: 77.0 (73.9-78.1) against 82.3 (82.1-83.1): there the placement's tie-break moved too.
+FORWARD_DELAY = 0.6
 
 #: Estimated delay (ns) of a tree section without a level of its own (k < 8: fewer levels
 #: than the frame's three steps, below): the frame's muxes alone.
