@@ -26,7 +26,8 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["CheckError", "TESTBENCHES", "VERILOG_SUFFIXES", "load_sidecar", "check_ports", "run_check", "main"]
+__all__ = ["CheckError", "TESTBENCHES", "VERILOG_SUFFIXES", "load_sidecar", "check_ports",
+           "run_check", "main"]
 
 #: The cocotb testbench module of each unit.
 TESTBENCHES = {"quantizer": "tb.quantizer", "dequantizer": "tb.dequantizer", "dot": "tb.dot",
