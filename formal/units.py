@@ -15,11 +15,8 @@ from dataclasses import dataclass, replace
 
 from amaranth.back import rtlil
 
-from golden.formats import FP4_E2M1
 from hw.dequantizer import DEQUANTIZER_SECTIONS, MXDequantizer
 from hw.dot import MXDot, MXDotGeneral
-from hw.dot.fused_step import dot_sections
-from hw.dot.geometry import DotGeometry
 from hw.dsp import MULT18X18D_REGISTERS
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
@@ -197,12 +194,12 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
 
 def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
     # the dot units' sections depend on the formats' window width, not the depth
-    return dot_sections(DotGeometry(FP4_E2M1, FP4_E2M1, k))
+    return MXDot("fp4_e2m1", block_size=k).sections
 
 
 def _fp4_dot_general_sections(k: int, stages: int | None) -> Mapping[str, float]:
-    # as the dot's, with c from the accumulator's forwarding path
-    return dot_sections(DotGeometry(FP4_E2M1, FP4_E2M1, k), forwarded_c=True)
+    # MXDot's, but for c from the accumulator's forwarding path (hw.dot.fused_step)
+    return MXDotGeneral("fp4_e2m1", block_size=k, contexts=2).sections
 
 
 class QuantizerInParts(MXQuantizer):
