@@ -93,14 +93,15 @@ def test_placement_ends_registered_and_registers_everything_at_max():
 def test_dot_general_weighs_the_accumulator_forwarding_path():
     # MXDotGeneral's c comes from the accumulator's forwarding mux: its decode weighs
     # FORWARD_DELAY more than MXDot's, and nothing else differs
-    general = MXDotGeneral("fp8_e4m3", block_size=32).sections
+    unit = MXDotGeneral("fp8_e4m3", block_size=32)
+    general = unit.sections
     assert general == {**FP8_SECTIONS, "decode": FP8_SECTIONS["decode"] + FORWARD_DELAY}
     # at 18 stages MXDot puts decode and factors in one stage; MXDotGeneral does not, since
     # there the forwarding path into factors' tests of c was its worst path (FORWARD_DELAY)
     assert "decode" not in registered_boundaries(FP8_SECTIONS, 18)
     assert "decode" in registered_boundaries(general, 18)
     # the default depth is the same: every boundary
-    assert MXDotGeneral("fp8_e4m3", block_size=32).stages == MAX_STAGES
+    assert unit.stages == MAX_STAGES
 
 
 def test_wide_windows_and_wide_factors_split_and_default_to_every_boundary():
