@@ -217,16 +217,23 @@ class _Finder(ast.NodeVisitor):
             self.generic_visit(node)  # a docstring or a bare string: nothing to mutate
 
 
-def find_mutations(path: str, source: str) -> list[Mutation]:
-    """Every mutation of ``source`` (the text of ``path``), in source order.
+def find_mutations(path: str, source: str, lines=None) -> list[Mutation]:
+    """Every mutation of ``source`` (the text of ``path``), in source order; with ``lines``
+    (line numbers, from 1), only those on these lines.
 
-    Each one is checked to parse; a change that would not be valid Python is dropped.
+    Each one is checked to parse; a change that would not be valid Python is dropped.  The
+    check parses the whole mutated file (14 s for the 667 mutants of hw/dot/fused_step.py),
+    so ``lines`` is the cheap way to the mutants of a few lines.
     """
     finder = _Finder(path, source)
     finder.visit(ast.parse(source, filename=path))
+    if lines is None:
+        found = finder.found
+    else:
+        lines = set(lines)
+        found = [mu for mu in finder.found if mu.line in lines]
     valid = []
-    for mutation in sorted(finder.found, key=lambda mu: (mu.start, mu.operator,
-                                                          mu.description)):
+    for mutation in sorted(found, key=lambda mu: (mu.start, mu.operator, mu.description)):
         try:
             ast.parse(mutation.apply(source))
         except SyntaxError:

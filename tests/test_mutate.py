@@ -61,6 +61,13 @@ def test_operators_produce_the_expected_changes():
     assert {op for op, _, _ in found} == set(OPERATORS)
 
 
+def test_mutations_of_some_lines_are_those_of_the_whole_file_on_them():
+    every = find_mutations("x.py", SOURCE)
+    assert {mu.line for mu in every} >= {6, 8, 10}
+    for lines in ([8], [6, 10], []):
+        assert find_mutations("x.py", SOURCE, lines) == [mu for mu in every if mu.line in lines]
+
+
 def test_every_mutant_parses_and_differs_only_at_its_span():
     source = (ROOT / "hw" / "rounding.py").read_text()
     found = find_mutations("hw/rounding.py", source)
@@ -188,16 +195,22 @@ def test_no_effect_detection(sandbox, path, line_text, description, changes):
     assert (ROOT / path).read_text() == source  # the real hw/ is never touched
 
 
+def entry_lines(entry):
+    """The text of a known equivalent's file and the numbers of the lines it can match."""
+    source = (ROOT / entry.path).read_text()
+    return source, [i for i, text in enumerate(source.splitlines(), start=1)
+                    if text.strip() == entry.before]
+
+
 def test_every_known_equivalent_is_a_mutant_of_todays_source():
     """Each entry matches exactly one mutant the operators make of the current file (an entry
     whose line changed would otherwise stop matching without anyone noticing)."""
     from mutate.equivalents import KNOWN_EQUIVALENTS, known_equivalent
 
     for entry in KNOWN_EQUIVALENTS:
-        source, mutations = mutations_of(entry.path)
-        lines = source.splitlines()
-        hits = [mu for mu in mutations if lines[mu.line - 1].strip() == entry.before
-                and known_equivalent(mu, source) == entry]
+        source, lines = entry_lines(entry)
+        hits = [mu for mu in find_mutations(entry.path, source, lines)
+                if known_equivalent(mu, source) == entry]
         assert len(hits) == 1, (entry.path, entry.before, entry.after, len(hits))
 
 
@@ -208,11 +221,8 @@ def test_known_equivalents_do_not_match_other_mutants_of_their_line():
 
     others = 0
     for entry in KNOWN_EQUIVALENTS:
-        source, mutations = mutations_of(entry.path)
-        lines = source.splitlines()
-        for mu in mutations:
-            if lines[mu.line - 1].strip() != entry.before:
-                continue
+        source, lines = entry_lines(entry)
+        for mu in find_mutations(entry.path, source, lines):
             after = mu.apply(source).splitlines()[mu.line - 1].strip()
             if after != entry.after:
                 others += 1
