@@ -10,6 +10,7 @@ bit for bit. So this both measures the simulator and proves the vector files wor
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -69,9 +70,11 @@ def run_one(label, unit, argv, vunit, vkw, log=print) -> dict:
     obj = d / "obj_dir"
     main_top = f"{top}_main"
     t0 = time.perf_counter()
+    # the whole compile, as on a first build: without ccache (verilator_env's OBJCACHE)
     subprocess.run([exe, "--binary", "-O3", "-Wno-fatal", *VERILATOR_ARGS, "-DMX_BULK_MAIN",
                     "--top-module", main_top, "-Mdir", str(obj), "-o", main_top,
-                    *map(str, sources)], check=True, capture_output=True, text=True)
+                    *map(str, sources)], check=True, capture_output=True, text=True,
+                   env={**os.environ, "OBJCACHE": ""})
     build_s = time.perf_counter() - t0
     vec = vectors.generate(vunit, d / "vectors", count=COUNT, seed=1, block_size=K, **vkw)
     in_l = BitLayout.from_sidecar(meta, "i.payload")
