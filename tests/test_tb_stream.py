@@ -72,8 +72,12 @@ def test_verilator_builds_use_ccache_and_o1_unless_set_otherwise(tmp_path, monke
     ccache.write_text(f"#!/bin/sh\necho {tmp_path / 'cache'}\n")  # --get-config cache_dir
     ccache.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
-    monkeypatch.delenv("OBJCACHE", raising=False)
-    monkeypatch.delenv("OPT_FAST", raising=False)
+    # every variable verilator_env sets is put back after the test (a later build of this
+    # worker would otherwise run the fake ccache, or find VERILATOR_ROOT without MAKEFLAGS)
+    for name in ("VERILATOR_ROOT", "PATH", "MAKEFLAGS", "OBJCACHE", "OPT_FAST"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.delenv("OBJCACHE")
+    monkeypatch.delenv("OPT_FAST")
     monkeypatch.setenv("MAKEFLAGS", "-k")
     verilator_env()
     assert os.environ["OBJCACHE"] == str(ccache)
