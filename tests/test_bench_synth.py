@@ -340,6 +340,29 @@ def test_missed_curve_target_names_its_path_and_next_step(monkeypatch):
                 if line.startswith("Missed:")]
 
 
+def test_missed_target_is_one_line_per_row_with_its_path_and_next_step(monkeypatch):
+    """Each default-depth row that misses gets one line: its label, the stored result's
+    critical path and the unit's next step; a met row gets none."""
+    from bench.synth import report
+    from bench.synth.configs import K
+
+    a, b = ["--format", "fp8_e4m3", *K], ["--format", "int8", *K]
+    monkeypatch.setattr(report, "TARGETS", (("dot", a, 200, None), ("dot", b, 200, None)))
+    monkeypatch.setattr(report, "NEXT_STEPS", {"dot": "move the registers into the DSP"})
+    path = {"from": "dut.factors", "to": "dut.multiply", "logic_ns": 3.5, "routing_ns": 2.9,
+            "cells": 3}
+
+    def row(args, fmax):
+        return {"unit": "dot", "args": args,
+                "ecp5": {"fmax_mhz": fmax, "LUT4": 100, "critical_path": path}}
+
+    missed = [line for line in report.targets_md([row(a, 154.7), row(b, 201.0)])
+              if line.startswith("Missed:")]
+    assert missed == ["Missed: dot --format fp8_e4m3: critical path dut.factors -> "
+                      "dut.multiply: 3 cells, 3.5 ns logic + 2.9 ns routing; next step: move "
+                      "the registers into the DSP"]
+
+
 def test_stretch_target_reads_the_deepest_point(monkeypatch):
     """The stretch row compares the sweep's deepest point (whatever the order of the points),
     not the default; a miss gets a line with that point's critical path and the next step

@@ -305,7 +305,7 @@ def targets_md(results: list[dict], mapped: dict[str, list[dict]] | None = None)
     lines = ["| target (default depth) | required | measured | met |"
              + "".join(f" {MAPPING_COLUMNS[name]}: measured | met |" for name in others),
              "|---|---|---|---|" + "---|---|" * len(others)]
-    missed = set()
+    missed = []
     for unit, args, fmax, luts in TARGETS:
         key = (unit, " ".join(args))
         label = describe(unit, args)
@@ -324,11 +324,9 @@ def targets_md(results: list[dict], mapped: dict[str, list[dict]] | None = None)
         e = r["ecp5"]
         ok = met(e, fmax, luts)
         if not ok:
-            missed.add(unit)
+            missed.append(f"Missed: {label}: critical path {_path(e.get('critical_path'))}; "
+                          f"next step: {NEXT_STEPS.get(unit, 'not known')}")
         lines.append(f"| {label} | {need} | {fmax_text(e)} MHz, {e['LUT4']:,} LUT4 | "
                      f"{'yes' if ok else '**no**'} |{beside}")
     lines += ["", MAPPING_NOTE, ""] if others else [""]
-    for unit in sorted(missed):
-        if unit in NEXT_STEPS:
-            lines += [f"Missed: {NEXT_STEPS[unit]}", ""]
-    return lines
+    return lines + [line for m in missed for line in (m, "")]
