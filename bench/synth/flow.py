@@ -53,8 +53,8 @@ LUT_MAPS = {"lut4": "abc -lut 4 -dress", "lut5": "abc -lut 4:5 -dress",
 #: no ``mfs2``/``lutpack`` after it).  abc -lut 4 recovers area on every path up to the
 #: deepest stage's depth, so one stage that needs four levels brings others to four; mapped
 #: for depth, each stage comes out near the depth its own logic needs (near: the mapper
-#: works on the structure yosys hands it, and found four levels for a flag three could hold
-#: as written, session 44; ``keep`` nets fix such structure in every mapping).
+#: works on the structure yosys hands it, and can find four levels for a flag three could
+#: hold as written; ``keep`` nets fix such structure in every mapping).
 DIAGNOSTIC_MAPS = {"depth": "abc -lut 4 -script +strash;dch,-f;if,-K,4,-F,0,-A,0 -dress"}
 
 #: Every mapping's yosys command, by name: what ``lut_map`` may be.

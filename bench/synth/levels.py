@@ -12,7 +12,7 @@ carry from cell to cell along a chain adds delay, not levels.  The delay estimat
 speed 8) charges one route per level at :data:`ROUTE_NS` and the cells' own delays as nextpnr
 reports them on this project's paths (:data:`CELL_NS`).  Placed routes range from about 0.1 to
 1.6 ns, so the estimate ranks stages and is no prediction of Fmax: measured, a stage of four
-LUT levels takes 4.4-4.6 ns placed (quantizer bf16 -> fp8_e4m3, 2026-11-26), estimated 5.2.
+LUT levels takes 4.4-4.6 ns placed (quantizer bf16 -> fp8_e4m3 at 10 stages), estimated 5.2.
 
 A caveat that shapes the numbers: yosys's ``abc -lut 4`` maps the whole unit's logic at once,
 so after mapping for depth it recovers area on every path up to the deepest stage's level
