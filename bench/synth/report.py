@@ -76,7 +76,8 @@ def fmax_text(ecp5: dict) -> str:
 def _path(cp) -> str:
     if not cp:
         return ""
-    return (f"{cp['from']} -> {cp['to']}: {cp['cells']} cells, {cp['logic_ns']} ns logic + "
+    cells = f"{cp['cells']} cell{'' if cp['cells'] == 1 else 's'}"
+    return (f"{cp['from']} -> {cp['to']}: {cells}, {cp['logic_ns']} ns logic + "
             f"{cp['routing_ns']} ns routing")
 
 
