@@ -90,7 +90,3 @@ def test_manifest_records_provenance(tmp_path):
     for name in hexes:
         want = hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
         assert manifest["files"][name]["sha256"] == want, name
-    # a changed file no longer matches its recorded hash
-    f = tmp_path / hexes[0]
-    f.write_text(f.read_text().replace("0", "1", 1))
-    assert hashlib.sha256(f.read_bytes()).hexdigest() != manifest["files"][hexes[0]]["sha256"]
