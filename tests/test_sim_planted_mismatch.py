@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tb.runner import BUILD, run_unit
+from tb.runner import run_unit
 from tb.standard_tests import FLIP_OUTPUT_ENV
 
 pytestmark = pytest.mark.sim
@@ -28,7 +28,8 @@ UNITS = {
 
 
 @pytest.mark.parametrize("unit", list(UNITS))
-def test_a_flipped_output_bit_fails_the_run_with_a_decoded_report(unit, seed, monkeypatch):
+def test_a_flipped_output_bit_fails_the_run_with_a_decoded_report(unit, seed, monkeypatch,
+                                                                  tmp_path):
     module, argv, decoded = UNITS[unit]
     flipped = seed % 8  # an output early in the stream test
     monkeypatch.setenv(FLIP_OUTPUT_ENV, str(flipped))
@@ -37,12 +38,12 @@ def test_a_flipped_output_bit_fails_the_run_with_a_decoded_report(unit, seed, mo
     # (cocotb's runner exits when a test failed; run_cocotb asserts when results say so)
     with pytest.raises((AssertionError, SystemExit)):
         run_unit(unit, argv, test_module=module, name=name, seed=seed, label=name, blocks=20,
-                 sweeps=False, record=lambda **row: rows.append(row))
+                 sweeps=False, record=lambda **row: rows.append(row), build_dir=tmp_path)
     stream = [r for r in rows if r["config"].endswith("[stream]")]
     assert len(stream) == 1 and stream[0]["mismatches"] == 1, rows
     # Only the stream test fails, and its failure message carries the decoded report.
     failures = {case.get("name"): failure.get("message", "") + (failure.text or "")
-                for case in ET.parse(BUILD / name / "results.xml").getroot().iter("testcase")
+                for case in ET.parse(tmp_path / "results.xml").getroot().iter("testcase")
                 for failure in case.iter("failure")}
     assert list(failures) == ["stream"], failures
     assert "1 of" in failures["stream"] and re.search(decoded, failures["stream"], re.S), \

@@ -17,8 +17,8 @@ import pytest
 
 from tb.bulk import VERILATOR_ARGS, bulk_wrapper, prepare_unit
 from tb.dequantizer import DequantizerModel
-from tb.runner import verilator_env
 from tb.standard_tests import UnitConfig
+from tb.verilator import verilator_environ, verilator_executable
 
 #: A small unit: the build takes seconds, the batch exercises every output lane.
 UNIT = ("dequantizer", ["--format", "fp4_e2m1", "--output", "bf16", "--block-size", "2",
@@ -41,11 +41,11 @@ def test_wrapper_lints_around_a_generated_unit(tmp_path):
     draws a spurious WAITCONST)."""
     sources, top, _ = _prepare(tmp_path)
     wrapper = sources[2]
-    exe = verilator_env()
+    env = verilator_environ()
     for defines, module in (([], top), (["-DMX_BULK_MAIN"], f"{top}_main")):
-        r = subprocess.run([exe, "--lint-only", "-Wno-fatal", "--timing", *defines,
-                            "--top-module", module, *map(str, sources[1:])],
-                           capture_output=True, text=True)
+        r = subprocess.run([verilator_executable(env), "--lint-only", "-Wno-fatal", "--timing",
+                            *defines, "--top-module", module, *map(str, sources[1:])],
+                           capture_output=True, text=True, env=env)
         assert r.returncode == 0 and "%Error" not in r.stderr, r.stderr
         if module == top:
             assert wrapper.name not in r.stderr, r.stderr
@@ -54,12 +54,13 @@ def test_wrapper_lints_around_a_generated_unit(tmp_path):
 @pytest.mark.sim
 def test_bulk_main_runs_a_batch_bit_exact(tmp_path, seed):
     sources, top, sidecar = _prepare(tmp_path)
-    exe = verilator_env()
+    env = verilator_environ()
+    exe = verilator_executable(env)
     obj = tmp_path / "obj_dir"
     main = f"{top}_main"
     subprocess.run([exe, "--binary", "-O1", "-Wno-fatal", *VERILATOR_ARGS, "-DMX_BULK_MAIN",
                     "--top-module", main, "-Mdir", str(obj), "-o", main, *map(str, sources)],
-                   check=True, capture_output=True, text=True)
+                   check=True, capture_output=True, text=True, env=env)
     config = UnitConfig(sidecar=sidecar, seed=seed, label="selftest", blocks=0, full=False,
                         sweeps=False)
     model = DequantizerModel(config)

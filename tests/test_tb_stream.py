@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tb.stream import BitLayout
-from tb.verilator import ports_only_args, public_control, verilator_env
+from tb.verilator import (
+    ports_only_args,
+    public_control,
+    verilator_environ,
+    verilator_environment,
+    verilator_executable,
+)
 
 
 def _layout(width: int) -> BitLayout:
@@ -72,27 +79,30 @@ def test_verilator_builds_use_ccache_and_o1_unless_set_otherwise(tmp_path, monke
     ccache.write_text(f"#!/bin/sh\necho {tmp_path / 'cache'}\n")  # --get-config cache_dir
     ccache.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
-    # every variable verilator_env sets is put back after the test (a later build of this
-    # worker would otherwise run the fake ccache, or find VERILATOR_ROOT without MAKEFLAGS)
-    for name in ("VERILATOR_ROOT", "PATH", "MAKEFLAGS", "OBJCACHE", "OPT_FAST"):
-        monkeypatch.setenv(name, os.environ.get(name, ""))
-    monkeypatch.delenv("OBJCACHE")
-    monkeypatch.delenv("OPT_FAST")
-    monkeypatch.setenv("MAKEFLAGS", "-k")
-    verilator_env()
-    assert os.environ["OBJCACHE"] == str(ccache)
-    assert os.environ["MAKEFLAGS"].split()[:2] == ["-k", "OPT_FAST=-O1"]
+    base = {k: v for k, v in os.environ.items() if k not in ("OBJCACHE", "OPT_FAST")}
+    env = verilator_environ({**base, "MAKEFLAGS": "-k"})
+    assert env["OBJCACHE"] == str(ccache)
+    assert env["MAKEFLAGS"].split()[:2] == ["-k", "OPT_FAST=-O1"]
     # the user's choices stand: here no ccache and -O2
-    monkeypatch.setenv("OBJCACHE", "")
-    monkeypatch.setenv("MAKEFLAGS", "OPT_FAST=-O2")
-    verilator_env()
-    assert os.environ["OBJCACHE"] == ""
-    assert "OPT_FAST=-O1" not in os.environ["MAKEFLAGS"]
+    env = verilator_environ({**base, "OBJCACHE": "", "MAKEFLAGS": "OPT_FAST=-O2"})
+    assert env["OBJCACHE"] == ""
+    assert "OPT_FAST=-O1" not in env["MAKEFLAGS"]
     # a ccache whose cache directory cannot be made would fail every compile: not used
     ccache.write_text("#!/bin/sh\necho /proc/no-such-directory/ccache\n")
-    monkeypatch.delenv("OBJCACHE")
-    verilator_env()
-    assert "OBJCACHE" not in os.environ
+    assert "OBJCACHE" not in verilator_environ(base)
+
+
+def test_verilator_environ_leaves_os_environ_alone_and_environment_restores_it():
+    before = dict(os.environ)
+    env = verilator_environ()
+    assert dict(os.environ) == before
+    exe = verilator_executable(env)
+    assert Path(exe).is_file()
+    with verilator_environment() as inside:
+        assert inside == exe and os.environ["PATH"] == env["PATH"]
+    assert dict(os.environ) == before
+    with pytest.raises(FileNotFoundError, match="verilator is not on the PATH"):
+        verilator_executable({"PATH": str(Path(exe).parent.parent / "no-such-dir")})
 
 
 @pytest.mark.parametrize("elem_width, lsb", [(1, 0), (2, 8), (4, 0), (4, 3), (6, 8), (8, 5),

@@ -21,7 +21,7 @@ import pytest
 from hw.sidecar import validate
 from tb.check import check_ports
 from tb.runner import ROOT
-from tb.verilator import module_ports, verilator_env
+from tb.verilator import module_ports, verilator_environ, verilator_executable
 
 EXAMPLE = ROOT / "examples" / "verify-your-rtl"
 SIDECAR = EXAMPLE / "mxq_bf16_fp4_k4.json"
@@ -47,9 +47,10 @@ def test_example_sidecar_matches_the_verilog_ports(lane, tmp_path):
 
 @pytest.mark.parametrize("lane", [FIXED_LANE, BUGGY_LANE], ids=["fixed", "planted-bug"])
 def test_example_lints_clean(lane):
-    exe = verilator_env()
-    r = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", "mxq_bf16_fp4_k4",
-                        str(TOP), str(lane)], capture_output=True, text=True)
+    env = verilator_environ()
+    r = subprocess.run([verilator_executable(env), "--lint-only", "-Wall", "--top-module",
+                        "mxq_bf16_fp4_k4", str(TOP), str(lane)], capture_output=True, text=True,
+                       env=env)
     assert r.returncode == 0 and "%Warning" not in r.stderr, r.stderr
 
 
