@@ -8,6 +8,7 @@ missing; the first run after installing yowasp compiles the tools (about a minut
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 from dataclasses import replace
 
@@ -30,7 +31,7 @@ from formal.units import (
     unit_by_name,
 )
 from hw.arith import wire
-from hw.pipeline import Pipeline
+from hw.pipeline import Pipeline, registered_boundaries
 
 _MISSING = sby_available()
 pytestmark = pytest.mark.skipif(_MISSING is not None, reason=f"SymbiYosys: {_MISSING}")
@@ -193,27 +194,53 @@ def _dsp_block_unit(blocks):
                    blocks=blocks)
 
 
-@pytest.mark.parametrize("stages", [9, 12, 18])
-def test_dsp_block_registers_are_the_boundaries_data_registers(tmp_path, stages):
-    """The register-bypass proof reads the MULT18X18D model: at 9 stages the blocks' input
-    registers are used, at 12 their output register, at 18 both; each loads on its
-    boundary's enable and the function is the one of depth 1."""
+#: The boundaries whose registers the MULT18X18D blocks' input and output registers are
+#: (the declaration the proofs read, :data:`formal.units.MULT18X18D_BLOCKS`).
+DSP_INPUT, DSP_OUTPUT = MULT18X18D_BLOCKS[0][1], MULT18X18D_BLOCKS[-1][1]
+
+
+def _dsp_depth(inputs: bool, output: bool, k: int = 2) -> int:
+    """The fewest stages at which MXDot int8 x int8 with MULT18X18D blocks registers the
+    blocks' input boundary iff ``inputs`` and their output boundary iff ``output`` (from
+    the unit's sections, whatever depth that takes)."""
+    from hw.dot import MXDot
+
+    unit = MXDot("int8", block_size=k, multipliers="mult18x18d")
+    for stages in range(1, unit.max_stages + 1):
+        registered = registered_boundaries(unit.sections, stages)
+        if (DSP_INPUT in registered, DSP_OUTPUT in registered) == (inputs, output):
+            return stages
+    raise LookupError(f"no depth of {unit.module_name} registers {DSP_INPUT!r}: {inputs}, "
+                      f"{DSP_OUTPUT!r}: {output} (sections {list(unit.sections)})")
+
+
+@pytest.mark.parametrize("inputs, output", [(True, False), (False, True), (True, True)],
+                         ids=["input-registers", "output-register", "both"])
+def test_dsp_block_registers_are_the_boundaries_data_registers(tmp_path, inputs, output):
+    """The register-bypass proof reads the MULT18X18D model: at a depth that registers the
+    blocks' input boundary, their output boundary, or both, the blocks' registers there are
+    used, each loads on its boundary's enable and the function is the one of depth 1."""
+    stages = _dsp_depth(inputs, output)
     res = prove_same_datapath(_dsp_block_unit(MULT18X18D_BLOCKS), 2, stages, tmp_path / "dsp")
-    assert res.status == "PASS", res.failed
+    assert res.status == "PASS", (stages, res.failed)
 
 
 def test_dsp_block_registers_on_another_enable_or_undeclared_are_reported(tmp_path):
     """Non-vacuity: the blocks' input registers declared as the multiply boundary's (whose
     enable they do not load on), or not declared at all, make the proof an error naming
     them."""
-    swapped = tuple((pattern, "multiply") for pattern, _ in MULT18X18D_BLOCKS)
-    res = prove_same_datapath(_dsp_block_unit(swapped), 2, 18, tmp_path / "swapped")
+    stages = _dsp_depth(True, True)
+    # the declared register patterns (e.g. "<lane instance>*.a_reg") as regular expressions
+    first_input = re.escape(MULT18X18D_BLOCKS[0][0]).replace(r"\*", r"\w*")
+    instance = first_input.rsplit(r"\.", 1)[0]
+    swapped = tuple((pattern, DSP_OUTPUT) for pattern, _ in MULT18X18D_BLOCKS)
+    res = prove_same_datapath(_dsp_block_unit(swapped), 2, stages, tmp_path / "swapped")
     assert res.status == "ERROR"
-    assert any("lane_mult0.a_reg" in p and "not loading on its stage enable" in p
+    assert any(re.search(first_input, p) and "not loading on its stage enable" in p
                for p in res.failed), res.failed
-    res = prove_same_datapath(_dsp_block_unit(()), 2, 18, tmp_path / "undeclared")
+    res = prove_same_datapath(_dsp_block_unit(()), 2, stages, tmp_path / "undeclared")
     assert res.status == "ERROR"
-    assert any("outside the pipeline" in p and "lane_mult0" in p for p in res.failed), \
+    assert any("outside the pipeline" in p and re.search(instance, p) for p in res.failed), \
         res.failed
 
 
@@ -222,7 +249,10 @@ def _planted_dot_general(old: str, new: str):
     import hw.dot.units as units
 
     source = textwrap.dedent(inspect.getsource(units.MXDotGeneral.elaborate))
-    assert old in source, old  # the planted line must still exist
+    assert old in source, (
+        f"cannot plant the bug: {old!r} is no longer in MXDotGeneral.elaborate "
+        f"({units.__file__}); plant it again on the code that now does what the bug's "
+        "comment in PLANTED_CHAIN_BUGS says, and check the bug still fails its assertion")
     namespace = {}
     exec(compile(source.replace(old, new), "<planted>", "exec"), dict(vars(units)), namespace)
     planted = type("PlantedDotGeneral", (units.MXDotGeneral,),
@@ -256,6 +286,14 @@ PLANTED_CHAIN_BUGS = {
                           "leave.eq(pipe_valid & ~out.side.last)",
                           "chain_output_is_last_result"),
 }
+
+
+@pytest.mark.parametrize("bug", list(PLANTED_CHAIN_BUGS))
+def test_every_planted_chain_bug_still_applies(bug):
+    """Without a proof (so that a change of MXDotGeneral's code fails fast and by name, also
+    for the bugs ``make test`` does not prove): each planted line is still in the source."""
+    old, new, _ = PLANTED_CHAIN_BUGS[bug]
+    _planted_dot_general(old, new)
 
 
 @pytest.mark.parametrize("bug", [pytest.param(b, marks=[] if b == "no_forwarding"
