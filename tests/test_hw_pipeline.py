@@ -354,3 +354,18 @@ def test_extract_reset_marks_every_register():
         assert any(n.endswith(kind) for n in names), (kind, names)
     with pytest.raises(TypeError, match="extract_reset must be a bool, not 0"):
         Pipeline(Module(), SECTIONS, 2, extract_reset=0)
+
+
+def test_test_depths_are_found_from_the_sections_or_fail_by_name():
+    """tests/depths.py (the depths of the lint and simulation configurations): a depth is
+    found from the unit's sections, and one no depth has fails naming the configuration."""
+    import depths
+
+    argv = ["--format", "int8", "--block-size", "2"]
+    top = depths.max_stages("quantizer", argv)
+    last = list(depths.build("quantizer", argv).sections)[-1]
+    assert depths.registering("quantizer", argv, {last: True}) == 1
+    assert depths.registering("quantizer", argv, {last: True}, deepest=True) == top
+    with pytest.raises(LookupError, match=rf"quantizer --format int8 --block-size 2: no "
+                                          rf"depth in 1..{top} registers exactly"):
+        depths.registering("quantizer", argv, {last: False})

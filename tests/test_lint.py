@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import depths
 import pytest
 
 import golden
@@ -28,27 +29,41 @@ def test_python_lint_clean():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-#: Beside the defaults: the quantizer's radix-4 block-max tree (short depths), with and
-#: without the rceil flag logic (fp4_e2m1 with rceil had 32 CMPCONST warnings before: its
-#: ``top > max_significand`` compared with top's all ones).
-EXTRA = {"quantizer": [["--format", "fp8_e4m3", "--input", "bf16", "--stages", "5"],
-                       ["--format", "fp4_e2m1", "--input", "fp32", "--scale-mode", "rceil",
-                        "--stages", "3"]],
-         # instantiated MULT18X18D blocks, linted with their model (hw/models/MULT18X18D.v)
+def _at(depth, unit: str, argv: list[str], *args) -> list[str]:
+    """``argv`` with ``--stages`` at the depth ``depth(unit, argv, *args)`` (tests/depths.py)."""
+    return [*argv, "--stages", str(depth(unit, argv, *args))]
+
+
+_BF16 = ["--format", "fp8_e4m3", "--input", "bf16"]
+_DSP = ["--format", "int8", "--multipliers", "mult18x18d"]
+#: Beside the defaults: the quantizer's radix-4 block-max tree unsplit (its deepest such
+#: depth), with and without the rceil flag logic (fp4_e2m1 with rceil had 32 CMPCONST
+#: warnings before: its ``top > max_significand`` compared with top's all ones).
+EXTRA = {"quantizer": [_at(lambda u, a: depths.unsplit_tree(u, a, deepest=True), "quantizer",
+                           _BF16),
+                       ["--format", "fp4_e2m1", "--input", "fp32", "--scale-mode", "rceil"]],
+         # instantiated MULT18X18D blocks, linted with their model (hw/models/MULT18X18D.v);
+         # MXDotGeneral's at a depth using the blocks' input registers only
          "dot": [["--format", "fp8_e4m3", "--multipliers", "mult18x18d"]],
-         "dot-general": [["--format", "int8", "--multipliers", "mult18x18d", "--stages", "9"]]}
+         "dot-general": [_at(lambda u, a: depths.dsp_registers(u, a, True, False),
+                             "dot-general", _DSP)]}
 
 
 #: Every element format with the run-time choices (both rounding and scale mode in the
-#: payload, so every rounder and both scale rules are built), at k = 8 and the unsplit radix-4
-#: tree's depth (2) and at 11 stages (the split tree: every boundary of the exponent-field
-#: builds; int8, whose rceil keeps the key tree, has 12): the logic the default
-#: configurations (rne, floor) leave out.  ``make test`` lints each format at one of the two
+#: payload, so every rounder and both scale rules are built), at k = 8 and the fewest stages
+#: from 2 with the radix-4 tree unsplit and at every boundary (the split tree): the logic the
+#: default configurations (rne, floor) leave out.  ``make test`` lints each format at one of the two
 #: depths, alternating (both tree shapes, every format); the other half is marked ``slow``
 #: (``make sim-full``), to keep ``make test`` inside its 20 minutes.
-RUNTIME = [(["--format", fmt, "--input", "fp32", "--block-size", "8", "--rounding", "runtime",
-             "--scale-mode", "runtime", "--stages", stages], (i + j) % 2 == 1)
-           for i, fmt in enumerate(golden.FORMATS) for j, stages in enumerate(("2", "11"))]
+def _runtime(fmt: str) -> list[str]:
+    return ["--format", fmt, "--input", "fp32", "--block-size", "8", "--rounding", "runtime",
+            "--scale-mode", "runtime"]
+
+
+RUNTIME = [(_at(depth, "quantizer", _runtime(fmt)), (i + j) % 2 == 1)
+           for i, fmt in enumerate(golden.FORMATS)
+           for j, depth in enumerate((lambda u, a: depths.unsplit_tree(u, a, at_least=2),
+                                      depths.max_stages))]
 
 
 def _defaults():

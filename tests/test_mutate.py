@@ -216,7 +216,11 @@ def test_every_known_equivalent_is_a_mutant_of_todays_source():
         source, lines = entry_lines(entry)
         hits = [mu for mu in find_mutations(entry.path, source, lines)
                 if known_equivalent(mu, source) == entry]
-        assert len(hits) == 1, (entry.path, entry.before, entry.after, len(hits))
+        assert len(hits) == 1, (
+            f"known equivalent {entry.path}: {entry.before!r} -> {entry.after!r} matches "
+            f"{len(hits)} mutants of today's source, not 1: the line changed or moved (a "
+            "refactor?); check its reason again on the new code, then update or remove the "
+            f"entry in mutate/equivalents.py (reason: {entry.reason})")
 
 
 def test_known_equivalents_do_not_match_other_mutants_of_their_line():

@@ -14,6 +14,7 @@ SEED, BLOCKS (random blocks per bulk run), WAVES and SIM_FULL (booleans, see
 
 from __future__ import annotations
 
+import depths
 import pytest
 
 import golden
@@ -62,8 +63,12 @@ FULL_EXTRA = [
     ("dot-general", "fp4_e2m1", "fp4_e2m1", 32, 3, 1, False),
     ("dot-general", "fp8_e4m3", "fp8_e4m3", 32, 4, 4, False),
     # MULT18X18D blocks at depths where one, the other or neither of their registers is used
-    *[("dot", "fp8_e4m3", "fp8_e4m3", 32, stages, 1, True, "mult18x18d")
-      for stages in (1, 4, 9, 12)],
+    # (the fewest such stages, from the unit's sections: tests/depths.py)
+    *[("dot", "fp8_e4m3", "fp8_e4m3", 32,
+       depths.dsp_registers("dot", ["--format", "fp8_e4m3", "--block-size", "32",
+                                    "--multipliers", "mult18x18d"], inputs, output),
+       1, True, "mult18x18d")
+      for inputs, output in ((False, False), (True, False), (False, True))],
     ("dot-general", "fp6_e2m3", "int8", 16, 17, 4, False, "mult18x18d"),
 ]
 #: The SIM_FULL matrix (tests/test_sidecar.py validates the sidecar of each).

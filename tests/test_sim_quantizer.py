@@ -14,6 +14,7 @@ random stream run), WAVES and SIM_FULL (booleans, see :mod:`tb.options`).
 
 from __future__ import annotations
 
+import depths
 import pytest
 
 import golden
@@ -24,12 +25,21 @@ pytestmark = pytest.mark.sim
 
 FULL = env_flag("SIM_FULL")
 
+def _argv(fmt, input_format, k, rounding="runtime", scale_mode="runtime") -> list[str]:
+    return ["--format", fmt, "--input", input_format, "--block-size", str(k),
+            "--rounding", rounding, "--scale-mode", scale_mode]
+
+
 # (format, input format, block size, rounding, scale mode, stages)
 DEFAULT = [
-    ("fp8_e4m3", "fp32", 32, "runtime", "runtime", 10),  # the default depth: split tree
+    # the default depth: the split tree
+    ("fp8_e4m3", "fp32", 32, "runtime", "runtime",
+     depths.build("quantizer", _argv("fp8_e4m3", "fp32", 32)).stages),
     ("fp8_e5m2", "fp16", 8, "runtime", "runtime", 7),
     ("fp6_e3m2", "fp32", 8, "runtime", "runtime", 2),
-    ("fp6_e2m3", "bf16", 16, "runtime", "runtime", 5),  # the unsplit block-max tree: 2, 4
+    # the unsplit block-max tree at its deepest (tests/depths.py)
+    ("fp6_e2m3", "bf16", 16, "runtime", "runtime",
+     depths.unsplit_tree("quantizer", _argv("fp6_e2m3", "bf16", 16), deepest=True)),
     ("fp4_e2m1", "bf16", 8, "runtime", "runtime", 1),
     ("int8", "fp32", 8, "runtime", "runtime", 5),
 ]
@@ -68,8 +78,7 @@ def exhaustive(config) -> bool:
 def unit_args(config) -> tuple[str, list[str]]:
     """The unit and its ``python -m hw generate`` arguments for a configuration."""
     fmt, input_format, k, r, s, stages = config
-    return "quantizer", ["--format", fmt, "--input", input_format, "--block-size", str(k),
-                         "--rounding", r, "--scale-mode", s, "--stages", str(stages)]
+    return "quantizer", [*_argv(fmt, input_format, k, r, s), "--stages", str(stages)]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
