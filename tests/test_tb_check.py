@@ -172,6 +172,8 @@ def test_planted_fault_fails_with_decoded_mismatches(unit, tmp_path, seed):
     assert "note: the sidecar's verilog_sha256 matches none of the Verilog files" in r.stdout
     assert re.search(rf"^{meta['module']} \[stream\]\s+(\d+)\s+\d+\s+\1\s", r.stdout, re.M), \
         "every stream block must mismatch"
+    assert re.search(rf"^{meta['module']} \[bulk\]\s+\d+\s+\d+\s+[1-9]\d*\s", r.stdout, re.M), \
+        "the bulk row must count mismatches too"
     assert "first failures (decoded):" in r.stdout
     assert re.search(r"MISMATCH block \d+ \(rounding=rne, scale_mode=floor\).*\n"
                      r"  lane 0: input .*\n    expected .*\n    actual ", r.stdout)
