@@ -12,6 +12,7 @@ The format table (:mod:`golden.formats`: formats, mode ids, E8M0 and IEEE specia
 loaded eagerly and needs only numpy and ml_dtypes.  The codec itself runs on numba kernels,
 which load (and JIT-compile on first use) only when one of its functions is first used, so
 a tool that needs only the table -- ``python -m hw`` writing Verilog -- never imports numba.
+The compiled kernels are cached per user (:mod:`golden.jitcache`), not in the package.
 """
 
 import importlib
@@ -35,6 +36,7 @@ from .formats import (
     element_format,
     float_format,
 )
+from .jitcache import configure_numba_cache
 
 #: The numba-backed public functions, by the submodule that defines them (loaded on first use).
 _LAZY = {
@@ -43,6 +45,8 @@ _LAZY = {
     "dot": "dot_product", "dot_blocks": "dot_product",
     "MXArray": "mx", "dequantize": "mx", "quantize": "mx",
 }
+
+configure_numba_cache()
 
 __all__ = [
     "quantize", "dequantize", "dot", "dot_blocks", "MXArray",

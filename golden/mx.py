@@ -11,7 +11,7 @@ from numba import njit
 
 from . import _kernels as K
 from .codec import as_float_bits, check_random, decode_table, rounding_mode
-from .formats import ElementFormat, ScaleMode, element_format
+from .formats import ElementFormat, ScaleMode, element_format, float_format
 
 __all__ = ["MXArray", "quantize", "dequantize", "check_block_size"]
 
@@ -27,8 +27,16 @@ def check_block_size(block_size) -> int:
         raise TypeError(f"block_size must be an int, got {type(block_size).__name__}")
     k = int(block_size)
     if k < 2 or k & (k - 1):
-        raise ValueError(f"block_size must be a power of two >= 2, got {k}")
+        raise ValueError(f"block_size must be a power of two >= 2 (2, 4, 8, 16, 32, 64, ...; "
+                         f"the RTL supports 2..64), got {k}")
     return k
+
+
+def _blocked_shapes(shape, axis, k):
+    """(codes shape, scales shape) of an MXArray of ``shape`` blocked by ``k`` along ``axis``."""
+    nb = -(-shape[axis] // k)
+    return (shape[:axis] + (nb * k,) + shape[axis + 1:],
+            shape[:axis] + (nb,) + shape[axis + 1:])
 
 
 def _scale_mode_id(scale_mode) -> int:
@@ -64,6 +72,30 @@ class MXArray:
     block_size: int
     axis: int
     shape: tuple
+
+    def __post_init__(self):
+        """Validate the members against each other (one-line ValueError/TypeError)."""
+        k = check_block_size(self.block_size)
+        fmt = element_format(self.fmt)
+        shape = tuple(operator.index(n) for n in self.shape)
+        if not shape or min(shape) < 0:
+            raise ValueError(f"shape must have at least one axis and no negative length, "
+                             f"got {self.shape}")
+        axis = operator.index(self.axis)
+        if not -len(shape) <= axis < len(shape):
+            raise ValueError(f"axis {self.axis} is out of range for shape {shape}")
+        axis %= len(shape)
+        want_codes, want_scales = _blocked_shapes(shape, axis, k)
+        for name, want in (("codes", want_codes), ("scales", want_scales)):
+            a = getattr(self, name)
+            if not isinstance(a, np.ndarray) or a.dtype != np.uint8:
+                raise TypeError(f"MXArray {name} must be a uint8 ndarray, got "
+                                f"{getattr(a, 'dtype', type(a).__name__)}")
+            if a.shape != want:
+                raise ValueError(f"MXArray {name} have shape {a.shape}, but shape={shape} "
+                                 f"with block_size={k} along axis {axis} needs {want}")
+        for name, value in (("fmt", fmt), ("block_size", k), ("axis", axis), ("shape", shape)):
+            object.__setattr__(self, name, value)
 
     @property
     def n_blocks(self) -> int:
@@ -104,12 +136,11 @@ class MXArray:
         k = check_block_size(block_size)
         shape = tuple(int(n) for n in shape)
         ax = operator.index(axis) % len(shape) if shape else 0
-        nb = -(-shape[ax] // k)
-        last = shape[:ax] + shape[ax + 1:] + (nb * k,)
+        want_codes, want = _blocked_shapes(shape, ax, k)
+        last = shape[:ax] + shape[ax + 1:] + (want_codes[ax],)
         n = int(np.prod(last))
         codes = unpack_codes(np.asarray(packed, np.uint8), fmt, n).reshape(last)
         scales = np.asarray(scales, np.uint8)
-        want = shape[:ax] + (nb,) + shape[ax + 1:]
         if scales.shape != want:
             raise ValueError(f"scales have shape {scales.shape}, expected {want}")
         return cls(scales, np.moveaxis(codes, -1, ax), fmt, k, ax, shape)
@@ -235,8 +266,23 @@ _SCALE_F32 = np.where(np.arange(256) == 255, np.nan,
                       np.ldexp(1.0, np.arange(256) - 127)).astype(np.float32)
 
 
+def _out_dtype(dtype) -> np.dtype:
+    """The numpy dtype of a dequantizer output named by a dtype or a project name (``"bf16"``)."""
+    try:
+        dt = float_format(dtype).dtype
+    except (ValueError, TypeError):
+        dt = None
+    if dt not in _OUT_DTYPES:
+        raise ValueError(f"dequantize writes fp32, bf16 or fp16 (float32, bfloat16, float16), "
+                         f"not {dtype!r}")
+    return dt
+
+
 def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
     """MX to float32, bfloat16 or float16 (docs/numerics.md section 4); keeps the original shape.
+
+    ``dtype`` is a numpy dtype or one of the project's names (``"fp32"``, ``"bf16"``, ``"fp16"``,
+    see :func:`golden.float_format`).
 
     fp32 is exact (only values beyond fp32's range become Inf); bf16/fp16 are the RNE cast of
     that exact value.  Every NaN is the canonical quiet NaN (fp32 0x7FC00000, bf16 0x7FC0,
@@ -244,9 +290,7 @@ def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
     """
     if not isinstance(mx, MXArray):
         raise TypeError(f"dequantize takes an MXArray, got {type(mx).__name__}")
-    dt = np.dtype(dtype)
-    if dt not in _OUT_DTYPES:
-        raise ValueError(f"dequantize writes float32, bfloat16 or float16, not {dt}")
+    dt = _out_dtype(dtype)
     codes, scales = mx.blocks()
     lead = scales.shape
     c = np.ascontiguousarray(codes).reshape(-1, mx.block_size)
