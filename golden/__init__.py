@@ -44,12 +44,15 @@ _LAZY = {
     "encode_scale": "codec",
     "dot": "dot_product", "dot_blocks": "dot_product",
     "MXArray": "mx", "dequantize": "mx", "quantize": "mx",
+    "fake_quantize": "fake_quant", "quantization_error": "stats",
+    "QuantizationStats": "stats",
 }
 
 configure_numba_cache()
 
 __all__ = [
     "quantize", "dequantize", "dot", "dot_blocks", "MXArray",
+    "fake_quantize", "quantization_error", "QuantizationStats",
     "encode", "decode", "encode_scale", "decode_scale", "decode_table",
     "ElementFormat", "FloatFormat", "ScaleMode", "Rounding", "element_format", "float_format",
     "FORMATS", "FP8_E4M3", "FP8_E5M2", "FP6_E3M2", "FP6_E2M3", "FP4_E2M1", "INT8",

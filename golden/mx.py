@@ -12,6 +12,8 @@ from numba import njit
 from . import _kernels as K
 from .codec import as_float_bits, check_random, decode_table, rounding_mode
 from .formats import ElementFormat, ScaleMode, element_format, float_format
+from .interop import to_numpy
+from .seed_compat import int8_codes, needs_seed_path
 
 __all__ = ["MXArray", "quantize", "dequantize", "check_block_size"]
 
@@ -182,7 +184,7 @@ def unpack_codes(packed: np.ndarray, fmt: ElementFormat, n: int) -> np.ndarray:
 def _as_input(x) -> np.ndarray:
     if isinstance(x, MXArray):
         raise TypeError("input is already an MXArray; dequantize it first")
-    a = np.asarray(x)
+    a = to_numpy(x)  # numpy, torch (bf16 included) and JAX arrays, DLPack producers
     # (ml_dtypes' bfloat16 has dtype.kind "V", so "V" must not be rejected here; other void
     # dtypes are refused by as_float_bits.)
     if a.dtype.kind in "biuc" or a.dtype == object or a.dtype.kind in "US":
@@ -192,12 +194,12 @@ def _as_input(x) -> np.ndarray:
 
 
 def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
-             random=None, random_bits=8) -> MXArray:
+             random=None, random_bits=8, int8_range="symmetric") -> MXArray:
     """Quantize an array to an MX format, per docs/numerics.md section 3.
 
     Parameters
     ----------
-    x : array_like
+    x : array_like, torch.Tensor or jax.Array
         float32, float16, bfloat16 or float64 (float64 quantized exactly as real numbers).
     fmt : str or ElementFormat
         ``fp8_e4m3``, ``fp8_e5m2``, ``fp6_e3m2``, ``fp6_e2m3``, ``fp4_e2m1``, ``int8`` or an alias.
@@ -206,12 +208,23 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
     axis : int
         The axis the blocks run along.
     scale_mode : {"floor", "rceil"}
-    rounding : {"rne", "rna", "rtz", "stochastic"}
+    rounding : {"rne", "rna", "rtz", "stochastic", "rnu"}
+        ``"rnu"`` (nearest, ties toward +Inf; Quark's int8 ``rounding_mode=1``) is an int8
+        option of golden only, not an RTL mode (:mod:`golden.seed_compat`).
     random : array of int, optional
         Stochastic rounding only: one integer in ``[0, 2^random_bits)`` per element of ``x``.
     random_bits : int
         Random bits per element (R) for stochastic rounding.
+    int8_range : {"symmetric", "asymmetric"}
+        int8 codes in [-127, 127] (the OCP range, the RTL's) or [-128, 127] (pychop and Quark;
+        golden only).
     """
+    if needs_seed_path(fmt, rounding, int8_range, random):
+        mx = quantize(x, fmt, block_size=block_size, axis=axis, scale_mode=scale_mode,
+                      rounding="rtz")  # the OCP scales (rounding does not change them)
+        codes = int8_codes(_as_input(x), mx.scales, block_size=mx.block_size, axis=mx.axis,
+                           rounding=rounding, int8_range=int8_range)
+        return MXArray(mx.scales, codes, mx.fmt, mx.block_size, mx.axis, mx.shape)
     fmt = element_format(fmt)
     k = check_block_size(block_size)
     smode = _scale_mode_id(scale_mode)
