@@ -1,0 +1,86 @@
+"""The int8 seed options of golden.quantize (rounding='rnu', int8_range='asymmetric') against
+hand-worked vectors and an exact Fraction reference."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import floor
+
+import ml_dtypes
+import numpy as np
+import oracle
+import pytest
+
+import golden
+
+
+def _signed(codes):
+    return np.asarray(codes, np.uint8).view(np.int8).astype(int).tolist()
+
+
+@pytest.mark.parametrize("rounding,want", [("rne", [64, 2, -2, -2]), ("rna", [64, 3, -3, -2]),
+                                           ("rnu", [64, 3, -2, -1]), ("rtz", [64, 2, -2, -1])])
+def test_ties_by_hand(rounding, want):
+    """amax 1.0: e = 0, so an element's code is x * 64 rounded: 2.5, -2.5 and -1.5 are ties."""
+    x = np.float32([1.0, 2.5 / 64, -2.5 / 64, -1.5 / 64])
+    mx = golden.quantize(x, "int8", block_size=4, rounding=rounding)
+    assert mx.scales.tolist() == [127] and _signed(mx.codes) == want
+
+
+@pytest.mark.parametrize("rounding", ["rne", "rna", "rnu"])
+def test_minus_128_by_hand(rounding):
+    """amax 127.75/64: e = 0; -127.75 rounds to -128, which only the asymmetric range keeps
+    (code 0x80); +127.75 saturates to 127 in both ranges."""
+    x = np.float32([-127.75 / 64, 127.75 / 64, 0.0, 1.0])
+    sym = golden.quantize(x, "int8", block_size=4, rounding=rounding)
+    asym = golden.quantize(x, "int8", block_size=4, rounding=rounding, int8_range="asymmetric")
+    assert _signed(sym.codes)[:2] == [-127, 127]
+    assert asym.codes.tolist()[:2] == [0x80, 0x7F]
+    assert golden.dequantize(asym)[0] == -2.0
+
+
+def _reference(x, k, rounding, int8_range):
+    """Codes from exact Fractions: OCP scales (oracle), q = x / 2^e * 64, round, clip."""
+    scales, _ = oracle.quantize(x, "int8", block_size=k)
+    lo = -128 if int8_range == "asymmetric" else -127
+    out = []
+    for i, v in enumerate(x.astype(np.float64).tolist()):
+        s = int(scales[i // k])
+        q = Fraction(v) * 64 / oracle.pow2(s - 127) if s != 255 else Fraction(0)
+        fl = floor(q)
+        half = q - fl
+        n = {"rne": fl + (half > Fraction(1, 2) or (half == Fraction(1, 2) and fl % 2 == 1)),
+             "rna": (fl + (half >= Fraction(1, 2))) if q >= 0 else -floor(-q + Fraction(1, 2)),
+             "rnu": fl + (half >= Fraction(1, 2)), "rtz": int(q)}[rounding]
+        out.append(min(max(n, lo), 127) & 0xFF)
+    return scales, out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("rounding", ["rne", "rna", "rnu", "rtz"])
+@pytest.mark.parametrize("int8_range", ["symmetric", "asymmetric"])
+def test_random_against_fractions(rng, dtype, rounding, int8_range):
+    k = 8
+    e = rng.integers(-20, 20, 64)
+    # Half-integers of 2^-6 at each block's scale (ties in every block) and arbitrary values.
+    half = (rng.integers(-255, 256, 512) / 2.0) * np.exp2(np.repeat(e, k) - 6)
+    rand = rng.standard_normal(512) * np.exp2(np.repeat(e, k))
+    x = np.where(rng.random(512) < 0.5, half, rand).astype(np.float32).astype(dtype)
+    x[::37] = -np.abs(x[::37]) * 1.999  # negatives near -2 * 2^e: the -128 code
+    mx = golden.quantize(x, "int8", block_size=k, rounding=rounding, int8_range=int8_range)
+    scales, codes = _reference(x, k, rounding, int8_range)
+    assert mx.scales.tolist() == scales.tolist()
+    assert mx.codes.tolist() == codes
+
+
+def test_seed_options_refused_elsewhere():
+    x = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match="int8 options"):
+        golden.quantize(x, "fp8_e4m3", rounding="rnu")
+    with pytest.raises(ValueError, match="int8 options"):
+        golden.quantize(x, "fp4", int8_range="asymmetric")
+    with pytest.raises(ValueError, match="int8_range must be 'symmetric'"):
+        golden.quantize(x, "int8", int8_range="full")
+    with pytest.raises(ValueError, match="stochastic"):
+        golden.quantize(x, "int8", int8_range="asymmetric", rounding="stochastic",
+                        random=np.zeros(4, np.int64))
