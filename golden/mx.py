@@ -12,7 +12,7 @@ from numba import njit
 from . import _kernels as K
 from .codec import as_float_bits, check_random, decode_table, rounding_mode
 from .formats import ElementFormat, ScaleMode, element_format, float_format
-from .interop import to_numpy
+from .interop import from_numpy, to_numpy
 from .seed_compat import int8_codes, needs_seed_path
 
 __all__ = ["MXArray", "quantize", "dequantize", "check_block_size"]
@@ -291,11 +291,12 @@ def _out_dtype(dtype) -> np.dtype:
     return dt
 
 
-def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
+def dequantize(mx: MXArray, dtype=np.float32, *, like=None):
     """MX to float32, bfloat16 or float16 (docs/numerics.md section 4); keeps the original shape.
 
     ``dtype`` is a numpy dtype or one of the project's names (``"fp32"``, ``"bf16"``, ``"fp16"``,
-    see :func:`golden.float_format`).
+    see :func:`golden.float_format`).  ``like`` (``"numpy"``, ``"torch"``, ``"jax"`` or an array
+    of that kind) returns the result as that kind of array (:mod:`golden.interop`).
 
     fp32 is exact (only values beyond fp32's range become Inf); bf16/fp16 are the RNE cast of
     that exact value.  Every NaN is the canonical quiet NaN (fp32 0x7FC00000, bf16 0x7FC0,
@@ -315,4 +316,5 @@ def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
     if _OUT_DTYPES[dt] is not None:
         with np.errstate(over="ignore"):  # overflow to +-Inf is the specified result
             out = out.astype(dt)
-    return np.ascontiguousarray(out)
+    out = np.ascontiguousarray(out)
+    return out if like is None else from_numpy(out, like)

@@ -109,6 +109,9 @@ def test_torch_tensors_in_and_out(rng, torch, fmt, dtype):
     assert np.array_equal(got_bits.view(_bits(ref).dtype),
                           _bits(golden.dequantize(want, np_dtype)))
     assert isinstance(golden.fake_quantize(t, fmt, like="numpy"), np.ndarray)
+    d = golden.dequantize(mx, "fp32", like=t)
+    assert isinstance(d, torch.Tensor) and d.dtype == torch.float32
+    assert np.array_equal(d.numpy(), golden.dequantize(want))
 
 
 def test_torch_round_trip_keeps_bf16_bits(torch):
