@@ -121,8 +121,15 @@ class MXArray:
         s = np.moveaxis(self.scales, self.axis, -1)
         return c.reshape(*s.shape, self.block_size), s
 
-    def dequantize(self, dtype=np.float32) -> np.ndarray:
-        return dequantize(self, dtype)
+    def dequantize(self, dtype=np.float32, *, like=None):
+        return dequantize(self, dtype, like=like)
+
+    def stats(self, x, *, scale_mode="floor"):
+        """Error statistics against ``x``, the data this was quantized from:
+        :func:`golden.quantization_error`."""
+        from .stats import quantization_error  # stats builds on this module
+
+        return quantization_error(x, self, scale_mode=scale_mode)
 
     # -- storage layout (docs/numerics.md section 6) -----------------------------------------------
     def pack(self) -> np.ndarray:

@@ -8,6 +8,7 @@ values, independently of golden's conversion."""
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -112,6 +113,21 @@ def test_torch_tensors_in_and_out(rng, torch, fmt, dtype):
     d = golden.dequantize(mx, "fp32", like=t)
     assert isinstance(d, torch.Tensor) and d.dtype == torch.float32
     assert np.array_equal(d.numpy(), golden.dequantize(want))
+
+
+def test_readme_torch_example_runs(torch, capsys):
+    """The README's "Coming from torchao / torchmx / Quark / pychop" example, as written."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text.split("## Coming from torchao")[1]
+    code = section.split("```python\n")[1].split("```")[0]
+    exec(compile(code, "README.md", "exec"), {})
+    assert "elements in" in capsys.readouterr().out
+
+
+def test_stats_method_is_quantization_error(torch):
+    w = torch.randn(8, 64)
+    mx = golden.quantize(w, "fp6_e2m3")
+    assert mx.stats(w).as_dict() == golden.quantization_error(w, mx).as_dict()
 
 
 def test_torch_round_trip_keeps_bf16_bits(torch):
