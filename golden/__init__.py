@@ -7,6 +7,12 @@ The single source of numerical truth for this project (see ``docs/numerics.md``)
     mx.scales, mx.codes          # E8M0 scale codes, element codes (uint8)
     golden.dequantize(mx)        # back to float32
     golden.dot(mx, mx)           # fp32 dot products over the block axis
+    golden.fake_quantize(x, "fp4_e2m1")       # quantize + dequantize, x's dtype and shape
+    golden.quantization_error(x, mx)          # MSE, SQNR, saturation, clamped scales
+
+torch tensors (bfloat16 included) and JAX arrays are taken as they are, and results come back
+in the caller's type where asked (``like=``): :mod:`golden.interop`; numpy stays the only
+array library golden needs.
 
 The format table (:mod:`golden.formats`: formats, mode ids, E8M0 and IEEE special patterns) is
 loaded eagerly and needs only numpy and ml_dtypes.  The codec itself runs on numba kernels,

@@ -84,3 +84,17 @@ def test_seed_options_refused_elsewhere():
     with pytest.raises(ValueError, match="stochastic"):
         golden.quantize(x, "int8", int8_range="asymmetric", rounding="stochastic",
                         random=np.zeros(4, np.int64))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_seed_path_layout_matches_the_kernel(rng, axis):
+    """Any axis, a padded partial block and a NaN block: the seed path (numpy, asymmetric
+    range) writes the kernel's codes except -128 (0x80) where the kernel saturates to -127."""
+    x = (rng.standard_normal((21, 13)) * 0.5).astype(np.float32)
+    x[2, 3] = np.nan
+    x[4, 0::2] = -1.9921875  # -127.5 units at e = 0: -128 in the asymmetric range
+    a = golden.quantize(x, "int8", block_size=8, axis=axis)
+    b = golden.quantize(x, "int8", block_size=8, axis=axis, int8_range="asymmetric")
+    assert 255 in a.scales and 0x80 in b.codes and a.codes.shape == b.codes.shape
+    assert np.array_equal(a.scales, b.scales)
+    assert np.array_equal(np.where(b.codes == 0x80, 0x81, b.codes), a.codes)
