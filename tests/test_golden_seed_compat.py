@@ -98,3 +98,40 @@ def test_seed_path_layout_matches_the_kernel(rng, axis):
     assert 255 in a.scales and 0x80 in b.codes and a.codes.shape == b.codes.shape
     assert np.array_equal(a.scales, b.scales)
     assert np.array_equal(np.where(b.codes == 0x80, 0x81, b.codes), a.codes)
+
+
+def _quark_mxfixneuron_int8(x, rounding_mode):
+    """A transcription of AMD Quark's ONNX MXFixNeuron CPU kernel (MXCPUKernel, int8 path,
+    k = 32): shared exponent = the largest IEEE exponent field of the block, element =
+    x / 2^shared / 2^-6 rounded by rounding_mode (0 std::round, 1 dpu_round, 2 py3_round),
+    clamped to [-128, 127]."""
+    b = x.reshape(-1, 32)
+    field = (b.view(np.uint32) >> 23) & 0xFF
+    shared = np.where(field == 0xFF, 0, field).max(axis=1).astype(np.int64) - 127
+    q = b.astype(np.float64) / np.exp2(shared)[:, None] / 2.0**-6
+    fl = np.floor(q)
+    away = np.copysign(np.floor(np.abs(q) + 0.5), q)  # std::round: ties away from zero
+    if rounding_mode == 0:
+        r = away
+    elif rounding_mode == 1:  # dpu_round: a negative tie goes up (ceil), the rest std::round
+        r = np.where((q < 0) & (q - fl == 0.5), np.ceil(q), away)
+    else:  # py3_round: ties to even
+        r = np.where(q - fl > 0.5, fl + 1,
+                     np.where(q - fl == 0.5, fl + (np.abs(fl) % 2 == 1), fl))
+    return (np.clip(r, -128, 127) * 2.0**-6 * np.exp2(shared)[:, None]).reshape(x.shape)
+
+
+@pytest.mark.parametrize("rounding_mode,rounding", [(0, "rna"), (1, "rnu"), (2, "rne")])
+def test_matches_quark_mxfixneuron_int8(rng, rounding_mode, rounding):
+    """golden's int8 seed options against the transcribed kernel, on normal fp32 data full of
+    ties (half-integers of 2^-6 at each block's scale) and -128 candidates."""
+    e = np.repeat(rng.integers(-20, 20, 64), 32)
+    x = (rng.integers(-255, 256, 64 * 32) / 2.0) * np.exp2(e - 6)
+    # Each block's amax: -127.75 units (-128 in every mode), -127.5 (a tie) or +96.
+    x[::32] = rng.choice([-1.99609375, -1.9921875, 1.5], 64) * np.exp2(e[::32])
+    x[x == 0] = 2.0 ** (e[x == 0] - 7)  # nonzero (normal) everywhere
+    x = x.astype(np.float32)
+    want = _quark_mxfixneuron_int8(x, rounding_mode)
+    got = golden.fake_quantize(x, "int8", rounding=rounding, int8_range="asymmetric")
+    assert np.array_equal(got.astype(np.float64), want)
+    assert (want == -2.0 * np.exp2(e)).any()  # the -128 code is exercised
