@@ -125,7 +125,8 @@ def _one(seed, fmt, x, dst) -> dict:
             best = min(best, time.perf_counter() - t)
         np.save(dst, np.ascontiguousarray(to_f32(m), np.float32).reshape(-1))
     except Exception as e:  # noqa: BLE001 - any failure of a seed is reported, not raised
-        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"}
+        message = str(e).splitlines()[0][:160] if str(e) else ""
+        return {"error": f"{type(e).__name__}: {message}", "version": _version(seed)}
     return {"seconds": best, "version": _version(seed)}
 
 
