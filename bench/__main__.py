@@ -1,8 +1,11 @@
 """``make bench``: measure everything in one run and write docs/performance.md.
 
-Sections: golden codec throughput vs alternatives; testbench and Verilator simulation speed.
+Sections: golden codec throughput vs alternatives; golden beside the seeds (torchao, torchmx,
+AMD Quark, pychop: speed and agreement, where installed); testbench and Verilator simulation
+speed.
 The synthesis section is kept as ``make synth`` last wrote it (see bench/perfdoc.py).
-``--only golden`` or ``--only sim`` re-measures one section and keeps the other as it was.
+``--only golden``, ``--only seeds`` or ``--only sim`` re-measures one section and keeps the
+others as they were.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import golden_bench, perfdoc
+from . import golden_bench, perfdoc, seeds_bench
 
 ROOT = perfdoc.ROOT
 
@@ -28,7 +31,7 @@ def _versions() -> str:
 
     vs = [f"Python {platform.python_version()}", f"numpy {numpy.__version__}",
           f"numba {numba.__version__}", f"ml_dtypes {ml_dtypes.__version__}"]
-    for mod in ("torch", "torchao", "amaranth", "cocotb"):
+    for mod in ("torch", "torchao", "amaranth", "cocotb"):  # the seeds' own: in their table
         try:
             vs.append(f"{mod} {importlib.import_module(mod).__version__}")
         except Exception:  # noqa: BLE001
@@ -49,8 +52,8 @@ def _cpu() -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("golden", "sim"),
-                        help="measure only this section (the other stays as it was)")
+    parser.add_argument("--only", choices=("golden", "seeds", "sim"),
+                        help="measure only this section (the others stay as they were)")
     args = parser.parse_args(argv)
 
     def log(msg):
@@ -61,6 +64,9 @@ def main(argv=None) -> int:
     if args.only in (None, "golden"):
         log("== golden codec")
         sections["golden"] = golden_bench.markdown(golden_bench.run(log))
+    if args.only in (None, "seeds"):
+        log("== golden beside the seeds")
+        sections["seeds"] = seeds_bench.markdown(seeds_bench.run(log))
     if args.only in (None, "sim"):
         from . import sim_bench
 
@@ -77,11 +83,13 @@ def main(argv=None) -> int:
         f"{load:.1f} when the run started (other jobs share the cores: compare ratios, not "
         "absolute numbers, across runs)",
         "- torchao's column appears when `torch` and `torchao` are installed in the venv "
-        "(not a project dependency: `pip install torch torchao`)",
+        "(not a project dependency: `pip install torch torchao`); the seeds' table lists each "
+        "seed's version, n/a where it is not installed (`BENCH_PYTHON_TORCHMX=...` runs torchmx, "
+        "which pins torchao 0.6.1, from its own environment)",
         f"- Versions: {_versions()}",
         f"- Commit: {commit or 'unknown'}",
         f"- Command: `make bench` (`{Path(sys.executable).name} -m bench"
-        + (f" --only {args.only}`; the other section is from an earlier run)" if args.only
+        + (f" --only {args.only}`; the other sections are from an earlier run)" if args.only
            else "`)"), "",
     ]
     doc = perfdoc.update(header="\n".join(head), **sections)

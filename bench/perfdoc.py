@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
-ORDER = ("header", "golden", "sim", "synth", "sweep")
+ORDER = ("header", "golden", "seeds", "sim", "synth", "sweep")
 
 
 def _sections(text: str) -> dict[str, str]:

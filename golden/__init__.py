@@ -7,11 +7,18 @@ The single source of numerical truth for this project (see ``docs/numerics.md``)
     mx.scales, mx.codes          # E8M0 scale codes, element codes (uint8)
     golden.dequantize(mx)        # back to float32
     golden.dot(mx, mx)           # fp32 dot products over the block axis
+    golden.fake_quantize(x, "fp4_e2m1")       # quantize + dequantize, x's dtype and shape
+    golden.quantization_error(x, mx)          # MSE, SQNR, saturation, clamped scales
+
+torch tensors (bfloat16 included) and JAX arrays are taken as they are, and results come back
+in the caller's type where asked (``like=``): :mod:`golden.interop`; numpy stays the only
+array library golden needs.
 
 The format table (:mod:`golden.formats`: formats, mode ids, E8M0 and IEEE special patterns) is
 loaded eagerly and needs only numpy and ml_dtypes.  The codec itself runs on numba kernels,
 which load (and JIT-compile on first use) only when one of its functions is first used, so
 a tool that needs only the table -- ``python -m hw`` writing Verilog -- never imports numba.
+The compiled kernels are cached per user (:mod:`golden.jitcache`), not in the package.
 """
 
 import importlib
@@ -35,6 +42,7 @@ from .formats import (
     element_format,
     float_format,
 )
+from .jitcache import configure_numba_cache
 
 #: The numba-backed public functions, by the submodule that defines them (loaded on first use).
 _LAZY = {
@@ -42,10 +50,15 @@ _LAZY = {
     "encode_scale": "codec",
     "dot": "dot_product", "dot_blocks": "dot_product",
     "MXArray": "mx", "dequantize": "mx", "quantize": "mx",
+    "fake_quantize": "fake_quant", "quantization_error": "stats",
+    "QuantizationStats": "stats",
 }
+
+configure_numba_cache()
 
 __all__ = [
     "quantize", "dequantize", "dot", "dot_blocks", "MXArray",
+    "fake_quantize", "quantization_error", "QuantizationStats",
     "encode", "decode", "encode_scale", "decode_scale", "decode_table",
     "ElementFormat", "FloatFormat", "ScaleMode", "Rounding", "element_format", "float_format",
     "FORMATS", "FP8_E4M3", "FP8_E5M2", "FP6_E3M2", "FP6_E2M3", "FP4_E2M1", "INT8",

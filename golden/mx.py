@@ -11,7 +11,9 @@ from numba import njit
 
 from . import _kernels as K
 from .codec import as_float_bits, check_random, decode_table, rounding_mode
-from .formats import ElementFormat, ScaleMode, element_format
+from .formats import ElementFormat, ScaleMode, element_format, float_format
+from .interop import from_numpy, to_numpy
+from .seed_compat import int8_codes, needs_seed_path
 
 __all__ = ["MXArray", "quantize", "dequantize", "check_block_size"]
 
@@ -27,8 +29,16 @@ def check_block_size(block_size) -> int:
         raise TypeError(f"block_size must be an int, got {type(block_size).__name__}")
     k = int(block_size)
     if k < 2 or k & (k - 1):
-        raise ValueError(f"block_size must be a power of two >= 2, got {k}")
+        raise ValueError(f"block_size must be a power of two >= 2 (2, 4, 8, 16, 32, 64, ...; "
+                         f"the RTL supports 2..64), got {k}")
     return k
+
+
+def _blocked_shapes(shape, axis, k):
+    """(codes shape, scales shape) of an MXArray of ``shape`` blocked by ``k`` along ``axis``."""
+    nb = -(-shape[axis] // k)
+    return (shape[:axis] + (nb * k,) + shape[axis + 1:],
+            shape[:axis] + (nb,) + shape[axis + 1:])
 
 
 def _scale_mode_id(scale_mode) -> int:
@@ -65,6 +75,30 @@ class MXArray:
     axis: int
     shape: tuple
 
+    def __post_init__(self):
+        """Validate the members against each other (one-line ValueError/TypeError)."""
+        k = check_block_size(self.block_size)
+        fmt = element_format(self.fmt)
+        shape = tuple(operator.index(n) for n in self.shape)
+        if not shape or min(shape) < 0:
+            raise ValueError(f"shape must have at least one axis and no negative length, "
+                             f"got {self.shape}")
+        axis = operator.index(self.axis)
+        if not -len(shape) <= axis < len(shape):
+            raise ValueError(f"axis {self.axis} is out of range for shape {shape}")
+        axis %= len(shape)
+        want_codes, want_scales = _blocked_shapes(shape, axis, k)
+        for name, want in (("codes", want_codes), ("scales", want_scales)):
+            a = getattr(self, name)
+            if not isinstance(a, np.ndarray) or a.dtype != np.uint8:
+                raise TypeError(f"MXArray {name} must be a uint8 ndarray, got "
+                                f"{getattr(a, 'dtype', type(a).__name__)}")
+            if a.shape != want:
+                raise ValueError(f"MXArray {name} have shape {a.shape}, but shape={shape} "
+                                 f"with block_size={k} along axis {axis} needs {want}")
+        for name, value in (("fmt", fmt), ("block_size", k), ("axis", axis), ("shape", shape)):
+            object.__setattr__(self, name, value)
+
     @property
     def n_blocks(self) -> int:
         return self.scales.shape[self.axis]
@@ -87,8 +121,15 @@ class MXArray:
         s = np.moveaxis(self.scales, self.axis, -1)
         return c.reshape(*s.shape, self.block_size), s
 
-    def dequantize(self, dtype=np.float32) -> np.ndarray:
-        return dequantize(self, dtype)
+    def dequantize(self, dtype=np.float32, *, like=None):
+        return dequantize(self, dtype, like=like)
+
+    def stats(self, x, *, scale_mode="floor"):
+        """Error statistics against ``x``, the data this was quantized from:
+        :func:`golden.quantization_error`."""
+        from .stats import quantization_error  # stats builds on this module
+
+        return quantization_error(x, self, scale_mode=scale_mode)
 
     # -- storage layout (docs/numerics.md section 6) -----------------------------------------------
     def pack(self) -> np.ndarray:
@@ -104,12 +145,11 @@ class MXArray:
         k = check_block_size(block_size)
         shape = tuple(int(n) for n in shape)
         ax = operator.index(axis) % len(shape) if shape else 0
-        nb = -(-shape[ax] // k)
-        last = shape[:ax] + shape[ax + 1:] + (nb * k,)
+        want_codes, want = _blocked_shapes(shape, ax, k)
+        last = shape[:ax] + shape[ax + 1:] + (want_codes[ax],)
         n = int(np.prod(last))
         codes = unpack_codes(np.asarray(packed, np.uint8), fmt, n).reshape(last)
         scales = np.asarray(scales, np.uint8)
-        want = shape[:ax] + (nb,) + shape[ax + 1:]
         if scales.shape != want:
             raise ValueError(f"scales have shape {scales.shape}, expected {want}")
         return cls(scales, np.moveaxis(codes, -1, ax), fmt, k, ax, shape)
@@ -151,7 +191,7 @@ def unpack_codes(packed: np.ndarray, fmt: ElementFormat, n: int) -> np.ndarray:
 def _as_input(x) -> np.ndarray:
     if isinstance(x, MXArray):
         raise TypeError("input is already an MXArray; dequantize it first")
-    a = np.asarray(x)
+    a = to_numpy(x)  # numpy, torch (bf16 included) and JAX arrays, DLPack producers
     # (ml_dtypes' bfloat16 has dtype.kind "V", so "V" must not be rejected here; other void
     # dtypes are refused by as_float_bits.)
     if a.dtype.kind in "biuc" or a.dtype == object or a.dtype.kind in "US":
@@ -161,12 +201,12 @@ def _as_input(x) -> np.ndarray:
 
 
 def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
-             random=None, random_bits=8) -> MXArray:
+             random=None, random_bits=8, int8_range="symmetric") -> MXArray:
     """Quantize an array to an MX format, per docs/numerics.md section 3.
 
     Parameters
     ----------
-    x : array_like
+    x : array_like, torch.Tensor or jax.Array
         float32, float16, bfloat16 or float64 (float64 quantized exactly as real numbers).
     fmt : str or ElementFormat
         ``fp8_e4m3``, ``fp8_e5m2``, ``fp6_e3m2``, ``fp6_e2m3``, ``fp4_e2m1``, ``int8`` or an alias.
@@ -175,12 +215,23 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
     axis : int
         The axis the blocks run along.
     scale_mode : {"floor", "rceil"}
-    rounding : {"rne", "rna", "rtz", "stochastic"}
+    rounding : {"rne", "rna", "rtz", "stochastic", "rnu"}
+        ``"rnu"`` (nearest, ties toward +Inf; Quark's int8 ``rounding_mode=1``) is an int8
+        option of golden only, not an RTL mode (:mod:`golden.seed_compat`).
     random : array of int, optional
         Stochastic rounding only: one integer in ``[0, 2^random_bits)`` per element of ``x``.
     random_bits : int
         Random bits per element (R) for stochastic rounding.
+    int8_range : {"symmetric", "asymmetric"}
+        int8 codes in [-127, 127] (the OCP range, the RTL's) or [-128, 127] (pychop and Quark;
+        golden only).
     """
+    if needs_seed_path(fmt, rounding, int8_range, random):
+        mx = quantize(x, fmt, block_size=block_size, axis=axis, scale_mode=scale_mode,
+                      rounding="rtz")  # the OCP scales (rounding does not change them)
+        codes = int8_codes(_as_input(x), mx.scales, block_size=mx.block_size, axis=mx.axis,
+                           rounding=rounding, int8_range=int8_range)
+        return MXArray(mx.scales, codes, mx.fmt, mx.block_size, mx.axis, mx.shape)
     fmt = element_format(fmt)
     k = check_block_size(block_size)
     smode = _scale_mode_id(scale_mode)
@@ -235,8 +286,24 @@ _SCALE_F32 = np.where(np.arange(256) == 255, np.nan,
                       np.ldexp(1.0, np.arange(256) - 127)).astype(np.float32)
 
 
-def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
+def _out_dtype(dtype) -> np.dtype:
+    """The numpy dtype of a dequantizer output named by a dtype or a project name (``"bf16"``)."""
+    try:
+        dt = float_format(dtype).dtype
+    except (ValueError, TypeError):
+        dt = None
+    if dt not in _OUT_DTYPES:
+        raise ValueError(f"dequantize writes fp32, bf16 or fp16 (float32, bfloat16, float16), "
+                         f"not {dtype!r}")
+    return dt
+
+
+def dequantize(mx: MXArray, dtype=np.float32, *, like=None):
     """MX to float32, bfloat16 or float16 (docs/numerics.md section 4); keeps the original shape.
+
+    ``dtype`` is a numpy dtype or one of the project's names (``"fp32"``, ``"bf16"``, ``"fp16"``,
+    see :func:`golden.float_format`).  ``like`` (``"numpy"``, ``"torch"``, ``"jax"`` or an array
+    of that kind) returns the result as that kind of array (:mod:`golden.interop`).
 
     fp32 is exact (only values beyond fp32's range become Inf); bf16/fp16 are the RNE cast of
     that exact value.  Every NaN is the canonical quiet NaN (fp32 0x7FC00000, bf16 0x7FC0,
@@ -244,9 +311,7 @@ def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
     """
     if not isinstance(mx, MXArray):
         raise TypeError(f"dequantize takes an MXArray, got {type(mx).__name__}")
-    dt = np.dtype(dtype)
-    if dt not in _OUT_DTYPES:
-        raise ValueError(f"dequantize writes float32, bfloat16 or float16, not {dt}")
+    dt = _out_dtype(dtype)
     codes, scales = mx.blocks()
     lead = scales.shape
     c = np.ascontiguousarray(codes).reshape(-1, mx.block_size)
@@ -258,4 +323,5 @@ def dequantize(mx: MXArray, dtype=np.float32) -> np.ndarray:
     if _OUT_DTYPES[dt] is not None:
         with np.errstate(over="ignore"):  # overflow to +-Inf is the specified result
             out = out.astype(dt)
-    return np.ascontiguousarray(out)
+    out = np.ascontiguousarray(out)
+    return out if like is None else from_numpy(out, like)

@@ -215,8 +215,10 @@ def test_quantizer_model_excludes_with_reasons():
 def _dequantize(scales, codes, fmt, output_format):
     ff = golden.float_format(output_format)
     codes = np.asarray(codes, np.uint8)
-    mx = golden.MXArray(np.asarray(scales, np.uint8)[:, None], codes, golden.element_format(fmt),
-                        codes.shape[1], 1, codes.shape)
+    k = 1 << max(1, (codes.shape[1] - 1).bit_length())  # a block size golden takes; +0 padding
+    padded = np.pad(codes, [(0, 0), (0, k - codes.shape[1])])
+    mx = golden.MXArray(np.asarray(scales, np.uint8)[:, None], padded, golden.element_format(fmt),
+                        k, 1, codes.shape)
     with np.errstate(over="ignore"):
         values = golden.dequantize(mx, ff.dtype).view(ff.uint)
     return classify_dequantizer(scales, codes, values, fmt=fmt, output_format=ff)["element"]

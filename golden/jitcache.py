@@ -1,0 +1,48 @@
+"""Where numba keeps the golden kernels' compiled code: a per-user cache, not the package.
+
+numba's ``cache=True`` writes next to the source file by default, that is into the installed
+package (often read-only, or shared by several users).  Importing :mod:`golden` points numba
+at a per-user cache directory instead, unless ``NUMBA_CACHE_DIR`` is already set:
+
+* ``$XDG_CACHE_HOME/ocp-mx-hdl/numba`` (default ``~/.cache/ocp-mx-hdl/numba``) on Linux and
+  macOS, ``%LOCALAPPDATA%\\ocp-mx-hdl\\numba`` on Windows.
+
+The first call of each kernel in a new cache compiles it (tens of seconds for the first
+``golden.quantize``; see README); later processes load the compiled code in about a second.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["numba_cache_dir", "configure_numba_cache"]
+
+
+def numba_cache_dir() -> Path:
+    """The per-user directory golden's numba cache goes to when ``NUMBA_CACHE_DIR`` is unset."""
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        base = Path(os.environ["LOCALAPPDATA"])
+    elif os.environ.get("XDG_CACHE_HOME"):
+        base = Path(os.environ["XDG_CACHE_HOME"])
+    else:
+        base = Path.home() / ".cache"
+    return base / "ocp-mx-hdl" / "numba"
+
+
+def configure_numba_cache() -> str:
+    """Set ``NUMBA_CACHE_DIR`` to :func:`numba_cache_dir` unless the user set it; returns the
+    directory in force.
+
+    If numba is already imported (its configuration read), its ``config.CACHE_DIR`` is set too,
+    so the kernels, which are compiled after this call, cache there.
+    """
+    chosen = os.environ.get("NUMBA_CACHE_DIR")
+    if not chosen:
+        chosen = str(numba_cache_dir())
+        os.environ["NUMBA_CACHE_DIR"] = chosen
+        numba = sys.modules.get("numba")
+        if numba is not None:
+            numba.config.CACHE_DIR = chosen
+    return chosen
