@@ -14,7 +14,9 @@ Verilog (as Verilator elaborates it), wraps the module in the project's bulk wra
 (except the dot units), and the bulk sets (random, directed, exhaustive; throughput).  It
 prints the summary table and, on failure, the decoded mismatch reports.  Exit status 0 when
 every test passed, 1 when one failed, 2 for a usage error (a missing file, an invalid
-sidecar, ports that do not match).
+sidecar, ports that do not match) or a failed build (its errors printed, nothing else).
+Everything reported comes from this run: the logs and results of an earlier run in the same
+build directory are removed before the build.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import json
 import random
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -164,6 +167,7 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
 
     sources, top = wrap_unit(meta, [v.resolve() for v in verilog], build_dir / "rtl")
     log_file, build_log = build_dir / "sim.log", build_dir / "build.log"
+    forget_earlier_run(build_dir)
     rows, coverage_dirs = [], []
     out(f"checking {module} ({meta['unit']}, {', '.join(map(str, verilog))}) against golden: "
         f"seed {seed}, {blocks} blocks; build and log in {build_dir}")
@@ -182,12 +186,11 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
         passed = False
         out(f"FAILED: cocotb's runner stopped with exit status {e.code} (a failed test or a "
             "simulator error)")
-    except Exception as e:  # a build failure: cocotb's runner raises CalledProcessError
+    except Exception as e:  # cocotb's runner raises RuntimeError when a command fails
+        if not log_file.exists():  # the simulation never started: the build failed
+            raise build_failure(module, build_log, e, out) from None
         passed = False
         out(f"FAILED: {type(e).__name__}: {e}")
-        if build_log.exists():
-            out("end of the build log:")
-            out("\n".join(build_log.read_text().splitlines()[-20:]))
     if rows:
         out("")
         for line in format_table(rows):
@@ -208,6 +211,40 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
         out(f"full log: {log_file}")
     out("PASS" if passed else "FAIL")
     return passed
+
+
+#: What a run leaves in its build directory that the report reads: removed before each run, so
+#: nothing of an earlier run can be reported as this one's.
+RUN_OUTPUTS = ("sim.log", "build.log", "results.xml", "coverage-report")
+
+
+def forget_earlier_run(build_dir: Path) -> None:
+    """Remove the :data:`RUN_OUTPUTS` of an earlier run from ``build_dir`` (the Verilator
+    build itself stays, so an unchanged design is not compiled again)."""
+    for name in RUN_OUTPUTS:
+        path = build_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+#: Lines of the build log shown when the build fails.
+BUILD_ERROR_LINES = 20
+
+
+def build_failure(module: str, build_log: Path, error: Exception, out) -> CheckError:
+    """The :class:`CheckError` of a failed build (exit status 2): the build log's errors go
+    to ``out``, the returned error names the first one and the log."""
+    lines = build_log.read_text(errors="replace").splitlines() if build_log.exists() else []
+    errors = [i for i, line in enumerate(lines) if line.startswith("%Error")]
+    shown = lines[errors[0]:errors[0] + BUILD_ERROR_LINES] if errors else \
+        lines[-BUILD_ERROR_LINES:]
+    if shown:
+        out("the build failed; its log says:")
+        out("\n".join(shown))
+    first = lines[errors[0]].strip() if errors else f"{type(error).__name__}: {error}"
+    return CheckError(f"the Verilator build of {module} failed: {first} (log: {build_log})")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -175,3 +175,28 @@ def test_planted_fault_fails_with_decoded_mismatches(unit, tmp_path, seed):
     assert "first failures (decoded):" in r.stdout
     assert re.search(r"MISMATCH block \d+ \(rounding=rne, scale_mode=floor\).*\n"
                      r"  lane 0: input .*\n    expected .*\n    actual ", r.stdout)
+
+
+# -- a failed build --------------------------------------------------------------------------
+EXAMPLE = ROOT / "examples" / "verify-your-rtl"
+
+
+def test_failed_build_reports_the_build_error_alone(tmp_path):
+    """Verilator finds ``mxq_lane.v`` in the working directory for the port check, but the
+    build (run in the build directory) does not: exit 2, the build error, and nothing of the
+    earlier run whose logs are still in the build directory."""
+    for name in ("mxq_bf16_fp4_k4.v", "mxq_lane.v", "mxq_bf16_fp4_k4.json"):
+        (tmp_path / name).write_text((EXAMPLE / name).read_text())
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "sim.log").write_text("0.00ns ERROR cocotb.tb MISMATCH block 1: an earlier run\n"
+                                   "AssertionError: 1 mismatching outputs\n")
+    (build / "results.xml").write_text("<testsuites/>")
+    r = _check("--sidecar", "mxq_bf16_fp4_k4.json", "mxq_bf16_fp4_k4.v", "--seed", 1,
+               "--build-dir", build, cwd=tmp_path)
+    _one_error_line(r, r"^python -m tb check: error: the Verilator build of mxq_bf16_fp4_k4 "
+                       r"failed: %Error-MODMISSING: .*'mxq_lane' \(log: .*build\.log\)$")
+    assert "MODMISSING" in r.stdout
+    for earlier in ("MISMATCH", "an earlier run", "AssertionError", "FAIL", "PASS"):
+        assert earlier not in r.stdout, earlier
+    assert not (build / "sim.log").exists() and not (build / "results.xml").exists()
