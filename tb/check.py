@@ -29,12 +29,16 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["CheckError", "TESTBENCHES", "VERILOG_SUFFIXES", "load_sidecar", "check_ports",
-           "run_check", "main"]
+__all__ = ["CheckError", "TESTBENCHES", "MODELS", "VERILOG_SUFFIXES", "load_sidecar",
+           "check_fields", "check_ports", "run_check", "main"]
 
 #: The cocotb testbench module of each unit.
 TESTBENCHES = {"quantizer": "tb.quantizer", "dequantizer": "tb.dequantizer", "dot": "tb.dot",
                "dot-general": "tb.dot"}
+
+#: The testbench model class of each unit, in its :data:`TESTBENCHES` module.
+MODELS = {"quantizer": "QuantizerModel", "dequantizer": "DequantizerModel", "dot": "DotModel",
+          "dot-general": "DotModel"}
 
 #: Default blocks budget (``MX_BLOCKS``) of a check.
 DEFAULT_BLOCKS = 200
@@ -87,6 +91,49 @@ def check_ports(meta: dict, verilog_ports: dict[str, tuple[str, int | None]]) ->
     if problems:
         raise CheckError(f"ports of {meta['module']} do not match the sidecar: "
                          + "; ".join(problems))
+
+
+def _fields_text(fields) -> str:
+    return ", ".join(f"{name} ({width} bits)" for name, width in fields)
+
+
+def check_fields(meta: dict) -> None:
+    """The sidecar's payload fields are the unit's interface (names and widths: the unit's
+    testbench model, :meth:`tb.standard_tests.UnitModel.interface`), checked before anything
+    is built; raises :class:`CheckError` naming every wrong, missing or extra field."""
+    import importlib
+
+    from .standard_tests import UnitConfig
+
+    unit = meta["unit"]
+    model_class = getattr(importlib.import_module(TESTBENCHES[unit]), MODELS[unit])
+    try:
+        model = model_class(UnitConfig(sidecar=meta, seed=0, label=meta["module"], blocks=1,
+                                       full=False, sweeps=False))
+        stated = model.interface()
+    except (ValueError, KeyError, TypeError) as e:
+        raise CheckError(f"the sidecar's payload fields do not fit the {unit}: {e}") from None
+    problems = []
+    for (role, layout), fields in zip((("i.payload", model.in_layout),
+                                       ("o.payload", model.out_layout)), stated, strict=True):
+        found = {f["name"]: f["width"] for f in layout.fields.values()}
+        want = dict(fields)
+        unknown = [(n, w) for n, w in found.items() if n not in want]
+        missing = [(n, w) for n, w in want.items() if n not in found]
+        wrong = [f"{n} is {found[n]} bits, the interface's {w}" for n, w in want.items()
+                 if n in found and found[n] != w]
+        if unknown:
+            problems.append(f"{role} has {_fields_text(unknown)}, not a field of the {unit}")
+        if missing:
+            problems.append(f"{role} lacks {_fields_text(missing)}")
+        problems += [f"{role} field {w}" for w in wrong]
+    if problems:
+        raise CheckError(f"payload fields of {meta['module']} differ from the {unit}'s "
+                         f"interface (docs/sidecar.md, Fields): {'; '.join(problems)}")
+    try:
+        model.check_interface()  # the generator's own units: the documented order too
+    except AssertionError as e:
+        raise CheckError(f"payload fields of {meta['module']}: {e}") from None
 
 
 #: A log line of cocotb (time, level, logger): the end of a multi-line mismatch report.
@@ -142,6 +189,7 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
     from .verilator import VerilogError, module_ports
 
     meta = load_sidecar(sidecar_path)
+    check_fields(meta)
     verilog = [Path(v) for v in verilog]
     if not verilog:
         raise CheckError("no Verilog files given")

@@ -200,3 +200,25 @@ def test_failed_build_reports_the_build_error_alone(tmp_path):
     for earlier in ("MISMATCH", "an earlier run", "AssertionError", "FAIL", "PASS"):
         assert earlier not in r.stdout, earlier
     assert not (build / "sim.log").exists() and not (build / "results.xml").exists()
+
+
+def test_payload_field_names_are_checked_before_building(tmp_path):
+    """A field named wrongly (``codez``) or of the wrong width: one line, exit 2, before any
+    Verilator run (no build directory is made)."""
+    meta = json.loads((EXAMPLE / "mxq_bf16_fp4_k4.json").read_text())
+    out = port_by_role(meta, "o.payload")
+    next(f for f in out["fields"] if f["name"] == "codes")["name"] = "codez"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(meta))
+    verilog = [EXAMPLE / "mxq_bf16_fp4_k4.v", EXAMPLE / "mxq_lane.v"]
+    build = tmp_path / "build"
+    r = _check("--sidecar", bad, *verilog, "--build-dir", build, cwd=tmp_path)
+    _one_error_line(r, r"error: payload fields of mxq_bf16_fp4_k4 differ from the quantizer's "
+                       r"interface .*: o\.payload has codez \(16 bits\), not a field of the "
+                       r"quantizer; o\.payload lacks codes \(16 bits\)$")
+    assert not build.exists()
+    meta = json.loads((EXAMPLE / "mxq_bf16_fp4_k4.json").read_text())
+    port_by_role(meta, "o.payload")["fields"][1]["width"] = 7  # scale: 7 bits, lsb 16
+    bad.write_text(json.dumps(meta))
+    _one_error_line(_check("--sidecar", bad, *verilog, "--build-dir", build, cwd=tmp_path),
+                    r"o\.payload field scale is 7 bits, the interface's 8$")
