@@ -29,7 +29,7 @@ def _meta(fmt: str, output: str, k: int = 4) -> dict:
     spec = units()["dequantizer"]
     p = argparse.ArgumentParser()
     spec.add_arguments(p)
-    args = p.parse_args(["--format", fmt, "--output", output, "--block-size", str(k)])
+    args = p.parse_args(["--format", fmt, "--output-format", output, "--block-size", str(k)])
     return sidecar(spec.build(args), "dequantizer")
 
 
