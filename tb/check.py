@@ -162,10 +162,11 @@ def run_check(sidecar_path: Path, verilog: list[Path], *, seed: int, blocks: int
     forget_earlier_run(build_dir)
     out(f"checking {module} ({meta['unit']}, {', '.join(map(str, verilog))}) against golden: "
         f"seed {seed}, {blocks} blocks; build and log in {build_dir}")
+    # the probe first: it builds the model, and a run with WAVES keeps the tests' trace
+    timing = probe_timing(meta, sidecar_path, sources, top, build_dir, seed, out)
     rows, coverage_dirs = [], []
     passed = _run_tests(meta, sidecar_path, sources, top, build_dir, seed, blocks, rows,
                         coverage_dirs, out)
-    timing = probe_timing(meta, sources, top, build_dir, seed)
     _report(meta, build_dir, rows, coverage_dirs, timing, passed, out)
     passed = passed and not timing
     out("PASS" if passed else "FAIL")
@@ -250,12 +251,15 @@ def _run_tests(meta, sidecar_path, sources, top, build_dir, seed, blocks, rows, 
     return False
 
 
-def probe_timing(meta: dict, sources, top: str, build_dir: Path, seed: int) -> list[str]:
-    """Run :mod:`tb.flow_control` on the build: the sidecar's latency and
-    ``flow_control.i_ready`` against what the design does.  Returns the differences (report
-    lines; empty: both claims hold)."""
+def probe_timing(meta: dict, sidecar_path: Path, sources, top: str, build_dir: Path,
+                 seed: int, out) -> list[str]:
+    """Build the wrapped unit in ``build_dir`` and run :mod:`tb.flow_control` on it: the
+    sidecar's latency and ``flow_control.i_ready`` against what the design does.  Returns
+    the differences (report lines; empty: both claims hold); raises :class:`CheckError` if
+    the build failed (its log: ``build_dir/flow-control/build.log``)."""
     from .bulk import VERILATOR_ARGS
     from .flow_control import FLOW_FILE_ENV, judge
+    from .options import env_flag
     from .runner import run_cocotb
 
     directory = build_dir / "flow-control"
@@ -264,10 +268,14 @@ def probe_timing(meta: dict, sources, top: str, build_dir: Path, seed: int) -> l
     try:
         run_cocotb(sources=sources, toplevel=top, test_module="tb.flow_control",
                    name=build_dir.name, build_dir=build_dir, seed=seed,
-                   build_args=VERILATOR_ARGS, log_dir=directory,
-                   extra_env={FLOW_FILE_ENV: result_file, "MX_SEED": seed})
+                   build_args=VERILATOR_ARGS, log_dir=directory, waves=env_flag("WAVES"),
+                   extra_env={FLOW_FILE_ENV: result_file, "MX_SEED": seed,
+                              "MX_SIDECAR": Path(sidecar_path).resolve()})
         result = json.loads(result_file.read_text())
-    except (AssertionError, SystemExit, Exception):  # any failure of the probe is reported
+    except (AssertionError, SystemExit, Exception) as e:  # any failure of the probe
+        if not (directory / "sim.log").exists():  # the simulation never started
+            raise build_failure(meta["module"], build_log=directory / "build.log", error=e,
+                                out=out) from None
         return [f"timing probe: it did not run to its end (log: {directory / 'sim.log'})"]
     return judge(meta, result)
 
@@ -307,7 +315,7 @@ def _report(meta, build_dir, rows, coverage_dirs, timing, passed, out) -> None:
 
 #: What a run leaves in its build directory that the report reads: removed before each run, so
 #: nothing of an earlier run can be reported as this one's.
-RUN_OUTPUTS = ("sim.log", "build.log", "results.xml", "coverage-report")
+RUN_OUTPUTS = ("sim.log", "build.log", "results.xml", "coverage-report", "flow-control")
 
 
 def forget_earlier_run(build_dir: Path) -> None:

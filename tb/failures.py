@@ -37,8 +37,17 @@ def read_outcomes(results: Path) -> list[tuple[str, str | None]]:
         if failed is None:
             failed = case.find("error")
         outcomes.append((case.get("name", "?"), None if failed is None else
-                         _short(failed.get("message") or failed.text or "failed")))
+                         _headline(failed.get("message") or failed.text or "failed")))
     return outcomes
+
+
+def _headline(message: str) -> str:
+    """A failed test's message without the decoded reports it may carry (they are shown
+    from the log): its first line, up to ``; first:``; a bare list of reports is named."""
+    line = message.strip().splitlines()[0] if message.strip() else "failed"
+    if line.startswith("['"):
+        return "mismatching outputs (decoded below)"
+    return _short(line.split("; first: ")[0])
 
 
 def format_outcomes(module: str, outcomes: list[tuple[str, str | None]], seed: int) -> list[str]:

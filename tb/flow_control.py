@@ -5,10 +5,10 @@
 bulk wrapper, :mod:`tb.bulk`, in pass-through) and compares what it measured with the
 sidecar (:func:`judge`).  Nothing here checks values: the payloads are random bits.
 
-* **Latency.** With ``o.ready`` high, one block is sent into the empty unit; if it is
-  transferred in at rising edge t and first presented (``o.valid`` high) after edge t + m,
-  the measured latency is m + 1: the edge at which it is transferred out (docs/sidecar.md,
-  ``latency``).
+* **Latency.** With ``o.ready`` high, one block is sent into the empty unit (a run of one
+  block, ``first`` and ``last`` set, for MXDotGeneral); if it is transferred in at rising
+  edge t and first presented (``o.valid`` high) after edge t + m, the measured latency is
+  m + 1: the edge at which it is transferred out (docs/sidecar.md, ``latency``).
 * **i.ready.** For :data:`PROBE_CYCLES` cycles of random input and random backpressure (half
   the cycles stalled, so the unit fills up), ``o.ready`` is set to 0 and then to 1 between
   two clock edges, ``i.ready`` read after each, and then ``o.ready`` set to the cycle's
@@ -16,7 +16,8 @@ sidecar (:func:`judge`).  Nothing here checks values: the payloads are random bi
   ``i.ready`` reads the same both times; a difference is a combinational path from
   ``o.ready`` to ``i.ready``.
 
-The result is one JSON object written to the file named by ``$MX_FLOW_FILE``:
+The unit's sidecar is the file named by ``$MX_SIDECAR``; the result is one JSON object
+written to the file named by ``$MX_FLOW_FILE``:
 ``{"latency": m + 1 or null, "i_ready_follows_o_ready": cycles seen, "first_cycle": ...,
 "probe_cycles": ...}``.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from pathlib import Path
 
 __all__ = ["FLOW_FILE_ENV", "PROBE_CYCLES", "LATENCY_WAIT_CYCLES", "judge"]
 
@@ -57,11 +59,20 @@ def judge(meta: dict, result: dict) -> list[str]:
     return problems
 
 
-async def _measure_latency(dut, rng, edge, read_only):
+def run_flags(meta: dict) -> int:
+    """The input payload bits of the fields ``first`` and ``last`` (MXDotGeneral: a block
+    with both set is a run of one, which gives an output), 0 for a unit without them."""
+    from hw.sidecar import flat_fields, port_by_role
+
+    fields = flat_fields(port_by_role(meta, "i.payload")["fields"])
+    return sum(1 << f["lsb"] for f in fields if f["name"] in ("first", "last"))
+
+
+async def _measure_latency(dut, rng, edge, read_only, flags: int):
     """Edges from the input transfer to the first edge after which ``o.valid`` is high, plus
     one; None if it never comes."""
     dut.o__ready.value = 1
-    dut.i__payload.value = rng.getrandbits(len(dut.i__payload))
+    dut.i__payload.value = rng.getrandbits(len(dut.i__payload)) | flags
     dut.i__valid.value = 1
     for _ in range(LATENCY_WAIT_CYCLES):
         await read_only()
@@ -127,7 +138,8 @@ async def _probe(dut) -> None:
     async def timer():
         await Timer(1, unit="ns")
 
-    latency = await _measure_latency(dut, rng, edge, ReadOnly)
+    meta = json.loads(Path(os.environ["MX_SIDECAR"]).read_text())
+    latency = await _measure_latency(dut, rng, edge, ReadOnly, run_flags(meta))
     await RisingEdge(dut.clk)
     follows, first = await _watch_i_ready(dut, rng, edge, timer)
     result = {"latency": latency, "i_ready_follows_o_ready": follows, "first_cycle": first,

@@ -279,9 +279,45 @@ def test_the_latency_definition_is_what_the_check_measures():
     row = next(line for line in doc.splitlines() if line.startswith("| `latency` |"))
     assert "after edge t + latency - 1" in row and "transferred out at edge t + latency" in row
     assert "n + latency + 1" in row
-    assert "after edge t + m,\n  the measured latency is m + 1" in flow_control.__doc__
+    assert "after edge t + m, the measured latency is m + 1" in " ".join(
+        flow_control.__doc__.split())
     problems = flow_control.judge({"latency": 2, "flow_control": {"i_ready": "registered"}},
                                   {"latency": 3, "i_ready_follows_o_ready": 0,
                                    "first_cycle": None, "probe_cycles": 400})
     assert problems == ["latency: the sidecar says 2, measured 3 (a block transferred in at "
                         "edge t was first presented after edge t + 2)"]
+
+
+def test_a_failed_tests_message_is_its_headline(tmp_path):
+    results = tmp_path / "results.xml"
+    results.write_text(
+        '<testsuites><testsuite name="tb.quantizer">'
+        '<testcase name="stream"><failure message="26 of 276 outputs mismatched; first: '
+        '[&apos;block 34 ...&apos;]" /></testcase>'
+        '<testcase name="reset_in_traffic"><failure message="[&apos;block 3 (rounding=rne)'
+        '&apos;]" /></testcase>'
+        '<testcase name="bulk"><failure message="2035 mismatching outputs&#10;assert 2035 == 0"'
+        ' /></testcase></testsuite></testsuites>')
+    assert read_outcomes(results) == [("stream", "26 of 276 outputs mismatched"),
+                                      ("reset_in_traffic", "mismatching outputs (decoded below)"),
+                                      ("bulk", "2035 mismatching outputs")]
+
+
+@pytest.mark.sim
+def test_dot_general_timing_claims_hold(tmp_path, seed):
+    """MXDotGeneral: outputs only for a run's last block, and an i_ready that follows
+    o_ready (its sidecar says combinational): the timing probe measures its latency with a
+    run of one block and accepts the claim."""
+    out = tmp_path / "dg.v"
+    r = _python("-m", "hw", "generate", "dot-general", "--format-a", "fp4_e2m1", "--format-b",
+                "fp4_e2m1", "--block-size", "2", "--stages", "2", "--contexts", "2", "-o",
+                str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["flow_control"]["i_ready"] == "combinational"
+    r = _check("--sidecar", out.with_suffix(".json"), out, "--seed", seed, "--blocks", 20,
+               cwd=tmp_path)
+    print(r.stdout[-3000:], r.stderr[-3000:])
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("PASS")
+    assert (f"timing: latency {meta['latency']} and i_ready combinational, as the sidecar "
+            "says") in r.stdout
