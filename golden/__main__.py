@@ -28,8 +28,9 @@ def main(argv=None, prog: str = "python -m golden") -> int:
                    help="k, a power of two 2..64 (default: %(default)s)")
     v.add_argument("--input", default="fp32",
                    help="quantizer input: fp32, bf16, fp16 (default: %(default)s)")
-    v.add_argument("--output", default="fp32",
+    v.add_argument("--output-format", dest="output", default="fp32",
                    help="dequantizer output: fp32, bf16, fp16 (default: %(default)s)")
+    v.add_argument("--output", dest="output", help=argparse.SUPPRESS)  # deprecated spelling
     v.add_argument("--rounding", default="rne",
                    help="quantizer: rne, rna, rtz, stochastic (default: %(default)s)")
     v.add_argument("--scale-mode", default="floor",
@@ -40,6 +41,10 @@ def main(argv=None, prog: str = "python -m golden") -> int:
     v.add_argument("--seed", type=int, default=1, help="stimulus seed (default: %(default)s)")
     v.add_argument("-o", "--out-dir", required=True, help="directory to write")
     a = p.parse_args(argv)
+    if not 2 <= a.block_size <= 64 or a.block_size & (a.block_size - 1):
+        print(f"{prog}: error: --block-size must be a power of two in 2..64, got "
+              f"{a.block_size}", file=sys.stderr)
+        return 2
     try:
         out = generate(a.unit, a.out_dir, count=a.count, seed=a.seed, fmt=a.format,
                        fmt_b=a.format_b, block_size=a.block_size, input_format=a.input,
@@ -48,6 +53,9 @@ def main(argv=None, prog: str = "python -m golden") -> int:
                        command=f"{prog} " + shlex.join(sys.argv[1:] if argv is None else argv))
     except (ValueError, TypeError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # -o names a path that cannot be a directory
+        print(f"{prog}: error: cannot write into {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
     print(f"wrote {a.count} {a.unit} vectors to {out}/ (README.txt describes the files)")
     return 0

@@ -83,6 +83,11 @@ def units() -> dict[str, UnitSpec]:
 _SRC_ATTR = re.compile(r"^\s*\(\* src = .* \*\)\n", re.M)
 
 
+#: The file names ``-o`` takes: those a simulator build (``python -m tb check``) reads as
+#: Verilog.
+VERILOG_SUFFIXES = (".v", ".sv", ".vh", ".svh")
+
+
 def to_verilog(component, name: str | None = None) -> str:
     """Convert an Amaranth component to one self-contained Verilog module, without the
     ``src`` attributes (they carry absolute paths of the generating machine)."""
@@ -196,6 +201,9 @@ def _generate(spec: UnitSpec, args) -> str:
         out = args.output
         if out.is_dir():
             out = out / f"{component.module_name}.v"
+        elif out.suffix not in VERILOG_SUFFIXES:  # what a simulator build reads as Verilog
+            raise ValueError(f"-o {out}: a Verilog file's name must end in "
+                             f"{', '.join(VERILOG_SUFFIXES)} (or name an existing directory)")
         out = write_component(component, spec.name, out)
         return f"wrote {out} and {out.with_suffix('.json')}" + _models_note(component)
     from .fusesoc import write_unit_core
@@ -247,4 +255,14 @@ def main(argv=None, prog: str = "python -m hw") -> int:
     except (ValueError, TypeError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # an output path that cannot be written
+        print(f"{prog}: error: {output_error(e)}", file=sys.stderr)
+        return 2
     return 2
+
+
+def output_error(e: OSError) -> str:
+    """One line for an output path that cannot be written (``-o``, ``--fusesoc``)."""
+    if isinstance(e, (FileExistsError, NotADirectoryError)):
+        return f"cannot write into {e.filename}: a file is in the way of a directory"
+    return f"cannot write {e.filename}: {e.strerror or e}"

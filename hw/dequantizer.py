@@ -7,6 +7,8 @@ format (0x7FC00000, 0x7FC0, 0x7E00).  Architecture and verification: ``docs/quan
 
 from __future__ import annotations
 
+import argparse
+
 from amaranth.hdl import Cat, Module, Mux
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -209,8 +211,10 @@ def _add_arguments(p):
 
     p.add_argument("--format", required=True, help=format_help())
     p.add_argument("--block-size", type=int, default=32, help="k, a power of two 2..64")
-    p.add_argument("--output", dest="output_format", default="fp32",
+    p.add_argument("--output-format", dest="output_format", default="fp32",
                    help=f"output format: {', '.join(OUTPUTS)}")
+    # the deprecated spelling of --output-format (-o/--output names the Verilog file)
+    p.add_argument("--output", dest="output_format", help=argparse.SUPPRESS)
     p.add_argument("--stages", type=int, default=DEFAULT_STAGES,
                    help="pipeline registers = latency in cycles, 1..6 (default 5)")
 

@@ -160,10 +160,24 @@ def sidecar(component, unit: str, verilog: str | None = None) -> dict:
         "flow_control": {"i_ready": "registered" if component.i_ready_registered
                          else "combinational"},
     })
+    if unit == "dequantizer":  # the contract's NaN and Inf patterns (docs/numerics.md)
+        out["parameters"] = {**out["parameters"],
+                             **special_bits(out["parameters"]["output"])}
     if component.primitives:  # vendor cells: simulation needs their models (hw.dsp)
         out["primitives"] = list(component.primitives)
     out["ports"] = describe_ports(component)
     return out
+
+
+def special_bits(output: str) -> dict:
+    """The dequantizer's ``nan_bits`` and ``inf_bits`` (+Inf, -Inf) for output format
+    ``output``, as the sidecar states them: hex strings (docs/numerics.md section 4)."""
+    from golden.formats import float_format
+
+    ff = float_format(output)
+    width = ff.bits // 4 + 2
+    return {"nan_bits": f"{ff.qnan_bits:#0{width}x}",
+            "inf_bits": [f"{ff.inf_bits:#0{width}x}", f"{ff.inf_bits | ff.sign_mask:#0{width}x}"]}
 
 
 # -- reading and validating ------------------------------------------------------------------
@@ -262,6 +276,14 @@ def validate(meta: dict) -> dict:
         if meta[key]["name"] != port["name"]:
             raise SidecarError(f"sidecar {key}.name {meta[key]['name']!r} is not the port with "
                                f"role {role!r} ({port['name']!r})")
+    stated = {k: meta["parameters"][k] for k in ("nan_bits", "inf_bits")
+              if meta["unit"] == "dequantizer" and k in meta["parameters"]}
+    for key, value in stated.items():
+        want = special_bits(meta["parameters"]["output"])[key]
+        if (value.lower() if isinstance(value, str) else [v.lower() for v in value]) != want:
+            raise SidecarError(f"sidecar parameters.{key} {value!r}: the dequantizer's "
+                               f"{meta['parameters']['output']} {key} are {want!r} "
+                               "(docs/numerics.md section 4)")
     for port in meta["ports"]:
         if "fields" in port:
             _check_fields(port["fields"], 0, port["width"], f"sidecar port {port['name']}")

@@ -7,7 +7,8 @@ import numpy as np
 import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN, ElementFormat, FloatFormat
 
-__all__ = ["describe_float", "describe_code", "describe_scale", "describe_lanes", "MAX_LANES"]
+__all__ = ["describe_float", "describe_code", "describe_scale", "describe_lanes",
+           "nan_differs_only", "MAX_LANES"]
 
 #: Wrong lanes of a mismatching block reported in full (the rest are counted).
 MAX_LANES = 4
@@ -21,6 +22,24 @@ def describe_float(bits: int, float_format: FloatFormat) -> str:
     m = bits & ((1 << float_format.mbits) - 1)
     v = np.array([bits], float_format.uint).view(float_format.dtype)[0]
     return f"{bits:#0{float_format.bits // 4 + 2}x} = {float(v)!r} (s{s} e{e:#x} m{m:#x})"
+
+
+def is_nan_bits(bits, float_format: FloatFormat) -> np.ndarray:
+    """Whether each IEEE pattern of ``float_format`` in ``bits`` is a NaN (any sign and
+    payload): exponent field all ones, fraction not zero."""
+    bits = np.asarray(bits).astype(np.uint64)
+    magnitude = bits & np.uint64(float_format.sign_mask - 1)
+    return magnitude > np.uint64(float_format.inf_bits)
+
+
+def nan_differs_only(expected, actual, float_format: FloatFormat) -> bool:
+    """True when ``expected`` and ``actual`` (IEEE patterns of ``float_format``) differ, and
+    only in lanes where both are NaNs (another sign or payload)."""
+    expected, actual = (np.asarray(x).astype(np.uint64) for x in (expected, actual))
+    wrong = expected != actual
+    return bool(wrong.any()) and bool(
+        (is_nan_bits(expected[wrong], float_format)
+         & is_nan_bits(actual[wrong], float_format)).all())
 
 
 def describe_scale(scale: int) -> str:

@@ -245,10 +245,15 @@ async def reset_in_traffic(dut, model_class: type[UnitModel]) -> None:
     tb = StreamTB(dut, model.in_layout, model.out_layout,
                   backpressure=random_pattern(rng, 0.5), latency=model.latency)
     await tb.reset()
-    await tb.reset_with_data_in_flight(before, after)
-    after.sample_coverage()
-    coverage.sample(tb.stream_coverage())
-    _record(config, model, "reset", len(after), 0)
+    checked = False
+    try:
+        await tb.reset_with_data_in_flight(before, after)
+        after.sample_coverage()
+        checked = True
+    finally:  # the row and the reset's stream coverage also when the test fails
+        coverage.sample(tb.stream_coverage())
+        _record(config, model, "reset", len(after) if checked else tb.scoreboard.checked,
+                tb.scoreboard.mismatches)
 
 
 async def back_to_back(runner: BulkRunner, batch: Batch, latency: int, *, seed: int,

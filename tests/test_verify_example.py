@@ -81,6 +81,8 @@ def test_check_passes_the_fixed_example(seed, tmp_path):
     assert all(bad == 0 for _, bad in rows.values()), rows
     # the bulk sets include the exhaustive sweep: every bf16 value in every lane
     assert rows["bulk"][0] >= (1 << 16), rows
+    # the timing probe measured the two register stages and saw in_ready follow out_ready
+    assert "timing: latency 2 and i_ready combinational, as the sidecar says" in r.stdout
 
 
 # A mismatch report's lane: the input and, per side, the decoded code and its scaled value
@@ -96,6 +98,14 @@ def test_check_finds_the_planted_tie_bug(seed, tmp_path):
     r = run_check(BUGGY_LANE, seed, tmp_path)
     assert r.returncode == 1  # 1: a test failed (2 would be a usage error)
     assert r.stdout.rstrip().endswith("FAIL")
+    # every test fails on the bug, and the report says which, with a row for each
+    assert re.search(rf"^FAILED: mxq_bf16_fp4_k4: 3 of 3 tests failed \(seed {seed}\): "
+                     r"stream, reset_in_traffic, bulk$", r.stdout, re.M), r.stdout[:2000]
+    rows = {test: int(bad) for test, _, _, bad in ROW.findall(r.stdout)}
+    assert set(rows) == {"stream", "reset", "bulk"}, rows
+    # the reset happened with blocks in flight: its coverage bin is hit though the test failed
+    assert "reset_with_data_in_flight" not in r.stdout
+    assert re.search(r"^\[stream\] MISMATCH block \d+ \(rounding=rne", r.stdout, re.M)
     report = r.stdout + r.stderr
     assert "rounding=rne" in report
     lanes = LANE.findall(report)
