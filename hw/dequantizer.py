@@ -18,6 +18,7 @@ from .arith import leading_zeros, wire
 from .elements import block_layout, decode_element, element_binade
 from .params import check_block_size, check_choice, check_stages
 from .pipeline import Pipeline, default_stages, registered_boundaries
+from .registry import UnitSpec, format_help
 from .rounding import RNE, Grid, overflows, round_aligned
 
 __all__ = ["MXDequantizer", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
@@ -205,8 +206,6 @@ class MXDequantizer(wiring.Component):
 
 
 def _add_arguments(p):
-    from .cli import format_help
-
     p.add_argument("--format", required=True, help=format_help())
     p.add_argument("--block-size", type=int, default=32, help="k, a power of two 2..64")
     p.add_argument("--output", dest="output_format", default="fp32",
@@ -220,8 +219,6 @@ def _build(a):
 
 
 def cli_units():
-    from .cli import UnitSpec
-
     defaults = [["--format", f] for f in golden.FORMATS]
     return [UnitSpec("dequantizer", "E8M0 scale + k element codes -> k fp32/bf16/fp16 values",
                      _add_arguments, _build, defaults)]

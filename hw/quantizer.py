@@ -42,6 +42,7 @@ from .pipeline import (
     registered_boundaries,
     stage_sections,
 )
+from .registry import UnitSpec, format_help
 from .rounding import round_increment
 
 __all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "max_tree_split",
@@ -761,8 +762,6 @@ class MXQuantizer(wiring.Component):
 # CLI
 # ----------------------------------------------------------------------------------------------
 def _add_arguments(p):
-    from .cli import format_help
-
     p.add_argument("--format", required=True, help=format_help())
     p.add_argument("--block-size", type=int, default=32, help="k, a power of two 2..64")
     p.add_argument("--input", default="fp32", help=f"input format: {', '.join(INPUTS)}")
@@ -788,8 +787,6 @@ def _build(a):
 
 
 def cli_units():
-    from .cli import UnitSpec
-
     defaults = [["--format", f, "--input", "fp32"] for f in golden.FORMATS]
     defaults += [["--format", f, "--input", "bf16"] for f in ("fp8_e4m3", "fp4_e2m1", "int8")]
     defaults += [["--format", "fp8_e5m2", "--input", "fp16"]]

@@ -34,10 +34,10 @@ from amaranth.lib.wiring import In, Out
 
 import golden
 
-from ..cli import UnitSpec, format_help
 from ..elements import block_layout
 from ..params import check_block_size, check_choice, check_power_of_two, check_stages
 from ..pipeline import Pipeline, default_stages
+from ..registry import UnitSpec, format_help
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
 
