@@ -8,18 +8,18 @@ format (0x7FC00000, 0x7FC0, 0x7E00).  Architecture and verification: ``docs/quan
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
 import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
 from .arith import leading_zeros, wire
 from .elements import block_layout, decode_element, element_binade
-from .params import check_block_size, check_choice, check_stages
-from .pipeline import Pipeline, default_stages, registered_boundaries
+from .params import check_block_size, check_choice
+from .pipeline import default_stages, registered_boundaries
 from .registry import UnitSpec, format_help
 from .rounding import RNE, Grid, overflows, round_aligned
+from .unit import Unit
 
 __all__ = ["MXDequantizer", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
 
@@ -45,7 +45,7 @@ DEQUANTIZER_SECTIONS = {"input": 2.0, "decode": 4.0, "position": 3.0, "align": 3
 DEFAULT_STAGES = default_stages(DEQUANTIZER_SECTIONS.values())
 
 
-class MXDequantizer(wiring.Component):
+class MXDequantizer(Unit):
     """Dequantize one MX block per clock.
 
     Parameters
@@ -84,10 +84,8 @@ class MXDequantizer(wiring.Component):
     rounding: 201.8 MHz, 3,209 LUT4, 4,727 FF (docs/quantizer.md).
     """
 
-    #: ``i.ready`` is a register (the sidecar's ``flow_control``; :class:`hw.pipeline.Pipeline`).
-    i_ready_registered = True
-    #: Vendor cells the Verilog instantiates (the sidecar's ``primitives``): none.
-    primitives = ()
+    #: The sections of the datapath (:data:`DEQUANTIZER_SECTIONS`).
+    sections = DEQUANTIZER_SECTIONS
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, output_format="fp32", *,
                  stages=DEFAULT_STAGES):
@@ -95,18 +93,11 @@ class MXDequantizer(wiring.Component):
         self.block_size = check_block_size(block_size)
         self.output_format = golden.float_format(check_choice("output format", output_format,
                                                               OUTPUTS))
-        self.max_stages = len(DEQUANTIZER_SECTIONS)  # the deepest pipeline
-        self.stages = check_stages(stages, self.max_stages)
-        self.latency = self.stages
+        self._choose_stages(stages, DEQUANTIZER_SECTIONS)
         k = self.block_size
-        self.in_layout = block_layout(self.fmt, k)
-        self.out_layout = data.StructLayout({
+        super().__init__(block_layout(self.fmt, k), data.StructLayout({
             "data": data.ArrayLayout(self.output_format.bits, k),
-        })
-        super().__init__({
-            "i": In(stream.Signature(self.in_layout)),
-            "o": Out(stream.Signature(self.out_layout)),
-        })
+        }))
 
     @property
     def module_name(self) -> str:
@@ -123,7 +114,7 @@ class MXDequantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, output_format, k = self.fmt, self.output_format, self.block_size
-        pipe = Pipeline(m, DEQUANTIZER_SECTIONS, self.stages, name="d")
+        pipe = self.pipeline(m, "d")
 
         # -- input: the block's part of every result exponent, beside the port registers ----
         # above = top - emin_out = block + lane: the scale's binade relative to the output's

@@ -8,8 +8,7 @@ Architecture, interface timing and verification: ``docs/quantizer.md``.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Value, unsigned
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 from amaranth.utils import bits_for
 
 import golden
@@ -34,16 +33,15 @@ from .arith import (
     wire,
 )
 from .elements import block_layout, encode_element
-from .params import check_block_size, check_choice, check_int, check_stages
+from .params import check_block_size, check_choice, check_int
 from .pipeline import (
-    Pipeline,
     critical_stage,
-    default_stages,
     registered_boundaries,
     stage_sections,
 )
 from .registry import UnitSpec, format_help
 from .rounding import round_increment
+from .unit import Unit
 
 __all__ = ["MXQuantizer", "quantizer_sections", "max_tree_radices", "max_tree_split",
            "exponent_field_tree", "subnormal_shift_bits", "NORM_SHIFT_BITS", "TREE_LEVEL_DELAY",
@@ -268,7 +266,7 @@ def quantizer_sections(fmt, block_size: int, stages: int | None = None, input_fo
                      max_tree_split(fmt, block_size, stages, input_format, rceil), rceil)
 
 
-class MXQuantizer(wiring.Component):
+class MXQuantizer(Unit):
     """Quantize one block of ``block_size`` values per clock to an MX format.
 
     Parameters
@@ -317,8 +315,6 @@ class MXQuantizer(wiring.Component):
     in the first cycle of a stall (``docs/quantizer.md``, flow control).
     """
 
-    #: ``i.ready`` is a register (the sidecar's ``flow_control``; :class:`hw.pipeline.Pipeline`).
-    i_ready_registered = True
     #: Whether synthesis may make a stage register's clear its synchronous reset
     #: (:class:`hw.pipeline.Pipeline`'s ``extract_reset``): no.  With every stage at three LUT
     #: levels or fewer, that reset's LSR pin was the worst path; without it, bf16 -> fp8_e4m3
@@ -331,8 +327,6 @@ class MXQuantizer(wiring.Component):
     #: q_amax2_cmp``, 1.0 ns logic + 4.0-4.1 ns routing) at 199.4 MHz; with parts of 160
     #: bits it placed at 217.2 (216.5-219.4, seeds 1-3; docs/quantizer.md, flow control).
     enable_load = 160
-    #: Vendor cells the Verilog instantiates (the sidecar's ``primitives``): none.
-    primitives = ()
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, input_format="fp32", *, rounding="rne",
                  scale_mode="floor", random_bits=8, stages=None):
@@ -348,10 +342,8 @@ class MXQuantizer(wiring.Component):
         self.random_bits = random_bits if self.stochastic else 0
         # the deepest pipeline: every boundary of the split tree's sections registered
         tree_args = (self.input_format, scale_mode != "floor")
-        deepest = quantizer_sections(self.fmt, self.block_size, None, *tree_args)
-        self.max_stages = len(deepest)
-        self.stages = check_stages(default_stages(deepest.values()) if stages is None
-                                   else stages, self.max_stages)
+        self._choose_stages(stages, quantizer_sections(self.fmt, self.block_size, None,
+                                                       *tree_args))
         self.exponent_field_tree = exponent_field_tree(self.fmt, *tree_args)
         self.tree_radices = max_tree_radices(self.fmt, self.block_size, *tree_args)
         self.tree_split = max_tree_split(self.fmt, self.block_size, self.stages, *tree_args)
@@ -361,7 +353,6 @@ class MXQuantizer(wiring.Component):
                 and b.startswith(f"amax{len(self.tree_radices)}")]
         self.scale_copies_at = next((b for b in reversed(tail) if b in registered), None)
         self.scale_copies = min(SCALE_COPIES, self.block_size)
-        self.latency = self.stages
 
         k = self.block_size
         fields = {"data": data.ArrayLayout(self.input_format.bits, k)}
@@ -371,12 +362,7 @@ class MXQuantizer(wiring.Component):
             fields["rounding"] = unsigned(2)
         if scale_mode == "runtime":
             fields["scale_mode"] = unsigned(1)
-        self.in_layout = data.StructLayout(fields)
-        self.out_layout = block_layout(self.fmt, k)
-        super().__init__({
-            "i": In(stream.Signature(self.in_layout)),
-            "o": Out(stream.Signature(self.out_layout)),
-        })
+        super().__init__(data.StructLayout(fields), block_layout(self.fmt, k))
 
     @property
     def module_name(self) -> str:
@@ -398,8 +384,7 @@ class MXQuantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, input_format, k = self.fmt, self.input_format, self.block_size
-        pipe = Pipeline(m, self.sections, self.stages, name="q", enable_load=self.enable_load,
-                        extract_reset=self.extract_reset)
+        pipe = self.pipeline(m, "q")
 
         def cross(fields, name):  # a section boundary: one struct signal, maybe registered
             return pipe.boundary(wire(m, fields, f"q_{name}_in"), name)

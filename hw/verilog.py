@@ -3,7 +3,7 @@
 A unit (a component of :func:`hw.registry.units`) provides ``module_name`` (a Verilog
 identifier that encodes its parameters), ``parameters`` (a JSON-able dict), ``latency``
 (cycles, int), ``i_ready_registered`` (bool) and ``primitives`` (vendor cells, a tuple of
-str); the sidecar is :mod:`hw.sidecar`.
+str): a :class:`hw.unit.Unit`.  The sidecar is :mod:`hw.sidecar`.
 """
 
 from __future__ import annotations
