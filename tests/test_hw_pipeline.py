@@ -351,3 +351,83 @@ def test_extract_reset_marks_every_register():
         assert any(n.endswith(kind) for n in names), (kind, names)
     with pytest.raises(TypeError, match="extract_reset must be a bool, not 0"):
         Pipeline(Module(), SECTIONS, 2, extract_reset=0)
+
+
+# -- scopes: two steps on one pipeline ---------------------------------------------------------
+#: One toy step's sections; two steps of these names share a pipeline through scopes.
+STEP = {"decode": 1.0, "round": 2.0}
+
+
+def _toy_step(scope, x, add):
+    """A toy datapath placed through ``scope``: ``decode`` adds ``add``, ``round`` doubles;
+    one named signal of its own (``scope.name``)."""
+    m = scope.module
+    y = Signal(16, name=scope.name("sum"))
+    m.d.comb += y.eq(x + add)
+    y = scope.boundary(y, "decode")
+    return scope.boundary((y << 1)[:16], "round")
+
+
+class _TwoSteps(Elaboratable):
+    """Two scoped toy steps, ``s0`` then ``s1``, in series on one Pipeline: out = ((x + 3) * 2
+    + 5) * 2 (mod 2^16)."""
+
+    def __init__(self, stages):
+        from hw.pipeline import scoped_sections
+
+        self.sections = {**scoped_sections("s0", STEP), **scoped_sections("s1", STEP)}
+        self.stages = stages
+        self.i_valid, self.i_ready, self.i_data = Signal(), Signal(), Signal(16)
+        self.o_valid, self.o_ready, self.o_data = Signal(), Signal(), Signal(16)
+
+    def elaborate(self, platform):
+        m = Module()
+        pipe = Pipeline(m, self.sections, self.stages, name="t")
+        s0, s1 = pipe.scope("s0"), pipe.scope("s1")
+        x = _toy_step(s1, _toy_step(s0, self.i_data, 3), 5)
+        m.d.comb += self.o_data.eq(x)
+        pipe.connect(i_valid=self.i_valid, i_ready=self.i_ready, o_valid=self.o_valid,
+                     o_ready=self.o_ready)
+        return m
+
+
+def _two_steps(v):
+    return ((((v + 3) * 2) & 0xFFFF) + 5) * 2 & 0xFFFF
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+def test_two_scoped_steps_share_a_pipeline(stages, seed):
+    """Two steps with the same section names on one pipeline: every block comes out once, in
+    order, through both; with valid and ready high, one per clock, ``stages`` cycles late."""
+    dut = _TwoSteps(stages)
+    sent, got, _ = _run(dut, 0.7, 0.6, 40, seed)
+    assert got == [_two_steps(v) for _, v in sent][:len(got)] and len(got) == 40
+    sent, got, out_cycles = _run(_TwoSteps(stages), 1.0, 1.0, 12, seed)
+    assert got == [_two_steps(v) for _, v in sent][:12]
+    assert out_cycles == [c + stages for c in range(12)]
+
+
+def test_scopes_name_sections_and_signals():
+    """A scope's boundaries and signals carry its prefix (both steps' ``decode`` registers
+    and named signals are there, apart); without a scope a second step's ``decode`` is
+    rejected, and the scope without a prefix names everything as the pipeline does."""
+    from amaranth.back import rtlil
+
+    text = rtlil.convert(_TwoSteps(4), ports=[])
+    for scope in ("s0", "s1"):
+        assert f"wire width 16 \\t_{scope}_decode\n" in text
+        assert f"wire width 16 \\t_{scope}_round\n" in text
+        assert f"wire width 16 \\{scope}_sum\n" in text
+    pipe = Pipeline(Module(), {**STEP, "output": 1.0}, 3, name="t")
+    pipe.boundary(Signal(4), "decode")
+    pipe.boundary(Signal(4), "round")
+    with pytest.raises(ValueError, match="boundary 'decode' crossed where 'output'"):
+        pipe.boundary(Signal(4), "decode")
+    plain = Pipeline(Module(), SECTIONS, 4, name="t").scope()
+    assert plain.section("a") == "a" and plain.name("x") == "x"
+    assert plain.signal_name("a") == "t_a" and plain.names == tuple(SECTIONS)
+    inner = Pipeline(Module(), {"q0_x_a": 1.0}, 1, name="t").scope("q0").scope("x")
+    assert inner.section("a") == "q0_x_a" and inner.names == ("a",)
+    for bad in ("", "a-b", "q 0", 3):
+        with pytest.raises((ValueError, TypeError), match="scope prefix"):
+            Pipeline(Module(), SECTIONS, 4, name="t").scope(bad)

@@ -1,0 +1,121 @@
+"""Scopes: several steps on one pipeline, each with its own names.
+
+A step (a datapath function) places its sections on a :class:`hw.pipeline.Pipeline` it is
+given through a :class:`PipelineScope` (:meth:`hw.pipeline.Pipeline.scope`), which prefixes the
+step's section names and signal names with the scope's name.  Two steps whose sections have
+the same names (a dot step's ``decode`` and a quantizer's) then follow one another on one
+pipeline, with one flow control: the unit declares both steps' sections, prefixed
+(:func:`scoped_sections`), in datapath order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .arith import wire
+
+__all__ = ["PipelineScope", "scoped_sections"]
+
+
+def scoped_sections(prefix: str | None, sections: Mapping[str, float]) -> dict[str, float]:
+    """A step's ``sections`` (name -> delay) as a pipeline declares them for the step's scope
+    ``prefix`` (:meth:`hw.pipeline.Pipeline.scope`): ``<prefix>_<name>``, or unchanged
+    without a prefix."""
+    return {_join(prefix, name): delay for name, delay in sections.items()}
+
+
+def _join(prefix: str | None, name: str) -> str:
+    return name if prefix is None else f"{prefix}_{name}"
+
+
+class PipelineScope:
+    """One step's view of a :class:`hw.pipeline.Pipeline`: the same boundaries, named within
+    a scope.
+
+    A step (a datapath function given a scope) crosses its boundaries by their own names
+    (``decode``); the scope crosses the pipeline's ``<prefix>_decode``, whose registers are
+    then named ``<pipeline>_<prefix>_decode...``.  :meth:`name` prefixes the names of the
+    step's own signals the same way.  Without a prefix every name is the pipeline's own, so a
+    unit with one step builds the same netlist through its scope as on the pipeline itself.
+
+    Parameters
+    ----------
+    pipeline : hw.pipeline.Pipeline
+    prefix : str or None
+        The scope's name: a Verilog identifier fragment (letters, digits, ``_``), or None.
+    """
+
+    def __init__(self, pipeline, prefix: str | None = None):
+        if prefix is not None and (not isinstance(prefix, str) or not prefix
+                                   or not prefix.replace("_", "a").isalnum()
+                                   or not prefix.isascii()):
+            raise ValueError(f"a scope prefix is a non-empty identifier (letters, digits, _), "
+                             f"not {prefix!r}")
+        self._pipeline = pipeline
+        self._prefix = prefix
+
+    @property
+    def pipeline(self):
+        return self._pipeline
+
+    @property
+    def prefix(self) -> str | None:
+        return self._prefix
+
+    @property
+    def module(self):
+        """The pipeline's module, where the step builds its logic."""
+        return self._pipeline.module
+
+    def section(self, name: str) -> str:
+        """The pipeline's name of this scope's boundary ``name``."""
+        return _join(self._prefix, name)
+
+    def name(self, name: str) -> str:
+        """A signal name within this scope: ``<prefix>_<name>``, or ``name`` without one."""
+        return _join(self._prefix, name)
+
+    def signal_name(self, name: str) -> str:
+        """A signal name that also carries the pipeline's prefix, as its own registers do:
+        ``<pipeline>_<prefix>_<name>``."""
+        return f"{self._pipeline.name}_{self.section(name)}"
+
+    def scope(self, prefix: str) -> PipelineScope:
+        """A scope within this one: ``<this prefix>_<prefix>``."""
+        return PipelineScope(self._pipeline, _join(self._prefix, prefix))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """This scope's boundaries (of the pipeline's, those in the scope), by their names in
+        the scope, in datapath order."""
+        if self._prefix is None:
+            return self._pipeline.names
+        head = f"{self._prefix}_"
+        return tuple(b[len(head):] for b in self._pipeline.names if b.startswith(head))
+
+    def registers(self, name: str) -> bool:
+        """:meth:`hw.pipeline.Pipeline.registers` of this scope's boundary ``name``."""
+        return self._pipeline.registers(self.section(name))
+
+    def enable(self, name: str):
+        """:meth:`hw.pipeline.Pipeline.enable` of this scope's boundary ``name``."""
+        return self._pipeline.enable(self.section(name))
+
+    def boundary(self, value, name: str):
+        """:meth:`hw.pipeline.Pipeline.boundary`: carry ``value`` over this scope's boundary
+        ``name``."""
+        return self._pipeline.boundary(value, self.section(name))
+
+    def cross(self, fields, name: str):
+        """``fields`` (a Value, or a dict or list of them: :func:`hw.arith.wire`) as one
+        signal ``<pipeline>_<prefix>_<name>_in``, carried over this scope's boundary ``name``:
+        a section's state crossing its boundary, a ``data.View`` for a struct."""
+        return self.boundary(wire(self.module, fields, self.signal_name(f"{name}_in")), name)
+
+    def replicate(self, value, name: str, copies: int) -> list:
+        """:meth:`hw.pipeline.Pipeline.replicate` over this scope's boundary ``name``."""
+        return self._pipeline.replicate(value, self.section(name), copies)
+
+    def hold_when(self, flag):
+        """:meth:`hw.pipeline.Pipeline.hold_when` (one flag for the whole pipeline)."""
+        self._pipeline.hold_when(flag)
