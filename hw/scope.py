@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .arith import wire
+from .nets import wire
 
 __all__ = ["PipelineScope", "scoped_sections"]
 
