@@ -31,7 +31,7 @@ from .placement import (
     stage_delays,
     stage_sections,
 )
-from .scope import PipelineScope, scoped_sections
+from .scope import SAME, PipelineScope, scoped_sections
 
 __all__ = ["Pipeline", "PipelineScope", "scoped_sections", "place_registers", "stage_sections",
            "stage_delays", "critical_stage", "registered_boundaries", "default_stages",
@@ -170,11 +170,20 @@ class Pipeline:
         """The module the pipeline's registers (and its steps' logic) are built in."""
         return self._m
 
-    def scope(self, prefix: str | None = None) -> PipelineScope:
-        """A view of this pipeline for one step: its boundary ``b`` is the pipeline's
-        ``<prefix>_b`` and its signals are named ``<prefix>_...`` (:class:`PipelineScope`);
-        with no ``prefix``, the pipeline's own names."""
-        return PipelineScope(self, prefix)
+    def scope(self, prefix: str | None = None, *, sections=SAME) -> PipelineScope:
+        """A view of this pipeline for one step (:class:`hw.scope.PipelineScope`): its
+        signals are named ``<prefix>_...`` and its boundary ``b`` is the pipeline's
+        ``<sections>_b`` (``sections`` defaults to ``prefix``; with neither, the pipeline's
+        own names).  Steps in scopes of the same ``sections`` run beside each other on those
+        sections: the first to cross a boundary crosses it (:meth:`boundary`), the others
+        cross it beside it (:meth:`beside`)."""
+        return PipelineScope(self, prefix, sections)
+
+    def crossed(self, name: str) -> bool:
+        """Whether the boundary ``name`` has been crossed."""
+        if name not in self._names:
+            raise ValueError(f"no boundary {name!r}; declared: {', '.join(self._names)}")
+        return name in self._names[:self._index]
 
     @property
     def registered(self) -> tuple[bool, ...]:
@@ -266,6 +275,32 @@ class Pipeline:
         if isinstance(reg, data.View):
             return reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
         return Mux(enable, reg, skid)
+
+    def beside(self, value, name: str, tag: str):
+        """Carry ``value`` over the boundary ``name``, which another datapath has crossed, in
+        registers of its own named ``<pipeline name>_<tag>``: a second step on the same
+        sections (:meth:`scope`), in the same stages.  They load on enable copies of their
+        own of the boundary's stage (numbered after its others, as :meth:`replicate`'s); at
+        the last boundary with a skid register of their own, as the first datapath's.
+        Returns ``value`` itself where ``name`` holds no register."""
+        if not self.crossed(name):
+            raise ValueError(f"boundary {name!r} is not crossed yet: a step beside another "
+                             f"crosses a boundary after it")
+        if not self.registers(name):
+            return value
+        stage_copies = self._copies_by_name[name]
+        width = len(Value.cast(value))
+        enables = [Signal(name=f"{self._name}_{name}_en{len(stage_copies) + p}")
+                   for p in range(len(enable_parts(width, self._enable_load)))]
+        stage_copies.extend(enables)
+        tag = f"{self._name}_{tag}"
+        reg = self._register(value, enables, tag)
+        if name != self._names[-1]:
+            return reg
+        skid = self._register(reg, enables, f"{tag}_skid")  # as boundary's, on these copies
+        if isinstance(reg, data.View):
+            return reg.shape()(Mux(enables[0], reg.as_value(), skid.as_value()))
+        return Mux(enables[0], reg, skid)
 
     def replicate(self, value, name: str, copies: int) -> list:
         """``value`` carried over the boundary ``name`` in ``copies`` registers, each loaded
