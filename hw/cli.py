@@ -8,113 +8,27 @@ Usage::
     python -m hw list                             # units and their options
     python -m hw generate quantizer --format int8 --fusesoc cores/   # plus a FuseSoC core
 
-Each unit family module (``hw.quantizer``, ``hw.dequantizer``, ``hw.dot``) contributes
-:class:`UnitSpec` entries through its public ``cli_units()`` function; this module only holds
-the shared machinery: argument parsing, error reporting (one line, exit status 2), Verilog
-conversion; the sidecar is :mod:`hw.sidecar`.
-
-A generated component must provide ``module_name`` (a Verilog identifier that encodes its
-parameters), ``parameters`` (a JSON-able dict), ``latency`` (cycles, int) and
-``i_ready_registered`` (bool) attributes (:mod:`hw.sidecar`).
+The units come from the registry (:func:`hw.registry.units`); this module only holds the
+command line: argument parsing, help, error reporting (one line, exit status 2).  Writing a
+unit's Verilog and sidecar is :mod:`hw.verilog`, its FuseSoC core :mod:`hw.fusesoc`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
-import re
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from .fusesoc import write_unit_core
+from .registry import UnitSpec, format_help, units
 from .sidecar import sidecar
+from .verilog import VERILOG_SUFFIXES, to_verilog, write_component
 
-UNIT_MODULES = ("hw.quantizer", "hw.dequantizer", "hw.dot")
+__all__ = ["DESCRIPTION", "HelpFormatter", "option_defaults", "units_summary", "main",
+           # the registry's and hw.verilog's names, for the command line's users
+           "UnitSpec", "units", "format_help", "sidecar", "to_verilog", "write_component"]
+
 DESCRIPTION = "Write synthesizable Verilog (plus a JSON sidecar) for the MX units."
-
-
-@dataclass(frozen=True)
-class UnitSpec:
-    """One ``generate`` subcommand.
-
-    Parameters
-    ----------
-    name : str
-        Subcommand name, e.g. ``"quantizer"``.
-    help : str
-    add_arguments : callable(argparse.ArgumentParser)
-        Adds the unit's options (``-o`` is added by the CLI).
-    build : callable(argparse.Namespace) -> Component
-        Elaborates the component from parsed options; raises ``ValueError``/``TypeError`` for
-        bad parameters (reported as a one-line error).
-    defaults : list of list of str
-        Argument lists of the default configurations written by ``make verilog``.
-    """
-
-    name: str
-    help: str
-    add_arguments: Callable
-    build: Callable
-    defaults: list = field(default_factory=list)
-
-    def parser(self, **kwargs) -> argparse.ArgumentParser:
-        """A parser of this unit's options alone (``kwargs`` go to ``ArgumentParser``)."""
-        p = argparse.ArgumentParser(**kwargs)
-        self.add_arguments(p)
-        return p
-
-    def build_from(self, argv: list[str]):
-        """The component for the argument list ``argv`` (options as on the command line)."""
-        return self.build(self.parser().parse_args(argv))
-
-
-def units() -> dict[str, UnitSpec]:
-    """Every ``generate`` subcommand, by name, from the unit family modules."""
-    found = {}
-    for mod_name in UNIT_MODULES:
-        mod = importlib.import_module(mod_name)
-        for spec in mod.cli_units():
-            found[spec.name] = spec
-    return found
-
-
-_SRC_ATTR = re.compile(r"^\s*\(\* src = .* \*\)\n", re.M)
-
-
-#: The file names ``-o`` takes: those a simulator build (``python -m tb check``) reads as
-#: Verilog.
-VERILOG_SUFFIXES = (".v", ".sv", ".vh", ".svh")
-
-
-def to_verilog(component, name: str | None = None) -> str:
-    """Convert an Amaranth component to one self-contained Verilog module, without the
-    ``src`` attributes (they carry absolute paths of the generating machine)."""
-    from amaranth.back import verilog
-
-    text = verilog.convert(component, name=name or component.module_name,
-                           strip_internal_attrs=True)
-    return _SRC_ATTR.sub("", text)
-
-
-def write_component(component, unit: str, out: Path) -> Path:
-    """Write ``out`` (Verilog) and its ``.json`` sidecar for an elaborated-ready component."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    verilog = to_verilog(component)
-    out.write_text(verilog)
-    meta = sidecar(component, unit, verilog)
-    out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
-    return out
-
-
-# -- the command line ------------------------------------------------------------------------
-def format_help(what: str = "element format") -> str:
-    """Help text of a format option: the names of :data:`golden.FORMATS`."""
-    import golden
-
-    example = next(iter(golden.FORMATS.values())).aliases[0]
-    return f"{what}: {', '.join(golden.FORMATS)} (or an alias, e.g. {example})"
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
@@ -206,8 +120,6 @@ def _generate(spec: UnitSpec, args) -> str:
                              f"{', '.join(VERILOG_SUFFIXES)} (or name an existing directory)")
         out = write_component(component, spec.name, out)
         return f"wrote {out} and {out.with_suffix('.json')}" + _models_note(component)
-    from .fusesoc import write_unit_core
-
     out = write_component(component, spec.name, args.fusesoc / f"{component.module_name}.v")
     core, vlnv = write_unit_core(component.module_name, args.fusesoc, description=spec.help,
                                  primitives=component.primitives)

@@ -61,7 +61,8 @@ def usage() -> str:
         lines.append(f"  {'':9s} (= {cmd.python_m} {name}{needs})")
     lines.append("")
     try:
-        from .cli import units, units_summary
+        from .cli import units_summary
+        from .registry import units
 
         lines.append(units_summary(units(), PROG))
     except ModuleNotFoundError as e:  # the base install: golden only

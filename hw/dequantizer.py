@@ -10,19 +10,21 @@ from __future__ import annotations
 import argparse
 
 from amaranth.hdl import Cat, Module, Mux
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
 import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
-from .arith import leading_zeros, wire
+from .arith import leading_zeros
 from .elements import block_layout, decode_element, element_binade
-from .params import check_block_size, check_choice, check_stages
-from .pipeline import Pipeline, default_stages, registered_boundaries
+from .params import check_block_size, check_choice
+from .pipeline import default_stages, registered_boundaries
+from .registry import UnitSpec, format_help
 from .rounding import RNE, Grid, overflows, round_aligned
+from .unit import Unit
 
-__all__ = ["MXDequantizer", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
+__all__ = ["MXDequantizer", "dequantize_step", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES",
+           "cli_units"]
 
 OUTPUTS = ("fp32", "bf16", "fp16")
 
@@ -46,7 +48,7 @@ DEQUANTIZER_SECTIONS = {"input": 2.0, "decode": 4.0, "position": 3.0, "align": 3
 DEFAULT_STAGES = default_stages(DEQUANTIZER_SECTIONS.values())
 
 
-class MXDequantizer(wiring.Component):
+class MXDequantizer(Unit):
     """Dequantize one MX block per clock.
 
     Parameters
@@ -85,10 +87,8 @@ class MXDequantizer(wiring.Component):
     rounding: 201.8 MHz, 3,209 LUT4, 4,727 FF (docs/quantizer.md).
     """
 
-    #: ``i.ready`` is a register (the sidecar's ``flow_control``; :class:`hw.pipeline.Pipeline`).
-    i_ready_registered = True
-    #: Vendor cells the Verilog instantiates (the sidecar's ``primitives``): none.
-    primitives = ()
+    #: The sections of the datapath (:data:`DEQUANTIZER_SECTIONS`).
+    sections = DEQUANTIZER_SECTIONS
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, output_format="fp32", *,
                  stages=DEFAULT_STAGES):
@@ -96,18 +96,11 @@ class MXDequantizer(wiring.Component):
         self.block_size = check_block_size(block_size)
         self.output_format = golden.float_format(check_choice("output format", output_format,
                                                               OUTPUTS))
-        self.max_stages = len(DEQUANTIZER_SECTIONS)  # the deepest pipeline
-        self.stages = check_stages(stages, self.max_stages)
-        self.latency = self.stages
+        self._choose_stages(stages, DEQUANTIZER_SECTIONS)
         k = self.block_size
-        self.in_layout = block_layout(self.fmt, k)
-        self.out_layout = data.StructLayout({
+        super().__init__(block_layout(self.fmt, k), data.StructLayout({
             "data": data.ArrayLayout(self.output_format.bits, k),
-        })
-        super().__init__({
-            "i": In(stream.Signature(self.in_layout)),
-            "o": Out(stream.Signature(self.out_layout)),
-        })
+        }))
 
     @property
     def module_name(self) -> str:
@@ -123,92 +116,102 @@ class MXDequantizer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        fmt, output_format, k = self.fmt, self.output_format, self.block_size
-        pipe = Pipeline(m, DEQUANTIZER_SECTIONS, self.stages, name="d")
-
-        # -- input: the block's part of every result exponent, beside the port registers ----
-        # above = top - emin_out = block + lane: the scale's binade relative to the output's
-        # lowest binade, plus the element's floor(log2(value)).
-        emin_out = 1 - output_format.bias
-        scale = self.i.payload.scale
-        block_above = scale - (SCALE_BIAS + emin_out)  # signed
-        payload = pipe.boundary(wire(m, {
-            "codes": self.i.payload.codes, "nan": scale == SCALE_NAN,
-            "above": block_above, "below": -block_above}, "d_input_in"), "input")
-
-        # -- decode: sign, specials, normalized significand and its binade (a table) ---------
-        lanes = []
-        for i in range(k):
-            el = decode_element(m, payload.codes[i], fmt, f"lane{i}")
-            lz = leading_zeros(m, el.sig, name=f"lane{i}_lz")
-            # Each lane keeps its own copy of the block's exponent, cleared in a zero lane
-            # (whose exponent is never used): lane-specific, so synthesis keeps 32 copies
-            # instead of merging them into one register whose route to all 32 lanes' adders
-            # was the critical path (3.4 ns of routing).
-            lanes.append({"neg": el.neg, "zero": el.zero, "sig": (el.sig << lz)[:len(el.sig)],
-                          "binade": element_binade(m, el.mag, fmt, f"lane{i}_binade"),
-                          "above": Mux(el.zero, 0, payload.above),
-                          "below": Mux(el.zero, 0, payload.below),
-                          "nan": el.nan | payload.nan, "inf": el.inf})
-        lanes = pipe.boundary(wire(m, lanes, "d_decode_in"), "decode")
-
-        # -- position on the output grid: top - emin_out in both signs, then the shift amount
-        # (non-zero only for a subnormal result) and the binade as a select on its sign -----
-        grid = Grid(sig_width=len(lanes[0].sig), emin=emin_out,
-                    mbits=output_format.mbits, top_min=fmt.lsb_exp - SCALE_BIAS)
-        placed = []
-        for i in range(k):
-            ln = lanes[i]
-            placed.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
-                           "sig": ln.sig,
-                           "position": grid.position(m, ln.above + ln.binade,
-                                                     ln.below - ln.binade,
-                                                     name=f"lane{i}_rnd")})
-        lanes = pipe.boundary(wire(m, placed, "d_position_in"), "position")
-
-        # -- align onto the output grid ----------------------------------------------------------
-        aligned = []
-        for i in range(k):
-            ln = lanes[i]
-            aligned.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
-                            "grid": grid.align(m, ln.sig, ln.position, name=f"lane{i}_rnd")})
-        lanes = pipe.boundary(wire(m, aligned, "d_align_in"), "align")
-
-        # -- round to the output format (exact for fp32), and overflow beside it -------------
-        # Overflow is a test of the registered binade (hw.rounding.overflows), in parallel with
-        # the increment's carry chain, so the output stage's selects depend on registered
-        # flags alone.
-        inf_code, qnan = output_format.inf_bits, output_format.qnan_bits
-        ebits_out = output_format.bits - 1 - output_format.mbits
-        assert inf_code == ((1 << ebits_out) - 1) << output_format.mbits  # overflows' premise
-        rounded = []
-        for i in range(k):
-            ln = lanes[i]
-            overflow = overflows(m, ln.grid.binade, ebits=ebits_out, name=f"lane{i}_overflow")
-            rounded.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan,
-                            "inf": ln.inf | overflow,
-                            "code": round_aligned(m, ln.grid, mbits=output_format.mbits,
-                                                  rounding=RNE, name=f"lane{i}_rnd")})
-        lanes = pipe.boundary(wire(m, rounded, "d_round_in"), "round")
-
-        # -- output: Inf (specials and overflow), zeros and NaN --------------------------------
-        out = []
-        for i in range(k):
-            ln = lanes[i]
-            mag = Mux(ln.inf, inf_code, ln.code)
-            mag = Mux(ln.zero, 0, mag)[:output_format.bits - 1]
-            out.append(Mux(ln.nan, qnan, Cat(mag, ln.neg)))
-        res = pipe.boundary(wire(m, {"data": out}, "d_output_in"), "output")
-
+        pipe = self.pipeline(m, "d")
+        res = dequantize_step(pipe.scope(), self.fmt, self.output_format, self.block_size,
+                              self.i.payload)
         m.d.comb += self.o.payload.eq(res)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready,
                      o_valid=self.o.valid, o_ready=self.o.ready)
         return m
 
 
-def _add_arguments(p):
-    from .cli import format_help
+def dequantize_step(scope, fmt, output_format, block_size: int, payload):
+    """Place the dequantizer's sections (:data:`DEQUANTIZER_SECTIONS`, in the scope), ``input``
+    to ``output``, through ``scope`` (a :class:`hw.pipeline.PipelineScope`).
 
+    ``payload`` is the block before the ``input`` boundary (``scale`` and ``codes`` of
+    ``block_size`` codes of ``fmt``, :func:`hw.elements.block_layout`); returns the view after
+    the ``output`` boundary: ``data``, the values in ``output_format``.
+    """
+    m, k = scope.module, block_size
+
+    # -- input: the block's part of every result exponent, beside the port registers ----
+    # above = top - emin_out = block + lane: the scale's binade relative to the output's
+    # lowest binade, plus the element's floor(log2(value)).
+    emin_out = 1 - output_format.bias
+    scale = payload.scale
+    block_above = scale - (SCALE_BIAS + emin_out)  # signed
+    payload = scope.cross({"codes": payload.codes, "nan": scale == SCALE_NAN,
+                           "above": block_above, "below": -block_above}, "input")
+
+    # -- decode: sign, specials, normalized significand and its binade (a table) ---------
+    lanes = []
+    for i in range(k):
+        el = decode_element(m, payload.codes[i], fmt, scope.name(f"lane{i}"))
+        lz = leading_zeros(m, el.sig, name=scope.name(f"lane{i}_lz"))
+        # Each lane keeps its own copy of the block's exponent, cleared in a zero lane
+        # (whose exponent is never used): lane-specific, so synthesis keeps 32 copies
+        # instead of merging them into one register whose route to all 32 lanes' adders
+        # was the critical path (3.4 ns of routing).
+        lanes.append({"neg": el.neg, "zero": el.zero, "sig": (el.sig << lz)[:len(el.sig)],
+                      "binade": element_binade(m, el.mag, fmt, scope.name(f"lane{i}_binade")),
+                      "above": Mux(el.zero, 0, payload.above),
+                      "below": Mux(el.zero, 0, payload.below),
+                      "nan": el.nan | payload.nan, "inf": el.inf})
+    lanes = scope.cross(lanes, "decode")
+
+    # -- position on the output grid: top - emin_out in both signs, then the shift amount
+    # (non-zero only for a subnormal result) and the binade as a select on its sign -----
+    grid = Grid(sig_width=len(lanes[0].sig), emin=emin_out,
+                mbits=output_format.mbits, top_min=fmt.lsb_exp - SCALE_BIAS)
+    placed = []
+    for i in range(k):
+        ln = lanes[i]
+        placed.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
+                       "sig": ln.sig,
+                       "position": grid.position(m, ln.above + ln.binade,
+                                                 ln.below - ln.binade,
+                                                 name=scope.name(f"lane{i}_rnd"))})
+    lanes = scope.cross(placed, "position")
+
+    # -- align onto the output grid ----------------------------------------------------------
+    aligned = []
+    for i in range(k):
+        ln = lanes[i]
+        aligned.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
+                        "grid": grid.align(m, ln.sig, ln.position,
+                                           name=scope.name(f"lane{i}_rnd"))})
+    lanes = scope.cross(aligned, "align")
+
+    # -- round to the output format (exact for fp32), and overflow beside it -------------
+    # Overflow is a test of the registered binade (hw.rounding.overflows), in parallel with
+    # the increment's carry chain, so the output stage's selects depend on registered
+    # flags alone.
+    inf_code, qnan = output_format.inf_bits, output_format.qnan_bits
+    ebits_out = output_format.bits - 1 - output_format.mbits
+    assert inf_code == ((1 << ebits_out) - 1) << output_format.mbits  # overflows' premise
+    rounded = []
+    for i in range(k):
+        ln = lanes[i]
+        overflow = overflows(m, ln.grid.binade, ebits=ebits_out,
+                             name=scope.name(f"lane{i}_overflow"))
+        rounded.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan,
+                        "inf": ln.inf | overflow,
+                        "code": round_aligned(m, ln.grid, mbits=output_format.mbits,
+                                              rounding=RNE, name=scope.name(f"lane{i}_rnd"))})
+    lanes = scope.cross(rounded, "round")
+
+    # -- output: Inf (specials and overflow), zeros and NaN --------------------------------
+    out = []
+    for i in range(k):
+        ln = lanes[i]
+        mag = Mux(ln.inf, inf_code, ln.code)
+        mag = Mux(ln.zero, 0, mag)[:output_format.bits - 1]
+        out.append(Mux(ln.nan, qnan, Cat(mag, ln.neg)))
+    return scope.cross({"data": out}, "output")
+
+
+def _add_arguments(p):
     p.add_argument("--format", required=True, help=format_help())
     p.add_argument("--block-size", type=int, default=32, help="k, a power of two 2..64")
     p.add_argument("--output-format", dest="output_format", default="fp32",
@@ -224,8 +227,6 @@ def _build(a):
 
 
 def cli_units():
-    from .cli import UnitSpec
-
     defaults = [["--format", f] for f in golden.FORMATS]
     return [UnitSpec("dequantizer", "E8M0 scale + k element codes -> k fp32/bf16/fp16 values",
                      _add_arguments, _build, defaults)]

@@ -23,6 +23,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from .dsp import simulation_models
+from .registry import units
+from .verilog import write_component
 
 __all__ = ["VENDOR", "LIBRARY", "WAIVERS", "core_version", "unit_vlnv", "unit_core",
            "write_unit_core", "generator_argv", "generator_main"]
@@ -114,7 +116,7 @@ def write_unit_core(module_name: str, directory: Path, *, vlnv: str | None = Non
                     description: str = "", primitives=()) -> tuple[Path, str]:
     """Write ``<module_name>.core``, a copy of the lint waivers and of the simulation models
     of ``primitives`` into ``directory``, beside the unit's Verilog and sidecar (written by
-    :func:`hw.cli.write_component`).
+    :func:`hw.verilog.write_component`).
 
     Parameters
     ----------
@@ -174,8 +176,6 @@ def generator_main(argv=None) -> int:
     FuseSoC chose into the current directory (FuseSoC's generator work directory).
     """
     import yaml
-
-    from .cli import units, write_component
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:

@@ -7,19 +7,35 @@ All registers advance together on one stall enable, itself a register (with one 
 stage, or per part of a wide stage register, so no net from ``o.ready`` reaches every stage);
 see :class:`Pipeline`.  A value that fans out over the die may cross a boundary in several
 registers, each driving a part of its loads (:meth:`Pipeline.replicate`).
+
+Several datapaths (steps) share one pipeline through scopes (:meth:`Pipeline.scope`): a
+step places its sections through a :class:`PipelineScope`, which prefixes its section names
+and signal names with the scope's name, so two steps with sections of the same names (a dot
+step's ``decode`` and a quantizer's) follow one another on one pipeline with one flow
+control.  The unit declares every step's sections, prefixed (:func:`scoped_sections`), in
+datapath order (:mod:`hw.scope`).  Register placement: :mod:`hw.placement`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data
 
-from .params import check_stages
+from .placement import (
+    critical_stage,
+    default_stages,
+    place_registers,
+    registered_boundaries,
+    stage_delays,
+    stage_sections,
+)
+from .scope import SAME, PipelineScope, scoped_sections
 
-__all__ = ["Pipeline", "place_registers", "stage_sections", "stage_delays", "critical_stage",
-           "registered_boundaries", "default_stages", "enable_parts"]
+__all__ = ["Pipeline", "PipelineScope", "scoped_sections", "place_registers", "stage_sections",
+           "stage_delays", "critical_stage", "registered_boundaries", "default_stages",
+           "enable_parts"]
 
 
 def enable_parts(width: int, enable_load: int | None) -> tuple[tuple[int, int], ...]:
@@ -30,87 +46,6 @@ def enable_parts(width: int, enable_load: int | None) -> tuple[tuple[int, int], 
         return ((0, width),)
     parts = -(-width // enable_load)
     return tuple((c * width // parts, (c + 1) * width // parts) for c in range(parts))
-
-
-def place_registers(delays: Sequence[float], stages: int) -> tuple[bool, ...]:
-    """Which of the boundaries after ``len(delays)`` sections hold a register.
-
-    The last boundary (the output) is always registered.  The others are placed so that the
-    largest summed delay between two registers (the unit's critical stage) is as small as
-    possible; ties go to the earliest such placement (lexicographically smallest boundary
-    indices).  ``stages = len(delays)`` registers every boundary.
-
-    Parameters
-    ----------
-    delays : sequence of float
-        Estimated delay of each section, in datapath order (ns).
-    stages : int
-        Registers to place, ``1..len(delays)``.
-
-    Returns
-    -------
-    tuple of bool
-        One flag per boundary, ``stages`` of them True, the last True.
-    """
-    n = len(delays)
-    check_stages(stages, n)
-    # best[j][i]: (worst stage delay, cut list) covering sections [0, i) with j registers,
-    # the last one after section i - 1 (min: smallest worst delay, then the earliest cuts).
-    best = [{0: (0, ())}] + [{} for _ in range(stages)]
-    for j in range(1, stages + 1):
-        for i in range(j, n + 1):
-            cands = [(max(cost, sum(delays[p:i])), cuts + (i,))
-                     for p, (cost, cuts) in best[j - 1].items() if p < i]
-            if cands:
-                best[j][i] = min(cands)
-    cuts = set(best[stages][n][1])
-    return tuple(i + 1 in cuts for i in range(n))
-
-
-def stage_sections(sections: Mapping[str, float], stages: int) -> tuple[tuple[str, ...], ...]:
-    """The names of the sections in each stage when :func:`place_registers` places ``stages``
-    registers on ``sections`` (name -> delay, in datapath order)."""
-    groups, current = [], []
-    flags = place_registers(list(sections.values()), stages)
-    for name, registered in zip(sections, flags, strict=True):
-        current.append(name)
-        if registered:
-            groups.append(tuple(current))
-            current = []
-    return tuple(groups)
-
-
-def stage_delays(delays: Sequence[float], stages: int) -> tuple[float, ...]:
-    """The summed section delay of each stage when :func:`place_registers` places ``stages``
-    registers after sections of ``delays`` (their maximum is the estimated critical stage)."""
-    groups = stage_sections(dict(enumerate(delays)), stages)
-    return tuple(sum(delays[i] for i in group) for group in groups)
-
-
-def critical_stage(delays: Sequence[float], stages: int) -> float:
-    """The estimated critical stage: the largest summed section delay between two registers
-    when :func:`place_registers` places ``stages`` registers after sections of ``delays``."""
-    return max(stage_delays(delays, stages))
-
-
-def default_stages(delays: Sequence[float]) -> int:
-    """A unit's default depth: the fewest registers whose placement (:func:`place_registers`)
-    has the estimated critical stage of the deepest pipeline, i.e. the largest single section
-    delay.  A register beyond it adds a cycle of latency and a stage of flip-flops but, by the
-    estimates, no clock: the quantizer measured so (docs/quantizer.md, default depth)."""
-    delays = list(delays)
-    worst = max(delays)
-    # the estimates are sums of a few decimals: compare with a tolerance, not exactly
-    return next(stages for stages in range(1, len(delays) + 1)
-                if critical_stage(delays, stages) <= worst + 1e-9)
-
-
-def registered_boundaries(sections: Mapping[str, float], stages: int) -> tuple[str, ...]:
-    """Names of the registered boundaries of a unit with ``sections`` (name -> delay, in
-    datapath order) at depth ``stages``, in datapath order (the sidecar's
-    ``registered_boundaries``)."""
-    flags = place_registers(list(sections.values()), stages)
-    return tuple(name for name, reg in zip(sections, flags, strict=True) if reg)
 
 
 class Pipeline:
@@ -140,11 +75,6 @@ class Pipeline:
     (yosys ``opt_merge`` merges flip-flops with identical inputs).  With :meth:`hold_when`, a
     register ``<name>_hold0`` beside the last stage's valid bit says whether its block is one
     that waits, and only such a block stops ``advance``.
-
-    Until 2026-11-26 a second flavour was the default: each stage's enable a gate,
-    ``~hold | o_ready``, on a per-stage copy of a ``hold`` register.  Every unit had moved to
-    the registered enable for its clock rate (docs/quantizer.md, docs/dot.md), so it was
-    removed (session 40): one flow control.
 
     ``enable_load``: a stage register wider than ``enable_load`` bits is loaded in parts
     (:func:`enable_parts`), each on its own copy of the enable register, built the same way
@@ -229,6 +159,31 @@ class Pipeline:
     @property
     def latency(self) -> int:
         return sum(self._registered)
+
+    @property
+    def name(self) -> str:
+        """The prefix of the pipeline's signal names."""
+        return self._name
+
+    @property
+    def module(self) -> Module:
+        """The module the pipeline's registers (and its steps' logic) are built in."""
+        return self._m
+
+    def scope(self, prefix: str | None = None, *, sections=SAME) -> PipelineScope:
+        """A view of this pipeline for one step (:class:`hw.scope.PipelineScope`): its
+        signals are named ``<prefix>_...`` and its boundary ``b`` is the pipeline's
+        ``<sections>_b`` (``sections`` defaults to ``prefix``; with neither, the pipeline's
+        own names).  Steps in scopes of the same ``sections`` run beside each other on those
+        sections: the first to cross a boundary crosses it (:meth:`boundary`), the others
+        cross it beside it (:meth:`beside`)."""
+        return PipelineScope(self, prefix, sections)
+
+    def crossed(self, name: str) -> bool:
+        """Whether the boundary ``name`` has been crossed."""
+        if name not in self._names:
+            raise ValueError(f"no boundary {name!r}; declared: {', '.join(self._names)}")
+        return name in self._names[:self._index]
 
     @property
     def registered(self) -> tuple[bool, ...]:
@@ -320,6 +275,32 @@ class Pipeline:
         if isinstance(reg, data.View):
             return reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
         return Mux(enable, reg, skid)
+
+    def beside(self, value, name: str, tag: str):
+        """Carry ``value`` over the boundary ``name``, which another datapath has crossed, in
+        registers of its own named ``<pipeline name>_<tag>``: a second step on the same
+        sections (:meth:`scope`), in the same stages.  They load on enable copies of their
+        own of the boundary's stage (numbered after its others, as :meth:`replicate`'s); at
+        the last boundary with a skid register of their own, as the first datapath's.
+        Returns ``value`` itself where ``name`` holds no register."""
+        if not self.crossed(name):
+            raise ValueError(f"boundary {name!r} is not crossed yet: a step beside another "
+                             f"crosses a boundary after it")
+        if not self.registers(name):
+            return value
+        stage_copies = self._copies_by_name[name]
+        width = len(Value.cast(value))
+        enables = [Signal(name=f"{self._name}_{name}_en{len(stage_copies) + p}")
+                   for p in range(len(enable_parts(width, self._enable_load)))]
+        stage_copies.extend(enables)
+        tag = f"{self._name}_{tag}"
+        reg = self._register(value, enables, tag)
+        if name != self._names[-1]:
+            return reg
+        skid = self._register(reg, enables, f"{tag}_skid")  # as boundary's, on these copies
+        if isinstance(reg, data.View):
+            return reg.shape()(Mux(enables[0], reg.as_value(), skid.as_value()))
+        return Mux(enables[0], reg, skid)
 
     def replicate(self, value, name: str, copies: int) -> list:
         """``value`` carried over the boundary ``name`` in ``copies`` registers, each loaded

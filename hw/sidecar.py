@@ -13,11 +13,12 @@ Verilog conversion needed unless the hash is wanted); :func:`validate` checks an
 (generated or hand-written) against the schema and the rules a schema cannot express, and
 raises :class:`SidecarError` with a one-line message.
 
-A component must provide ``module_name``, ``parameters`` (JSON-able dict), ``latency`` (int)
-and ``i_ready_registered`` (bool: ``i.ready`` is a register, see :class:`hw.pipeline.Pipeline`;
-False for MXDotGeneral, where a block may enter as its context's block leaves); its ``i``
-and ``o`` payloads must be
-:class:`amaranth.lib.data.StructLayout`\\ s.
+A component must provide ``module_name``, ``parameters`` (JSON-able dict), ``latency`` (int),
+``primitives`` (tuple of str) and ``i_ready_registered`` (bool: ``i.ready`` is a register,
+see :class:`hw.pipeline.Pipeline`; False for MXDotGeneral, where a block may enter as its
+context's block leaves); its ``i`` and ``o`` payloads must be
+:class:`amaranth.lib.data.StructLayout`\\ s.  Every unit of :mod:`hw` is a
+:class:`hw.unit.Unit`, which owns these facts (:meth:`hw.unit.Unit.sidecar`).
 """
 
 from __future__ import annotations

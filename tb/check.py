@@ -28,6 +28,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from hw.verilog import VERILOG_SUFFIXES
+
 from .failures import failure_reports
 
 __all__ = ["CheckError", "TESTBENCHES", "MODELS", "VERILOG_SUFFIXES", "load_sidecar",
@@ -45,9 +47,6 @@ MODELS = {"quantizer": "QuantizerModel", "dequantizer": "DequantizerModel", "dot
 #: Default blocks budget (``MX_BLOCKS``) of a check.
 DEFAULT_BLOCKS = 200
 
-#: The suffixes cocotb's runner reads as Verilog: the simulator build takes a source's
-#: language from its file name.
-VERILOG_SUFFIXES = (".v", ".sv", ".vh", ".svh")
 
 
 class CheckError(Exception):

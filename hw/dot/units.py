@@ -29,15 +29,14 @@ from __future__ import annotations
 import argparse
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
 import golden
 
-from ..cli import UnitSpec, format_help
 from ..elements import block_layout
-from ..params import check_block_size, check_choice, check_power_of_two, check_stages
-from ..pipeline import Pipeline, default_stages
+from ..params import check_block_size, check_choice, check_power_of_two
+from ..registry import UnitSpec, format_help
+from ..unit import Unit
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
 
@@ -59,8 +58,8 @@ def _multipliers_suffix(multipliers: str) -> str:
 def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
                            forwarded_c=False) -> dict:
     """Validate the parameters both dot units share, set them on ``unit`` (formats, block
-    size, geometry, sections, stages, latency, multipliers, primitives) and return them as
-    sidecar parameters.  ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
+    size, geometry, sections, stages, multipliers, primitives) and return them as sidecar
+    parameters.  ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
     (:func:`hw.dot.fused_step.dot_sections`)."""
     fmt_a = golden.element_format(fmt_a)
     fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
@@ -68,18 +67,16 @@ def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, 
     unit.multipliers = _check_multipliers(multipliers)
     unit.primitives = PRIMITIVES[multipliers]
     unit.sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)
-    unit.max_stages = len(unit.sections)  # every boundary (bench.synth sweeps 1..max_stages)
-    default = default_stages(unit.sections.values())  # every boundary, for every pair so far
-    unit.stages = unit.latency = check_stages(default if stages is None else stages,
-                                              unit.max_stages)
-    stages = unit.stages
+    # max_stages: every boundary (bench.synth sweeps 1..max_stages); the default depth is
+    # every boundary too, for every pair so far
+    stages = unit._choose_stages(stages, unit.sections)
     unit.fmt_a, unit.fmt_b, unit.block_size = fmt_a, fmt_b, block_size
     return {"format_a": fmt_a.name, "format_b": fmt_b.name, "block_size": block_size,
             "stages": stages, "sum_bits": unit.geometry.sum_bits + 1,
             "window_bits": unit.geometry.window_bits, "multipliers": multipliers}
 
 
-class MXDot(wiring.Component):
+class MXDot(Unit):
     """Fused MX block dot product: one block pair and an fp32 accumulator in per clock.
 
     ``o.payload = RNE_fp32(c + 2^(sa+sb-254) * sum_i a_i*b_i)`` with the contract's special
@@ -163,25 +160,26 @@ class MXDot(wiring.Component):
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
                  stages: int | None = None, multipliers: str = "lut"):
-        self.parameters = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
-                                                 multipliers)
-        fmt_a, fmt_b = self.fmt_a, self.fmt_b
-        self.module_name = (f"mx_dot_{fmt_a.name}_{fmt_b.name}_k{block_size}_s{self.stages}"
-                            + _multipliers_suffix(multipliers))
-        layout = data.StructLayout({
-            "a": block_layout(fmt_a, block_size),
-            "b": block_layout(fmt_b, block_size),
+        self._parameters = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
+                                                  multipliers)
+        super().__init__(data.StructLayout({
+            "a": block_layout(self.fmt_a, block_size),
+            "b": block_layout(self.fmt_b, block_size),
             "c": unsigned(32),
-        })
-        super().__init__({
-            "i": In(stream.Signature(layout)),
-            "o": Out(stream.Signature(data.StructLayout({"result": unsigned(32)}))),
-        })
+        }), data.StructLayout({"result": unsigned(32)}))
+
+    @property
+    def module_name(self) -> str:
+        return (f"mx_dot_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}_s{self.stages}"
+                + _multipliers_suffix(self.multipliers))
+
+    @property
+    def parameters(self) -> dict:
+        return dict(self._parameters)
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipeline(m, self.sections, self.stages, name="dot", enable_load=self.enable_load,
-                        extract_reset=self.extract_reset)
+        pipe = self.pipeline(m, "dot")
         p = self.i.payload
         out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c,
                                multipliers=self.multipliers)
@@ -191,7 +189,7 @@ class MXDot(wiring.Component):
         return m
 
 
-class MXDotGeneral(wiring.Component):
+class MXDotGeneral(Unit):
     """MX DotGeneral: runs of block pairs chained through the fused step, one rounding per
     block, in order (``docs/numerics.md`` section 5), with interleaved accumulation contexts.
 
@@ -261,30 +259,30 @@ class MXDotGeneral(wiring.Component):
         check_power_of_two("contexts", contexts, 1, 64)
         self.contexts = contexts
         self.ctx_bits = (contexts - 1).bit_length()
-        fmt_a, fmt_b = self.fmt_a, self.fmt_b
-        self.module_name = (f"mx_dot_general_{fmt_a.name}_{fmt_b.name}_k{block_size}"
-                            f"_c{contexts}_s{self.stages}" + _multipliers_suffix(multipliers))
-        self.parameters = {**shared, "contexts": contexts}
-        layout = data.StructLayout({
-            "a": block_layout(fmt_a, block_size),
-            "b": block_layout(fmt_b, block_size),
+        self._parameters = {**shared, "contexts": contexts}
+        super().__init__(data.StructLayout({
+            "a": block_layout(self.fmt_a, block_size),
+            "b": block_layout(self.fmt_b, block_size),
             "c0": unsigned(32),
             "first": unsigned(1),
             "last": unsigned(1),
             "ctx": unsigned(self.ctx_bits),
-        })
-        out_layout = data.StructLayout({"result": unsigned(32), "ctx": unsigned(self.ctx_bits)})
-        super().__init__({
-            "i": In(stream.Signature(layout)),
-            "o": Out(stream.Signature(out_layout)),
-        })
+        }), data.StructLayout({"result": unsigned(32), "ctx": unsigned(self.ctx_bits)}))
+
+    @property
+    def module_name(self) -> str:
+        return (f"mx_dot_general_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}"
+                f"_c{self.contexts}_s{self.stages}" + _multipliers_suffix(self.multipliers))
+
+    @property
+    def parameters(self) -> dict:
+        return dict(self._parameters)
 
     def elaborate(self, platform):
         m = Module()
         nctx = self.contexts
         p = self.i.payload
-        pipe = Pipeline(m, self.sections, self.stages, name="dotg",
-                        enable_load=self.enable_load, extract_reset=self.extract_reset)
+        pipe = self.pipeline(m, "dotg")
 
         acc = Array(Signal(32, name=f"acc{j}", reset_less=True) for j in range(nctx))
         busy = Signal(nctx)
