@@ -41,7 +41,8 @@ def _lane(step: FusedStep, a, b, i: int):
         wide, narrow = a.codes[i].as_signed(), b.codes[i].as_signed()
         if step.multipliers == "lut":
             rows = partial_products(wide, narrow, y_signed=True)
-            level = pair_sums(m, rows, 2 * fmt_a.bits, f"sig_prod{i}")
+            level = pair_sums(m, rows, step.geometry.code_product_bits,
+                              f"sig_prod{i}")
             return {"level": [value for value, _ in level], **flags}, None
         return {"wide": wide, "narrow": narrow, **flags}, None
     # The product's factors: the wider significand carries the lane's sign (negated
@@ -93,11 +94,12 @@ def decode(step: FusedStep, a, b, c, side):
     # factors section follows, the scales' sum here and the constant added there (two chains
     # in one section were input -> decode's deepest path)
     split_frame = "factors" in step.pipe.names
+    frame_bits = step.geometry.frame_bits
     e_t = a.scale + b.scale if split_frame else a.scale + b.scale + step.frame_offset
     s = step.cross({
         "lanes": lanes,
         "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN), "c": c,
-        "a_t": e_t[:12].as_signed() if not split_frame else e_t,
+        "a_t": e_t[:frame_bits].as_signed() if not split_frame else e_t,
         "side": side,
     }, "decode")
     return s, wide_fmt
@@ -128,6 +130,6 @@ def factors(step: FusedStep, s, wide_fmt):
                   for f in ("nan", "pinf", "ninf")},
         "c_nan": c_max & c_frac_nz, "c_inf": c_max & ~c_frac_nz,
         "scale_nan": s.scale_nan, "c": s.c,
-        "a_t": (s.a_t + step.frame_offset)[:12].as_signed(),
+        "a_t": (s.a_t + step.frame_offset)[:step.geometry.frame_bits].as_signed(),
         "side": step.side(s),
     }, "factors")

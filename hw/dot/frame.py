@@ -21,10 +21,11 @@ def frame_fields(step: FusedStep, s, j: int) -> dict:
     """The frame's fields at the boundary of tree section ``j``, from ``s``, the view after
     the boundary before it."""
     m, n, nb = step.m, step.window_bits, step.shift_bits
+    bits = step.geometry.frame_bits  # no frame integer wraps (DotGeometry.frame_bound)
     if j == 0:
-        d = wire(m, (s.a_t - s.a_c)[:13].as_signed(), "anchor_diff")
+        d = wire(m, (s.a_t - s.a_c)[:bits + 1].as_signed(), "anchor_diff")
         return {"a_t": s.a_t, "a_c": s.a_c, "t_anchors": d >= 0,
-                "d": d.as_unsigned()[:12], "d_back": (s.a_c - s.a_t)[:12]}
+                "d": d.as_unsigned()[:bits], "d_back": (s.a_c - s.a_t)[:bits]}
     if j == 1:
         ta = s.t_anchors
         # Two tests of tree2's, made here on the registered operands as gates: the
@@ -36,10 +37,10 @@ def frame_fields(step: FusedStep, s, j: int) -> dict:
                                  less_than_const(m, s.a_c, -124, "a_c_small")),
                 "dist_big": Mux(ta, ~less_than_const(m, s.d, n, "dist_small"),
                                 ~less_than_const(m, s.d_back, n, "dist_back_small")),
-                "frame": Mux(ta, s.a_t, s.a_c)[:12].as_signed()}
+                "frame": Mux(ta, s.a_t, s.a_c)[:bits].as_signed()}
     if j == 2:
         return {"t_anchors": s.t_anchors, "dist": Mux(s.dist_big, n, s.dist)[:nb],
-                "lim": (s.frame + (n + 124))[:12].as_signed(),
+                "lim": (s.frame + (n + 124))[:bits].as_signed(),
                 "lim_small": s.lim_small}
     return {"t_anchors": s.t_anchors, "dist": s.dist, "lim": s.lim,
             "lim_small": s.lim_small}

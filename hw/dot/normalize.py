@@ -3,15 +3,17 @@ leading chunk) and ``shift_hi``/``shift_lo`` (the left shift, by whole chunks an
 the leading chunk's own count, clamped at ``lim`` so that subnormal results come out
 denormalized).
 
-The window sum is read in chunks of :data:`hw.dot.step.CHUNK_BITS` bits from the top, padded
+The window sum is read in chunks of :data:`hw.dot.geometry.CHUNK_BITS` bits from the top, padded
 below to whole chunks (:attr:`hw.dot.step.FusedStep.padded_bits`).
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Mux
+from amaranth.utils import exact_log2
 
 from ..arith import any_of_kept, kept, leading_zeros, wire
+from .geometry import CHUNK_BITS
 from .step import FusedStep
 
 __all__ = ["pick", "lzc", "shift"]
@@ -37,7 +39,7 @@ def pick(step: FusedStep, s):
     # of one LUT each, a choice and its halves (the marker's flag rides in the first), then
     # their OR: three levels (as gated chunk ORs, any_of_kept, four).
     def halves(value, j):
-        lo, hi = max(0, n - 8 * (j + 1)), n - 8 * j
+        lo, hi = max(0, n - CHUNK_BITS * (j + 1)), n - CHUNK_BITS * j
         mid = max(lo, hi - 4)
         return [kept(m, Cat(*(value[i] for i in range(a, b))).any(), f"pick_h{j}_{a}")
                 for a, b in ((mid, hi), (lo, mid)) if b > a]
@@ -61,10 +63,11 @@ def lzc(step: FusedStep, s):
     m, np_, nc = step.m, step.padded_bits, step.chunks
     pad = np_ - step.window_bits
     mp = Cat(Const(0, pad), s.mag_marked)
-    clz = [leading_zeros(m, wire(m, mp[np_ - 8 * (j + 1):np_ - 8 * j], f"chunk{j}"),
-                         f"clz{j}")[:3] for j in range(nc)]
+    cb = CHUNK_BITS
+    clz = [leading_zeros(m, wire(m, mp[np_ - cb * (j + 1):np_ - cb * j], f"chunk{j}"),
+                         f"clz{j}")[:exact_log2(cb)] for j in range(nc)]
     oh = [s.nz[0], *(s.nz[j] & ~s.nz[:j].any() for j in range(1, nc - 1)), ~s.nz[:nc - 1].any()]
-    hz = Const(nc - 1, 4)
+    hz = Const(nc - 1, step.geometry.chunk_index_bits)
     for j in reversed(range(nc - 1)):
         hz = Mux(s.nz[j], j, hz)
     return step.cross({
@@ -88,14 +91,17 @@ def shift(step: FusedStep, s):
     (top + 126: 0 for a subnormal result, whose leading bit stays below the top).
     """
     m, np_, nc = step.m, step.padded_bits, step.chunks
-    shifted, fine = Const(0, np_), Const(0, 3)
+    # no frame integer wraps (DotGeometry.frame_bound); e0 lies in 0..lim
+    bits = step.geometry.frame_bits
+    low = exact_log2(CHUNK_BITS)  # bits of a shift within a chunk
+    shifted, fine = Const(0, np_), Const(0, low)
     for j in range(nc):
-        shifted = shifted | Mux(s.oh[j], (s.mag << (8 * j))[:np_], 0)
+        shifted = shifted | Mux(s.oh[j], (s.mag << (CHUNK_BITS * j))[:np_], 0)
         fine = fine | Mux(s.oh[j], s.clz[j], 0)
     below = [s.mag_nz[j] & s.oh[:j - 3].any() for j in range(4, nc)]
     s = step.cross({
         **step.specials(s), "t_zero": s.t_zero, "neg": s.neg, "mag": shifted, "fine": fine,
-        "lim": (s.lim - Cat(Const(0, 3), s.hz))[:12].as_signed(),
+        "lim": (s.lim - Cat(Const(0, low), s.hz))[:bits].as_signed(),
         "sticky": Cat(*below).any(),
     }, "shift_hi")
     p1, fine = s.mag, s.fine
@@ -105,5 +111,5 @@ def shift(step: FusedStep, s):
     return step.cross({
         **step.specials(s), "t_zero": s.t_zero, "neg": s.neg,
         "sig": norm[np_ - 24:], "guard": norm[np_ - 25], "sticky": sticky,
-        "e0": (s.lim - fine)[:11],
+        "e0": (s.lim - fine)[:bits - 1],
     }, "shift_lo")

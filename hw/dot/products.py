@@ -72,7 +72,7 @@ def multiply(step: FusedStep, s):
     lanes = [s.lanes[i] for i in range(k)]
     if signed_codes and step.multipliers == "lut":
         tree = [_registered_level(ln) for ln in lanes]
-        product_width = 2 * step.geometry.fmt_a.bits
+        product_width = step.geometry.code_product_bits
         depth = 1
     elif step.multipliers == "lut":
         tree = [partial_products(ln.wide, ln.narrow) for ln in lanes]
@@ -159,7 +159,8 @@ def product(step: FusedStep, s):
     nan = s.nan | c_nan | (pinf & ninf) | (c_inf & Mux(c_neg, pinf, ninf))
     # c = C * 2^eC with its 24-bit field's top at cTop (-126 for exponent field 0); the
     # frame when c anchors puts that top at window bit n-2: aC = cTop - (n-3).
-    a_c = Mux(c_exp == 0, -126 - (n - 3), c_exp - (127 + n - 3))[:12].as_signed()
+    a_c = Mux(c_exp == 0, -126 - (n - 3),
+              c_exp - (127 + n - 3))[:step.geometry.frame_bits].as_signed()
     return step.cross({
         "terms": terms, "nan": nan, "inf": pinf | ninf | c_inf,
         "inf_neg": ninf | (c_inf & c_neg), "c": cbits,

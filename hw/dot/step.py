@@ -12,12 +12,9 @@ from amaranth.utils import bits_for
 
 from ..arith import wire
 from ..pipeline import Pipeline
-from .geometry import GUARD, DotGeometry
+from .geometry import CHUNK_BITS, GUARD, DotGeometry
 
-__all__ = ["CHUNK_BITS", "FusedStep"]
-
-#: Normalization reads the window sum in chunks of this many bits from the top.
-CHUNK_BITS = 8
+__all__ = ["FusedStep"]
 
 
 @dataclass(frozen=True)
