@@ -4,7 +4,7 @@ two's complement intN, on either side.
 The formats are built by :func:`element_format`, the tests' one use of
 :class:`golden.formats.ElementFormat`'s constructor.  Each pair's widths are checked against
 exact Fraction arithmetic (``tests/oracle.py``'s decoder), each unit elaborates to RTLIL, and
-one pair of each convention is simulated against golden and the Fraction oracle.
+three pairs (finite, ieee, intN x intM) are simulated against golden and exact Fractions.
 """
 
 from __future__ import annotations
@@ -75,12 +75,14 @@ E3M3, E2M2, E4M2, E5M1 = (element_format(e, m) for e, m in ((3, 3), (2, 2), (4, 
 E4M3_IEEE, E3M4_IEEE = element_format(4, 3, "ieee"), element_format(3, 4, "ieee")
 E2M3_FN, E1M2 = element_format(2, 3, "fn"), element_format(1, 2)
 INT4, INT2 = element_format(4, convention="int"), element_format(2, convention="int")
+INT5, INT7 = element_format(5, convention="int"), element_format(7, convention="int")
 INT8 = golden.element_format("int8")
 
 #: Pairs that no OCP configuration has: every convention, code widths 3 to 8, intN against
 #: floats and ints of another width.
 PAIRS = [(E3M3, E2M2), (E5M1, INT4), (E4M3_IEEE, E3M4_IEEE), (E4M2, E2M3_FN),
-         (INT4, INT8), (E1M2, INT2), (element_format(6, 1), element_format(2, 1, "fn"))]
+         (INT4, INT8), (E1M2, INT2), (element_format(6, 1), element_format(2, 1, "fn")),
+         (E3M4_IEEE, E3M4_IEEE), (INT5, INT5), (element_format(1, 6), INT7)]
 
 
 def test_the_helper_builds_the_ocp_formats():
@@ -131,11 +133,27 @@ def test_mxdot_general_elaborates():
     assert f"module \\{dut.module_name}" in rtlil.convert(dut, name=dut.module_name)
 
 
+def _exact_int_dot(fmt_a, a, sa, fmt_b, b, sb, c) -> int:
+    """fp32 bits of one block pair of two's complement formats (docs/numerics.md section 5),
+    exactly on Fractions, with the oracle's fp32 rounding (its own decoder reads int8 only):
+    code n is ``n * 2^-(N-2)``."""
+    def value(fmt, code):
+        n = int(code) - (1 << fmt.bits) if int(code) >> (fmt.bits - 1) else int(code)
+        return Fraction(n) * oracle.pow2(2 - fmt.bits)
+    cv = oracle.fp32_bits_value(c)
+    if sa == 255 or sb == 255 or cv is oracle.NAN:
+        return oracle.FP32_QNAN
+    if isinstance(cv, str):
+        return 0xFF800000 if cv == "-inf" else 0x7F800000
+    t = sum((value(fmt_a, x) * value(fmt_b, y) for x, y in zip(a, b, strict=True)), Fraction(0))
+    return oracle.rne_fp32_bits(cv + t * oracle.pow2(sa + sb - 254))
+
+
 def _random_blocks(rng, fmt_a, fmt_b, k: int, count: int):
     """``count`` block pairs (a codes, sa, b codes, sb, c bits): every code equally likely;
     scales near the bias (T near c, cancellations, rounding) in half of them and anywhere
     in the rest, NaN in one of 50; c zero, near T, or any fp32 bit pattern, -Inf in one of
-    50."""
+    50; A and c zero in one of 50."""
     out = []
     for i in range(count):
         a = rng.integers(0, 1 << fmt_a.bits, k)
@@ -156,6 +174,8 @@ def _random_blocks(rng, fmt_a, fmt_b, k: int, count: int):
                 | int(rng.integers(0, 1 << 23))
         else:
             c = int(rng.integers(0, 1 << 32))
+        if i % 50 == 3:  # T = 0 and c = 0: +0
+            a, c = np.zeros_like(a), 0
         out.append((a, int(sa), b, int(sb), c))
     return out
 
@@ -195,12 +215,16 @@ def _simulate(dut, blocks):
     return results
 
 
-@pytest.mark.parametrize("fmt_a,fmt_b,k", [(E3M3, E2M2, 8), (E4M3_IEEE, E3M4_IEEE, 4)],
+@pytest.mark.parametrize("fmt_a,fmt_b,k", [(E3M3, E2M2, 8), (E4M3_IEEE, E3M4_IEEE, 4),
+                                           (INT5, INT7, 4)],
                          ids=lambda v: getattr(v, "name", str(v)))
 def test_mxdot_matches_golden_and_the_fraction_oracle(fmt_a, fmt_b, k, rng, monkeypatch):
     """300 random block pairs through MXDot (3 stages) in the Amaranth simulator: every
-    result bit-exact against golden.dot_blocks and against the Fraction oracle."""
-    for f in (fmt_a, fmt_b):
+    result bit-exact against golden.dot_blocks and against exact Fractions (the oracle's
+    dot_block for floats, :func:`_exact_int_dot` for ints).  int5 x int7: seven partial
+    products from int7's signed codes, the odd last one with its negation's carry."""
+    ints = fmt_a.twos_complement and fmt_b.twos_complement
+    for f in () if ints else (fmt_a, fmt_b):
         monkeypatch.setitem(oracle.FORMATS, f.name, oracle_format(f))
     blocks = _random_blocks(rng, fmt_a, fmt_b, k, 300)
     got = _simulate(MXDot(fmt_a, fmt_b, block_size=k, stages=3), blocks)
@@ -216,8 +240,11 @@ def test_mxdot_matches_golden_and_the_fraction_oracle(fmt_a, fmt_b, k, rng, monk
     assert not mismatches, f"{len(mismatches)} of {len(blocks)} differ from golden: " \
                            f"{mismatches[:5]}"
     for i, (ac, sa_, bc, sb_, cb) in enumerate(blocks):
-        want = oracle.dot_block(fmt_a.name, [int(x) for x in ac], sa_, fmt_b.name,
-                                [int(x) for x in bc], sb_, cb)
+        if ints:
+            want = _exact_int_dot(fmt_a, ac, sa_, fmt_b, bc, sb_, cb)
+        else:
+            want = oracle.dot_block(fmt_a.name, [int(x) for x in ac], sa_, fmt_b.name,
+                                    [int(x) for x in bc], sb_, cb)
         assert got[i] == want, (i, hex(got[i]), hex(want))
     # the random blocks reached every kind of result
     kinds = {"nan" if r & 0x7FFFFFFF > 0x7F800000 else "inf" if r & 0x7FFFFFFF == 0x7F800000

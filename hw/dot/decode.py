@@ -13,6 +13,7 @@ from golden.formats import SCALE_NAN
 
 from ..arith import kept, pair_sums, partial_products
 from ..elements import decode_element, signed_significand
+from .products import level_values
 from .step import FusedStep
 
 __all__ = ["decode", "factors"]
@@ -41,9 +42,9 @@ def _lane(step: FusedStep, a, b, i: int):
         wide, narrow = a.codes[i].as_signed(), b.codes[i].as_signed()
         if step.multipliers == "lut":
             rows = partial_products(wide, narrow, y_signed=True)
-            level = pair_sums(m, rows, step.geometry.code_product_bits,
-                              f"sig_prod{i}")
-            return {"level": [value for value, _ in level], **flags}, None
+            width = step.geometry.code_product_bits
+            level = pair_sums(m, rows, width, f"sig_prod{i}")
+            return {"level": level_values(level, width), **flags}, None
         return {"wide": wide, "narrow": narrow, **flags}, None
     # The product's factors: the wider significand carries the lane's sign (negated
     # here, so the multiply is one sum), the narrower one gives the partial products.

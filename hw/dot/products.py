@@ -9,14 +9,33 @@ of ``2^(lsb_a + lsb_b)``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux
+from amaranth.hdl import Cat, Const, Mux, Value
 
 from ..arith import pair_sum_tree, pair_sums, partial_products, wire
 from ..dsp import mult18x18d
 from .sections import SPLIT_LANE_SHIFT_BITS
 from .step import FusedStep
 
-__all__ = ["multiply", "product"]
+__all__ = ["multiply", "product", "level_values"]
+
+
+def level_values(level, width: int) -> list:
+    """The values of a level of pair sums (:func:`hw.arith.pair_sums`), each ``width`` bits
+    signed, to cross a boundary as one array: an odd last term, which passes the level
+    unsummed, gets its carry (a two's complement factor's top row) added and is
+    sign-extended or cut to ``width`` (its value fits: it is a partial product of the
+    ``width``-bit product)."""
+    out = []
+    for value, carry in level:
+        value = Value.cast(value)
+        if carry is not None:
+            value = value.as_signed() + carry
+        if len(value) != width:
+            value = value.as_signed()
+            value = Cat(value, value[-1].replicate(max(0, width - len(value))))[:width]
+            value = value.as_signed()
+        out.append(value)
+    return out
 
 
 def _registered_level(ln):
@@ -86,8 +105,8 @@ def multiply(step: FusedStep, s):
         lanes = [s.lanes[i] for i in range(k)]
     if "multiply_lo" in pipe.names:
         s = step.cross({
-            "lanes": [{"level": [value for value, _ in pair_sums(m, tree[i], product_width,
-                                                                  f"sig_prod{i}", depth)],
+            "lanes": [{"level": level_values(pair_sums(m, tree[i], product_width,
+                                                       f"sig_prod{i}", depth), product_width),
                        **lane_fields(ln)}
                       for i, ln in enumerate(lanes)],
             "scale_nan": s.scale_nan, **early_flags(s), "c": s.c, "a_t": s.a_t,
