@@ -50,15 +50,7 @@ KNOWN_EQUIVALENTS = (
         "leading_zeros pads with ones below the input; with twice the pad the first one is "
         "still w places from the top, so every count is the same (issue 12)"),
     KnownEquivalent(
-        "hw/dot/fused_step.py", '"lim": (s.frame + (n + 124))[:12].as_signed(),',
-        '"lim": (s.frame + (n + 124))[:13].as_signed(),',
-        "|lim| < 600 for every format pair, inside 12 signed bits: the 13th is a sign copy "
-        "(campaign 5)"),
-    KnownEquivalent(
-        "hw/dot/fused_step.py", '"e0": (s.lim - fine)[:11],', '"e0": (s.lim - fine)[:12],',
-        "lim stays below 421, so e0 fits 11 bits and the 12th is always 0 (issue 12)"),
-    KnownEquivalent(
-        "hw/dot/fused_step.py",
+        "hw/dot/window.py",
         'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), "c_win")',
         'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 0)), "c_win")',
         "the dropped top bit of c's window (the carry bit) is a constant 0: the narrower wire "
@@ -68,24 +60,15 @@ KNOWN_EQUIVALENTS = (
         "the start of an OR chain: a 0-bit zero ORed with 1-bit compares gives the same bit, "
         "and a format without Inf codes reads it zero-extended as 0 either way (campaign 7)"),
     KnownEquivalent(
-        "hw/dot/geometry.py", "return 1 << (fmt.bits - 1)", "return 1 << (fmt.bits - 0)",
-        "a larger int8 magnitude bound only widens the exact fused-step datapath "
-        "(campaign 5)"),
-    KnownEquivalent(
-        "hw/dot/fused_step.py", "h = n // 2", "h = n // 3",
+        "hw/dot/window.py", "h = n // 2", "h = n // 3",
         "where the split add cuts the window is a timing choice, not a function: the high "
         "halves' sums take the low halves' carry-outs as carry-ins, so every 1 <= h <= n "
         "gives the same sums (fp8_e5m2 dot's make-sim test passed with h = n // 3, 61 s)"),
     KnownEquivalent(
-        "hw/dot/fused_step.py", "h = n // 2", "h = n // 1",
+        "hw/dot/window.py", "h = n // 2", "h = n // 1",
         "h = n: the low half is the whole window and the high half 0 bits, whose sums are "
         "the carries: the same sums unsplit, the register after them (fp8_e5m2 dot's make-sim "
         "test passed, 59 s)"),
-    KnownEquivalent(
-        "hw/dot/geometry.py", "return 1 << (fmt.bits - 1)", "return 1 << (fmt.bits + 1)",
-        "the same, four times the bound: only a wider exact datapath, so make sim passes "
-        "(campaign 12, 3 int8 dot configurations); tests/test_sidecar.py kills it, the "
-        "sidecar's sum_bits and window_bits then differ from the spec's"),
     KnownEquivalent(
         "hw/elements.py", "nan = Const(0, 1)", "nan = Const(0, 2)",
         "the start of an OR chain of 1-bit compares: a 2-bit zero makes the NaN flag 2 bits "

@@ -1,0 +1,103 @@
+"""What the sections of the fused step share: :class:`FusedStep`, the step under
+construction (its module, pipeline, geometry and way of multiplying) and the crossing of a
+section boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module
+from amaranth.utils import bits_for
+
+from ..arith import wire
+from ..pipeline import Pipeline
+from .geometry import CHUNK_BITS, GUARD, DotGeometry
+
+__all__ = ["FusedStep"]
+
+
+@dataclass(frozen=True)
+class FusedStep:
+    """The fused step under construction: each section function (:mod:`hw.dot.decode`,
+    :mod:`hw.dot.products`, :mod:`hw.dot.block_sum`, :mod:`hw.dot.window`,
+    :mod:`hw.dot.normalize`, :mod:`hw.dot.finish`) takes it and the view after the boundary
+    before, places its section and returns the view after its own boundary.
+
+    Attributes
+    ----------
+    m : Module
+    pipe : Pipeline
+        Declared with :func:`hw.dot.sections.dot_sections` of ``geometry``.
+    geometry : DotGeometry
+    multipliers : str
+        One of :data:`hw.dot.sections.MULTIPLIERS`.
+    has_side : bool
+        Whether values ride along unchanged (``side``, MXDotGeneral).
+    """
+
+    m: Module
+    pipe: Pipeline
+    geometry: DotGeometry
+    multipliers: str = "lut"
+    has_side: bool = False
+
+    @property
+    def block_size(self) -> int:
+        return self.geometry.block_size
+
+    @property
+    def signed_codes(self) -> bool:
+        """Both operands are two's complement codes: each code is its own signed
+        significand, and the products need no decoding."""
+        return self.geometry.fmt_a.twos_complement and self.geometry.fmt_b.twos_complement
+
+    @property
+    def in_block(self) -> bool:
+        """Lane products in instantiated MULT18X18D blocks (:mod:`hw.dsp`)."""
+        return self.multipliers == "mult18x18d"
+
+    @property
+    def window_bits(self) -> int:
+        """``n``: the window of ``c + T`` (:attr:`DotGeometry.window_bits`)."""
+        return self.geometry.window_bits
+
+    @property
+    def shift_bits(self) -> int:
+        """Bits of a shift amount ``0..n``."""
+        return bits_for(self.window_bits)
+
+    @property
+    def padded_bits(self) -> int:
+        """The window padded below to whole chunks (:data:`CHUNK_BITS`) for normalizing."""
+        return -(-self.window_bits // CHUNK_BITS) * CHUNK_BITS
+
+    @property
+    def chunks(self) -> int:
+        """Chunks of the padded window."""
+        return self.padded_bits // CHUNK_BITS
+
+    @property
+    def frame_offset(self) -> int:
+        """``aT - sa - sb``: the frame when T anchors is ``sa + sb + lsb - 254 - G``."""
+        return self.geometry.lsb_exp - 254 - GUARD
+
+    def cross(self, fields, name: str):
+        """A section boundary: ``fields`` as one struct signal, maybe a register."""
+        return self.pipe.boundary(wire(self.m, fields, name), name)
+
+    def side(self, s):
+        """The side values of ``s``, or None without them."""
+        return s.side if self.has_side else None
+
+    def specials(self, s) -> dict:
+        """The special-value summary and c, carried from ``product`` to ``round``."""
+        return {"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "c": s.c,
+                "c_zero": s.c_zero, "side": self.side(s)}
+
+    def chunk_any(self, value, j: int):
+        """Whether chunk ``j`` (from the top) of an ``n``-bit value has a one (the last
+        chunk holds fewer of the ``n`` bits)."""
+        n = self.window_bits
+        return Cat(*(value[i] for i in range(max(0, n - CHUNK_BITS * (j + 1)),
+                                             n - CHUNK_BITS * j))).any()
