@@ -8,6 +8,9 @@ The single source of numerical truth for this project (see ``docs/numerics.md``)
     golden.dequantize(mx)        # back to float32
     golden.dot(mx, mx)           # fp32 dot products over the block axis
 
+Any member of the element-format family works: ``golden.element_format("e3m3")``, ``"int4"``,
+``"float8_e4m3"`` or ``golden.ElementFormat(ebits, mbits, convention, bias)``.
+
 The format table (:mod:`golden.formats`: formats, mode ids, E8M0 and IEEE special patterns) is
 loaded eagerly and needs only numpy and ml_dtypes.  The codec itself runs on numba kernels,
 which load (and JIT-compile on first use) only when one of its functions is first used, so
@@ -28,6 +31,7 @@ from .formats import (
     FP32,
     FP64,
     INT8,
+    NAMED_FORMATS,
     ElementFormat,
     FloatFormat,
     Rounding,
@@ -48,7 +52,7 @@ __all__ = [
     "quantize", "dequantize", "dot", "dot_blocks", "MXArray",
     "encode", "decode", "encode_scale", "decode_scale", "decode_table",
     "ElementFormat", "FloatFormat", "ScaleMode", "Rounding", "element_format", "float_format",
-    "FORMATS", "FP8_E4M3", "FP8_E5M2", "FP6_E3M2", "FP6_E2M3", "FP4_E2M1", "INT8",
+    "FORMATS", "NAMED_FORMATS", "FP8_E4M3", "FP8_E5M2", "FP6_E3M2", "FP6_E2M3", "FP4_E2M1", "INT8",
     "FP32", "BF16", "FP16", "FP64",
 ]
 
