@@ -292,13 +292,41 @@ def encode_elements(raw, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_c
 
 
 # --------------------------------------------------------------------------------------------
-# Dot product.  Block sums are exact two-limb fixed point; the final c + T is exact in a
-# 124-bit window (two 62-bit limbs) before the single rounding to fp32.
+# Dot product.  Block sums are exact two-limb fixed point, ``hi * 2^split + lo``, with the limb
+# split derived from the formats (:func:`dot_limb_split`); the final c + T is exact in a
+# 124-bit window (two 62-bit limbs) before the single rounding to fp32.  A pair whose block sum
+# does not fit that window takes golden.dot_wide's exact path instead.
 # --------------------------------------------------------------------------------------------
 _L = 62
 _LMASK = (1 << _L) - 1
-_SPLIT = 40  # block sum = hi * 2^40 + lo, 0 <= lo < 2^40
-_SMASK = (1 << _SPLIT) - 1
+#: Widest exact operand of :func:`add_round_fp32`, in bits.
+T_BITS_MAX = 100
+
+
+def dot_limb_split(product_bits: int, shift_max: int, block_size: int) -> int | None:
+    """The limb split of :func:`_block_dot` for one pair of formats, or None if none fits.
+
+    Parameters
+    ----------
+    product_bits : int
+        Bits of the largest product magnitude of two significands (``|sig_a * sig_b| <
+        2^product_bits``).
+    shift_max : int
+        Largest ``shift_a + shift_b`` (a product sits at ``2^shift`` in lsb units).
+    block_size : int
+        Elements per block (k terms in one sum).
+
+    The constraints, all in int64 with a bit of headroom: ``p << shift`` below the split, and
+    k of them, fit (``product_bits + split <= 62``, ``split + kb <= 62``); the high limb's k
+    terms fit (``product_bits + shift_max - split + kb <= 61``); the whole sum is at most
+    :data:`T_BITS_MAX` bits for :func:`add_round_fp32`.  ``kb`` is the bit length of k.
+    """
+    kb = int(block_size).bit_length()
+    if product_bits + shift_max + kb > T_BITS_MAX:
+        return None
+    hi = min(62 - product_bits, 62 - kb)
+    lo = max(product_bits + shift_max + kb - 61, 0)
+    return hi if lo <= hi else None
 
 
 @njit(**_JIT)
@@ -417,11 +445,12 @@ def add_round_fp32(t_neg, th, tl, tx, c_neg, ch, cl, cx):
 
 
 @njit(**_JIT)
-def _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b):
+def _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b, split):
     """Exact sum of a[i]*b[i] in units of 2^(lsb_a + lsb_b), with the special-value summary.
 
-    Returns (hi, lo, nan, pos_inf, neg_inf): sum = hi * 2^40 + lo, 0 <= lo < 2^40.
+    Returns (hi, lo, nan, pos_inf, neg_inf): sum = hi * 2^split + lo, 0 <= lo < 2^split.
     """
+    smask = (np.int64(1) << split) - 1
     hi = np.int64(0)
     lo = np.int64(0)
     nan = False
@@ -442,21 +471,25 @@ def _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b):
             continue
         p = sig_a[xa] * sig_b[xb]
         s = sh_a[xa] + sh_b[xb]
-        if s >= _SPLIT:
-            hi += p << (s - _SPLIT)
+        if s >= split:
+            hi += p << (s - split)
         else:
             full = p << s
-            hi += full >> _SPLIT
-            lo += full & _SMASK
-    hi += lo >> _SPLIT
-    lo &= _SMASK
+            hi += full >> split
+            lo += full & smask
+    hi += lo >> split
+    lo &= smask
     return hi, lo, nan, pinf, ninf
 
 
 @njit(**_JIT)
-def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_b, lsb_b):
-    """One fused block step of the contract (section 4): fp32 bits of RNE(acc + T)."""
-    hi, lo, nan, pinf, ninf = _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b)
+def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_b, lsb_b,
+             split):
+    """One fused block step of the contract (section 4): fp32 bits of RNE(acc + T).
+
+    ``split`` is the limb split :func:`dot_limb_split` derived for the pair."""
+    hi, lo, nan, pinf, ninf = _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b,
+                                         split)
     c_neg = (acc >> 31) & 1
     c_exp = (acc >> 23) & 0xFF
     c_man = acc & 0x7FFFFF
@@ -473,7 +506,7 @@ def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_
         return np.int64(FP32_INF)
     if ninf:
         return np.int64(FP32_INF | (1 << 31))
-    # T = (hi * 2^40 + lo) * 2^tx as sign and two-limb magnitude
+    # T = (hi * 2^split + lo) * 2^tx as sign and two-limb magnitude
     tx = (sa - 127) + (sb - 127) + lsb_a + lsb_b
     t_neg = 0
     if hi < 0:
@@ -481,10 +514,10 @@ def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_
         hi = -hi
         lo = -lo
         if lo < 0:
-            lo += np.int64(1) << _SPLIT
+            lo += np.int64(1) << split
             hi -= 1
-    th = hi >> (_L - _SPLIT)
-    tl = ((hi & ((np.int64(1) << (_L - _SPLIT)) - 1)) << _SPLIT) | lo
+    th = hi >> (_L - split)
+    tl = ((hi & ((np.int64(1) << (_L - split)) - 1)) << split) | lo
     if c_exp == 0:
         c_sig, cx = c_man, np.int64(-149)
     else:
@@ -494,7 +527,7 @@ def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_
 
 @njit(**_JIT)
 def dot_rows(a_codes, a_scales, b_codes, b_scales, acc, sig_a, sh_a, flag_a, lsb_a,
-             sig_b, sh_b, flag_b, lsb_b, out):
+             sig_b, sh_b, flag_b, lsb_b, split, out):
     """``out[r] = acc chained over blocks j of row r`` (fp32 bits as int64 in/out)."""
     n_rows, n_blocks, _ = a_codes.shape
     for r in range(n_rows):
@@ -502,5 +535,5 @@ def dot_rows(a_codes, a_scales, b_codes, b_scales, acc, sig_a, sh_a, flag_a, lsb
         for j in range(n_blocks):
             c = dot_step(a_codes[r, j], np.int64(a_scales[r, j]), b_codes[r, j],
                          np.int64(b_scales[r, j]), c, sig_a, sh_a, flag_a, lsb_a,
-                         sig_b, sh_b, flag_b, lsb_b)
+                         sig_b, sh_b, flag_b, lsb_b, split)
         out[r] = c
