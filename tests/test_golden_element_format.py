@@ -12,6 +12,7 @@ from fractions import Fraction as F
 
 import ml_dtypes
 import numpy as np
+import oracle
 import pytest
 
 import golden
@@ -47,6 +48,24 @@ def test_ocp_formats_match_the_spec_table(name):
     assert f.magnitude_value(max_code) == top
     assert element_format(name) is f
     assert getattr(golden, name.upper()) is f
+
+
+@pytest.mark.parametrize("name", SPEC)
+def test_oracle_table_matches_the_spec_table(name):
+    """tests/oracle.py derives its formats from the contract's definitions: hold them against
+    the same typed table (the oracle's emax and max normal come from decoding every code)."""
+    bits, e, m, bias, emax, top, min_n, min_s, inf, nan, max_code, twos = SPEC[name]
+    f = oracle.FORMATS[name]
+    assert (f.name, f.bits, f.is_int, f.emax) == (name, bits, twos, emax)
+    assert (f.inf_mags, f.nan_mags) == (inf, nan)
+    assert oracle.max_normal(f) == top
+    assert oracle.value_table(f)[0][1] == min_s  # the smallest non-zero magnitude
+    assert oracle.pow2(f.lsb_exp) == min_s
+    if not twos:
+        assert (f.ebits, f.mbits, f.bias) == (e, m, bias)
+        assert oracle.value_table(f)[1][-1] == max_code
+        assert min(v for v in oracle.value_table(f)[0] if v >= min_n) == min_n
+    assert list(oracle.FORMATS) == list(SPEC)
 
 
 def test_formats_is_the_six_ocp_formats_in_order():
