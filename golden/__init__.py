@@ -14,6 +14,9 @@ torch tensors (bfloat16 included) and JAX arrays are taken as they are, and resu
 in the caller's type where asked (``like=``): :mod:`golden.interop`; numpy stays the only
 array library golden needs.
 
+Any member of the element-format family works: ``golden.element_format("e3m3")``, ``"int4"``,
+``"float8_e4m3"`` or ``golden.ElementFormat(ebits, mbits, convention, bias)``.
+
 The format table (:mod:`golden.formats`: formats, mode ids, E8M0 and IEEE special patterns) is
 loaded eagerly and needs only numpy and ml_dtypes.  The codec itself runs on numba kernels,
 which load (and JIT-compile on first use) only when one of its functions is first used, so
@@ -35,6 +38,7 @@ from .formats import (
     FP32,
     FP64,
     INT8,
+    NAMED_FORMATS,
     ElementFormat,
     FloatFormat,
     Rounding,
@@ -61,7 +65,7 @@ __all__ = [
     "fake_quantize", "quantization_error", "QuantizationStats",
     "encode", "decode", "encode_scale", "decode_scale", "decode_table",
     "ElementFormat", "FloatFormat", "ScaleMode", "Rounding", "element_format", "float_format",
-    "FORMATS", "FP8_E4M3", "FP8_E5M2", "FP6_E3M2", "FP6_E2M3", "FP4_E2M1", "INT8",
+    "FORMATS", "NAMED_FORMATS", "FP8_E4M3", "FP8_E5M2", "FP6_E3M2", "FP6_E2M3", "FP4_E2M1", "INT8",
     "FP32", "BF16", "FP16", "FP64",
 ]
 

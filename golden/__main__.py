@@ -22,7 +22,8 @@ def main(argv=None, prog: str = "python -m golden") -> int:
     v = sub.add_parser("vectors", help="write $readmemh test vectors (inputs + expected)")
     v.add_argument("--unit", required=True, choices=UNITS)
     v.add_argument("--format", required=True,
-                   help=f"element format (A side for dot): {', '.join(FORMATS)}")
+                   help=f"element format (A side for dot): {', '.join(FORMATS)}, any name "
+                   "golden.element_format takes (int4, float8_e4m3, e3m3, e3m4fn_bias5, ...)")
     v.add_argument("--format-b", help="dot: element format of B (default: --format)")
     v.add_argument("--block-size", type=int, default=32,
                    help="k, a power of two 2..64 (default: %(default)s)")

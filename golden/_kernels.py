@@ -17,6 +17,8 @@ import functools
 import numpy as np
 from numba import njit
 
+from . import _fp32_window as W
+from ._fp32_window import bitlen
 from .formats import FP32, ROUNDING_IDS, SCALE_MODE_IDS
 
 # Rounding and scale mode ids as module constants (numba folds globals into the kernels).
@@ -27,31 +29,6 @@ FINITE, NAN, INF = 0, 1, 2
 
 _JIT = dict(cache=True, nogil=True)
 _INLINE = dict(cache=True, nogil=True, inline="always")
-
-
-@njit(**_INLINE)
-def bitlen(x):
-    """Number of bits of a non-negative int64 (0 for 0): ``floor(log2(x)) + 1``."""
-    n = 0
-    if x >> 32:
-        x >>= 32
-        n += 32
-    if x >> 16:
-        x >>= 16
-        n += 16
-    if x >> 8:
-        x >>= 8
-        n += 8
-    if x >> 4:
-        x >>= 4
-        n += 4
-    if x >> 2:
-        x >>= 2
-        n += 2
-    if x >> 1:
-        x >>= 1
-        n += 1
-    return n + x
 
 
 @njit(**_INLINE)
@@ -292,136 +269,48 @@ def encode_elements(raw, in_ebits, in_mbits, mbits, bias, max_code, bits, twos_c
 
 
 # --------------------------------------------------------------------------------------------
-# Dot product.  Block sums are exact two-limb fixed point; the final c + T is exact in a
-# 124-bit window (two 62-bit limbs) before the single rounding to fp32.
+# Dot product.  Block sums are exact two-limb fixed point, ``hi * 2^split + lo``, with the limb
+# split derived from the formats (:func:`dot_limb_split`); the final c + T is exact in a
+# 124-bit window (two 62-bit limbs, :mod:`golden._fp32_window`) before the single rounding to
+# fp32.  A pair whose block sum does not fit that window takes golden.dot_wide's exact path.
 # --------------------------------------------------------------------------------------------
-_L = 62
-_LMASK = (1 << _L) - 1
-_SPLIT = 40  # block sum = hi * 2^40 + lo, 0 <= lo < 2^40
-_SMASK = (1 << _SPLIT) - 1
+#: Widest exact operand of :func:`golden._fp32_window.add_round_fp32`, in bits.
+T_BITS_MAX = 100
+
+
+def dot_limb_split(product_bits: int, shift_max: int, block_size: int) -> int | None:
+    """The limb split of :func:`_block_dot` for one pair of formats, or None if none fits.
+
+    Parameters
+    ----------
+    product_bits : int
+        Bits of the largest product magnitude of two significands (``|sig_a * sig_b| <
+        2^product_bits``).
+    shift_max : int
+        Largest ``shift_a + shift_b`` (a product sits at ``2^shift`` in lsb units).
+    block_size : int
+        Elements per block (k terms in one sum).
+
+    The constraints, all in int64 with a bit of headroom: ``p << shift`` below the split, and
+    k of them, fit (``product_bits + split <= 62``, ``split + kb <= 62``); the high limb's k
+    terms fit (``product_bits + shift_max - split + kb <= 61``); the whole sum is at most
+    :data:`T_BITS_MAX` bits for ``add_round_fp32``.  ``kb`` is the bit length of k.
+    """
+    kb = int(block_size).bit_length()
+    if product_bits + shift_max + kb > T_BITS_MAX:
+        return None
+    hi = min(62 - product_bits, 62 - kb)
+    lo = max(product_bits + shift_max + kb - 61, 0)
+    return hi if lo <= hi else None
 
 
 @njit(**_JIT)
-def _w_bitlen(h, l):
-    return _L + bitlen(h) if h else bitlen(l)
-
-
-@njit(**_JIT)
-def _w_shl(h, l, s):
-    """(h, l) << s; the caller guarantees the result fits in 124 bits."""
-    if s == 0:
-        return h, l
-    if s >= _L:
-        return l << (s - _L), np.int64(0)
-    return (h << s) | (l >> (_L - s)), (l << s) & _LMASK
-
-
-@njit(**_JIT)
-def _w_shr_sticky(h, l, s):
-    """(h, l) >> s, and whether any 1 bit was shifted out."""
-    if s == 0:
-        return h, l, False
-    if s >= 2 * _L:
-        return np.int64(0), np.int64(0), (h | l) != 0
-    if s >= _L:
-        t = s - _L
-        lost = l != 0 or (h & ((np.int64(1) << t) - 1)) != 0
-        return np.int64(0), h >> t, lost
-    lost = (l & ((np.int64(1) << s) - 1)) != 0
-    return h >> s, (l >> s) | ((h << (_L - s)) & _LMASK), lost
-
-
-@njit(**_JIT)
-def _w_add(ah, al, bh, bl):
-    l = al + bl
-    return ah + bh + (l >> _L), l & _LMASK
-
-
-@njit(**_JIT)
-def _w_sub(ah, al, bh, bl):
-    """a - b for a >= b."""
-    l = al - bl
-    if l < 0:
-        return ah - bh - 1, l + (np.int64(1) << _L)
-    return ah - bh, l
-
-
-@njit(**_JIT)
-def _w_ge(ah, al, bh, bl):
-    return ah > bh or (ah == bh and al >= bl)
-
-
-FP32_QNAN = FP32.qnan_bits
-FP32_INF = FP32.inf_bits
-
-
-@njit(**_JIT)
-def round_fp32(neg, h, l, f):
-    """RNE of ``h:l * 2^f`` (non-zero) to fp32 bits, subnormals and overflow kept."""
-    p = _w_bitlen(h, l) - 1 + f  # exponent of the leading bit
-    rp = p - 23 if p - 23 > -149 else -149  # exponent of the result's last place
-    r = rp - f
-    if r <= 0:
-        keep = l << (-r)  # exact (fits in 24 bits, so h == 0)
-    else:
-        qh, ql, lost = _w_shr_sticky(h, l, r - 1)
-        guard = ql & 1
-        keep = ql >> 1
-        if guard and (lost or (keep & 1)):
-            keep += 1
-    # keep * 2^rp: the same formula covers subnormals, normals and a carry into the next binade.
-    mag = ((rp + 149) << 23) + keep
-    if mag >= FP32_INF:
-        mag = FP32_INF
-    return mag | (neg << 31)
-
-
-@njit(**_JIT)
-def add_round_fp32(t_neg, th, tl, tx, c_neg, ch, cl, cx):
-    """``RNE_fp32(T + c)`` for exact operands ``(-1)^neg * (h:l) * 2^x`` of at most 100 bits."""
-    t_len = _w_bitlen(th, tl)
-    c_len = _w_bitlen(ch, cl)
-    if t_len == 0 and c_len == 0:
-        return np.int64(0)  # an exact zero is +0
-    if c_len == 0:
-        return round_fp32(t_neg, th, tl, tx)
-    if t_len == 0:
-        return round_fp32(c_neg, ch, cl, cx)
-    # U has the higher leading bit.  Frame: 101 bits below U's top; U fits exactly.  V's bits
-    # below the frame are far below U (at most one bit of cancellation), so a sticky suffices.
-    if t_len - 1 + tx >= c_len - 1 + cx:
-        u_neg, uh, ul, ux, u_len, v_neg, vh, vl, vx = t_neg, th, tl, tx, t_len, c_neg, ch, cl, cx
-    else:
-        u_neg, uh, ul, ux, u_len, v_neg, vh, vl, vx = c_neg, ch, cl, cx, c_len, t_neg, th, tl, tx
-    f = u_len - 1 + ux - 100
-    uh, ul = _w_shl(uh, ul, ux - f + 1)  # one extra bit below the frame for the sticky
-    if vx >= f:
-        vh, vl = _w_shl(vh, vl, vx - f + 1)
-    else:
-        vh, vl, lost = _w_shr_sticky(vh, vl, f - vx)
-        vh, vl = _w_shl(vh, vl, 1)
-        vl |= np.int64(1) if lost else np.int64(0)
-    f -= 1
-    if u_neg == v_neg:
-        sh, sl = _w_add(uh, ul, vh, vl)
-        s_neg = u_neg
-    elif _w_ge(uh, ul, vh, vl):
-        sh, sl = _w_sub(uh, ul, vh, vl)
-        s_neg = u_neg
-    else:
-        sh, sl = _w_sub(vh, vl, uh, ul)
-        s_neg = v_neg
-    if sh == 0 and sl == 0:
-        return np.int64(0)
-    return round_fp32(s_neg, sh, sl, f)
-
-
-@njit(**_JIT)
-def _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b):
+def _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b, split):
     """Exact sum of a[i]*b[i] in units of 2^(lsb_a + lsb_b), with the special-value summary.
 
-    Returns (hi, lo, nan, pos_inf, neg_inf): sum = hi * 2^40 + lo, 0 <= lo < 2^40.
+    Returns (hi, lo, nan, pos_inf, neg_inf): sum = hi * 2^split + lo, 0 <= lo < 2^split.
     """
+    smask = (np.int64(1) << split) - 1
     hi = np.int64(0)
     lo = np.int64(0)
     nan = False
@@ -442,21 +331,25 @@ def _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b):
             continue
         p = sig_a[xa] * sig_b[xb]
         s = sh_a[xa] + sh_b[xb]
-        if s >= _SPLIT:
-            hi += p << (s - _SPLIT)
+        if s >= split:
+            hi += p << (s - split)
         else:
             full = p << s
-            hi += full >> _SPLIT
-            lo += full & _SMASK
-    hi += lo >> _SPLIT
-    lo &= _SMASK
+            hi += full >> split
+            lo += full & smask
+    hi += lo >> split
+    lo &= smask
     return hi, lo, nan, pinf, ninf
 
 
 @njit(**_JIT)
-def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_b, lsb_b):
-    """One fused block step of the contract (section 4): fp32 bits of RNE(acc + T)."""
-    hi, lo, nan, pinf, ninf = _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b)
+def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_b, lsb_b,
+             split):
+    """One fused block step of the contract (section 4): fp32 bits of RNE(acc + T).
+
+    ``split`` is the limb split :func:`dot_limb_split` derived for the pair."""
+    hi, lo, nan, pinf, ninf = _block_dot(ca, cb, sig_a, sh_a, flag_a, sig_b, sh_b, flag_b,
+                                         split)
     c_neg = (acc >> 31) & 1
     c_exp = (acc >> 23) & 0xFF
     c_man = acc & 0x7FFFFF
@@ -468,12 +361,12 @@ def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_
         else:
             pinf = True
     if sa == 255 or sb == 255 or nan or (pinf and ninf):
-        return np.int64(FP32_QNAN)
+        return np.int64(W.FP32_QNAN)
     if pinf:
-        return np.int64(FP32_INF)
+        return np.int64(W.FP32_INF)
     if ninf:
-        return np.int64(FP32_INF | (1 << 31))
-    # T = (hi * 2^40 + lo) * 2^tx as sign and two-limb magnitude
+        return np.int64(W.FP32_INF | (1 << 31))
+    # T = (hi * 2^split + lo) * 2^tx as sign and two-limb magnitude
     tx = (sa - 127) + (sb - 127) + lsb_a + lsb_b
     t_neg = 0
     if hi < 0:
@@ -481,20 +374,20 @@ def dot_step(ca, sa, cb, sb, acc, sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_
         hi = -hi
         lo = -lo
         if lo < 0:
-            lo += np.int64(1) << _SPLIT
+            lo += np.int64(1) << split
             hi -= 1
-    th = hi >> (_L - _SPLIT)
-    tl = ((hi & ((np.int64(1) << (_L - _SPLIT)) - 1)) << _SPLIT) | lo
+    th = hi >> (W.L - split)
+    tl = ((hi & ((np.int64(1) << (W.L - split)) - 1)) << split) | lo
     if c_exp == 0:
         c_sig, cx = c_man, np.int64(-149)
     else:
         c_sig, cx = c_man | (1 << 23), c_exp - 150
-    return add_round_fp32(t_neg, th, tl, tx, c_neg, np.int64(0), c_sig, cx)
+    return W.add_round_fp32(t_neg, th, tl, tx, c_neg, np.int64(0), c_sig, cx)
 
 
 @njit(**_JIT)
 def dot_rows(a_codes, a_scales, b_codes, b_scales, acc, sig_a, sh_a, flag_a, lsb_a,
-             sig_b, sh_b, flag_b, lsb_b, out):
+             sig_b, sh_b, flag_b, lsb_b, split, out):
     """``out[r] = acc chained over blocks j of row r`` (fp32 bits as int64 in/out)."""
     n_rows, n_blocks, _ = a_codes.shape
     for r in range(n_rows):
@@ -502,5 +395,5 @@ def dot_rows(a_codes, a_scales, b_codes, b_scales, acc, sig_a, sh_a, flag_a, lsb
         for j in range(n_blocks):
             c = dot_step(a_codes[r, j], np.int64(a_scales[r, j]), b_codes[r, j],
                          np.int64(b_scales[r, j]), c, sig_a, sh_a, flag_a, lsb_a,
-                         sig_b, sh_b, flag_b, lsb_b)
+                         sig_b, sh_b, flag_b, lsb_b, split)
         out[r] = c

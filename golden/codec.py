@@ -49,27 +49,33 @@ def decode_table(fmt: ElementFormat) -> np.ndarray:
 def dot_tables(fmt: ElementFormat):
     """Per-code (signed significand, shift, flag) with value ``sig * 2^(shift + lsb_exp)``.
 
-    The integer view the dot-product kernel (and the RTL multiplier lanes) work in.
+    The integer view the dot-product kernel (and the RTL multiplier lanes) work in, read from
+    the code's fields: a subnormal magnitude ``0.M`` is ``sig = M``, shift 0; a normal one
+    ``1.M`` with exponent field ``e`` is ``sig = 2^mbits + M``, shift ``e - 1``.  An intN code
+    ``n`` is its magnitude ``|n|`` in the same view (``-2^(N-1)`` is ``2^mbits`` shifted by 1).
+    An Inf code has ``sig = +-1``; a NaN code ``sig = 0``.
     """
     fmt = element_format(fmt)
-    vals = decode_table(fmt)
-    flag = np.where(np.isnan(vals), K.NAN, np.where(np.isinf(vals), K.INF, K.FINITE))
-    sig = np.zeros(vals.shape, np.int64)
-    shift = np.zeros(vals.shape, np.int64)
-    fin = np.isfinite(vals)
-    units = np.zeros(vals.shape, np.float64)
-    units[fin] = np.ldexp(vals[fin], -fmt.lsb_exp)  # exact integers
-    u = units.astype(np.int64)
-    # Strip the binade: sig keeps the mbits+1 significant bits, shift the rest.
-    mag = np.abs(u)
-    shift[fin] = np.maximum(0, np.floor(np.log2(np.maximum(mag[fin], 1))).astype(np.int64)
-                            - fmt.mbits)
-    sig[fin] = u[fin] >> shift[fin]
-    assert np.array_equal(sig << shift, u)
-    sig[np.isinf(vals)] = np.sign(vals[np.isinf(vals)]).astype(np.int64)
+    codes = np.arange(1 << fmt.bits, dtype=np.int64)
+    if fmt.twos_complement:
+        signed = np.where(codes >= 1 << (fmt.bits - 1), codes - (1 << fmt.bits), codes)
+        neg, mag = signed < 0, np.abs(signed)
+    else:
+        neg, mag = (codes >> fmt.sign_bit) & 1 == 1, codes & ((1 << fmt.sign_bit) - 1)
+    e, m = mag >> fmt.mbits, mag & ((1 << fmt.mbits) - 1)
+    sig = np.where(e == 0, m, m | (1 << fmt.mbits))
+    shift = np.where(e == 0, 0, e - 1)
+    inf, nan = np.isin(mag, fmt.inf_codes), np.isin(mag, fmt.nan_codes)
+    if fmt.twos_complement:
+        inf = nan = np.zeros(codes.shape, bool)
+    flag = np.where(nan, K.NAN, np.where(inf, K.INF, K.FINITE)).astype(np.int64)
+    sig = np.where(inf, 1, np.where(nan, 0, sig))
+    shift = np.where(inf | nan, 0, shift)
+    sig = np.where(neg, -sig, sig).astype(np.int64)
+    shift = shift.astype(np.int64)
     for a in (sig, shift, flag):
         a.flags.writeable = False
-    return sig, shift, flag.astype(np.int64)
+    return sig, shift, flag
 
 
 def decode(codes, fmt) -> np.ndarray:

@@ -6,10 +6,21 @@ import numpy as np
 
 from . import _kernels as K
 from .codec import dot_tables
-from .formats import element_format
+from .dot_wide import dot_rows_wide
+from .formats import ElementFormat, element_format
 from .mx import MXArray, check_block_size
 
-__all__ = ["dot", "dot_blocks"]
+__all__ = ["dot", "dot_blocks", "limb_split"]
+
+
+def limb_split(fmt_a: ElementFormat, fmt_b: ElementFormat, block_size: int) -> int | None:
+    """The kernel's limb split for a pair of formats and a block size, derived from the
+    formats' significand widths and largest shifts; None when the pair's block sum is too wide
+    for the two-limb kernel (it then takes :mod:`golden.dot_wide`'s exact path)."""
+    sa, ha, _ = dot_tables(element_format(fmt_a))
+    sb, hb, _ = dot_tables(element_format(fmt_b))
+    product_bits = int(np.abs(sa).max()).bit_length() + int(np.abs(sb).max()).bit_length()
+    return K.dot_limb_split(product_bits, int(ha.max()) + int(hb.max()), block_size)
 
 
 def _acc_bits(acc, shape) -> np.ndarray:
@@ -67,13 +78,16 @@ def dot_blocks(a_codes, a_scales, b_codes, b_scales, fmt_a, fmt_b=None, acc=None
     n, k = ac.shape[-2:]
     c = _acc_bits(acc, lead).reshape(rows)
     out = np.empty(rows, np.int64)
-    sa, ha, ga = dot_tables(fa)
-    sb, hb, gb = dot_tables(fb)
-    K.dot_rows(np.ascontiguousarray(ac, np.uint8).reshape(rows, n, k),
-               np.ascontiguousarray(asc, np.uint8).reshape(rows, n),
-               np.ascontiguousarray(bc, np.uint8).reshape(rows, n, k),
-               np.ascontiguousarray(bsc, np.uint8).reshape(rows, n),
-               c, sa, ha, ga, fa.lsb_exp, sb, hb, gb, fb.lsb_exp, out)
+    ta, tb = dot_tables(fa), dot_tables(fb)
+    args = (np.ascontiguousarray(ac, np.uint8).reshape(rows, n, k),
+            np.ascontiguousarray(asc, np.uint8).reshape(rows, n),
+            np.ascontiguousarray(bc, np.uint8).reshape(rows, n, k),
+            np.ascontiguousarray(bsc, np.uint8).reshape(rows, n), c)
+    split = limb_split(fa, fb, k)
+    if split is None:
+        out = dot_rows_wide(*args, ta, fa.lsb_exp, tb, fb.lsb_exp)
+    else:
+        K.dot_rows(*args, *ta, fa.lsb_exp, *tb, fb.lsb_exp, split, out)
     return out.astype(np.uint32).view(np.float32).reshape(lead)
 
 

@@ -1,27 +1,37 @@
 """Element formats, input formats and the E8M0 scale, described as data.
 
 Every numeric routine in :mod:`golden` (and every RTL unit in :mod:`hw`) is driven by these
-descriptions; there is no per-format code.
-
-One internal view serves all six element formats: a sign and a magnitude code ``E.M`` with
-``ebits`` exponent bits, ``mbits`` mantissa bits and a bias, IEEE-style (exponent field 0 means
-subnormal).  int8 fits this view exactly as a sign-magnitude "E1M6" with bias 1: its magnitudes
-``n * 2^-6`` for ``n`` in 0..127 are subnormals ``0.M * 2^0`` (n < 64) and normals ``1.M * 2^0``
-(n >= 64), and the magnitude code *is* ``n``.  Only the outer encoding differs (two's complement
-instead of a sign bit), so the rounding, saturation and decoding logic is shared.
+descriptions; there is no per-format code.  The element-format family (one type for every
+ExMy and intN member, its constants derived from the parameters) lives in
+:mod:`golden.element_format`, its names in :mod:`golden.format_names`; both are re-exported
+here with the input formats, the rounding and scale modes and the E8M0 constants.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
 
+from .element_format import CONVENTIONS, ElementFormat
+from .format_names import (
+    FORMATS,
+    FP4_E2M1,
+    FP6_E2M3,
+    FP6_E3M2,
+    FP8_E4M3,
+    FP8_E5M2,
+    INT8,
+    NAMED_FORMATS,
+    element_format,
+)
+
 __all__ = [
     "ElementFormat",
+    "CONVENTIONS",
+    "NAMED_FORMATS",
     "FloatFormat",
     "ScaleMode",
     "Rounding",
@@ -92,135 +102,6 @@ class Rounding(str, enum.Enum):
 ROUNDING_IDS: dict[str, int] = {"rne": 0, "rna": 1, "rtz": 2, "stochastic": 3}
 #: Encoding of a runtime ``scale_mode`` field, by mode name.
 SCALE_MODE_IDS: dict[str, int] = {"floor": 0, "rceil": 1}
-
-
-@dataclass(frozen=True)
-class ElementFormat:
-    """An MX element format.
-
-    Parameters
-    ----------
-    name : str
-        Canonical name, e.g. ``"fp8_e4m3"``.
-    bits : int
-        Width of one element code.
-    ebits, mbits, bias : int
-        The sign-magnitude ``E.M`` view used by all arithmetic (int8: 1, 6, 1; see module doc).
-    emax : int
-        Exponent of the largest normal binade, as in the OCP tables (int8: 0).
-    max_code : int
-        Magnitude code of the largest finite value (saturation target).
-    nan_codes, inf_codes : tuple of int
-        Magnitude codes (sign bit clear) that decode to NaN / infinity.
-    twos_complement : bool
-        True for int8: codes are two's complement integers rather than sign-magnitude.
-    aliases : tuple of str
-        Other accepted names.
-    ml_dtype : numpy dtype or None
-        The matching ml_dtypes type, used only by tests and benchmarks as an oracle.
-    """
-
-    name: str
-    bits: int
-    ebits: int
-    mbits: int
-    bias: int
-    emax: int
-    max_code: int
-    nan_codes: tuple = ()
-    inf_codes: tuple = ()
-    twos_complement: bool = False
-    aliases: tuple = ()
-    ml_dtype: object = None
-
-    # -- derived properties -------------------------------------------------------------------
-    @property
-    def emin(self) -> int:
-        """Exponent of the smallest normal binade (``1 - bias``)."""
-        return 1 - self.bias
-
-    @property
-    def lsb_exp(self) -> int:
-        """Exponent of the smallest subnormal: every value is an integer multiple of this power."""
-        return self.emin - self.mbits
-
-    @property
-    def sign_bit(self) -> int:
-        return self.bits - 1
-
-    @property
-    def code_mask(self) -> int:
-        return (1 << self.bits) - 1
-
-    @property
-    def is_int(self) -> bool:
-        return self.twos_complement
-
-    @property
-    def max_normal(self) -> Fraction:
-        """Largest finite magnitude, exactly."""
-        return self.magnitude_value(self.max_code)
-
-    @property
-    def max_significand(self) -> int:
-        """Integer significand ``1.M`` of the largest finite value, as ``2^mbits + M``."""
-        return (1 << self.mbits) | (self.max_code & ((1 << self.mbits) - 1))
-
-    @property
-    def lsb_units_max(self) -> int:
-        """Largest finite magnitude in units of ``2^lsb_exp`` (the fixed-point integer width)."""
-        return int(self.max_normal / Fraction(2) ** self.lsb_exp)
-
-    def magnitude_value(self, mag: int) -> Fraction:
-        """Exact value of a magnitude code (no NaN/Inf interpretation)."""
-        e = mag >> self.mbits
-        m = mag & ((1 << self.mbits) - 1)
-        if e == 0:
-            return Fraction(m) * Fraction(2) ** self.lsb_exp
-        return Fraction((1 << self.mbits) | m) * Fraction(2) ** (e - self.bias - self.mbits)
-
-    def __str__(self) -> str:
-        return self.name
-
-
-def _f(name, bits, ebits, mbits, bias, emax, max_code, **kw) -> ElementFormat:
-    return ElementFormat(name, bits, ebits, mbits, bias, emax, max_code, **kw)
-
-
-FP8_E4M3 = _f("fp8_e4m3", 8, 4, 3, 7, 8, 0x7E, nan_codes=(0x7F,),
-              aliases=("mxfp8_e4m3", "e4m3", "fp8", "e4m3fn", "float8_e4m3fn"),
-              ml_dtype=ml_dtypes.float8_e4m3fn)
-FP8_E5M2 = _f("fp8_e5m2", 8, 5, 2, 15, 15, 0x7B, nan_codes=(0x7D, 0x7E, 0x7F), inf_codes=(0x7C,),
-              aliases=("mxfp8_e5m2", "e5m2", "float8_e5m2"), ml_dtype=ml_dtypes.float8_e5m2)
-FP6_E3M2 = _f("fp6_e3m2", 6, 3, 2, 3, 4, 0x1F, aliases=("mxfp6_e3m2", "e3m2", "float6_e3m2fn"),
-              ml_dtype=ml_dtypes.float6_e3m2fn)
-FP6_E2M3 = _f("fp6_e2m3", 6, 2, 3, 1, 2, 0x1F, aliases=("mxfp6_e2m3", "e2m3", "float6_e2m3fn"),
-              ml_dtype=ml_dtypes.float6_e2m3fn)
-FP4_E2M1 = _f("fp4_e2m1", 4, 2, 1, 1, 2, 0x7, aliases=("mxfp4_e2m1", "e2m1", "fp4", "mxfp4",
-              "float4_e2m1fn"), ml_dtype=ml_dtypes.float4_e2m1fn)
-INT8 = _f("int8", 8, 1, 6, 1, 0, 0x7F, twos_complement=True, aliases=("mxint8",))
-
-#: All element formats, by canonical name, in the contract's order.
-FORMATS: dict[str, ElementFormat] = {
-    f.name: f for f in (FP8_E4M3, FP8_E5M2, FP6_E3M2, FP6_E2M3, FP4_E2M1, INT8)
-}
-_ALIASES = {a: f for f in FORMATS.values() for a in (f.name, *f.aliases)}
-
-
-def element_format(fmt: str | ElementFormat) -> ElementFormat:
-    """Look up an element format by name or alias (case-insensitive, ``-`` or ``_``)."""
-    if isinstance(fmt, ElementFormat):
-        return fmt
-    if not isinstance(fmt, str):
-        raise TypeError(f"element format must be a name or ElementFormat, not {type(fmt).__name__}")
-    key = fmt.strip().lower().replace("-", "_")
-    try:
-        return _ALIASES[key]
-    except KeyError:
-        raise ValueError(
-            f"unknown element format {fmt!r}; expected one of {', '.join(FORMATS)} "
-            f"(aliases: {', '.join(sorted(a for f in FORMATS.values() for a in f.aliases))})"
-        ) from None
 
 
 @dataclass(frozen=True)

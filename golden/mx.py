@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
 
@@ -134,7 +135,8 @@ class MXArray:
     # -- storage layout (docs/numerics.md section 6) -----------------------------------------------
     def pack(self) -> np.ndarray:
         """Element codes in the contract's byte layout, blocks in order (block axis last,
-        C order); fp4 two per byte (even element low), fp6 four per three bytes."""
+        C order): one contiguous LSB-first bit stream of ``fmt.bits``-bit codes (fp4 two per
+        byte, even element low; fp6 four per three bytes; 8-bit codes one per byte)."""
         codes, _ = self.blocks()
         return pack_codes(codes.reshape(-1), self.fmt)
 
@@ -155,36 +157,44 @@ class MXArray:
         return cls(scales, np.moveaxis(codes, -1, ax), fmt, k, ax, shape)
 
 
+def pack_group(bits: int) -> tuple[int, int]:
+    """(codes, bytes) of the smallest whole-byte group of ``bits``-bit codes: the packing unit
+    (fp4: 2 codes in 1 byte, fp6: 4 in 3, any odd width: 8 codes in ``bits`` bytes)."""
+    per = 8 // math.gcd(bits, 8)
+    return per, bits * per // 8
+
+
 def pack_codes(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:
+    """Codes as one contiguous LSB-first bit stream: code i at bits ``[w*i, w*(i+1))`` of the
+    little-endian byte string (``w = fmt.bits``), zero-padded to a whole :func:`pack_group`."""
     codes = np.asarray(codes, np.uint8).reshape(-1)
     if fmt.bits == 8:
         return codes.copy()
-    per = {4: 2, 6: 4}[fmt.bits]
+    per, nbytes = pack_group(fmt.bits)
     pad = (-codes.size) % per
-    c = np.concatenate([codes, np.zeros(pad, np.uint8)]).reshape(-1, per).astype(np.uint32)
-    word = np.zeros(c.shape[0], np.uint32)
+    c = np.concatenate([codes, np.zeros(pad, np.uint8)]).reshape(-1, per).astype(np.uint64)
+    word = np.zeros(c.shape[0], np.uint64)
     for j in range(per):
-        word |= c[:, j] << (fmt.bits * j)
-    nbytes = fmt.bits * per // 8
-    return word.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nbytes].reshape(-1).copy()
+        word |= c[:, j] << np.uint64(fmt.bits * j)
+    return word.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :nbytes].reshape(-1).copy()
 
 
 def unpack_codes(packed: np.ndarray, fmt: ElementFormat, n: int) -> np.ndarray:
+    """Inverse of :func:`pack_codes`: the first ``n`` codes of a packed stream."""
     if fmt.bits == 8:
         if packed.size != n:
             raise ValueError(f"expected {n} packed bytes, got {packed.size}")
         return packed.copy()
-    per = {4: 2, 6: 4}[fmt.bits]
-    nbytes = fmt.bits * per // 8
+    per, nbytes = pack_group(fmt.bits)
     groups = -(-n // per)
     if packed.size != groups * nbytes:
         raise ValueError(f"expected {groups * nbytes} packed bytes for {n} {fmt.name} codes, "
                          f"got {packed.size}")
-    b = np.zeros((groups, 4), np.uint8)
+    b = np.zeros((groups, 8), np.uint8)
     b[:, :nbytes] = packed.reshape(groups, nbytes)
-    word = b.reshape(-1).view("<u4").astype(np.uint32)
-    mask = (1 << fmt.bits) - 1
-    c = np.stack([(word >> (fmt.bits * j)) & mask for j in range(per)], axis=1)
+    word = b.reshape(-1).view("<u8").astype(np.uint64)
+    mask = np.uint64((1 << fmt.bits) - 1)
+    c = np.stack([(word >> np.uint64(fmt.bits * j)) & mask for j in range(per)], axis=1)
     return c.reshape(-1)[:n].astype(np.uint8)
 
 
@@ -208,8 +218,10 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
     ----------
     x : array_like, torch.Tensor or jax.Array
         float32, float16, bfloat16 or float64 (float64 quantized exactly as real numbers).
-    fmt : str or ElementFormat
-        ``fp8_e4m3``, ``fp8_e5m2``, ``fp6_e3m2``, ``fp6_e2m3``, ``fp4_e2m1``, ``int8`` or an alias.
+    fmt : str, dict or ElementFormat
+        Any member of the element-format family: ``fp8_e4m3``, ``fp8_e5m2``, ``fp6_e3m2``,
+        ``fp6_e2m3``, ``fp4_e2m1``, ``int8``, an alias, ``int4``, ``e3m3``, ... (see
+        :func:`golden.element_format`).
     block_size : int
         Power of two >= 2 (the RTL supports 2..64).  A trailing partial block is padded with +0.
     axis : int
@@ -305,8 +317,9 @@ def dequantize(mx: MXArray, dtype=np.float32, *, like=None):
     see :func:`golden.float_format`).  ``like`` (``"numpy"``, ``"torch"``, ``"jax"`` or an array
     of that kind) returns the result as that kind of array (:mod:`golden.interop`).
 
-    fp32 is exact (only values beyond fp32's range become Inf); bf16/fp16 are the RNE cast of
-    that exact value.  Every NaN is the canonical quiet NaN (fp32 0x7FC00000, bf16 0x7FC0,
+    fp32 is exact (only values beyond fp32's range become Inf; a wide-exponent format's values
+    below fp32's subnormals round RNE); bf16/fp16 are the RNE cast of that exact value.  Every
+    NaN is the canonical quiet NaN (fp32 0x7FC00000, bf16 0x7FC0,
     fp16 0x7E00), whatever the sign of the NaN code.
     """
     if not isinstance(mx, MXArray):

@@ -98,7 +98,7 @@ def quantizer_vectors(rng, count, fmt, k, input_format="fp32", rounding="rne",
                      f"{fmt.name} element codes")]
     params = {"format": fmt.name, "block_size": k, "input": ff.name, "rounding": rounding,
               "scale_mode": scale_mode, "random_bits": random_bits if stochastic else 0}
-    return params, fields
+    return params, fields, {"format": fmt.spec}
 
 
 def dequantizer_vectors(rng, count, fmt, k, output_format="fp32"):
@@ -118,7 +118,8 @@ def dequantizer_vectors(rng, count, fmt, k, output_format="fp32"):
               Field("in_codes", "input", k, fmt.bits, codes, f"{fmt.name} element codes"),
               Field("expected_data", "expected", k, ff.bits, out,
                     f"{ff.name} values (every NaN is the canonical quiet NaN)")]
-    return {"format": fmt.name, "block_size": k, "output": ff.name}, fields
+    return ({"format": fmt.name, "block_size": k, "output": ff.name}, fields,
+            {"format": fmt.spec})
 
 
 def dot_vectors(rng, count, fmt_a, fmt_b, k):
@@ -149,7 +150,8 @@ def dot_vectors(rng, count, fmt_a, fmt_b, k):
               Field("in_c", "input", 1, 32, c[:, None], "fp32 accumulator input c"),
               Field("expected_result", "expected", 1, 32, res[:, None],
                     "fp32 RNE(c + 2^(sa+sb-254) * sum a_i*b_i); NaN is 0x7FC00000")]
-    return {"format_a": fa.name, "format_b": fb.name, "block_size": k}, fields
+    return ({"format_a": fa.name, "format_b": fb.name, "block_size": k}, fields,
+            {"format_a": fa.spec, "format_b": fb.spec})
 
 
 def generator_version() -> str:
@@ -162,18 +164,21 @@ def generator_version() -> str:
 
 
 def write_vectors(out_dir, unit: str, params: dict, fields: list[Field], *, seed: int,
-                  command: str | None = None) -> Path:
+                  command: str | None = None, formats: dict | None = None) -> Path:
     """Write the hex files, ``vectors.json`` and ``README.txt`` of one vector set.
 
     ``vectors.json`` is the set's manifest and provenance: the generator (project version,
-    command line, numpy version), the unit, its parameters, count and seed, and per file its
-    bit layout and SHA-256, so a user can cite exactly the set their design passed.
+    command line, numpy version), the unit, its parameters, count and seed, the whole element
+    format of each format parameter (``formats``: parameter name -> ``ElementFormat.spec``,
+    read back by :func:`read_formats`), and per file its bit layout and SHA-256, so a user can
+    cite exactly the set their design passed.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     n = len(fields[0].values)
     desc = ", ".join(f"{k}={v}" for k, v in params.items())
-    manifest = {"unit": unit, "parameters": params, "count": n, "seed": seed,
+    manifest = {"unit": unit, "parameters": params, "element_formats": formats or {},
+                "count": n, "seed": seed,
                 "generator": {"name": "ocp-mx-hdl golden", "version": generator_version(),
                               "command": command or "golden.vectors.write_vectors",
                               "python": sys.version.split()[0], "numpy": np.__version__},
@@ -208,6 +213,13 @@ def read_field(out_dir, name: str) -> np.ndarray:
                           meta["lane_width"])
 
 
+def read_formats(out_dir) -> dict:
+    """The element formats of a vector set, by parameter name (``format``, or ``format_a`` and
+    ``format_b``), rebuilt from ``vectors.json``."""
+    manifest = json.loads((Path(out_dir) / "vectors.json").read_text())
+    return {k: element_format(v) for k, v in manifest.get("element_formats", {}).items()}
+
+
 def generate(unit: str, out_dir, *, count: int, seed: int, fmt, fmt_b=None, block_size=32,
              input_format="fp32", output_format="fp32", rounding="rne", scale_mode="floor",
              random_bits=8, command: str | None = None) -> Path:
@@ -221,10 +233,12 @@ def generate(unit: str, out_dir, *, count: int, seed: int, fmt, fmt_b=None, bloc
     rng = np.random.default_rng(seed)
     if unit == "quantizer":
         rounding_mode(rounding)
-        params, fields = quantizer_vectors(rng, count, fmt, block_size, input_format, rounding,
-                                           scale_mode, random_bits)
+        params, fields, formats = quantizer_vectors(rng, count, fmt, block_size, input_format,
+                                                    rounding, scale_mode, random_bits)
     elif unit == "dequantizer":
-        params, fields = dequantizer_vectors(rng, count, fmt, block_size, output_format)
+        params, fields, formats = dequantizer_vectors(rng, count, fmt, block_size,
+                                                      output_format)
     else:
-        params, fields = dot_vectors(rng, count, fmt, fmt_b or fmt, block_size)
-    return write_vectors(out_dir, unit, params, fields, seed=seed, command=command)
+        params, fields, formats = dot_vectors(rng, count, fmt, fmt_b or fmt, block_size)
+    return write_vectors(out_dir, unit, params, fields, seed=seed, command=command,
+                         formats=formats)

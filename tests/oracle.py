@@ -6,8 +6,10 @@ in plain Python:
 
 * every value is a :class:`fractions.Fraction` (or one of the markers ``NAN``/``INF``); no
   floating-point operation touches a value on its way to a result;
-* element formats are described here again from the contract's table (not imported from
-  ``golden``), and an element is encoded by *searching the format's value table*;
+* element formats are described here again from the contract's definitions (E, M, bias and
+  the special-value convention, or a two's-complement width; not imported from ``golden``):
+  every value, emax and max normal comes from decoding codes by those definitions, and an
+  element is encoded by *searching the format's value table*;
 * the final fp32 rounding of the dot product is this module's own RNE on Fractions.
 
 It is deliberately slow and simple: per element a handful of exact operations, so a reviewer
@@ -24,7 +26,8 @@ from fractions import Fraction
 import numpy as np
 
 __all__ = [
-    "FORMATS", "Fmt", "NAN", "INF", "decode_float_bits", "decode_input", "value_table",
+    "FORMATS", "EXTRA", "Fmt", "spec", "int_spec", "fmt_of", "significand",
+    "NAN", "INF", "decode_float_bits", "decode_input", "value_table",
     "decode_code", "encode_magnitude", "round_to_grid", "shared_exponent", "quantize_block",
     "quantize", "rne_fp32_bits", "fp32_bits_value", "dot_block", "dot_chain",
 ]
@@ -39,40 +42,108 @@ def pow2(n: int) -> Fraction:
 
 
 # ---------------------------------------------------------------------------------------------
-# Section 1: formats, restated from the contract's table.
+# Section 1: formats, restated from the contract's definitions.
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Fmt:
+    """An element format as the contract defines it: a sign bit and E exponent, M mantissa bits
+    with a bias and one of three special-value conventions, or a two's-complement integer.
+
+    ``convention``: ``"finite"`` (every code a number), ``"fn"`` (the all-ones magnitude is NaN),
+    ``"ieee"`` (all-ones exponent: mantissa 0 is Inf, else NaN) or ``"int"`` (``int_bits``-bit
+    two's complement n, value ``n * 2^-(int_bits - 2)``; ebits, mbits and bias unused, 0).
+    """
+
     name: str
-    bits: int
-    ebits: int  # 0 for int8
+    ebits: int
     mbits: int
-    bias: int
-    emax: int
-    nan_mags: tuple = ()  # magnitude codes (sign bit clear) that are NaN
-    inf_mags: tuple = ()  # magnitude codes that are Inf
-    is_int: bool = False
+    convention: str
+    bias: int = 0
+    int_bits: int = 0
+
+    @property
+    def is_int(self) -> bool:
+        return self.convention == "int"
+
+    @property
+    def bits(self) -> int:
+        return self.int_bits if self.is_int else 1 + self.ebits + self.mbits
+
+    @property
+    def nan_mags(self) -> tuple:
+        """Magnitude codes (sign bit clear) that are NaN."""
+        ones = (1 << (self.bits - 1)) - 1
+        if self.convention == "fn":
+            return (ones,)
+        if self.convention == "ieee":
+            return tuple(range((((1 << self.ebits) - 1) << self.mbits) + 1, ones + 1))
+        return ()
+
+    @property
+    def inf_mags(self) -> tuple:
+        """Magnitude codes that are Inf."""
+        return (((1 << self.ebits) - 1) << self.mbits,) if self.convention == "ieee" else ()
+
+    @property
+    def lsb_exp(self) -> int:
+        """Exponent of the last place of the smallest binade (every value is a multiple)."""
+        return -(self.int_bits - 2) if self.is_int else 1 - self.bias - self.mbits
+
+    @property
+    def emax(self) -> int:
+        """The exponent of the largest finite value's binade (OCP's emax)."""
+        return floor_log2(max_normal(self))
+
+
+def spec(ebits: int, mbits: int, convention: str = "finite", bias: int | None = None,
+         name: str | None = None) -> Fmt:
+    """A float format from its definition; the bias is 2^(E-1) - 1 unless given."""
+    bias = (1 << (ebits - 1)) - 1 if bias is None else bias
+    return Fmt(name or f"e{ebits}m{mbits}{'' if convention == 'finite' else convention}",
+               ebits, mbits, convention, bias)
+
+
+def int_spec(n: int) -> Fmt:
+    return Fmt(f"int{n}", 0, 0, "int", 0, n)
 
 
 FORMATS = {
     f.name: f
     for f in (
-        Fmt("fp8_e4m3", 8, 4, 3, 7, 8, nan_mags=(0x7F,)),
-        Fmt("fp8_e5m2", 8, 5, 2, 15, 15, nan_mags=(0x7D, 0x7E, 0x7F), inf_mags=(0x7C,)),
-        Fmt("fp6_e3m2", 6, 3, 2, 3, 4),
-        Fmt("fp6_e2m3", 6, 2, 3, 1, 2),
-        Fmt("fp4_e2m1", 4, 2, 1, 1, 2),
-        Fmt("int8", 8, 0, 0, 0, 0, is_int=True),
+        spec(4, 3, "fn", name="fp8_e4m3"),
+        spec(5, 2, "ieee", name="fp8_e5m2"),
+        spec(3, 2, name="fp6_e3m2"),
+        spec(2, 3, name="fp6_e2m3"),
+        spec(2, 1, name="fp4_e2m1"),
+        int_spec(8),
     )
 }
 
+#: Further members by the names golden takes: ml_dtypes' IEEE-like fp8 types and the intN.
+EXTRA = {"float8_e4m3": spec(4, 3, "ieee", name="float8_e4m3"),
+         "float8_e3m4": spec(3, 4, "ieee", name="float8_e3m4"),
+         **{f"int{n}": int_spec(n) for n in range(2, 8)}}
 
-def decode_code(fmt: Fmt, code: int):
+
+def fmt_of(f) -> Fmt:
+    """A Fmt, from itself, a name of FORMATS/EXTRA, or a generic ``e<E>m<M>`` (finite)."""
+    if isinstance(f, Fmt):
+        return f
+    if f in FORMATS:
+        return FORMATS[f]
+    if f in EXTRA:
+        return EXTRA[f]
+    e, m = f[1:].split("m")  # "e3m3" -> 3, 3
+    return spec(int(e), int(m))
+
+
+def decode_code(fmt, code: int):
     """(neg, magnitude) of an element code: magnitude a Fraction, or NAN / INF."""
+    fmt = fmt_of(fmt)
     code = int(code)
-    if fmt.is_int:  # two's complement n, value n * 2^-6
-        n = code - 256 if code >= 128 else code
-        return n < 0, Fraction(abs(n), 64)
+    if fmt.is_int:  # two's complement n, value n * 2^-(N-2)
+        n = code - (1 << fmt.bits) if code >> (fmt.bits - 1) else code
+        return n < 0, Fraction(abs(n)) * pow2(fmt.lsb_exp)
     neg = bool(code >> (fmt.bits - 1))
     mag = code & ((1 << (fmt.bits - 1)) - 1)
     if mag in fmt.nan_mags:
@@ -85,7 +156,7 @@ def decode_code(fmt: Fmt, code: int):
     return neg, (1 + Fraction(m, 1 << fmt.mbits)) * pow2(e - fmt.bias)
 
 
-def code_value(fmt: Fmt, code: int):
+def code_value(fmt, code: int):
     """Signed value of a code: a Fraction, NAN, or ('+inf' / '-inf')."""
     neg, mag = decode_code(fmt, code)
     if mag is NAN:
@@ -96,10 +167,7 @@ def code_value(fmt: Fmt, code: int):
 
 
 @functools.cache
-def value_table(name: str):
-    """Sorted finite non-negative magnitudes of a format and, parallel, their codes (sign
-    clear; for int8 the non-negative two's-complement codes 0..127)."""
-    fmt = FORMATS[name]
+def _value_table(fmt: Fmt):
     pairs = {}
     for code in range(1 << fmt.bits):
         neg, mag = decode_code(fmt, code)
@@ -110,29 +178,48 @@ def value_table(name: str):
     return tuple(mags), tuple(pairs[m] for m in mags)
 
 
-def max_normal(name: str) -> Fraction:
-    return value_table(name)[0][-1]
+def value_table(fmt):
+    """Sorted finite non-negative magnitudes of a format and, parallel, their codes (sign
+    clear; for intN the non-negative two's-complement codes)."""
+    return _value_table(fmt_of(fmt))
 
 
-def units_max(name: str) -> int:
-    """Largest finite element magnitude in units of the format's lsb (int8: -2.0 = -128 *
-    2^-6 is the largest magnitude)."""
-    spec = FORMATS[name]
-    lsb_exp = -6 if spec.is_int else 1 - spec.bias - spec.mbits
-    mags = [decode_code(spec, c)[1] for c in range(1 << spec.bits)]
-    units = max(v for v in mags if isinstance(v, Fraction)) / pow2(lsb_exp)
+def max_normal(fmt) -> Fraction:
+    return value_table(fmt)[0][-1]
+
+
+def units_max(fmt) -> int:
+    """Largest finite element magnitude in units of the format's lsb (intN: -2.0 = -2^(N-1) *
+    2^-(N-2) is the largest magnitude)."""
+    spec_ = fmt_of(fmt)
+    mags = [decode_code(spec_, c)[1] for c in range(1 << spec_.bits)]
+    units = max(v for v in mags if isinstance(v, Fraction)) / pow2(spec_.lsb_exp)
     assert units.denominator == 1
     return int(units)
 
 
-def encode_magnitude(fmt: Fmt, neg: bool, mag: Fraction) -> int:
+def significand(fmt, mag: Fraction) -> int:
+    """The integer significand of a representable magnitude: the value in units of its last
+    place (the place of its binade's lsb, or of the subnormal range; intN: of 2^-(N-2)).
+    "Ties to even" means: to the neighbour whose significand is even."""
+    f = fmt_of(fmt)
+    if mag == 0:
+        return 0
+    last = f.lsb_exp if f.is_int else max(floor_log2(mag), 1 - f.bias) - f.mbits
+    n = mag / pow2(last)
+    assert n.denominator == 1
+    return int(n)
+
+
+def encode_magnitude(fmt, neg: bool, mag: Fraction) -> int:
     """The code of a representable value, found by searching the value table."""
-    mags, codes = value_table(fmt.name)
+    fmt = fmt_of(fmt)
+    mags, codes = value_table(fmt)
     i = bisect.bisect_left(mags, mag)
     assert i < len(mags) and mags[i] == mag, f"{mag} is not a {fmt.name} value"
     c = codes[i]
     if fmt.is_int:
-        return (-c) & 0xFF if neg else c
+        return (-c) & ((1 << fmt.bits) - 1) if neg else c
     return c | (int(neg) << (fmt.bits - 1))
 
 
@@ -186,9 +273,9 @@ def ceil_log2(x: Fraction) -> int:
     return t if pow2(t) == x else t + 1
 
 
-def shared_exponent(name: str, amax: Fraction, scale_mode: str) -> int:
+def shared_exponent(name, amax: Fraction, scale_mode: str) -> int:
     """Unclamped shared exponent of a block with largest magnitude ``amax`` > 0."""
-    fmt = FORMATS[name]
+    fmt = fmt_of(name)
     if scale_mode == "floor":
         return floor_log2(amax) - fmt.emax
     if scale_mode == "rceil":
@@ -196,30 +283,30 @@ def shared_exponent(name: str, amax: Fraction, scale_mode: str) -> int:
     raise ValueError(scale_mode)
 
 
-def round_to_grid(name: str, q: Fraction, rounding: str, r: int = 0, random_bits: int = 8):
+def round_to_grid(name, q: Fraction, rounding: str, r: int = 0, random_bits: int = 8):
     """Round a magnitude ``q >= 0`` onto the format's grid, then saturate.
 
     The grid is the table of finite magnitudes, extended by one point above max normal (one
     top-binade step further): values between max normal and that point round like any other
     pair of neighbours, and a result above max normal saturates.  Returns the magnitude.
     """
-    mags, codes = value_table(name)
+    mags = value_table(name)[0]
     top = mags[-1]
     if q >= top:  # at or beyond max normal: every mode gives max normal after saturation
         ext = top + (top - mags[-2])
         if q >= ext:
             return top
-        lo, hi, lo_code = top, ext, codes[-1]
+        lo, hi = top, ext
     else:
         i = bisect.bisect_right(mags, q) - 1  # mags[i] <= q < mags[i + 1]
-        lo, hi, lo_code = mags[i], mags[i + 1], codes[i]
+        lo, hi = mags[i], mags[i + 1]
     if q == lo:
         return lo
     mid = (lo + hi) / 2
     if rounding == "rne":
-        # Adjacent grid points have consecutive magnitude codes (int8: consecutive n), so
-        # "ties to even" means: up exactly when the lower neighbour's code is odd.
-        up = q > mid or (q == mid and lo_code % 2 == 1)
+        # Ties to the neighbour with the even significand: up exactly when the lower one's is
+        # odd (with M >= 1 that is its code's parity; with M = 0 every normal is odd).
+        up = q > mid or (q == mid and significand(name, lo) % 2 == 1)
     elif rounding == "rna":
         up = q >= mid
     elif rounding == "rtz":
@@ -236,7 +323,7 @@ def round_to_grid(name: str, q: Fraction, rounding: str, r: int = 0, random_bits
 
 def quantize_block(name, values, scale_mode="floor", rounding="rne", rand=None, random_bits=8):
     """One block: ``values`` is a list of (neg, magnitude) pairs.  Returns (s, [codes])."""
-    fmt = FORMATS[name]
+    fmt = fmt_of(name)
     k = len(values)
     if any(not isinstance(m, Fraction) for _, m in values):  # step 1: NaN or Inf present
         return 255, [0] * k
@@ -324,7 +411,7 @@ def fp32_bits_value(bits: int):
 
 def dot_block(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
     """One block pair of docs/numerics.md section 5: fp32 bits of the result."""
-    fa, fb = FORMATS[fa], FORMATS[fb]
+    fa, fb = fmt_of(fa), fmt_of(fb)
     c = fp32_bits_value(c_bits)
     a = [code_value(fa, x) for x in a_codes]
     b = [code_value(fb, x) for x in b_codes]

@@ -335,10 +335,17 @@ def test_dot_of_mx_arrays(rng):
         acc = rng.standard_normal((4, 3)).astype(np.float32)
         got = golden.dot(ma, mb, acc)
         assert got.shape == (4, 3) and got.dtype == np.float32
-        a_c, a_s = ma.blocks()
-        b_c, b_s = mb.blocks()
-        want = np.array([[oracle.dot_chain(fa, a_c[i, j].tolist(), a_s[i, j].tolist(), fb,
-                                           b_c[i, j].tolist(), b_s[i, j].tolist(),
+        # The oracle's own quantization, cut into blocks by the layout's definition: along
+        # axis 1, padded to 80 = 5 blocks of 16.
+        a_s, a_c = oracle.quantize(x, fa, block_size=16, axis=1)
+        b_s, b_c = oracle.quantize(y, fb, block_size=16, axis=1)
+        assert np.array_equal(ma.codes, a_c) and np.array_equal(mb.codes, b_c)
+
+        def blocks(codes, i, j):
+            return codes[i, :, j].reshape(5, 16).tolist()
+
+        want = np.array([[oracle.dot_chain(fa, blocks(a_c, i, j), a_s[i, :, j].tolist(), fb,
+                                           blocks(b_c, i, j), b_s[i, :, j].tolist(),
                                            int(f32_bits(acc[i, j])))
                           for j in range(3)] for i in range(4)], np.uint32)
         assert np.array_equal(got.view(np.uint32), want)

@@ -356,10 +356,14 @@ def test_block_sizes_and_partial_blocks(k, rng):
         nb = -(-n // k)
         assert mx.scales.shape == (3, nb) and mx.codes.shape == (3, nb * k)
         assert (mx.codes[:, n:] == 0).all()  # padding codes are +0
-        # Padding never changes the scale: the partial block alone gives the same scale.
-        tail = golden.quantize(x[:, (nb - 1) * k:], fmt, block_size=k)
+        # Padding never changes the scale: the oracle's scale of the partial block's values
+        # alone (no padding) is golden's scale of the padded block.
         full = golden.quantize(x, fmt, block_size=k)
-        assert np.array_equal(tail.scales[:, 0], full.scales[:, -1])
+        tail = x[:, (nb - 1) * k:]
+        for r in range(3):
+            vals = oracle.decode_input(tail[r])
+            s_tail, _ = oracle.quantize_block(fmt, vals)
+            assert full.scales[r, -1] == s_tail
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2, -1, -2])
@@ -369,10 +373,15 @@ def test_other_axes(axis, rng):
         mx = check_quantize(x, fmt, block_size=4, axis=axis)
         ax = axis % 3
         assert mx.axis == ax and mx.shape == x.shape
-        # Same as quantizing the transposed array along its last axis.
-        ref = golden.quantize(np.moveaxis(x, ax, -1), fmt, block_size=4)
-        assert np.array_equal(np.moveaxis(mx.scales, ax, -1), ref.scales)
-        assert np.array_equal(np.moveaxis(mx.codes, ax, -1), ref.codes)
+        # The blocks are runs of 4 along the axis (the layout's definition): block j of the
+        # line at index idx holds elements 4j..4j+3 of that line, quantized by the oracle.
+        xl = np.moveaxis(x, ax, -1)
+        sl, cl = np.moveaxis(mx.scales, ax, -1), np.moveaxis(mx.codes, ax, -1)
+        for idx in [(0, 0), (xl.shape[0] - 1, xl.shape[1] - 1)]:
+            line = np.concatenate([xl[idx], np.zeros((-xl.shape[-1]) % 4, np.float32)])
+            for j in range(line.size // 4):
+                s, c = oracle.quantize_block(fmt, oracle.decode_input(line[4 * j:4 * j + 4]))
+                assert sl[idx][j] == s and cl[idx][4 * j:4 * j + 4].tolist() == c
         r = rng.integers(0, 256, x.shape)
         check_quantize(x, fmt, block_size=4, axis=axis, rounding="stochastic", random=r)
 
@@ -455,3 +464,33 @@ def test_int8_rceil_upper_clamp_from_fp32():
         mx = check_quantize(x, "int8", block_size=4, scale_mode=mode)
         assert mx.scales.tolist() == [254]
         assert mx.codes.tolist() == [0x7F, 0x81, 0x00, 0xC0]
+
+
+# Hand-worked blocks for both fp6 emax values (docs/numerics.md section 1: fp6_e3m2 has bias 3,
+# emax 4, max 28; fp6_e2m3 has bias 1, emax 2, max 7.5), floor scale, rne:
+#   fp6_e3m2 [28, 1, -0.3, 0.1]: amax 28 = 1.11b * 2^4, e = 4 - emax = 0 (s = 127);
+#     28 = 0 111 11; 1 = 0 011 00; 0.3 in [2^-2, 2^-1), last place 2^-4: 4.8 -> 5 = 1.01b *
+#     2^-2 = 0 001 01, negative 0x25; 0.1 subnormal (< 2^-2), last place 2^-4: 1.6 -> 2 = 0 000 10.
+#   fp6_e3m2 [100, 3, 0, -28]: amax 100 in [2^6, 2^7), e = 2 (s = 129); 25 in [16, 32), last
+#     place 4: 6.25 -> 6 = 1.10b * 2^4 = 0 111 10; 0.75 = 1.10b * 2^-1 = 0 010 10; 0; -7 = 1.11b
+#     * 2^2 = 0 101 11, negative 0x37.
+#   fp6_e2m3 [7.5, -1, 0.3, 6.4]: amax 7.5 = 1.111b * 2^2, e = 0 (s = 127); 7.5 = 0 11 111;
+#     -1 = 1 01 000; 0.3 subnormal (< 1), last place 2^-3: 2.4 -> 2 = 0 00 010; 6.4 in [4, 8),
+#     last place 2^-1: 12.8 -> 13 = 1.101b * 2^2 = 0 11 101.
+#   fp6_e2m3 [30, 0.5, -3, 2.25]: amax 30 in [16, 32), e = 4 - 2 = 2 (s = 129); 7.5 = 0 11 111;
+#     0.125 = 0 00 001; -0.75 = 0 00 110, negative 0x26; 0.5625 = 4.5 * 2^-3 -> tie, to even 4:
+#     0 00 100.
+FP6_HAND = [
+    ("fp6_e3m2", [28.0, 1.0, -0.3, 0.1], 127, [0x1F, 0x0C, 0x25, 0x02]),
+    ("fp6_e3m2", [100.0, 3.0, 0.0, -28.0], 129, [0x1E, 0x0A, 0x00, 0x37]),
+    ("fp6_e2m3", [7.5, -1.0, 0.3, 6.4], 127, [0x1F, 0x28, 0x02, 0x1D]),
+    ("fp6_e2m3", [30.0, 0.5, -3.0, 2.25], 129, [0x1F, 0x01, 0x26, 0x04]),
+]
+
+
+@pytest.mark.parametrize("fmt, x, scale, codes", FP6_HAND)
+def test_fp6_hand_worked_blocks(fmt, x, scale, codes):
+    mx = golden.quantize(np.array([x], np.float32), fmt, block_size=4)
+    assert mx.scales.tolist() == [[scale]] and mx.codes.tolist() == [codes]
+    s, c = oracle.quantize_block(fmt, oracle.decode_input(np.array(x, np.float32)))
+    assert (s, c) == (scale, codes)

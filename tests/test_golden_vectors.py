@@ -90,3 +90,38 @@ def test_manifest_records_provenance(tmp_path):
     for name in hexes:
         want = hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
         assert manifest["files"][name]["sha256"] == want, name
+
+
+def test_custom_format_round_trips_through_the_manifest(tmp_path, seed):
+    """A format no name reaches (e3m4, fn, bias 5) travels whole in vectors.json, and the
+    expected codes are the oracle's for the format defined by those parameters."""
+    r = subprocess.run([sys.executable, "-m", "golden", "vectors", "--unit", "quantizer",
+                        "--format", "e3m4fn_bias5", "--block-size", "8", "--count", "30",
+                        "--seed", str(seed), "-o", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((tmp_path / "vectors.json").read_text())
+    assert meta["element_formats"] == {"format": {"name": "e3m4fn_bias5", "ebits": 3,
+                                                  "mbits": 4, "convention": "fn", "bias": 5}}
+    fmt = V.read_formats(tmp_path)["format"]
+    assert (fmt.ebits, fmt.mbits, fmt.convention, fmt.bias) == (3, 4, "fn", 5)
+    raw = V.read_field(tmp_path, "in_data").astype(np.uint32).view(np.float32)
+    s, c = oracle.quantize(raw, oracle.spec(3, 4, "fn", 5), block_size=8)
+    assert np.array_equal(V.read_field(tmp_path, "expected_scale")[:, 0], s.reshape(-1))
+    assert np.array_equal(V.read_field(tmp_path, "expected_codes"), c)
+
+
+def test_wide_mixed_dot_vectors_match_oracle(tmp_path, seed):
+    out = V.generate("dot", tmp_path, count=40, seed=seed, fmt="e6m1", fmt_b="int4",
+                     block_size=4)
+    assert {k: f.spec for k, f in V.read_formats(out).items()} == {
+        "format_a": {"name": "e6m1", "ebits": 6, "mbits": 1, "convention": "finite", "bias": 31},
+        "format_b": {"name": "int4", "int": 4}}
+    sa, ca = V.read_field(out, "in_scale_a")[:, 0], V.read_field(out, "in_codes_a")
+    sb, cb = V.read_field(out, "in_scale_b")[:, 0], V.read_field(out, "in_codes_b")
+    c, res = V.read_field(out, "in_c")[:, 0], V.read_field(out, "expected_result")[:, 0]
+    for i in range(len(res)):
+        want = oracle.dot_block(oracle.spec(6, 1), [int(x) for x in ca[i]], int(sa[i]),
+                                oracle.int_spec(4), [int(x) for x in cb[i]], int(sb[i]),
+                                int(c[i]))
+        assert int(res[i]) == want, f"block {i}"
