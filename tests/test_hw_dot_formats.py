@@ -9,8 +9,6 @@ three pairs (finite, ieee, intN x intM) are simulated against golden and exact F
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 import oracle
 import pytest
@@ -35,23 +33,16 @@ def element_format(ebits: int, mbits: int = 0, convention: str = "finite",
 
 
 def oracle_format(fmt: ElementFormat) -> oracle.Fmt:
-    """``fmt`` restated for the Fraction oracle (float formats only: its integer reading is
-    int8's)."""
-    assert not fmt.twos_complement
-    return oracle.Fmt(fmt.name, fmt.bits, fmt.ebits, fmt.mbits, fmt.bias, fmt.emax,
-                      nan_mags=fmt.nan_codes, inf_mags=fmt.inf_codes)
+    """``fmt`` restated for the Fraction oracle from its defining parameters alone."""
+    if fmt.twos_complement:
+        return oracle.int_spec(fmt.bits)
+    return oracle.spec(fmt.ebits, fmt.mbits, fmt.convention, fmt.bias)
 
 
 def oracle_units_max(fmt: ElementFormat) -> int:
     """The largest finite magnitude in units of the lsb, from the oracle's decoder (for
     intN: ``2^(N-1)``, the most negative code's)."""
-    if fmt.twos_complement:
-        return 1 << (fmt.bits - 1)
-    f = oracle_format(fmt)
-    mags = [oracle.decode_code(f, c)[1] for c in range(1 << fmt.bits)]
-    units = max(v for v in mags if isinstance(v, Fraction)) / oracle.pow2(1 - f.bias - f.mbits)
-    assert units.denominator == 1
-    return int(units)
+    return oracle.units_max(oracle_format(fmt))
 
 
 E3M3, E2M2, E4M2, E5M1 = (element_format(e, m) for e, m in ((3, 3), (2, 2), (4, 2), (5, 1)))
@@ -114,22 +105,6 @@ def test_mxdot_elaborates(fmt_a, fmt_b):
 def test_mxdot_general_elaborates():
     dut = MXDotGeneral(E4M3_IEEE, INT4, block_size=2, contexts=2, stages=3)
     assert f"module \\{dut.module_name}" in rtlil.convert(dut, name=dut.module_name)
-
-
-def _exact_int_dot(fmt_a, a, sa, fmt_b, b, sb, c) -> int:
-    """fp32 bits of one block pair of two's complement formats (docs/numerics.md section 5),
-    exactly on Fractions, with the oracle's fp32 rounding (its own decoder reads int8 only):
-    code n is ``n * 2^-(N-2)``."""
-    def value(fmt, code):
-        n = int(code) - (1 << fmt.bits) if int(code) >> (fmt.bits - 1) else int(code)
-        return Fraction(n) * oracle.pow2(2 - fmt.bits)
-    cv = oracle.fp32_bits_value(c)
-    if sa == 255 or sb == 255 or cv is oracle.NAN:
-        return oracle.FP32_QNAN
-    if isinstance(cv, str):
-        return 0xFF800000 if cv == "-inf" else 0x7F800000
-    t = sum((value(fmt_a, x) * value(fmt_b, y) for x, y in zip(a, b, strict=True)), Fraction(0))
-    return oracle.rne_fp32_bits(cv + t * oracle.pow2(sa + sb - 254))
 
 
 def _random_blocks(rng, fmt_a, fmt_b, k: int, count: int):
@@ -201,14 +176,11 @@ def _simulate(dut, blocks):
 @pytest.mark.parametrize("fmt_a,fmt_b,k", [(E3M3, E2M2, 8), (E4M3_IEEE, E3M4_IEEE, 4),
                                            (INT5, INT7, 4)],
                          ids=lambda v: getattr(v, "name", str(v)))
-def test_mxdot_matches_golden_and_the_fraction_oracle(fmt_a, fmt_b, k, rng, monkeypatch):
+def test_mxdot_matches_golden_and_the_fraction_oracle(fmt_a, fmt_b, k, rng):
     """300 random block pairs through MXDot (3 stages) in the Amaranth simulator: every
     result bit-exact against golden.dot_blocks and against exact Fractions (the oracle's
-    dot_block for floats, :func:`_exact_int_dot` for ints).  int5 x int7: seven partial
+    dot_block, from the formats' defining parameters).  int5 x int7: seven partial
     products from int7's signed codes, the odd last one with its negation's carry."""
-    ints = fmt_a.twos_complement and fmt_b.twos_complement
-    for f in () if ints else (fmt_a, fmt_b):
-        monkeypatch.setitem(oracle.FORMATS, f.name, oracle_format(f))
     blocks = _random_blocks(rng, fmt_a, fmt_b, k, 300)
     got = _simulate(MXDot(fmt_a, fmt_b, block_size=k, stages=3), blocks)
     a = np.array([blk[0] for blk in blocks], np.uint8)[:, None, :]
@@ -223,11 +195,8 @@ def test_mxdot_matches_golden_and_the_fraction_oracle(fmt_a, fmt_b, k, rng, monk
     assert not mismatches, f"{len(mismatches)} of {len(blocks)} differ from golden: " \
                            f"{mismatches[:5]}"
     for i, (ac, sa_, bc, sb_, cb) in enumerate(blocks):
-        if ints:
-            want = _exact_int_dot(fmt_a, ac, sa_, fmt_b, bc, sb_, cb)
-        else:
-            want = oracle.dot_block(fmt_a.name, [int(x) for x in ac], sa_, fmt_b.name,
-                                    [int(x) for x in bc], sb_, cb)
+        want = oracle.dot_block(oracle_format(fmt_a), [int(x) for x in ac], sa_,
+                                oracle_format(fmt_b), [int(x) for x in bc], sb_, cb)
         assert got[i] == want, (i, hex(got[i]), hex(want))
     # the random blocks reached every kind of result
     kinds = {"nan" if r & 0x7FFFFFFF > 0x7F800000 else "inf" if r & 0x7FFFFFFF == 0x7F800000
