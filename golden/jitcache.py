@@ -2,7 +2,8 @@
 
 numba's ``cache=True`` writes next to the source file by default, that is into the installed
 package (often read-only, or shared by several users).  Importing :mod:`golden` points numba
-at a per-user cache directory instead, unless ``NUMBA_CACHE_DIR`` is already set:
+at a per-user cache directory instead (numba's configuration, not the environment), unless
+``NUMBA_CACHE_DIR`` is already set:
 
 * ``$XDG_CACHE_HOME/ocp-mx-hdl/numba`` (default ``~/.cache/ocp-mx-hdl/numba``) on Linux and
   macOS, ``%LOCALAPPDATA%\\ocp-mx-hdl\\numba`` on Windows.
@@ -32,17 +33,17 @@ def numba_cache_dir() -> Path:
 
 
 def configure_numba_cache() -> str:
-    """Set ``NUMBA_CACHE_DIR`` to :func:`numba_cache_dir` unless the user set it; returns the
-    directory in force.
+    """Point numba's cache at :func:`numba_cache_dir` unless the user set ``NUMBA_CACHE_DIR``;
+    returns the directory in force.
 
-    If numba is already imported (its configuration read), its ``config.CACHE_DIR`` is set too,
-    so the kernels, which are compiled after this call, cache there.
+    numba's own configuration (``numba.config.CACHE_DIR``) is set, not the environment:
+    ``os.environ`` stays as the caller left it, and numba keeps a value set this way until a
+    ``NUMBA_*`` variable changes.  The kernels, compiled after this call, cache there.
     """
     chosen = os.environ.get("NUMBA_CACHE_DIR")
     if not chosen:
+        from numba.core import config
+
         chosen = str(numba_cache_dir())
-        os.environ["NUMBA_CACHE_DIR"] = chosen
-        numba = sys.modules.get("numba")
-        if numba is not None:
-            numba.config.CACHE_DIR = chosen
+        config.CACHE_DIR = chosen
     return chosen

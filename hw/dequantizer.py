@@ -219,7 +219,7 @@ def _add_arguments(p):
     # the deprecated spelling of --output-format (-o/--output names the Verilog file)
     p.add_argument("--output", dest="output_format", help=argparse.SUPPRESS)
     p.add_argument("--stages", type=int, default=DEFAULT_STAGES,
-                   help="pipeline registers = latency in cycles, 1..6 (default 5)")
+                   help="pipeline registers = latency in cycles, 1..6")
 
 
 def _build(a):

@@ -106,3 +106,14 @@ def test_mx_hdl_check_help_names_itself_and_each_default_once(tmp_path):
     r = _run("-m", "hw.console", "check", "--sidecar", "x.json", "x.v", "--blocks", 0,
              cwd=tmp_path)
     _one_line(r, r"^mx-hdl check: error: --blocks must be >= 1")
+
+
+def test_no_option_states_its_default_twice():
+    """The help formatter appends every default: an option's own help must not state it too
+    ("(default 5) (default: 5)")."""
+    from hw.cli import HelpFormatter
+    from hw.registry import units
+
+    for name, spec in units().items():
+        text = " ".join(spec.parser(formatter_class=HelpFormatter).format_help().split())
+        assert not re.search(r"\(default[^)]*\) \(default", text), (name, text)

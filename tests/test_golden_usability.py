@@ -110,3 +110,11 @@ def test_numba_cache_dir_set_by_the_user_is_kept(tmp_path):
     out = _run("import golden, numba, os; print(numba.config.CACHE_DIR, "
                "os.environ['NUMBA_CACHE_DIR'])", _env(tmp_path, NUMBA_CACHE_DIR=str(mine)))
     assert out == f"{mine} {mine}"
+
+
+def test_importing_golden_leaves_the_environment_alone(tmp_path):
+    """The per-user cache is set in numba's configuration: importing golden changes no
+    environment variable (a subprocess started after it sees the caller's environment)."""
+    out = _run("import os; before = dict(os.environ); import golden, numba; "
+               "print(dict(os.environ) == before, numba.config.CACHE_DIR)", _env(tmp_path))
+    assert out == f"True {tmp_path / 'xdg' / 'ocp-mx-hdl' / 'numba'}"
