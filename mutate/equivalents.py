@@ -2,8 +2,8 @@
 
 A campaign recognises these by the text of the mutated line before and after the change, so
 the entries survive edits elsewhere in the file, and reports them as *equivalent (known)*
-without simulating them: each already cost 6-18 minutes of simulation in an earlier campaign
-to survive.  An entry whose line changes stops matching, and the mutant is simulated again.
+without simulating them: each costs 6-18 minutes of simulation to survive.  An entry whose
+line changes stops matching, and the mutant is simulated again.
 docs/verification.md, "Survivors and known equivalent mutants", has the longer arguments.
 """
 
@@ -30,21 +30,21 @@ KNOWN_EQUIVALENTS = (
     KnownEquivalent(
         "hw/rounding.py", "drop = sub + self.drop_normal", "drop = sub - self.drop_normal",
         "Grid serves only the dequantizer, whose element significand is narrower than every "
-        "output grid, so drop_normal = p - 1 - mbits is 0 in every configuration (campaign 2, "
-        "in align_to_grid's form of the line)"),
+        "output grid, so drop_normal = p - 1 - mbits is 0 in every configuration (in "
+        "align_to_grid's form of the line)"),
     KnownEquivalent(
         "hw/rounding.py", "sub + self.drop_normal)", "sub - self.drop_normal)",
         "the same term in the clamped form of the shift amount: drop_normal is 0 in every "
-        "configuration (campaign 2)"),
+        "configuration"),
     KnownEquivalent(
         "hw/rounding.py", "return Const(0, 1)", "return Const(0, 2)",
-        "rtz's increment: a zero one bit wider is still zero (campaign 3)"),
+        "rtz's increment: a zero one bit wider is still zero"),
     KnownEquivalent(
         "hw/dot/geometry.py", "return self.sum_bits + GUARD + 2",
         "return self.sum_bits + GUARD + 3",
         "a window one bit wider than needed: every condition of docs/dot.md's exactness "
         "argument still holds (tests/test_hw_dot.py::test_window_is_exact passes with it), so "
-        "c + T is exact and rounds the same (campaign 9, 10 dot configurations passed)"),
+        "c + T is exact and rounds the same (10 dot configurations passed)"),
     KnownEquivalent(
         "hw/arith.py", "p = 1 << ceil_log2(w)", "p = 2 << ceil_log2(w)",
         "leading_zeros pads with ones below the input; with twice the pad the first one is "
@@ -54,11 +54,11 @@ KNOWN_EQUIVALENTS = (
         'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), "c_win")',
         'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 0)), "c_win")',
         "the dropped top bit of c's window (the carry bit) is a constant 0: the narrower wire "
-        "zero-extends to the same value in the window sum (campaign 7)"),
+        "zero-extends to the same value in the window sum"),
     KnownEquivalent(
         "hw/elements.py", "inf = Const(0, 1)", "inf = Const(0, 0)",
         "the start of an OR chain: a 0-bit zero ORed with 1-bit compares gives the same bit, "
-        "and a format without Inf codes reads it zero-extended as 0 either way (campaign 7)"),
+        "and a format without Inf codes reads it zero-extended as 0 either way"),
     KnownEquivalent(
         "hw/dot/window.py", "h = n // 2", "h = n // 3",
         "where the split add cuts the window is a timing choice, not a function: the high "
@@ -73,30 +73,30 @@ KNOWN_EQUIVALENTS = (
         "hw/elements.py", "nan = Const(0, 1)", "nan = Const(0, 2)",
         "the start of an OR chain of 1-bit compares: a 2-bit zero makes the NaN flag 2 bits "
         "wide with its upper bit always 0, and every reader tests it as a truth value or ORs "
-        "bit 0 (campaign 10, 16 configurations passed)"),
+        "bit 0 (16 configurations passed)"),
     KnownEquivalent(
         "hw/elements.py", "inf = Const(0, 1)", "inf = Const(0, 2)",
         "the Inf flag's OR chain started two bits wide: its upper bit is always 0, and every "
-        "reader tests it as a truth value or ORs bit 0 (campaign 10, 16 configurations "
+        "reader tests it as a truth value or ORs bit 0 (16 configurations "
         "passed)"),
     KnownEquivalent(
         "hw/rounding.py", "ext = Cat(Const(0, w), Const(0, f), sig)",
         "ext = Cat(Const(1, w), Const(0, f), sig)",
         "the 1 sits at the shifter's lowest bit: any shift (drop >= 1) moves it out, and with "
         "drop = 0 it only sets the sticky bit while every fraction bit is 0, where no rounding "
-        "mode increments (campaign 10, 6 configurations passed)"),
+        "mode increments (6 configurations passed)"),
     KnownEquivalent(
         "hw/elements.py", "lo, hi = fmt.lsb_exp - 1, max(table.values())",
         "lo, hi = fmt.lsb_exp - 2, max(table.values())",
         "only a zero magnitude gets the default binade lo, and the dequantizer never reads a "
         "zero lane's binade: its block exponent copies are cleared and its output is forced "
-        "to a signed zero (campaign 10, 6 configurations passed)"),
+        "to a signed zero (6 configurations passed)"),
     KnownEquivalent(
         "hw/rounding.py", '"binade": Mux(under, 0, above).as_unsigned()[:len(above) - 1],',
         '"binade": Mux(under, 0, above).as_unsigned()[:len(above) + 1],',
         "the slice then keeps above's sign bit as well, which is 0 whenever the Mux passes "
         "above (not under) and 0 from the Mux's other arm: a wider field whose extra bit is "
-        "always 0 (campaign 10, 6 configurations passed)"),
+        "always 0 (6 configurations passed)"),
     KnownEquivalent(
         "hw/rounding.py",
         'below = wire(m, frac[:f - 1].any() | sticky if f > 1 else Value.cast(sticky), '
@@ -104,7 +104,7 @@ KNOWN_EQUIVALENTS = (
         'below = wire(m, frac[:f - 1].any() | sticky if f > 0 else Value.cast(sticky), '
         'f"{name}_below")',
         "the two arms differ only at f = 1, where frac[:0].any() is the reduction of an empty "
-        "value, the constant 0, and 0 | sticky is sticky (campaign 11, 16 configurations "
+        "value, the constant 0, and 0 | sticky is sticky (16 configurations "
         "passed)"),
     KnownEquivalent(
         "hw/elements.py",
@@ -112,26 +112,26 @@ KNOWN_EQUIVALENTS = (
         "mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 0))",
         "element_binade switches on a magnitude of bits - 1 bits: the extra table entries "
         "(codes with the sign bit) are cases it can never take, and every reachable code keeps "
-        "its binade (campaign 11, 5 configurations passed)"),
+        "its binade (5 configurations passed)"),
     KnownEquivalent(
         "hw/elements.py",
         "mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 1))",
         "mags = range(1, 129) if fmt.twos_complement else range(1, 2 << (fmt.bits - 1))",
-        "the same table as 1 << (bits - 0) above, written another way (campaign 12, 5 "
+        "the same table as 1 << (bits - 0) above, written another way (5 "
         "configurations passed)"),
     KnownEquivalent(
         "hw/quantizer.py", "fw, sw = bits_for(b_ovf + 1), bits_for(keep)",
         "fw, sw = bits_for(b_ovf + 2), bits_for(keep)",
         "the exponent field one bit wider where b_ovf + 2 is a power of two: br + 1 <= "
         "b_ovf + 1 (the comment above the line), so the extra bit is always 0 and the "
-        "element code the same (campaign 12, fp8_e5m2 from fp16, the one configuration "
+        "element code the same (fp8_e5m2 from fp16, the one configuration "
         "changed, passed)"),
     KnownEquivalent(
         "hw/dequantizer.py", '"below": Mux(el.zero, 0, payload.below),',
         '"below": Mux(el.zero, 1, payload.below),',
         "a zero lane's copy of the block exponent is never read (its output is forced to a "
         "signed zero); the Mux is there so each lane keeps its own copy for timing, and a 1 "
-        "keeps them lane-specific too (campaign 12, 6 configurations passed)"),
+        "keeps them lane-specific too (6 configurations passed)"),
 )
 
 

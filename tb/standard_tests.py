@@ -143,7 +143,7 @@ class UnitModel:
         and width for a design of another generator, which may order its fields as it likes
         (docs/verify-your-rtl.md).  The layouts above come from the sidecar, which the
         generator writes with the Verilog: a field made wider in both would otherwise pass
-        every run (mutation campaign 12, docs/verification.md)."""
+        every run (docs/verification.md, "Mutation score")."""
         stated = self.interface()
         if stated is None:
             return

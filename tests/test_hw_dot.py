@@ -134,8 +134,8 @@ def test_attributes_and_ports():
     g = MXDotGeneral("fp8_e4m3", block_size=8, contexts=8, stages=5)
     assert g.latency == 5 and g.ctx_bits == 3
     # the run markers and the context id are as wide as docs/dot.md says (the testbench
-    # builds its layout from the sidecar, so it would follow a wider field: mutation
-    # campaign 12's surviving `first: unsigned(2)`)
+    # builds its layout from the sidecar, so it would follow a wider field such as
+    # `first: unsigned(2)`)
     fields = g.signature.members["i"].signature.members["payload"].shape
     assert {name: fields[name].width for name in ("c0", "first", "last", "ctx")} \
         == {"c0": 32, "first": 1, "last": 1, "ctx": 3}

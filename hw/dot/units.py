@@ -143,15 +143,14 @@ class MXDot(Unit):
     """
 
     #: ``i.ready`` is a register (the sidecar's ``flow_control``): the stage enables start at
-    #: flip-flops.  fp8_e4m3 x fp8_e4m3, k = 32, 15 stages: 168.7 MHz against 164.2 with the
-    #: gated enables Pipeline had as its default until 2026-11-26 (medians of nextpnr seeds
-    #: 1-3; docs/dot.md).
+    #: flip-flops.  fp8_e4m3 x fp8_e4m3, k = 32, 15 stages: 168.7 MHz against 164.2 with an
+    #: enable gated from ``o.ready`` before each stage's fan-out (medians of nextpnr seeds 1-3).
     i_ready_registered = True
     #: Whether synthesis may make a stage register's clear its synchronous reset
     #: (:class:`hw.pipeline.Pipeline`'s ``extract_reset``): no, as the quantizer's.  With the
     #: stage enables in parts (below), fp8_e4m3 at 20 stages measured 224.4 MHz (224.3-228.7)
-    #: against 216.6 (211.9-224.0), +260 LUT4 (medians of nextpnr seeds 1-3, 2026-11-26,
-    #: session 44; docs/dot.md, 'Toward 250 MHz').
+    #: against 216.6 (211.9-224.0), +260 LUT4 (medians of nextpnr seeds 1-3; docs/dot.md,
+    #: 'Toward 250 MHz').
     extract_reset = False
     #: The most bits of a stage register one copy of the stage enable loads
     #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 1-4 copies per stage at k = 32 (one
@@ -247,8 +246,8 @@ class MXDotGeneral(Unit):
     i_ready_registered = False
     #: As MXDot's (:attr:`MXDot.extract_reset`, :attr:`MXDot.enable_load`): fp8_e4m3 at 22
     #: stages measured 235.1 MHz (220.2-239.7) against 216.1 (213.2-220.7) with the
-    #: ``Pipeline`` defaults, +282 LUT4 (medians of nextpnr seeds 1-3, 2026-11-27, session
-    #: 45): one run alone then takes 93.6 ns per block, 92.2 at 20 stages before.
+    #: ``Pipeline`` defaults, +282 LUT4 (medians of nextpnr seeds 1-3): one run alone takes
+    #: 93.6 ns per block.
     extract_reset = MXDot.extract_reset
     enable_load = MXDot.enable_load
 
