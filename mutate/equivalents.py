@@ -120,8 +120,8 @@ KNOWN_EQUIVALENTS = (
         "the same table as 1 << (bits - 0) above, written another way (5 "
         "configurations passed)"),
     KnownEquivalent(
-        "hw/quantizer.py", "fw, sw = bits_for(b_ovf + 1), bits_for(keep)",
-        "fw, sw = bits_for(b_ovf + 2), bits_for(keep)",
+        "hw/quantize/encode.py", "fw, sw = bits_for(g.b_ovf + 1), bits_for(keep)",
+        "fw, sw = bits_for(g.b_ovf + 2), bits_for(keep)",
         "the exponent field one bit wider where b_ovf + 2 is a power of two: br + 1 <= "
         "b_ovf + 1 (the comment above the line), so the extra bit is always 0 and the "
         "element code the same (fp8_e5m2 from fp16, the one configuration "

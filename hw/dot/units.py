@@ -150,7 +150,7 @@ class MXDot(Unit):
     #: (:class:`hw.pipeline.Pipeline`'s ``extract_reset``): no, as the quantizer's.  With the
     #: stage enables in parts (below), fp8_e4m3 at 20 stages measured 224.4 MHz (224.3-228.7)
     #: against 216.6 (211.9-224.0), +260 LUT4 (medians of nextpnr seeds 1-3; docs/dot.md,
-    #: 'Toward 250 MHz').
+    #: flow control).
     extract_reset = False
     #: The most bits of a stage register one copy of the stage enable loads
     #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 1-4 copies per stage at k = 32 (one
