@@ -182,11 +182,11 @@ def sum_block(step: FusedStep, s):
     Beside the tree, ``S - 1`` on its last spine (the pair sums that hold the last term): the
     last term arrives as ``t - 1``, so the spine's first pair sum is ``x + (t - 1)`` and the
     tree's is the same sum with a carry in, each one carry chain with nothing before it (a
-    layer of full adders that made x + t - 1 from x and t put a LUT before fp8_e5m2's 65-bit
+    layer of full adders making x + t - 1 from x and t puts a LUT before fp8_e5m2's 65-bit
     chain: product -> tree0, 58-67 cells, 5.0-5.3 ns); each later level adds the spine's
     ``S - 1`` in place of its sum.  Then ``-S = ~(S - 1)`` is at hand when the sum ends, and
     ``|S|`` in place is a choice, not a negation (the chain of a negation after the tree's
-    last level was place's worst path, 34-40 cells, 2.2-2.4 ns logic + 2.8-3.5 ns routing,
+    last level is place's worst path, 34-40 cells, 2.2-2.4 ns logic + 2.8-3.5 ns routing,
     at fp8_e4m3, 19 stages).  A sum wider than :data:`hw.dot.sections.SPLIT_TREE_BITS` is
     summed in halves (:class:`SplitBlockSum`).
 

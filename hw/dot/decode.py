@@ -108,7 +108,7 @@ def decode(step: FusedStep, a, b, c, side):
 
 def factors(step: FusedStep, s, wide_fmt):
     """Section ``factors`` (float wide factors): the wide factor's sign applied, a carry
-    chain after decode's LUT levels (in one section with them, input -> decode was a worst
+    chain after decode's LUT levels (in one section with them, input -> decode is a worst
     path, 8-12 cells, 2.0-2.1 ns logic + 2.3-2.5 ns routing, at 20 stages)."""
     m, k = step.m, step.block_size
 

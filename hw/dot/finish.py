@@ -32,7 +32,7 @@ def round_result(step: FusedStep, s):
     up = round_increment(m, s.guard, s.sticky, s.sig[0], RNE, name="round_up")
     hidden = s.sig[23]
     # the fraction plus one in two halves of 6 carry cells each, the high half's chosen by
-    # the low half's carry out (one 23-bit chain, 12 cells, then the selects was a worst
+    # the low half's carry out (one 23-bit chain, 12 cells, then the selects is a worst
     # path: shift_lo -> round, 24 cells, 1.8 ns logic + 2.3-2.6 ns routing)
     frac_lo = wire(m, s.sig[:12] + 1, "round_frac_lo")  # bit 12: the carry out
     frac_hi = wire(m, s.sig[12:23] + 1, "round_frac_hi")  # bit 11: the carry out
@@ -41,7 +41,7 @@ def round_result(step: FusedStep, s):
     exp = wire(m, s.e0 + hidden, "round_exp")
     exp_up = wire(m, s.e0 + Cat(~hidden, hidden), "round_exp_up")  # e0 + hidden + 1
     # the increment's selects are finish's, before its own (here, after the chains, they
-    # were a worst path: shift_lo -> round, 14-15 cells, 1.7 ns logic + 2.6-2.8 ns routing)
+    # are a worst path: shift_lo -> round, 14-15 cells, 1.7 ns logic + 2.6-2.8 ns routing)
     overflow = overflows(m, s.e0, ebits=FP32.ebits, name="round_overflow")
     # The shift stops at mag's leading one or before it, so it loses no bit: the normalized
     # bits are all zero iff the window sum is (exact cancellation).

@@ -29,9 +29,9 @@ def frame_fields(step: FusedStep, s, j: int) -> dict:
     if j == 1:
         ta = s.t_anchors
         # Two tests of tree2's, made here on the registered operands as gates: the
-        # distance's clamp (after the choice in tree2, test and clamp were four LUT
+        # distance's clamp (after the choice in tree2, test and clamp are four LUT
         # levels), and lim < n, i.e. F + 124 < 0 (lim = F + n + 124 does not wrap; on F
-        # in tree2, a chain, it was a worst path: tree1 -> tree2, 12 cells).
+        # in tree2, a chain, it is a worst path: tree1 -> tree2, 12 cells).
         return {"t_anchors": ta, "dist": Mux(ta, s.d, s.d_back),
                 "lim_small": Mux(ta, less_than_const(m, s.a_t, -124, "a_t_small"),
                                  less_than_const(m, s.a_c, -124, "a_c_small")),
