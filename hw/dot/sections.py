@@ -129,7 +129,7 @@ SPLIT_TREE_BITS = 64
 
 
 #: LUT lane products with a narrow factor wider than this many bits (3 or more partial-product
-#: rows: two or more levels of pair sums, :func:`hw.arith.pair_sums`) spread the levels over
+#: rows: two or more levels of pair sums, :func:`hw.multiply.pair_sums`) spread the levels over
 #: the sections, with the boundary ``multiply_lo`` (:func:`dot_sections`): every pair but those
 #: with fp4_e2m1, whose narrower factor has 2 bits.  Two levels with the rows' LUT before them
 #: in one stage measure 5-10 cells, 1.9-2.1 ns logic + 3.0-3.3 ns routing (fp8_e4m3, 4 rows,
