@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hw.sidecar import GENERATOR, validate
+from hw.sidecar import GENERATOR, element_formats, validate
 
 from . import coverage
 from .batch import Batch
@@ -131,6 +131,7 @@ class UnitModel:
     def __init__(self, config: UnitConfig):
         self.config = config
         self.parameters = config.sidecar["parameters"]
+        self.formats = element_formats(config.sidecar)
         self.k = self.parameters["block_size"]
         self.latency = config.sidecar["latency"]
         self.in_layout = BitLayout.from_sidecar(config.sidecar, "i.payload")
