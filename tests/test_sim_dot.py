@@ -5,7 +5,8 @@ standard tests of :mod:`tb.standard_tests` with the dot model): stream mode (dir
 cases and random blocks under three flow-control patterns) and bulk mode (throughput,
 exhaustive one-lane product sweeps where configured, long random runs).
 
-``make sim`` covers every same-format pair, the two mixed default pairs and MXDotGeneral;
+``make sim`` covers every same-format pair, the two mixed default pairs, MXDotGeneral and two
+mixed pairs of formats beyond OCP's six (:data:`CUSTOM`: e3m3 x int4, float8_e4m3 x e2m2);
 ``SIM_FULL=1`` (``make sim-full``) adds all 36 format pairs (exhaustively swept), other block
 sizes, pipeline depths and context counts, and DotGeneral runs of K = 8192 blocks.  Knobs:
 SEED, BLOCKS (random blocks per bulk run), WAVES and SIM_FULL (booleans, see
