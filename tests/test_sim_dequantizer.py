@@ -42,8 +42,6 @@ CUSTOM_FULL = [
     *[(f, "fp16", 32, 1 + i % 6) for i, f in enumerate(CUSTOM_FORMATS)],
     ("int4", "bf16", 4, 3),
 ]
-#: Configurations with a known gap in the RTL (config id -> the failure): strict xfail.
-XFAIL: dict[str, str] = {}
 
 
 def full_configs():
@@ -71,14 +69,7 @@ def unit_args(config) -> tuple[str, list[str]]:
                            "--stages", str(stages)]
 
 
-def params(configs):
-    """``configs`` as pytest parameters, those of :data:`XFAIL` marked strict xfail."""
-    return [pytest.param(c, id=config_id(c), marks=[pytest.mark.xfail(
-                strict=True, reason=XFAIL[config_id(c)])] if config_id(c) in XFAIL else [])
-            for c in configs]
-
-
-@pytest.mark.parametrize("config", params(CONFIGS))
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_dequantizer_sim(config, seed, sim_record, sim_coverage):
     unit, argv = unit_args(config)
     run_unit(unit, argv, test_module="tb.dequantizer",

@@ -86,8 +86,6 @@ CUSTOM_FULL = [
     ("dot", "float8_e3m4", "e5m1", 32, 4, 1, True),
     ("dot", "e4m2", "int4", 32, 4, 1, True),
 ]
-#: Configurations with a known gap in the RTL (config id -> the failure): strict xfail.
-XFAIL: dict[str, str] = {}
 
 #: The SIM_FULL matrix (tests/test_sidecar.py validates the sidecar of each).
 FULL_CONFIGS = DEFAULT + FULL_EXTRA + CUSTOM + CUSTOM_FULL
@@ -122,15 +120,8 @@ def unit_args(config) -> tuple[str, list[str]]:
                     if multipliers(config) != "lut" else [])]
 
 
-def params(configs):
-    """``configs`` as pytest parameters, those of :data:`XFAIL` marked strict xfail."""
-    return [pytest.param(c, id=config_id(c), marks=[pytest.mark.xfail(
-                strict=True, reason=XFAIL[config_id(c)])] if config_id(c) in XFAIL else [])
-            for c in configs]
-
-
 @pytest.mark.sim
-@pytest.mark.parametrize("config", params(CONFIGS))
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_dot_rtl_matches_golden(config, seed, sim_record, sim_coverage):
     unit, argv = unit_args(config)
     exhaustive = config[6]

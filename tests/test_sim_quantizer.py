@@ -59,8 +59,6 @@ CUSTOM_FULL = [
     *[(f, "bf16", 8, "rne", "floor", 8) for f in CUSTOM_FORMATS],
     *[(f, "fp32", 32, "runtime", "runtime", 10) for f in CUSTOM_FORMATS],
 ]
-#: Configurations with a known gap in the RTL (config id -> the failure): strict xfail.
-XFAIL: dict[str, str] = {}
 
 
 def full_configs():
@@ -99,14 +97,7 @@ def unit_args(config) -> tuple[str, list[str]]:
     return "quantizer", [*_argv(fmt, input_format, k, r, s), "--stages", str(stages)]
 
 
-def params(configs):
-    """``configs`` as pytest parameters, those of :data:`XFAIL` marked strict xfail."""
-    return [pytest.param(c, id=config_id(c), marks=[pytest.mark.xfail(
-                strict=True, reason=XFAIL[config_id(c)])] if config_id(c) in XFAIL else [])
-            for c in configs]
-
-
-@pytest.mark.parametrize("config", params(CONFIGS))
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
 def test_quantizer_sim(config, seed, sim_record, sim_coverage):
     unit, argv = unit_args(config)
     run_unit(unit, argv, test_module="tb.quantizer",
