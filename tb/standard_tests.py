@@ -114,6 +114,10 @@ class UnitModel:
     ----------
     k : int
         Elements per block (the summary table counts ``blocks * k`` elements).
+    formats : dict
+        The element format (:class:`golden.ElementFormat`) of each format parameter, by
+        parameter name (:func:`hw.sidecar.element_formats`: the sidecar's ``element_formats``,
+        else the names).
     latency : int
         Cycles from input to output (the sidecar's).
     in_layout, out_layout : BitLayout
