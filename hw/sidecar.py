@@ -29,11 +29,11 @@ from functools import cache
 from importlib import metadata
 from importlib.resources import files
 
-from golden.formats import ROUNDING_IDS, SCALE_MODE_IDS
+from golden.formats import ROUNDING_IDS, SCALE_MODE_IDS, element_format
 
 __all__ = ["SCHEMA_VERSION", "SCHEMA_FILE", "GENERATOR", "RUNTIME_ENCODINGS", "ROLES",
-           "SidecarError", "schema", "sidecar", "describe_ports", "verilog_sha256",
-           "validate", "port_by_role", "flat_fields"]
+           "FORMAT_PARAMETERS", "SidecarError", "schema", "sidecar", "describe_ports",
+           "verilog_sha256", "validate", "port_by_role", "flat_fields", "element_formats"]
 
 SCHEMA_VERSION = 1
 #: The JSON Schema, package data of ``hw``.
@@ -47,6 +47,8 @@ RUNTIME_ENCODINGS: dict[str, dict[str, int]] = {"rounding": ROUNDING_IDS,
 
 #: Port roles: the project's stream convention (``clk``, ``rst``, stream ``i`` in, ``o`` out).
 ROLES = ("clk", "rst", "i.payload", "i.valid", "i.ready", "o.payload", "o.valid", "o.ready")
+#: The parameters that name an element format (``element_formats`` is keyed by them).
+FORMAT_PARAMETERS = ("format", "format_a", "format_b")
 
 
 class SidecarError(ValueError):
@@ -149,6 +151,8 @@ def sidecar(component, unit: str, verilog: str | None = None) -> dict:
         "module": component.module_name,
         "unit": unit,
         "parameters": component.parameters,
+        "element_formats": {k: element_format(v).spec for k, v in component.parameters.items()
+                            if k in FORMAT_PARAMETERS},
         "latency": component.latency,
         "initiation_interval": 1,
         "generator": {"name": GENERATOR, "version": generator_version()},
@@ -251,10 +255,52 @@ def _check_fields(fields: list[dict], lo: int, hi: int, where: str) -> None:
                                    "field beside it")
 
 
+def element_formats(meta: dict) -> dict:
+    """The element format (:class:`golden.ElementFormat`) of each format parameter of a
+    sidecar, by parameter name: from ``element_formats`` where present, else resolved from
+    the name.  Raises :class:`SidecarError` where the two disagree (a spec named otherwise
+    than its parameter, or a name golden knows as another format) or a name is unknown and
+    has no spec."""
+    names = {k: v for k, v in meta["parameters"].items() if k in FORMAT_PARAMETERS}
+    specs = meta.get("element_formats")
+    if specs is not None and set(specs) != set(names):
+        raise SidecarError(f"sidecar element_formats has {sorted(specs)}, the format "
+                           f"parameters are {sorted(names)}: one spec per format parameter")
+    out = {}
+    for key, name in names.items():
+        by_name = None
+        try:
+            by_name = element_format(name)
+        except (TypeError, ValueError) as e:
+            if specs is None:
+                first = str(e).split(";")[0]  # golden's list of every name is too long
+                raise SidecarError(f"sidecar parameters.{key}: {first} (golden resolves OCP, "
+                                   "ml_dtypes, e<E>m<M> and intN names); a format of another "
+                                   "name needs its spec in element_formats (docs/sidecar.md)"
+                                   ) from None
+        if specs is None:
+            out[key] = by_name
+            continue
+        spec = specs[key]
+        try:
+            fmt = element_format(spec)
+        except (TypeError, ValueError) as e:
+            raise SidecarError(f"sidecar element_formats.{key}: {e}") from None
+        if spec["name"] != name:
+            raise SidecarError(f"sidecar element_formats.{key}.name {spec['name']!r} is not "
+                               f"parameters.{key} {name!r}")
+        if by_name is not None and by_name != fmt:
+            raise SidecarError(f"sidecar element_formats.{key}: {fmt!r} is not the format "
+                               f"named {name!r} ({by_name!r})")
+        out[key] = fmt
+    return out
+
+
 def validate(meta: dict) -> dict:
     """Check a sidecar against schema 1 and the rules JSON Schema cannot express (clock and
     reset name ports with those roles, port names unique, fields inside their port and not
-    overlapping).  Returns ``meta``; raises :class:`SidecarError` with one readable line.
+    overlapping, ``element_formats`` agreeing with the format names).  Returns ``meta``;
+    raises :class:`SidecarError` with one readable line.
     """
     import jsonschema
 
@@ -268,6 +314,7 @@ def validate(meta: dict) -> dict:
     if error is not None:
         where = _format_path(error.absolute_path) or "(top level)"
         raise SidecarError(f"sidecar {where}: {_message(error)}")
+    element_formats(meta)
     names = [p["name"] for p in meta["ports"]]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

@@ -71,7 +71,7 @@ class DequantizerModel(standard_tests.UnitModel):
 
     def __init__(self, config):
         super().__init__(config)
-        self.fmt = golden.element_format(self.parameters["format"])
+        self.fmt = self.formats["format"]
         self.output_format = golden.float_format(self.parameters["output"])
 
     def interface(self):

@@ -96,7 +96,7 @@ class DotModel(standard_tests.UnitModel):
     def __init__(self, config):
         super().__init__(config)
         p = self.parameters
-        self.fmt_a, self.fmt_b = p["format_a"], p["format_b"]
+        self.fmt_a, self.fmt_b = self.formats["format_a"], self.formats["format_b"]
         self.general = config.sidecar["unit"] == "dot-general"
         self.contexts = p.get("contexts", 1)
         self.drain = 4 * self.latency + 8  # an extra output would come within a few latencies
@@ -107,7 +107,7 @@ class DotModel(standard_tests.UnitModel):
         """docs/dot.md, Interface: ``a``, ``b`` (scale, codes), then ``c`` (MXDot) or ``c0``,
         ``first``, ``last``, ``ctx`` (MXDotGeneral); out ``result`` (and ``ctx``)."""
         k = self.k
-        bits_a, bits_b = golden.FORMATS[self.fmt_a].bits, golden.FORMATS[self.fmt_b].bits
+        bits_a, bits_b = self.fmt_a.bits, self.fmt_b.bits
         ctx = [("ctx", (self.contexts - 1).bit_length())]  # 0 bits for one context
         blocks = [("a.scale", 8), ("a.codes", k * bits_a), ("b.scale", 8),
                   ("b.codes", k * bits_b)]
@@ -300,8 +300,7 @@ class DotModel(standard_tests.UnitModel):
     def exhaustive_product_jobs(self, rng) -> list[BulkJob]:
         """Every pair of codes (a, b) in one lane (rotating over the lanes), the others zero,
         at several scale pairs and accumulators: one bulk job per wrapper-memory load."""
-        bits_a = golden.element_format(self.fmt_a).bits
-        bits_b = golden.element_format(self.fmt_b).bits
+        bits_a, bits_b = self.fmt_a.bits, self.fmt_b.bits
         k = self.k
         xa, xb = np.meshgrid(np.arange(1 << bits_a), np.arange(1 << bits_b), indexing="ij")
         xa, xb = xa.ravel().astype(np.uint8), xb.ravel().astype(np.uint8)

@@ -93,7 +93,7 @@ class QuantizerModel(standard_tests.UnitModel):
     def __init__(self, config):
         super().__init__(config)
         p = self.parameters
-        self.fmt = golden.element_format(p["format"])
+        self.fmt = self.formats["format"]
         self.input_format = golden.float_format(p["input"])
         self.rounding = p["rounding"]
         self.scale_mode = p["scale_mode"]

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hw.sidecar import GENERATOR, validate
+from hw.sidecar import GENERATOR, element_formats, validate
 
 from . import coverage
 from .batch import Batch
@@ -114,6 +114,10 @@ class UnitModel:
     ----------
     k : int
         Elements per block (the summary table counts ``blocks * k`` elements).
+    formats : dict
+        The element format (:class:`golden.ElementFormat`) of each format parameter, by
+        parameter name (:func:`hw.sidecar.element_formats`: the sidecar's ``element_formats``,
+        else the names).
     latency : int
         Cycles from input to output (the sidecar's).
     in_layout, out_layout : BitLayout
@@ -131,6 +135,7 @@ class UnitModel:
     def __init__(self, config: UnitConfig):
         self.config = config
         self.parameters = config.sidecar["parameters"]
+        self.formats = element_formats(config.sidecar)
         self.k = self.parameters["block_size"]
         self.latency = config.sidecar["latency"]
         self.in_layout = BitLayout.from_sidecar(config.sidecar, "i.payload")

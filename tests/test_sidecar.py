@@ -20,11 +20,14 @@ import test_sim_dot as sim_dot
 import test_sim_quantizer as sim_quantizer
 
 import golden
+from golden.element_format import CONVENTIONS
 from golden.formats import ROUNDING_IDS, SCALE_MODE_IDS
 from hw import dequantizer, quantizer
 from hw.cli import units
 from hw.sidecar import (
+    FORMAT_PARAMETERS,
     SidecarError,
+    element_formats,
     flat_fields,
     generator_version,
     port_by_role,
@@ -64,7 +67,10 @@ def test_schema_is_a_valid_draft_2020_12_schema():
 def test_schema_enums_follow_the_code():
     """The schema spells out formats and modes; they must be the ones the code accepts."""
     defs = schema()["$defs"]
-    assert defs["element_format"]["enum"] == list(golden.FORMATS)
+    assert defs["element_format"]["type"] == "string"  # any name golden resolves
+    assert set(schema()["properties"]["element_formats"]["properties"]) == set(FORMAT_PARAMETERS)
+    spec = defs["element_format_spec"]["oneOf"][0]["properties"]
+    assert spec["convention"]["enum"] == list(CONVENTIONS)
     assert defs["float_format"]["enum"] == list(quantizer.INPUTS) == list(dequantizer.OUTPUTS)
     q = defs["quantizer_parameters"]["properties"]
     assert q["rounding"]["enum"] == list(quantizer.ROUNDINGS)
@@ -142,6 +148,48 @@ def test_default_set_with_the_verilog_hash(tmp_path):
         assert meta["verilog_sha256"] == hashlib.sha256(verilog).hexdigest(), path.name
 
 
+# -- the formats it carries ----------------------------------------------------------------------
+CUSTOM = [("quantizer", ["--format", "e3m3", "--block-size", "4", "--input", "bf16"]),
+          ("quantizer", ["--format", "float8_e4m3", "--block-size", "4", "--input", "bf16"]),
+          ("dequantizer", ["--format", "int4", "--block-size", "4"]),
+          ("dot", ["--format-a", "e3m3", "--format-b", "int4", "--block-size", "4"]),
+          ("dot-general", ["--format-a", "float8_e3m4", "--format-b", "e2m2",
+                           "--block-size", "4", "--contexts", "2"])]
+
+
+@pytest.mark.parametrize("unit,argv", CUSTOM, ids=[f"{u}-{'_'.join(a)}" for u, a in CUSTOM])
+def test_custom_format_sidecar_validates_and_round_trips_its_spec(unit, argv):
+    comp = _build(unit, argv)
+    meta = json.loads(json.dumps(sidecar(comp, unit)))  # through JSON, as a file
+    validate(meta)
+    names = {k: v for k, v in comp.parameters.items() if k in FORMAT_PARAMETERS}
+    assert set(meta["element_formats"]) == set(names) and names
+    for key, name in names.items():
+        fmt = golden.element_format(name)
+        assert meta["element_formats"][key] == fmt.spec
+        back = element_formats(meta)[key]
+        assert back == fmt and back.name == name and back.spec == fmt.spec
+        assert (back.nan_codes, back.inf_codes, back.max_code) == \
+            (fmt.nan_codes, fmt.inf_codes, fmt.max_code)
+
+
+def test_spec_wins_over_an_unknown_name(good):
+    """A name golden does not know is read from its spec; without the spec it is an error."""
+    meta = copy.deepcopy(good)
+    meta["parameters"]["format"] = "my_e2m1_variant"
+    meta["element_formats"]["format"] = {"name": "my_e2m1_variant", "ebits": 2, "mbits": 1,
+                                         "convention": "finite", "bias": 2}
+    fmt = element_formats(validate(meta))["format"]
+    assert (fmt.ebits, fmt.mbits, fmt.bias, fmt.name) == (2, 1, 2, "my_e2m1_variant")
+    assert fmt != golden.element_format("fp4_e2m1")  # another bias: another value set
+
+
+def test_ocp_sidecar_without_element_formats_stays_valid(good):
+    meta = copy.deepcopy(good)
+    del meta["element_formats"]
+    assert element_formats(validate(meta)) == {"format": golden.element_format("fp4_e2m1")}
+
+
 # -- invalid sidecars ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def good() -> dict:
@@ -161,8 +209,26 @@ BAD = {
                           r"parameters: 'random_bits' is a required"),
     "bad rounding": (lambda m: m["parameters"].update(rounding="nearest"),
                      r"parameters\.rounding: 'nearest' is not one of"),
-    "bad format": (lambda m: m["parameters"].update(format="fp7"),
-                   r"parameters\.format: 'fp7' is not one of"),
+    "bad format": (lambda m: m["parameters"].update(format=7),
+                   r"parameters\.format: 7 is not of type 'string'"),
+    "unknown format, no spec": (lambda m: (m["parameters"].update(format="fp7"),
+                                           m.pop("element_formats")),
+                                r"parameters\.format: unknown element format 'fp7'.*needs its "
+                                r"spec in element_formats"),
+    "spec of another name": (lambda m: m["element_formats"]["format"].update(name="e2m1"),
+                             r"element_formats\.format\.name 'e2m1' is not parameters\.format "
+                             r"'fp4_e2m1'"),
+    "spec of another format": (lambda m: m["element_formats"]["format"].update(mbits=2),
+                               r"element_formats\.format: .* is not the format named "
+                               r"'fp4_e2m1'"),
+    "spec of no parameter": (lambda m: m["element_formats"].update(
+                                 format_a=m["element_formats"]["format"]),
+                             r"element_formats has \['format', 'format_a'\], the format "
+                             r"parameters are \['format'\]"),
+    "invalid spec": (lambda m: m["element_formats"]["format"].update(ebits=1, mbits=0),
+                     r"element_formats\.format: "),
+    "spec missing a key": (lambda m: m["element_formats"]["format"].pop("bias"),
+                           r"element_formats\.format: .* is not valid under any"),
     "async reset": (lambda m: m["reset"].update(kind="async"), r"reset\.kind: 'sync' was expected"),
     "bad flow control": (lambda m: m["flow_control"].update(i_ready="maybe"),
                          r"flow_control\.i_ready: 'maybe' is not one of"),

@@ -2,7 +2,9 @@
 
 Default: every element format, every output format, block sizes 32 and 8, each build checked
 on every code at every scale plus random traffic; ``SIM_FULL=1`` runs formats x outputs x
-block sizes 2..64 x stages.  The cocotb module ``tb.dequantizer`` runs the standard tests
+block sizes 2..64 x stages.  Formats beyond OCP's six (:data:`CUSTOM`: an ``ieee`` format in
+``make sim``; every member of :data:`CUSTOM_FORMATS` under ``SIM_FULL``) run the
+same tests.  The cocotb module ``tb.dequantizer`` runs the standard tests
 (:mod:`tb.standard_tests`).  Knobs: SEED, BLOCKS, WAVES and SIM_FULL (booleans, see
 :mod:`tb.options`).
 """
@@ -29,6 +31,18 @@ DEFAULT = [
     ("int8", "bf16", 8, 2),
 ]
 
+#: Formats beyond OCP's six, one per rule of the family: ``finite`` ExMy, ``ieee`` (Inf and
+#: NaN codes), two's-complement intN (``make sim``: CUSTOM; SIM_FULL: CUSTOM_FULL too).
+CUSTOM_FORMATS = ("e3m3", "e2m2", "e4m2", "e5m1", "float8_e3m4", "float8_e4m3", "int4")
+CUSTOM = [
+    ("float8_e3m4", "fp32", 4, 5),
+]
+CUSTOM_FULL = [
+    *[(f, "fp32", 4, 5) for f in CUSTOM_FORMATS],
+    *[(f, "fp16", 32, 1 + i % 6) for i, f in enumerate(CUSTOM_FORMATS)],
+    ("int4", "bf16", 4, 3),
+]
+
 
 def full_configs():
     """The SIM_FULL matrix (tests/test_sidecar.py validates the sidecar of each)."""
@@ -37,10 +51,10 @@ def full_configs():
         for j, output_format in enumerate(("fp32", "bf16", "fp16")):
             for n, k in enumerate((2, 4, 8, 16, 32, 64)):
                 out.append((fmt, output_format, k, 1 + (i + j + n) % 6))
-    return out
+    return out + CUSTOM + CUSTOM_FULL
 
 
-CONFIGS = full_configs() if FULL else DEFAULT
+CONFIGS = full_configs() if FULL else DEFAULT + CUSTOM
 
 
 def config_id(c):

@@ -5,7 +5,8 @@ standard tests of :mod:`tb.standard_tests` with the dot model): stream mode (dir
 cases and random blocks under three flow-control patterns) and bulk mode (throughput,
 exhaustive one-lane product sweeps where configured, long random runs).
 
-``make sim`` covers every same-format pair, the two mixed default pairs and MXDotGeneral;
+``make sim`` covers every same-format pair, the two mixed default pairs, MXDotGeneral and two
+mixed pairs of formats beyond OCP's six (:data:`CUSTOM`: e3m3 x int4, float8_e4m3 x e2m2);
 ``SIM_FULL=1`` (``make sim-full``) adds all 36 format pairs (exhaustively swept), other block
 sizes, pipeline depths and context counts, and DotGeneral runs of K = 8192 blocks.  Knobs:
 SEED, BLOCKS (random blocks per bulk run), WAVES and SIM_FULL (booleans, see
@@ -71,9 +72,24 @@ FULL_EXTRA = [
       for inputs, output in ((False, False), (True, False), (False, True))],
     ("dot-general", "fp6_e2m3", "int8", 16, 17, 4, False, "mult18x18d"),
 ]
+#: Mixed pairs of formats beyond OCP's six (``finite`` ExMy x intN, ``ieee`` x ``finite``),
+#: every code pair swept (``make sim``: CUSTOM; SIM_FULL: CUSTOM_FULL too).
+CUSTOM = [
+    ("dot", "e3m3", "int4", 4, default_stages("dot", "e3m3", "int4", 4), 1, True),
+    ("dot-general", "float8_e4m3", "e2m2", 4,
+     default_stages("dot-general", "float8_e4m3", "e2m2", 4), 2, False),
+]
+CUSTOM_FULL = [
+    ("dot", "float8_e4m3", "e2m2", 4, default_stages("dot", "float8_e4m3", "e2m2", 4), 1, True),
+    ("dot-general", "e3m3", "int4", 4, default_stages("dot-general", "e3m3", "int4", 4), 2,
+     False),
+    ("dot", "float8_e3m4", "e5m1", 32, 4, 1, True),
+    ("dot", "e4m2", "int4", 32, 4, 1, True),
+]
+
 #: The SIM_FULL matrix (tests/test_sidecar.py validates the sidecar of each).
-FULL_CONFIGS = DEFAULT + FULL_EXTRA
-CONFIGS = FULL_CONFIGS if FULL else DEFAULT
+FULL_CONFIGS = DEFAULT + FULL_EXTRA + CUSTOM + CUSTOM_FULL
+CONFIGS = FULL_CONFIGS if FULL else DEFAULT + CUSTOM
 
 
 def multipliers(c) -> str:

@@ -6,10 +6,13 @@ sizes 32, 16 and 8, and both shapes of the block-max tree (radix-4 levels split 
 and select sections at depth, unsplit at the short depths, ``hw.quantizer.max_tree_split``; its
 first level in decode and norm over exponent fields, or over keys from fp16 and for int8 with
 rceil, ``hw.quantizer.exponent_field_tree``); ``SIM_FULL=1`` runs the whole matrix (formats x
-inputs x block sizes 2..64 x fixed/runtime modes x stages). Each configuration is one Verilator
-build of the unit inside its bulk wrapper; the cocotb module ``tb.quantizer`` runs the standard
-tests (:mod:`tb.standard_tests`: stream, reset, bulk) on it. Knobs: SEED, BLOCKS (blocks per
-random stream run), WAVES and SIM_FULL (booleans, see :mod:`tb.options`).
+inputs x block sizes 2..64 x fixed/runtime modes x stages). Formats beyond OCP's six run the
+same tests: :data:`CUSTOM` (a ``finite`` ExMy, an ``ieee`` format, an intN) in ``make sim``,
+every member of :data:`CUSTOM_FORMATS` under ``SIM_FULL`` (exhaustively at k = 32). Each
+configuration is one Verilator build of the unit inside its bulk wrapper; the cocotb module
+``tb.quantizer`` runs the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk) on it.
+Knobs: SEED, BLOCKS (blocks per random stream run), WAVES and SIM_FULL (booleans, see
+:mod:`tb.options`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,19 @@ DEFAULT = [
     ("int8", "fp32", 8, "runtime", "runtime", 5),
 ]
 
+#: Formats beyond OCP's six, one per rule of the family: ``finite`` ExMy, ``ieee`` (Inf and
+#: NaN codes), two's-complement intN (``make sim``: CUSTOM; SIM_FULL: CUSTOM_FULL too).
+CUSTOM_FORMATS = ("e3m3", "e2m2", "e4m2", "e5m1", "float8_e3m4", "float8_e4m3", "int4")
+CUSTOM = [
+    ("e3m3", "bf16", 8, "runtime", "runtime", 5),
+    ("float8_e4m3", "bf16", 8, "runtime", "runtime", 8),
+    ("int4", "bf16", 4, "runtime", "runtime", 3),
+]
+CUSTOM_FULL = [
+    *[(f, "bf16", 8, "rne", "floor", 8) for f in CUSTOM_FORMATS],
+    *[(f, "fp32", 32, "runtime", "runtime", 10) for f in CUSTOM_FORMATS],
+]
+
 
 def full_configs():
     """The SIM_FULL matrix (tests/test_sidecar.py validates the sidecar of each)."""
@@ -56,10 +72,10 @@ def full_configs():
             for r in ("rne", "rna", "rtz", "stochastic"):
                 for s in ("floor", "rceil"):
                     configs.append((fmt, input_format, 4, r, s, 1 + (3 * (i + j)) % 9))
-    return configs
+    return configs + CUSTOM + CUSTOM_FULL
 
 
-CONFIGS = full_configs() if FULL else DEFAULT
+CONFIGS = full_configs() if FULL else DEFAULT + CUSTOM
 
 
 def config_id(c):

@@ -237,13 +237,13 @@ def test_dequantizer_cases():
         "subnormal_rounding": 2, "subnormal_result": 2}
     # int8 -2.0 at s = 254 is -2^128: -Inf in fp32
     assert _dequantize([254], [[0x80, 0x40]], "int8", "fp32") == {
-        "overflow": 1, "int8_code_0x80": 1, "normal": 1}
+        "overflow": 1, "int_min_code": 1, "normal": 1}
 
 
 def test_dequantizer_model_excludes_with_reasons():
     p = dequantizer_model("fp4_e2m1", "fp32").points[0]
     assert set(p.bins) | set(p.excluded) == set(DEQ_BINS)
-    assert set(p.excluded) == {"nan_code", "inf_code", "int8_code_0x80", "subnormal_rounding"}
+    assert set(p.excluded) == {"nan_code", "inf_code", "int_min_code", "subnormal_rounding"}
     assert "subnormal_rounding" in dequantizer_model("fp8_e4m3", "bf16").points[0].bins
     assert "subnormal_rounding" in dequantizer_model("fp6_e3m2", "bf16").points[0].excluded
 
@@ -397,3 +397,38 @@ def test_database_counts_exactly_and_merges_by_summing(tmp_path, seed):
     assert lines[1].split()[:5] == ["unit_test", tag, "2/3", "66.7", "1"]
     assert f"never hit: unit_test {tag}: p:b" in lines
     assert any(line.startswith("EXCLUDED BIN HIT") for line in lines)
+
+
+# The special codes of the custom formats, by hand from their definitions (ml_dtypes' value
+# sets): ieee e4m3 / e3m4 take the all-ones exponent for Inf (mantissa 0) and NaN; fn only the
+# all-ones magnitude for NaN; finite ExMy and intN have neither.
+SPECIALS = {  # format: (has NaN, has Inf)
+    "e3m3": (False, False), "e2m2": (False, False), "e4m2": (False, False),
+    "e5m1": (False, False), "float8_e3m4": (True, True), "float8_e4m3": (True, True),
+    "float8_e4m3fn": (True, False), "int4": (False, False),
+}
+
+
+@pytest.mark.parametrize("fmt", list(SPECIALS))
+def test_custom_format_bins_follow_its_special_codes(fmt):
+    has_nan, has_inf = SPECIALS[fmt]
+    p = dequantizer_model(fmt, "fp32").points[0]
+    assert ("nan_code" in p.bins, "inf_code" in p.bins) == (has_nan, has_inf)
+    assert ("nan_code" in p.excluded, "inf_code" in p.excluded) == (not has_nan, not has_inf)
+    assert ("int_min_code" in p.bins) == fmt.startswith("int")
+    dot = dot_model(fmt, "int4").points[0]
+    assert ("nan_code" in dot.bins, "inf_times_zero" in dot.bins) == (has_nan, has_inf)
+
+
+def test_custom_format_special_codes_land_in_their_bins():
+    # float8_e4m3 (ieee, bias 7): 0x78 = +Inf, 0x79 NaN, 0x38 = 1.0
+    assert _dequantize([127], [[0x78, 0x79, 0x38]], "float8_e4m3", "fp32") == {
+        "inf_code": 1, "nan_code": 1, "normal": 1}
+    # float8_e3m4 (ieee, bias 3): 0xF0 = -Inf, 0x7F NaN, 0x30 = 1.0
+    assert _dequantize([127], [[0xF0, 0x7F, 0x30]], "float8_e3m4", "fp32") == {
+        "inf_code": 1, "nan_code": 1, "normal": 1}
+    # e3m3 (finite, bias 3): the all-ones codes 0x3F / 0x7F are +-max normal 15.0
+    assert _dequantize([127], [[0x3F, 0x7F]], "e3m3", "fp32") == {"normal": 2}
+    # int4: 0x8 is -2.0 (never written by a quantizer), 0x1 is 0.25, 0x0 is +0
+    assert _dequantize([127], [[0x8, 0x1, 0x0]], "int4", "fp32") == {
+        "int_min_code": 1, "normal": 2, "zero_code": 1}

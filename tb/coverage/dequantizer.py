@@ -11,8 +11,10 @@ One cover point ``element`` (configuration class: element format x output format
 ``nan_scale``           s = 255 (every lane NaN);
 ``zero_code``           a +-0 code at a non-NaN scale;
 ``neg_zero_code``       the -0 code at a non-NaN scale;
-``nan_code``, ``inf_code``  a NaN or Inf code at a non-NaN scale;
-``int8_code_0x80``      int8's -2.0, decoded but never written by a quantizer (Interpretation 3).
+``nan_code``, ``inf_code``  a NaN or Inf code at a non-NaN scale (bins only where the format
+                        has such codes: ``nan_codes``, ``inf_codes``);
+``int_min_code``        an intN's most negative code ``-2^(N-1)`` (-2.0; int8 0x80), decoded but
+                        never written by a quantizer (Interpretation 3).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .model import CoverageModel, point
 __all__ = ["ELEMENT_BINS", "dequantizer_model", "classify_dequantizer"]
 
 ELEMENT_BINS = ("normal", "subnormal_result", "subnormal_rounding", "overflow", "nan_scale",
-                "zero_code", "neg_zero_code", "nan_code", "inf_code", "int8_code_0x80")
+                "zero_code", "neg_zero_code", "nan_code", "inf_code", "int_min_code")
 
 
 def _min_normal(ff) -> float:
@@ -45,10 +47,10 @@ def dequantizer_model(fmt, output_format) -> CoverageModel:
         "subnormal_rounding": None if lowest < output_lsb else (
             f"every result is exact: {fmt.name} values at scale 2^-127 are multiples of "
             f"2^{lowest}, and {ff.name}'s subnormal last place is 2^{output_lsb}"),
-        "neg_zero_code": "int8 has no -0 (two's complement)" if fmt.is_int else None,
+        "neg_zero_code": f"{fmt.name} has no -0 (two's complement)" if fmt.is_int else None,
         "nan_code": None if fmt.nan_codes else f"{fmt.name} has no NaN codes",
         "inf_code": None if fmt.inf_codes else f"{fmt.name} has no Inf codes",
-        "int8_code_0x80": None if fmt.is_int else "only int8 has the code -2.0 (0x80)",
+        "int_min_code": None if fmt.is_int else "only intN has the code -2.0 (-2^(N-1))",
     }
     return CoverageModel("dequantizer", f"{fmt.name}-{ff.name}",
                          (point("element", ELEMENT_BINS, why),))
@@ -87,6 +89,7 @@ def classify_dequantizer(scales, codes, values, *, fmt, output_format) -> dict:
         "neg_zero_code": scaled & (decoded == 0) & np.signbit(decoded),
         "nan_code": scaled & np.isnan(decoded),
         "inf_code": scaled & np.isinf(decoded),
-        "int8_code_0x80": scaled & (codes == 0x80) if fmt.is_int else np.zeros_like(live),
+        "int_min_code": (scaled & (codes == 1 << (fmt.bits - 1)) if fmt.is_int
+                         else np.zeros_like(live)),
     }
     return {"element": {b: int(m.sum()) for b, m in bins.items() if m.any()}}

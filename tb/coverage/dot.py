@@ -62,7 +62,8 @@ def dot_model(fmt_a, fmt_b) -> CoverageModel:
     """MXDot's cover point for a format pair."""
     fa, fb = golden.element_format(fmt_a), golden.element_format(fmt_b)
     no_inf = None if fa.inf_codes or fb.inf_codes else (
-        "Inf products need an Inf code (fp8_e5m2 only); c alone is a single Inf")
+        f"Inf products need an Inf code, which neither {fa.name} nor {fb.name} has; c alone is "
+        "a single Inf")
     why = {"nan_code": None if fa.nan_codes or fb.nan_codes else
            f"neither {fa.name} nor {fb.name} has NaN codes",
            "inf_times_zero": no_inf, "opposite_infs": no_inf}

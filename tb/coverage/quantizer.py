@@ -66,7 +66,7 @@ def _exclusions(fmt: ElementFormat, ff: FloatFormat, rounding: str, scale_mode: 
         "clamped_0": ("fp16 inputs have |V| >= 2^-24, so e >= -24 - emax > -127"
                       if ff is FP16 else None),
         "clamped_254": None if large_clamp else (
-            "|V| < 2^128 gives t <= 127, so e <= 127 - emax (+1 in rceil) <= 127: only int8 "
+            "|V| < 2^128 gives t <= 127, so e <= 127 - emax (+1 in rceil) <= 127: only intN "
             "(emax 0) in rceil mode with fp32/bf16 input reaches e = 128"
             if ff is not FP16 else "fp16 inputs have |V| < 2^16, so e < 16"),
         "rounded_up": "rtz never rounds up" if rounding == "rtz" else None,
@@ -74,9 +74,9 @@ def _exclusions(fmt: ElementFormat, ff: FloatFormat, rounding: str, scale_mode: 
         "tie_even_up": None if rounding == "rne" else "ties to even are rne's",
         "tie_away": None if rounding == "rna" else "ties away from zero are rna's",
         "saturated": None if scale_mode == "floor" or large_clamp else (
-            "rceil chooses e with amax <= max_normal * 2^e; only the clamp at e = 127 (int8, "
+            "rceil chooses e with amax <= max_normal * 2^e; only the clamp at e = 127 (intN, "
             "fp32/bf16 input) leaves an element above max normal"),
-        "neg_zero_kept": "int8 has no -0 (two's complement)" if fmt.is_int else None,
+        "neg_zero_kept": f"{fmt.name} has no -0 (two's complement)" if fmt.is_int else None,
     }
 
 
