@@ -67,8 +67,11 @@ def units() -> dict[str, UnitSpec]:
 
 
 def format_help(what: str = "element format") -> str:
-    """Help text of a format option: the names of :data:`golden.FORMATS`."""
+    """Help text of a format option: the OCP names of :data:`golden.FORMATS` and the rest of
+    the family :func:`golden.element_format` resolves."""
     import golden
 
     example = next(iter(golden.FORMATS.values())).aliases[0]
-    return f"{what}: {', '.join(golden.FORMATS)} (or an alias, e.g. {example})"
+    return (f"{what}: {', '.join(golden.FORMATS)} (or an alias, e.g. {example}), or any "
+            "member of the family: int2..int8, float8_e3m4, float8_e4m3 (IEEE-like), "
+            "e<E>m<M>[fn|ieee][_bias<b>], e.g. e3m3")
