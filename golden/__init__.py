@@ -46,7 +46,6 @@ from .formats import (
     element_format,
     float_format,
 )
-from .jitcache import configure_numba_cache
 
 #: The numba-backed public functions, by the submodule that defines them (loaded on first use).
 _LAZY = {
@@ -58,7 +57,6 @@ _LAZY = {
     "QuantizationStats": "stats",
 }
 
-configure_numba_cache()
 
 __all__ = [
     "quantize", "dequantize", "dot", "dot_blocks", "MXArray",

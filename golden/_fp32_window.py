@@ -6,9 +6,9 @@ in :mod:`golden._kernels`.  Numba kernels on int64 limbs ``(h, l)``, value ``h *
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .formats import FP32
+from .jitcache import njit
 
 _JIT = dict(cache=True, nogil=True)
 _INLINE = dict(cache=True, nogil=True, inline="always")

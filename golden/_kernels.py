@@ -15,11 +15,11 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
 from . import _fp32_window as W
 from ._fp32_window import bitlen
 from .formats import FP32, ROUNDING_IDS, SCALE_MODE_IDS
+from .jitcache import njit
 
 # Rounding and scale mode ids as module constants (numba folds globals into the kernels).
 RNE, RNA, RTZ, STOCHASTIC = (ROUNDING_IDS[r] for r in ("rne", "rna", "rtz", "stochastic"))

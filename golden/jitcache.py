@@ -1,9 +1,9 @@
 """Where numba keeps the golden kernels' compiled code: a per-user cache, not the package.
 
 numba's ``cache=True`` writes next to the source file by default, that is into the installed
-package (often read-only, or shared by several users).  Importing :mod:`golden` points numba
-at a per-user cache directory instead (numba's configuration, not the environment), unless
-``NUMBA_CACHE_DIR`` is already set:
+package (often read-only, or shared by several users).  golden's kernel modules decorate
+with :func:`njit`, which points numba at a per-user cache directory first (numba's
+configuration, not the environment), unless ``NUMBA_CACHE_DIR`` is already set:
 
 * ``$XDG_CACHE_HOME/ocp-mx-hdl/numba`` (default ``~/.cache/ocp-mx-hdl/numba``) on Linux and
   macOS, ``%LOCALAPPDATA%\\ocp-mx-hdl\\numba`` on Windows.
@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["numba_cache_dir", "configure_numba_cache"]
+__all__ = ["numba_cache_dir", "configure_numba_cache", "njit"]
 
 
 def numba_cache_dir() -> Path:
@@ -47,3 +47,15 @@ def configure_numba_cache() -> str:
         chosen = str(numba_cache_dir())
         config.CACHE_DIR = chosen
     return chosen
+
+
+def njit(*args, **kwargs):
+    """``numba.njit`` with the per-user cache in force (:func:`configure_numba_cache`).
+
+    golden's kernel modules decorate with it, so numba is configured, and imported, when the
+    first of them loads: importing :mod:`golden` alone loads no numba (``python -m hw``
+    generates Verilog without it)."""
+    configure_numba_cache()
+    from numba import njit as numba_njit
+
+    return numba_njit(*args, **kwargs)

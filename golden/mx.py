@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
-from numba import njit
 
 from . import _kernels as K
 from .codec import as_float_bits, check_random, decode_table, rounding_mode
 from .formats import ElementFormat, ScaleMode, element_format, float_format
 from .interop import from_numpy, to_numpy
+from .jitcache import njit
 from .seed_compat import int8_codes, needs_seed_path
 
 __all__ = ["MXArray", "quantize", "dequantize", "check_block_size"]

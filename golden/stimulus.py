@@ -8,10 +8,11 @@ so a seed reproduces a run exactly. Expected outputs always come from :mod:`gold
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 import golden
 from golden.formats import FloatFormat
+
+from .jitcache import njit
 
 __all__ = [
     "from_float", "quantizer_random_blocks", "quantizer_directed_blocks",

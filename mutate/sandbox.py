@@ -24,10 +24,11 @@ from .regression import SimConfig
 
 __all__ = ["Sandbox", "SimOutcome", "COPIED"]
 
-#: What a sandbox holds of the repository (the packages, the tests and pytest's settings, and
-#: docs: tests/test_sidecar.py, the judge of sidecar-only mutants, reads the schema and the
-#: example there).
-COPIED = ("golden", "hw", "tb", "tests", "mutate", "docs", "pyproject.toml")
+#: What a sandbox holds of the repository (the packages, the tests and pytest's settings;
+#: formal: tests/depths.py reads the units' probes from formal.units; docs:
+#: tests/test_sidecar.py, the judge of sidecar-only mutants, reads the schema and the example
+#: there).
+COPIED = ("golden", "hw", "tb", "tests", "mutate", "formal", "docs", "pyproject.toml")
 
 
 @dataclass(frozen=True)

@@ -85,12 +85,13 @@ def _env(tmp_path, **extra):
 
 @pytest.mark.parametrize("numba_first", [False, True], ids=["golden-first", "numba-first"])
 def test_numba_cache_goes_to_the_user_cache(tmp_path, numba_first):
-    """With NUMBA_CACHE_DIR unset, importing golden sends numba's cache (here of a small
-    cached function in a scratch module) to $XDG_CACHE_HOME/ocp-mx-hdl/numba, and nothing is
-    written beside the module's source."""
+    """With NUMBA_CACHE_DIR unset, a kernel decorated with golden's njit (as golden's own are;
+    here a small one in a scratch module, so the test compiles in a second) caches in
+    $XDG_CACHE_HOME/ocp-mx-hdl/numba, and nothing is written beside the module's source."""
     mod = tmp_path / "src" / "tiny_kernel.py"
     mod.parent.mkdir()
-    mod.write_text("from numba import njit\n\n@njit(cache=True)\ndef f(x):\n    return x + 1\n")
+    mod.write_text("from golden.jitcache import njit\n\n@njit(cache=True)\n"
+                   "def f(x):\n    return x + 1\n")
     imports = "import numba, golden" if numba_first else "import golden, numba"
     out = _run(f"""
         import sys; sys.path.insert(0, {str(mod.parent)!r})
@@ -107,14 +108,16 @@ def test_numba_cache_goes_to_the_user_cache(tmp_path, numba_first):
 
 def test_numba_cache_dir_set_by_the_user_is_kept(tmp_path):
     mine = tmp_path / "mine"
-    out = _run("import golden, numba, os; print(numba.config.CACHE_DIR, "
+    out = _run("import golden.mx, numba, os; print(numba.config.CACHE_DIR, "
                "os.environ['NUMBA_CACHE_DIR'])", _env(tmp_path, NUMBA_CACHE_DIR=str(mine)))
     assert out == f"{mine} {mine}"
 
 
-def test_importing_golden_leaves_the_environment_alone(tmp_path):
-    """The per-user cache is set in numba's configuration: importing golden changes no
-    environment variable (a subprocess started after it sees the caller's environment)."""
-    out = _run("import os; before = dict(os.environ); import golden, numba; "
+def test_golden_kernels_leave_the_environment_alone(tmp_path):
+    """Importing golden loads no numba; loading its kernels sets numba's cache in numba's own
+    configuration and changes no environment variable (a subprocess started after it sees
+    the caller's environment)."""
+    out = _run("import os, sys; before = dict(os.environ); import golden; "
+               "print('numba' in sys.modules); import golden.mx, numba; "
                "print(dict(os.environ) == before, numba.config.CACHE_DIR)", _env(tmp_path))
-    assert out == f"True {tmp_path / 'xdg' / 'ocp-mx-hdl' / 'numba'}"
+    assert out.split("\n") == ["False", f"True {tmp_path / 'xdg' / 'ocp-mx-hdl' / 'numba'}"]

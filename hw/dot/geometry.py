@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 import golden
-from golden.codec import decode_table
 from golden.formats import FP32, SCALE_BIAS, SCALE_NAN, ElementFormat
 
 __all__ = ["GUARD", "CHUNK_BITS", "DotGeometry", "units_max", "width_table"]
@@ -35,14 +32,10 @@ CHUNK_INDEX_MIN_BITS = 4
 
 
 def units_max(fmt: ElementFormat) -> int:
-    """Largest magnitude of any finite code in units of ``2^lsb_exp``, read off the format's
-    code table (:func:`golden.codec.decode_table`): for a sign-magnitude format the largest
-    finite magnitude code's, for a two's complement one the most negative code's (int8: 128,
-    from code 0x80).  Every value fits float64 exactly (at most 8 significant bits), so the
-    quotient is exact."""
-    values = decode_table(fmt)
-    largest = np.max(np.abs(values[np.isfinite(values)]))
-    return int(np.ldexp(largest, -fmt.lsb_exp))
+    """Largest magnitude of any finite code in units of ``2^lsb_exp``
+    (``fmt.magnitude_units_max``: for a sign-magnitude format the largest finite magnitude
+    code's, for a two's complement one the most negative code's, int8: 128 from code 0x80)."""
+    return fmt.magnitude_units_max
 
 
 @dataclass(frozen=True)
