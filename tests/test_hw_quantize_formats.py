@@ -90,17 +90,17 @@ def _golden_quantize(raw, ff, fmt, k, rounding, scale_mode, random):
 
 
 def check_quantizer(name: str, input_format: str, k: int, seed: int, random_count: int,
-                    stages: int = 2):
-    """Simulate a runtime-mode quantizer on directed and random blocks, each in a random
-    rounding and scale mode (the directed ones in rne/floor and in a random mode), against
-    golden."""
+                    stages: int = 2, every_mode: bool = True):
+    """Simulate a runtime-mode quantizer against golden: the directed blocks in rne/floor
+    (their ties and saturation are rne's and floor's) and, where ``every_mode``, again in a
+    random mode each; ``random_count`` random blocks in a random mode each."""
     rng = np.random.default_rng(seed)
     fmt = golden.element_format(name)
     q = MXQuantizer(fmt, k, input_format, rounding="runtime", scale_mode="runtime",
                     random_bits=RANDOM_BITS, stages=stages)
     ff = q.input_format
     directed = stimulus.quantizer_directed_blocks(k, ff, fmt, rng)
-    raw = np.concatenate([directed, directed,
+    raw = np.concatenate([directed, *[directed] * every_mode,
                           stimulus.quantizer_random_blocks(rng, random_count, k, ff)])
     n = raw.shape[0]
     rounding = rng.integers(0, len(ROUNDINGS), n)
@@ -121,18 +121,35 @@ def check_quantizer(name: str, input_format: str, k: int, seed: int, random_coun
         for b in bad[:6]) + f"\n{len(bad)} of {n}"
 
 
+def test_quantizer_m0_ties_hand_worked():
+    """e2m0 (values 0, 1, 2, 4; bias 1), rne, floor: the block (4, 3, 1.5, 0.5) has scale
+    2^0 (code 127: floor(log2 4) - emax 2 = 0); 3 ties 2 and 4 and rounds up to 4 (code 3:
+    every normal significand is 1, odd, so the tie goes to the larger binade), 1.5 rounds
+    up to 2 (code 2), 0.5 ties 0 and 1 and rounds to the even zero (code 0).  An even code
+    rule would give 3 -> 2 (code 2)."""
+    q = MXQuantizer("e2m0", 4, "bf16", stages=1)
+    raw = stimulus.from_float([4.0, 3.0, 1.5, 0.5], q.input_format)
+    got = _simulate(q, [list(zip(q.i.payload.data, raw, strict=True))],
+                    lambda ctx: (ctx.get(q.o.payload.scale),
+                                 [ctx.get(c) for c in q.o.payload.codes]))
+    mx = golden.quantize(raw.view(q.input_format.dtype)[None], "e2m0", block_size=4)
+    assert got == [(127, [3, 3, 2, 0])]
+    assert (int(mx.scales[0, 0]), [int(c) for c in mx.codes[0]]) == got[0]
+
+
 @pytest.mark.parametrize("name", FAST)
 def test_quantizer_rules(name, seed):
-    """bf16 input, k = 4, two stages: directed blocks and 30 random ones, for one format of
-    each rule."""
-    check_quantizer(name, "bf16", 4, seed, 30)
+    """bf16 input, k = 4, two stages: the directed blocks (rne/floor) and 30 random ones,
+    for one format of each rule."""
+    check_quantizer(name, "bf16", 4, seed, 30, every_mode=False)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("input_format,k,stages", [("bf16", 4, 2), ("fp32", 8, 3)])
 @pytest.mark.parametrize("name", CUSTOM + OCP)
 def test_quantizer(name, input_format, k, stages, seed):
-    """Every format, bf16 and fp32 input: directed blocks and 300 random ones."""
+    """Every format, bf16 and fp32 input: the directed blocks in rne/floor and in random
+    modes, and 300 random blocks."""
     check_quantizer(name, input_format, k, seed, 300, stages)
 
 
