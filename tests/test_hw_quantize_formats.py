@@ -2,9 +2,11 @@
 Amaranth's simulator against golden, every output bit for bit.
 
 The formats cover each rule the datapaths derive from a format's parameters: the finite ExMy
-family (narrow e1m1 and e2m0, wide e6m1, M = 0 whose ties round to the even binade), the
-``ieee`` convention beyond fp8_e5m2 (float8_e4m3, float8_e3m4), and two's complement intN
-other than int8 (int4, int2); the six OCP formats run as a control.  The stimulus is the
+family (narrow e1m1 and e2m0, wide e6m1 and e7m0, M = 0, where a tie between two normals
+rounds up and one between zero and the smallest normal to zero), the ``ieee`` convention
+beyond fp8_e5m2 (float8_e4m3, float8_e3m4), the ``fn`` convention beyond fp8_e4m3 (e3m2fn),
+biases other than 2^(E-1) - 1, and two's complement intN other than int8 (int4, int2); the
+six OCP formats run as a control.  The stimulus is the
 project's (:mod:`golden.stimulus`): the directed blocks (ties at every grid boundary,
 saturation, subnormals, NaN and Inf in every lane, zero blocks, one huge value among tiny
 ones) and random blocks over the whole exponent range.  The quantizer is built with runtime
@@ -26,7 +28,7 @@ from hw.quantizer import MXQuantizer
 
 #: Formats no OCP configuration has, each for a rule (see the module docstring).
 CUSTOM = ("e3m3", "e2m2", "e4m2", "e5m1", "float8_e3m4", "float8_e4m3", "int4", "int2",
-          "e1m1", "e2m0", "e3m0", "e6m1", "e7m0")
+          "e1m1", "e2m0", "e3m0", "e6m1", "e7m0", "e3m2fn", "e4m3ieee_bias3", "e2m1_bias0")
 #: One format of each rule, for the fast tests: M = 0 (its tie rule), the narrowest intN,
 #: the ``ieee`` convention beyond fp8_e5m2, the widest exponent with a mantissa bit.
 FAST = ("e2m0", "int2", "float8_e3m4", "e6m1")
