@@ -74,8 +74,9 @@ class MXDequantizer(Unit):
     i : In(stream.Signature(StructLayout))
         Payload fields ``scale`` (E8M0 code) and ``codes`` (k element codes).
     o : Out(stream.Signature(StructLayout))
-        Payload field ``data``: k values, element i at bits ``[w*i, w*(i+1))``.  A scale of 255,
-        an fp8_e4m3 NaN code or an fp8_e5m2 NaN code give the canonical quiet NaN.
+        Payload field ``data``: k values, element i at bits ``[w*i, w*(i+1))``.  A scale of 255
+        and a NaN code of the format (conventions ``fn`` and ``ieee``) give the canonical quiet
+        NaN; an Inf code (``ieee``) gives +-Inf.
 
     Latency is ``stages`` cycles, one block per clock.  Flow control:
     :class:`hw.pipeline.Pipeline`: ``i.ready`` is a register (the

@@ -1,9 +1,9 @@
 """The element codec of the MX units: element code <-> sign and magnitude.
 
 Every element format is read as sign-magnitude ``E.M`` (:class:`golden.ElementFormat`'s
-``ebits``/``mbits``/``bias``): int8's two's complement codes become an 8-bit magnitude
-0..128 read as "E1M6" (exponent field 0..2, 128 decodes as ``64 << 1``; see the module doc of
-:mod:`golden.formats`), so one decoder and one encoder serve all six formats.
+``ebits``/``mbits``/``bias``): an intN's two's complement codes become an N-bit magnitude
+0..2^(N-1) read as "E1M(N-2)" (exponent field 0..2, 2^(N-1) decodes as ``2^(N-2) << 1``; see
+the module doc of :mod:`golden.formats`), so one decoder and one encoder serve every format.
 
 * :func:`decode_element` -- code -> sign, magnitude code, significand, shift, zero/NaN/Inf
   (the dequantizer, the dot unit).
@@ -44,14 +44,14 @@ def decode_element(m: Module, code, fmt: ElementFormat, name: str):
     Returns
     -------
     View
-        ``neg`` (sign bit), ``mag`` (magnitude code, ``fmt.bits - 1`` bits; int8: 8 bits,
-        0..128), ``sig`` (significand ``normal.M``, ``mbits + 1`` bits, not normalized for a
+        ``neg`` (sign bit), ``mag`` (magnitude code, ``fmt.bits - 1`` bits; intN: N bits,
+        0..2^(N-1)), ``sig`` (significand ``normal.M``, ``mbits + 1`` bits, not normalized for a
         subnormal), ``shift`` (``max(E, 1) - 1``: the binade above the lowest one),
-        ``zero``, ``nan`` and ``inf`` (the format's special magnitude codes; int8 has none).
+        ``zero``, ``nan`` and ``inf`` (the format's special magnitude codes; intN has none).
     """
     code = Value.cast(code)
     neg = code[fmt.bits - 1]
-    if fmt.twos_complement:  # |n|, 0..128 (code 0x80 is -2.0: magnitude 128)
+    if fmt.twos_complement:  # |n|, 0..2^(N-1) (the most negative code's is 2^(N-1))
         mag = wire(m, Mux(neg, (-code.as_signed()).as_unsigned()[:fmt.bits], code),
                    f"{name}_mag")
     else:
@@ -112,7 +112,9 @@ def element_binade(m: Module, mag, fmt: ElementFormat, name: str):
     Signal
         Signed, ``lsb_exp - 1 .. floor(log2(largest magnitude))``.
     """
-    mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 1))
+    # intN: magnitudes 1..2^(N-1) (the most negative code's is 2^(N-1))
+    top = 1 << (fmt.bits - 1)
+    mags = range(1, top + 1) if fmt.twos_complement else range(1, top)
     table = {c: _floor_log2(fmt.magnitude_value(c)) for c in mags}
     lo, hi = fmt.lsb_exp - 1, max(table.values())
     binade = Signal(range(lo, hi + 1), name=name)
@@ -126,8 +128,8 @@ def element_binade(m: Module, mag, fmt: ElementFormat, name: str):
 
 
 def encode_element(m: Module, neg, mag, fmt: ElementFormat, name: str):
-    """The code of sign ``neg`` and magnitude code ``mag`` (< 2^(bits-1); int8: 0..127):
-    two's complement for int8, sign-magnitude otherwise (a zero magnitude keeps its sign
+    """The code of sign ``neg`` and magnitude code ``mag`` (< 2^(bits-1); intN: 0..2^(N-1)-1):
+    two's complement for intN, sign-magnitude otherwise (a zero magnitude keeps its sign
     there: the caller clears ``neg`` for +0)."""
     mag = Value.cast(mag)
     if fmt.twos_complement:

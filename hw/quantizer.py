@@ -50,8 +50,9 @@ class MXQuantizer(Unit):
     Parameters
     ----------
     fmt : str or golden.ElementFormat
-        Element format (``fp8_e4m3``, ``fp8_e5m2``, ``fp6_e3m2``, ``fp6_e2m3``, ``fp4_e2m1``,
-        ``int8``).
+        Element format: any member of the family (:func:`golden.element_format`: the six OCP
+        formats, ``e<E>m<M>``, ``float8_e4m3``, ``float8_e3m4``, ``int2`` .. ``int8``, or a
+        :class:`golden.ElementFormat`).
     block_size : int
         k, a power of two in 2..64.
     input_format : {"fp32", "bf16", "fp16"}

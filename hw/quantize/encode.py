@@ -118,7 +118,10 @@ def round_section(scope, g, z):
         ln = z.lanes[i]
         n, frac = ln.n, ln.frac
         code = wire(m, Cat(n, ln.field), scope.name(f"lane{i}_code"))  # E.M, unrounded
-        up = round_increment(m, frac, ln.sticky, n[0], rounding,
+        # the even neighbour of a tie (docs/numerics.md section 1): the code's lsb; for
+        # M = 0 every normal significand is 1 (odd) and only zero is even
+        lsb = n[0] if fmt.mbits else ln.field.any()
+        up = round_increment(m, frac, ln.sticky, lsb, rounding,
                              z.random[i] if g.stochastic else None,
                              name=scope.name(f"lane{i}_up"))
         sat_inc = ~less_than_const(m, code, fmt.max_code - 1, scope.name(f"lane{i}_sat_inc"),

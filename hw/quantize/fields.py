@@ -68,8 +68,9 @@ def above_max_normal(m, sig, fmt, name: str):
     sig = pad_to_grid(sig, mb)
     top, rest = sig[-(mb + 1):], sig[:-(mb + 1)]
     at_max = (top == fmt.max_significand) & (rest.any() if len(rest) else 0)
-    # fp4_e2m1's 1.1 is top's all ones: no top is above it (and a constant comparison
-    # would be a lint warning)
+    # where max_normal's significand is top's all ones (every format but those of the fn
+    # convention with M >= 1, whose is 1.1..10) no top is above it (and a constant
+    # comparison would be a lint warning)
     above = (top > fmt.max_significand
              if fmt.max_significand < (1 << len(top)) - 1 else 0)
     return wire(m, above | at_max, name)
