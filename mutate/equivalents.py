@@ -107,19 +107,6 @@ KNOWN_EQUIVALENTS = (
         "value, the constant 0, and 0 | sticky is sticky (16 configurations "
         "passed)"),
     KnownEquivalent(
-        "hw/elements.py",
-        "mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 1))",
-        "mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 0))",
-        "element_binade switches on a magnitude of bits - 1 bits: the extra table entries "
-        "(codes with the sign bit) are cases it can never take, and every reachable code keeps "
-        "its binade (5 configurations passed)"),
-    KnownEquivalent(
-        "hw/elements.py",
-        "mags = range(1, 129) if fmt.twos_complement else range(1, 1 << (fmt.bits - 1))",
-        "mags = range(1, 129) if fmt.twos_complement else range(1, 2 << (fmt.bits - 1))",
-        "the same table as 1 << (bits - 0) above, written another way (5 "
-        "configurations passed)"),
-    KnownEquivalent(
         "hw/quantize/encode.py", "fw, sw = bits_for(g.b_ovf + 1), bits_for(keep)",
         "fw, sw = bits_for(g.b_ovf + 2), bits_for(keep)",
         "the exponent field one bit wider where b_ovf + 2 is a power of two: br + 1 <= "
