@@ -23,17 +23,23 @@ __all__ = ["decode", "encode", "decode_scale", "encode_scale", "decode_table", "
            "rounding_mode", "check_random"]
 
 
-@functools.cache
-def decode_table(fmt: ElementFormat) -> np.ndarray:
-    """float64 value of every code ``0 .. 2^bits - 1`` (NaN/Inf codes decode to NaN/Inf)."""
-    fmt = element_format(fmt)
+def _code_fields(fmt: ElementFormat):
+    """Every code ``0 .. 2^bits - 1`` split into its sign (bool), magnitude, exponent field and
+    mantissa field in the shared sign-magnitude view (an intN code ``n`` by ``|n|``)."""
     codes = np.arange(1 << fmt.bits, dtype=np.int64)
     if fmt.twos_complement:
         signed = np.where(codes >= 1 << (fmt.bits - 1), codes - (1 << fmt.bits), codes)
         neg, mag = signed < 0, np.abs(signed)
     else:
         neg, mag = (codes >> fmt.sign_bit) & 1 == 1, codes & ((1 << fmt.sign_bit) - 1)
-    e, m = mag >> fmt.mbits, mag & ((1 << fmt.mbits) - 1)
+    return neg, mag, mag >> fmt.mbits, mag & ((1 << fmt.mbits) - 1)
+
+
+@functools.cache
+def decode_table(fmt: ElementFormat) -> np.ndarray:
+    """float64 value of every code ``0 .. 2^bits - 1`` (NaN/Inf codes decode to NaN/Inf)."""
+    fmt = element_format(fmt)
+    neg, mag, e, m = _code_fields(fmt)
     sig = np.where(e == 0, m, m | (1 << fmt.mbits)).astype(np.float64)
     x = np.where(e == 0, fmt.lsb_exp, e - fmt.bias - fmt.mbits)
     val = np.ldexp(sig, x)
@@ -56,18 +62,12 @@ def dot_tables(fmt: ElementFormat):
     An Inf code has ``sig = +-1``; a NaN code ``sig = 0``.
     """
     fmt = element_format(fmt)
-    codes = np.arange(1 << fmt.bits, dtype=np.int64)
-    if fmt.twos_complement:
-        signed = np.where(codes >= 1 << (fmt.bits - 1), codes - (1 << fmt.bits), codes)
-        neg, mag = signed < 0, np.abs(signed)
-    else:
-        neg, mag = (codes >> fmt.sign_bit) & 1 == 1, codes & ((1 << fmt.sign_bit) - 1)
-    e, m = mag >> fmt.mbits, mag & ((1 << fmt.mbits) - 1)
+    neg, mag, e, m = _code_fields(fmt)
     sig = np.where(e == 0, m, m | (1 << fmt.mbits))
     shift = np.where(e == 0, 0, e - 1)
     inf, nan = np.isin(mag, fmt.inf_codes), np.isin(mag, fmt.nan_codes)
     if fmt.twos_complement:
-        inf = nan = np.zeros(codes.shape, bool)
+        inf = nan = np.zeros(mag.shape, bool)
     flag = np.where(nan, K.NAN, np.where(inf, K.INF, K.FINITE)).astype(np.int64)
     sig = np.where(inf, 1, np.where(nan, 0, sig))
     shift = np.where(inf | nan, 0, shift)
