@@ -302,7 +302,7 @@ def dot_random_blocks(rng, fa, fb, n, k, *, specials=0.03):
     NaN scales, a few blocks of all-equal or one-huge-among-tiny elements, extreme scales."""
     # Per-lane draws are bytes (indices into <= 256 finite codes, 1/256 probability steps):
     # a testbench builds these while the simulator runs, and 8-byte draws of (n, k) arrays
-    # were most of that memory traffic.
+    # would be most of that memory traffic.
     fin_a, fin_b = finite_codes(fa), finite_codes(fb)
     ca = fin_a[rng.integers(0, len(fin_a), (n, k), dtype=np.int16)]
     cb = fin_b[rng.integers(0, len(fin_b), (n, k), dtype=np.int16)]

@@ -16,6 +16,7 @@ import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
 from .arith import leading_zeros
+from .dot.sections import Estimate
 from .elements import block_layout, decode_element, element_binade
 from .params import check_block_size, check_choice
 from .pipeline import default_stages, registered_boundaries
@@ -23,27 +24,32 @@ from .registry import UnitSpec, format_help
 from .rounding import RNE, Grid, overflows, round_aligned
 from .unit import Unit
 
-__all__ = ["MXDequantizer", "dequantize_step", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES",
-           "cli_units"]
+__all__ = ["MXDequantizer", "dequantize_step", "ESTIMATES", "DEQUANTIZER_SECTIONS",
+           "DEFAULT_STAGES", "cli_units"]
 
 OUTPUTS = ("fp32", "bf16", "fp16")
 
-#: Sections in datapath order with their estimated delays (ns, ECP5 speed 8, k = 32 fp8_e4m3
-#: -> fp32, in context).  input: the block's exponent offset (a short adder) beside the
-#: routing from the port flip-flops; decode: element fields, the normalizing shift and the
-#: element's binade (tables, no carry chain); position: top - emin_out in both signs (two
-#: short adders side by side) and a select on its sign; align: the shift and its sticky OR;
-#: round: the increment and the code, and beside them the overflow test of the binade;
-#: output: the Inf, zero and NaN selects on registered flags, which synthesis folds into the
-#: output flip-flops' set/reset and at most a LUT level (0.5: round and output fit one stage,
-#: measured below).  Measured (docs/performance.md): at 3 stages the worst path ran from the
-#: exponent through the shift into the sticky bit (3.4 ns logic + 6.2 ns routing, 103.8
-#: MHz); at 6, with the registered stall, from the input register through decode or from a
-#: stage enable to flip-flop resets (193.9 MHz, 177.1-194.1); at 5, round and output in one
-#: stage, the same paths and none in that stage (201.8 MHz, 186.2-206.8, 2026-11-25; it was
-#: 2.5 while output compared the rounded code: round + output then measured 164.9).
-DEQUANTIZER_SECTIONS = {"input": 2.0, "decode": 4.0, "position": 3.0, "align": 3.5,
-                        "round": 3.5, "output": 0.5}
+#: The estimates the dequantizer's registers are placed on, by section in datapath order (ns,
+#: ECP5 speed 8, k = 32 fp8_e4m3 -> fp32, in context), each with its one-line provenance.
+#: ``output``'s selects are on registered flags (overflow is decided beside the rounding), so
+#: round and output fit one stage: the default depth, 5, registers every boundary but round's.
+ESTIMATES = {
+    "input": Estimate(2.0, "the block's exponent offset (a short adder) beside the route from "
+                      "the port flip-flops"),
+    "decode": Estimate(4.0, "element fields, the normalizing shift and the element's binade "
+                       "(tables, no carry chain); input -> decode binds the default 5 stages: "
+                       "1.22 ns logic + 3.64 ns routing"),
+    "position": Estimate(3.0, "top - emin_out in both signs (two short adders side by side) "
+                         "and a select on its sign"),
+    "align": Estimate(3.5, "the shift and its sticky OR; at 3 stages exponent -> shift -> "
+                      "sticky binds, 3.4 ns logic + 6.2 ns routing (103.8 MHz)"),
+    "round": Estimate(3.5, "the increment and the code, the binade's overflow test beside "
+                      "them"),
+    "output": Estimate(0.5, "Inf, zero and NaN selects on registered flags, folded into the "
+                       "flip-flops' set/reset and at most a LUT level"),
+}
+#: Sections in datapath order with their estimated delays (ns): :data:`ESTIMATES`' values.
+DEQUANTIZER_SECTIONS = {name: estimate.ns for name, estimate in ESTIMATES.items()}
 #: The default depth, :func:`hw.pipeline.default_stages`: 5, round and output in one stage.
 DEFAULT_STAGES = default_stages(DEQUANTIZER_SECTIONS.values())
 
@@ -81,11 +87,9 @@ class MXDequantizer(Unit):
     Latency is ``stages`` cycles, one block per clock.  Flow control:
     :class:`hw.pipeline.Pipeline`: ``i.ready`` is a register (the
     common stage enable, ``o.ready | ~o.valid`` of the cycle before); a skid register catches
-    the block the pipeline moves on in the first cycle of a stall.  With the enable one gate
-    from ``o.ready``, that gate's route to the 1,024 output flip-flops (k = 32, fp32) was the
-    critical path at 6 stages (169.1 MHz, 2,200 LUT4); registered: 192.8 MHz, 3,230 LUT4 (the
-    skid register and its output mux); at the default 5, since overflow is decided beside the
-    rounding: 201.8 MHz, 3,209 LUT4, 4,727 FF (docs/quantizer.md).
+    the block the pipeline moves on in the first cycle of a stall, so no gate from ``o.ready``
+    drives the 1,024 output flip-flops (k = 32, fp32).  At the default 5 stages:
+    205.6 MHz (186.2-228.1, nextpnr seeds 1-5), 3,209 LUT4, 4,727 FF (docs/performance.md).
     """
 
     #: The sections of the datapath (:data:`DEQUANTIZER_SECTIONS`).
@@ -152,8 +156,8 @@ def dequantize_step(scope, fmt, output_format, block_size: int, payload):
         lz = leading_zeros(m, el.sig, name=scope.name(f"lane{i}_lz"))
         # Each lane keeps its own copy of the block's exponent, cleared in a zero lane
         # (whose exponent is never used): lane-specific, so synthesis keeps 32 copies
-        # instead of merging them into one register whose route to all 32 lanes' adders
-        # was the critical path (3.4 ns of routing).
+        # instead of merging them into one register, whose route to all 32 lanes' adders
+        # alone would be 3.4 ns.
         lanes.append({"neg": el.neg, "zero": el.zero, "sig": (el.sig << lz)[:len(el.sig)],
                       "binade": element_binade(m, el.mag, fmt, scope.name(f"lane{i}_binade")),
                       "above": Mux(el.zero, 0, payload.above),

@@ -64,7 +64,7 @@ def partial_product_sum(m: Module, x, y, name: str, *, y_signed: bool = False):
     trip through the DSP column is slower than these few bits (significands are 4 bits for
     fp8 e4m3, at most 7 for int8).  Each pair sum is a signal marked ``keep``: otherwise yosys
     (``alumacc``) merges the additions into one carry-save tree in LUTs before one chain,
-    which at fp8_e4m3 x fp8_e4m3, k = 32, took five LUT levels and was the unit's worst
+    which at fp8_e4m3 x fp8_e4m3, k = 32, takes five LUT levels and is the unit's worst
     path (decode -> multiply, 5.9 ns); as two levels of chains, whose partial-product muxes
     sit in the carry cells' own LUTs, the unit has 427 fewer LUT4 (docs/dot.md).
     """

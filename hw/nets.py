@@ -82,6 +82,6 @@ def kept(m: Module, value, name: str) -> Signal:
 def any_of_kept(m: Module, terms, name: str):
     """OR of ``terms`` (1-bit values), each first a signal marked ``keep``: synthesis maps each
     term to LUTs of its own, and the OR of their outputs after them, as written (left to
-    itself, abc took 5 LUT levels for the pick section's chunk flags, sharing the choice
-    terms; kept, they were on no seed's worst path of fp8_e4m3 at 20 stages)."""
+    itself, abc takes 5 LUT levels for the pick section's chunk flags, sharing the choice
+    terms; kept, they are on no seed's worst path of fp8_e4m3 at 20 stages)."""
     return Cat(*(kept(m, term, f"{name}_{i}") for i, term in enumerate(terms))).any()

@@ -58,7 +58,7 @@ class Pipeline:
 
     Flow control: every register loads on one common enable, computed separately for each
     registered stage (one enable net per stage: as one net from ``o.ready`` to every flip-flop
-    of a k = 32 unit it was the critical path in context).  Blocks are never lost or
+    of a k = 32 unit it is the critical path in context).  Blocks are never lost or
     duplicated; throughput is one block per clock while the output is ready; under
     backpressure bubbles inside the pipeline wait with the blocks (they are not squeezed out).
     Synchronous reset clears the valid, hold and enable bits only; data registers are
@@ -79,7 +79,7 @@ class Pipeline:
     ``enable_load``: a stage register wider than ``enable_load`` bits is loaded in parts
     (:func:`enable_parts`), each on its own copy of the enable register, built the same way
     (``<name>_<boundary>_en``, then ``_en1``, ``_en2``, ...; each with its ``_advance``
-    register).  One enable net to the 200-1,232 flip-flops of a k = 32 quantizer stage was a
+    register).  One enable net to the 200-1,232 flip-flops of a k = 32 quantizer stage is a
     critical path in context (4.0-4.1 ns of routing).
 
     ``extract_reset=False``: every register of the pipeline (data, skid, valid, hold and enable
@@ -87,8 +87,9 @@ class Pipeline:
     honors; the project's yosys flow does too, ``bench.synth.flow``).  Synthesis then keeps a
     register's clear, ``c ? 0 : x`` (for the control bits, the reset itself), in the logic
     before it instead of making it the flip-flop's synchronous reset.  On ECP5 that reset is the
-    LSR pin, which a slice's two flip-flops share: in the quantizer, 648 of 6,644 flip-flops had
-    a LUT there and the worst path of every seed ended on one (docs/quantizer.md, 'No logic on
+    LSR pin, which a slice's two flip-flops share: with extraction, 648 of the 6,644 flip-flops
+    of the quantizer (bf16 -> fp8_e4m3, 12 stages) have a LUT there and the worst path of every
+    seed ends on one (docs/quantizer.md, 'No logic on
     the flip-flops' reset pins').  Where the clears are many and the logic before them full,
     extraction saves LUTs (the dequantizer: 30 % of its LUT4), so it stays the default.
 

@@ -96,15 +96,15 @@ class MXQuantizer(Unit):
 
     #: Whether synthesis may make a stage register's clear its synchronous reset
     #: (:class:`hw.pipeline.Pipeline`'s ``extract_reset``): no.  With every stage at three LUT
-    #: levels or fewer, that reset's LSR pin was the worst path; without it, bf16 -> fp8_e4m3
-    #: at 10 stages measured 240.0 MHz against 222.1 before the change (medians of nextpnr
-    #: seeds 1-3; docs/quantizer.md, 'No logic on the flip-flops' reset pins').
+    #: levels or fewer, that reset's LSR pin is the worst path: bf16 -> fp8_e4m3 at 10 stages
+    #: places at 240.0 MHz without the extraction and 222.1 with it (medians of nextpnr seeds
+    #: 1-3; docs/quantizer.md, 'No logic on the flip-flops' reset pins').
     extract_reset = False
     #: The most bits of a stage register one copy of the stage enable loads
     #: (:class:`hw.pipeline.Pipeline`'s ``enable_load``): 2-8 copies per stage at k = 32.
-    #: fp32 -> fp6_e2m3 at 10 stages was bound by one enable's fan-out (``q_amax2_cmp_en ->
-    #: q_amax2_cmp``, 1.0 ns logic + 4.0-4.1 ns routing) at 199.4 MHz; with parts of 160
-    #: bits it placed at 217.2 (216.5-219.4, seeds 1-3; docs/quantizer.md, flow control).
+    #: With one enable per stage, its fan-out (``q_amax2_cmp_en -> q_amax2_cmp``, 1.0 ns logic
+    #: + 4.0-4.1 ns routing) binds fp32 -> fp6_e2m3 at 10 stages to 199.4 MHz; in parts of 160
+    #: bits it places at 217.2 (216.5-219.4, seeds 1-3; docs/quantizer.md, flow control).
     enable_load = 160
 
     def __init__(self, fmt="fp8_e4m3", block_size=32, input_format="fp32", *, rounding="rne",

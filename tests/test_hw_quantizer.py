@@ -434,3 +434,32 @@ def test_sidecar_matches_verilog_ports():
         assert re.search(rf"(input|output)\s+(reg\s+|wire\s+)?(\[{p['width'] - 1}:0\]\s+)?"
                          rf"{p['name']};" if p["width"] > 1 else
                          rf"(input|output)\s+(reg\s+|wire\s+)?{p['name']};", text), p["name"]
+
+
+def test_section_estimates_are_data_with_a_provenance():
+    """The quantizer's and the dequantizer's section delays come from their ``ESTIMATES``
+    (a positive delay and a one-line provenance each), not from numbers typed elsewhere: every
+    delay of every section list is one of the estimates, and the pinned values the default
+    depths rest on are those estimates."""
+    from hw.dequantizer import DEFAULT_STAGES, DEQUANTIZER_SECTIONS
+    from hw.dequantizer import ESTIMATES as DEQUANTIZER_ESTIMATES
+    from hw.quantize.sections import ESTIMATES, OUTPUT_DELAY, SPLIT_LEVEL_DELAY, TREE_LEVEL_DELAY
+
+    for table in (ESTIMATES, DEQUANTIZER_ESTIMATES):
+        for name, estimate in table.items():
+            assert estimate.ns > 0 and estimate.provenance.strip(), name
+            assert "\n" not in estimate.provenance and len(estimate.provenance) < 200, name
+    assert DEQUANTIZER_SECTIONS == {n: e.ns for n, e in DEQUANTIZER_ESTIMATES.items()}
+    assert list(DEQUANTIZER_SECTIONS.values()) == [2.0, 4.0, 3.0, 3.5, 3.5, 0.5]
+    assert DEFAULT_STAGES == 5
+    assert TREE_LEVEL_DELAY == {2: 3.2, 4: 5.5} and SPLIT_LEVEL_DELAY == {
+        "compare": 2.5, "select": 2.0}
+    assert OUTPUT_DELAY == {"sign_magnitude": 1.0, "twos_complement": 2.6}
+    values = {e.ns for e in ESTIMATES.values()}
+    for fmt, rceil, stages in itertools.product(("fp8_e4m3", "int8"), (False, True),
+                                                (None, 1, 5)):
+        sections = quantizer_sections(fmt, 32, stages, "fp32", rceil)
+        assert set(sections.values()) <= values, (fmt, rceil, stages)
+        for name in ("input", "decode", "norm", "cmp", "shift", "align", "round"):
+            assert sections[name] == ESTIMATES[name].ns
+    assert quantizer_sections("int8", 32)["output"] == ESTIMATES["output_twos_complement"].ns

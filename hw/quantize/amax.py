@@ -43,14 +43,14 @@ def amax_tree(scope, g, x, lanes):
     (:func:`hw.quantize.decode.late_lanes`) and the control fields along.
 
     Returns the view after the tree's last boundary (``x`` itself where the tree's only level
-    was in norm, k = 2), its lanes, and the tree's outputs as one net ``amax``: per copy of
+    is in norm, k = 2), its lanes, and the tree's outputs as one net ``amax``: per copy of
     the scale path (``scale_copies`` entries at every depth, the one path's repeated where it
     has no replicas, so that the net compares across depths; formal/units.py cuts the
     datapath there) the scale candidate ``cand`` and, with rceil, the flag ``above``.
     """
     m, rceil_built = scope.module, g.rceil_built
     tree, complements = _leaves(scope, g, x, lanes)
-    # where the tree's only level was in norm (k = 2): its register's entry
+    # where the tree's only level is in norm (k = 2): its register's entry
     tails = [x.tree] if not g.tree_radices else None
     for j, radix in enumerate(g.tree_radices, 1):  # one or two sections per level
         name = scope.name(f"amax{j}")

@@ -143,10 +143,10 @@ def output_section(scope, g, z):
 
     A NaN/Inf block's codes are all 0.  Sign-magnitude: a select after the encoding.  Two's
     complement has no signed zero, so there the block's codes are its zero lanes' (round ORs
-    the flag into each lane's): the select of 0 after the negation's carry chain, in front of
-    the output register, became the register's synchronous reset in yosys, its condition
-    ANDed with the stage enable in a LUT driving every LSR (bf16 -> int8: q_output_en ->
-    q_output, 1 cell, 0.9 ns logic + 4.2-4.4 ns routing).
+    the flag into each lane's): a select of 0 after the negation's carry chain, in front of
+    the output register, would become the register's synchronous reset in yosys, its
+    condition ANDed with the stage enable in a LUT driving every LSR (bf16 -> int8:
+    q_output_en -> q_output, 1 cell, 0.9 ns logic + 4.2-4.4 ns routing).
     """
     m, fmt = scope.module, g.fmt
     codes = []

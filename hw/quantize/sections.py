@@ -1,5 +1,11 @@
 """The quantizer's sections, their delay estimates, and the block-max tree's shape.
 
+* :data:`ESTIMATES` -- each section's estimated delay with its one-line provenance
+  (:class:`hw.dot.sections.Estimate`), and the views of it the placement reads.
+* :func:`quantizer_sections` -- the sections of a configuration, with delays.
+* :func:`exponent_field_tree`, :func:`max_tree_radices`, :func:`max_tree_split` -- the
+  block-max tree's shape; :func:`subnormal_shift_bits` -- the norm section's shift.
+
 A quantizer's datapath (:mod:`hw.quantize`) is a sequence of sections whose registers
 :func:`hw.placement.place_registers` places on the delays :func:`quantizer_sections` gives;
 the shape of its block-max tree (over exponent fields or keys, the radix of each level, split
@@ -13,62 +19,86 @@ from amaranth.utils import bits_for
 import golden
 from golden.formats import SCALE_BIAS, SCALE_EMIN
 
+from ..dot.sections import Estimate
 from ..placement import critical_stage, stage_sections
 
 __all__ = ["quantizer_sections", "max_tree_radices", "max_tree_split", "exponent_field_tree",
-           "subnormal_shift_bits", "NORM_SHIFT_BITS", "TREE_LEVEL_DELAY", "SPLIT_LEVEL_DELAY",
-           "SCALE_SELECT_DELAY", "OUTPUT_DELAY", "SCALE_COPIES"]
+           "subnormal_shift_bits", "ESTIMATES", "NORM_SHIFT_BITS", "TREE_LEVEL_DELAY",
+           "SPLIT_LEVEL_DELAY", "SCALE_SELECT_DELAY", "OUTPUT_DELAY", "SCALE_COPIES"]
 
 
-#: Estimated delay (ns, as in :func:`quantizer_sections`) of one block-max tree level by radix.
-#: Radix 2: the measured critical stage of the 15-stage build less the register overhead.
-#: Radix 4 measures 6.5-6.6 ns as a stage of its own (13 stages, bf16 -> fp8_e4m3: 1.5 ns
-#: logic + 5.1 ns routing, 6 LUT levels: comparison, win bits, one-hot select), 4.5 by that
-#: rule; it is given 5.5 so that no stage holds the radix-2 and a radix-4 level together.
-#: That pair measured 9.4-9.7 ns, where the estimates say 7.7, below shift..output's 8.0
-#: (measured 7.3-8.1): with 4.5 the placement at 5 stages chose such a stage (102.8 MHz,
-#: seed 1), with 5.5 it registers amax1, amax2, amax3, cmp, output (134.5 MHz, median of
-#: seeds 1-3).
-TREE_LEVEL_DELAY = {2: 3.2, 4: 5.5}
+#: The provenance of an estimate from logic depth, where no placed stage holds the section
+#: alone (the 2 ns register overhead: :func:`quantizer_sections`).
+_DEPTH = "logic depth at about 1.2 ns per LUT level, less the register overhead"
+#: The 15-stage build with a binary block-max tree, where norm and each tree level had a
+#: stage of their own.
+_BINARY_15 = ("its stage in the 15-stage build of a binary block-max tree, 5.2-5.5 ns "
+              "(1.3 ns logic + 3.8-4.2 ns routing), less the 2 ns register overhead")
+
+#: The estimates the quantizer's registers are placed on, by section (ns, ECP5 speed 8,
+#: k = 32, in context, as :func:`quantizer_sections` weighs them), each with its one-line
+#: provenance.  ``amax_radix2`` and ``amax_radix4`` are a block-max tree level as one section,
+#: ``amax_compare`` and ``amax_select`` the two sections of a split radix-4 level
+#: (:func:`max_tree_split`); ``output`` is a sign-magnitude format's, ``output_twos_complement``
+#: int8's (and every ``intN``'s).
+ESTIMATES = {
+    "input": Estimate(0.2, "no logic: the route from the ring of port flip-flops the unit is "
+                      "timed in"),
+    "decode": Estimate(1.5, "a leading-zero tree; " + _DEPTH),
+    "norm": Estimate(3.5, _BINARY_15),
+    "amax_radix2": Estimate(3.2, _BINARY_15),
+    "amax_radix4": Estimate(5.5, "6.5-6.6 ns as a stage of its own (1.5 ns logic + 5.1 ns "
+                            "routing, 6 LUT levels; bf16 -> fp8_e4m3, 13 stages), weighed 5.5, "
+                            "not 4.5, so no stage holds it and a radix-2 level (9.4-9.7 ns)"),
+    "amax_compare": Estimate(2.5, "six key comparisons in parallel, 3-4 LUT levels; " + _DEPTH),
+    "amax_select": Estimate(2.0, "the win bits and the one-hot select, 3 LUT levels; "
+                            + _DEPTH),
+    "scale": Estimate(1.5, "a 2:1 mux and the rceil flag's AND; bf16 -> fp8_e4m3 rceil, 10 "
+                      "stages, beside the last select: 223.6 MHz (215.4-225.3, seeds 1-3)"),
+    "cmp": Estimate(2.5, "the e_key fan-out to every lane and a 10-bit carry chain; " + _DEPTH),
+    "shift": Estimate(2.0, "comparisons as gates; " + _DEPTH),
+    "align": Estimate(2.5, "a short shifter and a sticky mask; " + _DEPTH),
+    "round": Estimate(2.5, "the increment and the saturation select; " + _DEPTH),
+    "output": Estimate(1.0, "the zero and NaN/Inf-block muxes and the sign bit; " + _DEPTH),
+    "output_twos_complement": Estimate(2.6, "the negation's 8-bit chain: fp32 -> int8 at 12 "
+                                       "stages, round + output 7.1 ns (2.2 logic + 4.9 routing) "
+                                       "less 2 ns and round's 2.5"),
+}
+
+#: Estimated delay (ns) of one block-max tree level as one section, by radix
+#: (:data:`ESTIMATES` ``amax_radix2``, ``amax_radix4``).
+TREE_LEVEL_DELAY = {2: ESTIMATES["amax_radix2"].ns, 4: ESTIMATES["amax_radix4"].ns}
+
+#: Estimated delay (ns) of the ``output`` section by element encoding: sign-magnitude, or
+#: two's complement, which adds the negation (an 8-bit carry chain).
+OUTPUT_DELAY = {"sign_magnitude": ESTIMATES["output"].ns,
+                "twos_complement": ESTIMATES["output_twos_complement"].ns}
+
+#: Estimated delays (ns) of the two sections of a split radix-4 level
+#: (:func:`max_tree_split`): ``compare``, its six key comparisons, and ``select``, the win
+#: bits and the one-hot select.  Their sum is above norm's 3.5, so no stage holds both.
+SPLIT_LEVEL_DELAY = {"compare": ESTIMATES["amax_compare"].ns,
+                     "select": ESTIMATES["amax_select"].ns}
+
+#: Estimated delay (ns) of the ``scale`` section, which only builds with rceil: the choice
+#: between the floor's and one binade up's scale (a 2:1 mux of the two candidates the tree
+#: selected, and the flag's AND with a runtime scale mode).
+SCALE_SELECT_DELAY = ESTIMATES["scale"].ns
 
 
 #: The most bits of a subnormal input's leading-zero count the ``norm`` section shifts by
-#: (:func:`subnormal_shift_bits`); where there are more (fp32 -> fp8_e5m2: 5, its
-#: decode -> norm 5 cells at 190-192 MHz, the worst path of every seed) and the block-max
-#: tree runs over exponent fields, the low bits shift in the section after the norm register.
-#: Four bits in norm measure 4 cells (fp32 -> fp8_e4m3); two keep norm within three LUT levels
-#: (docs/quantizer.md, 'No logic on the flip-flops' reset pins').
+#: (:func:`subnormal_shift_bits`); where there are more and the block-max tree runs over
+#: exponent fields, the low bits shift in the section after the norm register.  With all
+#: five of fp32 -> fp8_e5m2's bits, decode -> norm is 5 cells (190-192 MHz, the worst path of
+#: every seed); four bits are 4 cells (fp32 -> fp8_e4m3); two keep norm within three LUT
+#: levels (docs/quantizer.md, 'No logic on the flip-flops' reset pins').
 NORM_SHIFT_BITS = 2
-
-
-#: Estimated delay (ns, as in :func:`quantizer_sections`) of the ``output`` section by
-#: element encoding.  Sign-magnitude: the zero and NaN/Inf-block muxes and the sign bit.  Two's
-#: complement (int8) adds the negation, an 8-bit carry chain: 2.6 is the round + output stage
-#: measured at 12 stages, where the two shared one (fp32 -> int8: align -> output, 7.1 ns:
-#: 2.2 ns logic + 4.9 ns routing, 139.5 MHz), less the 2 ns register overhead and round's 2.5.
-OUTPUT_DELAY = {"sign_magnitude": 1.0, "twos_complement": 2.6}
-
-
-#: Estimated delays (ns, as in :func:`quantizer_sections`) of the two sections of a split
-#: radix-4 level (:func:`max_tree_split`): ``compare``, its six key comparisons in parallel (a
-#: comparison's gate tree, 3-4 LUT levels), and ``select``, the win bits and the one-hot
-#: select (3 LUT levels).  Their sum is above norm's 3.5, so no stage holds both.
-SPLIT_LEVEL_DELAY = {"compare": 2.5, "select": 2.0}
-
-
-#: Estimated delay (ns, as in :func:`quantizer_sections`) of the ``scale`` section, which only
-#: builds with rceil: the choice between the floor's and one binade up's scale (a 2:1 mux of
-#: the two candidates the tree selected, and the flag's AND with a runtime scale mode).
-#: Measured: bf16 -> fp8_e4m3 rceil at 10 stages, where it shares a stage
-#: with the tree's last select (2.0 + 1.5), 223.6 MHz (215.4-225.3, seeds 1-3), that stage
-#: the worst of seed 1 (amax2_cmp -> scale, 4 cells, 1.12 ns logic + 3.36 ns routing).
-SCALE_SELECT_DELAY = 1.5
 
 
 #: Copies of the e_key path from its last register before ``cmp`` (MXQuantizer's
 #: ``scale_copies_at``) on, each for a group of ``k / SCALE_COPIES`` lanes.  8 (4 lanes each
-#: at k = 32): with 4 copies of 8 lanes the e_key copy to its lanes bound
-#: bf16 -> fp8_e4m3 at 12 stages (248.3 MHz, 2.7-2.8 ns routing), with 8 it places at 250.6
+#: at k = 32): with 4 copies of 8 lanes the e_key copy to its lanes binds
+#: bf16 -> fp8_e4m3 at 12 stages (248.3 MHz, 2.7-2.8 ns routing); with 8 it places at 250.6
 #: (docs/quantizer.md, 'The scale path in copies').
 SCALE_COPIES = 8
 
@@ -83,8 +113,9 @@ def _sections(fmt, radices, split: bool, rceil: bool) -> dict[str, float]:
             tree[f"amax{j}"] = TREE_LEVEL_DELAY[radix]
     output = OUTPUT_DELAY["twos_complement" if fmt.twos_complement else "sign_magnitude"]
     scale = {"scale": SCALE_SELECT_DELAY} if rceil else {}
-    return {"input": 0.2, "decode": 1.5, "norm": 3.5, **tree, **scale,
-            "cmp": 2.5, "shift": 2.0, "align": 2.5, "round": 2.5, "output": output}
+    head = {name: ESTIMATES[name].ns for name in ("input", "decode", "norm")}
+    tail = {name: ESTIMATES[name].ns for name in ("cmp", "shift", "align", "round")}
+    return {**head, **tree, **scale, **tail, "output": output}
 
 
 def exponent_field_tree(fmt, input_format, rceil: bool) -> bool:
@@ -138,17 +169,16 @@ def max_tree_split(fmt, block_size: int, stages: int | None = None, input_format
     levels), a binary level 5.2-5.5 (5 cells); a split level's halves are 3-4 LUT levels each,
     with as many sections as the binary tree it replaces.
 
-    Split unless either, as before for the binary tree against radix 4:
+    Split unless either:
 
     * the registers of a ``stages``-deep pipeline, placed on the split tree's sections, would
       leave two of its sections in one stage (a select and the next comparisons in series); or
     * the unsplit tree's placement has the smaller critical stage by the section estimates:
       its fewer sections leave registers for the rest of the datapath.
 
-    Measured unsplit against binary on bf16 -> fp8_e4m3, k = 32, ECP5 (medians of nextpnr
-    seeds 1-3, the first level then a radix-2 section): 4 stages 98.7 against 88.5 MHz,
-    5 stages 134.5 against 124.2, 7 stages 152.5 against 135.1; every boundary registered
-    169.2 against 193.3.
+    At low depths the unsplit tree is the faster: a radix-4 level is the depth of one
+    comparison and a select where a binary tree takes two of each (bf16 -> fp8_e4m3, k = 32,
+    5 stages, unsplit: 157.9 MHz, 150.7-162.1, the sweep of docs/performance.md).
     """
     fmt = golden.element_format(fmt)
     radices = max_tree_radices(fmt, block_size, input_format, rceil)
@@ -207,20 +237,12 @@ def quantizer_sections(fmt, block_size: int, stages: int | None = None, input_fo
     last level beside its comparisons, and that level's select picks it: it has no section of
     its own.
 
-    A stage's delay is about 2 ns of register overhead (clock to out, setup, the route out of one
-    register and into the next), paid once per stage, plus the delays of the sections it holds; the
-    values here are the sections' own (ECP5 speed 8, k = 32, in context, ``docs/quantizer.md``).
-    ``norm`` (3.5) and a binary ``amax<j>`` (3.2) are the measured critical stages of the 15-stage
-    build of the binary tree (5.2-5.5 ns: 1.3 ns logic + 3.8-4.2 ns routing) less that overhead
-    (an unsplit radix-4 level: :data:`TREE_LEVEL_DELAY`); ``cmp`` is the ``e_key`` fan-out to
-    all lanes plus a 10-bit carry chain; the others are their logic depth at about 1.2 ns per
-    LUT level with local routing, less the overhead (decode: a leading-zero tree; shift:
-    comparisons as gates; align: a short shifter and a sticky mask; round: the increment and
-    the saturation select; scale: a mux; output: muxes, and int8's negation,
-    :data:`OUTPUT_DELAY`);
-    ``input`` carries no logic (the route from the ring of port flip-flops the unit is timed in).
-    At 5 stages these estimates place the registers after norm, amax1, amax2, shift, output
-    (bf16 -> fp8_e4m3: 148.4 MHz, median of nextpnr seeds 1-3).
+    A stage's delay is about 2 ns of register overhead (clock to out, setup, the route out of
+    one register and into the next), paid once per stage, plus the delays of the sections it
+    holds; the values here are the sections' own (:data:`ESTIMATES`, each with what it was
+    measured on or the logic depth it stands for; ``docs/quantizer.md``).  At 5 stages they
+    place the registers after norm, amax1, amax2, shift and output (bf16 -> fp8_e4m3: 157.9
+    MHz, 150.7-162.1, nextpnr seeds 1-3, docs/performance.md).
     """
     fmt = golden.element_format(fmt)
     radices = max_tree_radices(fmt, block_size, input_format, rceil)

@@ -3,8 +3,8 @@
 
 Why a process: under cocotb the simulator runs with the GIL held, so a worker *thread* gets no
 time while the simulation runs.  Measured on the dot unit (16 loads of 65,536 blocks): with a
-thread, the simulator waited 1.66 s for stimulus against 4.75 s of simulation, about the whole
-time the building took (docs/verification.md, "Testbench overhead").  The host process runs
+thread, the simulator waits 1.66 s for stimulus against 4.75 s of simulation, about the whole
+time the building takes (docs/verification.md, "Testbench overhead").  The host process runs
 :attr:`BulkJob.make` and the comparison of every job in list order, :data:`LOOKAHEAD` batches
 ahead of the simulation, and hands stimulus and outputs over as the wrapper's image files; the
 cocotb side only renames files and runs the wrapper.

@@ -26,9 +26,8 @@ The wrapper instantiates any unit with the project's port roles (``clk``, ``rst`
 
 The wrapper is Verilator-specific: a ``systemc_imp_header`` block and a ``$c`` call switch off
 glibc's per-call locking of the stimulus file, which ``$fread`` reads one ``fgetc`` at a
-time (the lock is taken once the process has a second thread, as it had when
-:func:`tb.bulk.jobs.run_jobs` used a worker thread; it more than doubled the time of a k = 32
-batch).
+time (the lock is taken once the process has a second thread, such as a worker thread of the
+host's; it more than doubles the time of a k = 32 batch).
 
 File names come from plusargs ``+stim=FILE`` / ``+out=FILE`` (defaults ``bulk_stim.bin`` and
 ``bulk_out.bin`` in the working directory).  With ``osc_en = 1`` the wrapper clocks itself
