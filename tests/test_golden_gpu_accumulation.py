@@ -47,8 +47,8 @@ _E4, _F4 = "fp8_e4m3", "fp4_e2m1"
 _M8, _M4 = "tcgen05.mxf8f6f4", "tcgen05.mxf4"
 #: name -> (kind, fa, a blocks, a scales, fb, b blocks, b scales, c bits, GPU bits, exact bits).
 DIRECTED = {
-    # 256*256 = 2^16 sets e_max = 16; 31 products 2^-9 * 0.5 (alignment exponent -7, significand
-    # 1/8: subnormals are not normalized) are each 2^-10, below the last kept place 2^-9.
+    # 256*256 = 2^16 sets e_max = 16; 31 products 2^-9 * 0.5 = 2^-10 are each half the last
+    # kept place 2^(16-25) and truncate to zero.
     "term_truncated_away": (_M8, _E4, [_blk((1, 0x78), (31, 0x01))], [127], _E4,
                             [_blk((1, 0x78), (31, 0x30))], [127], 0, 0x47800000, 0x47800004),
     # c = 1; 31 products -1.5*2^-6 * 2^-9 * 2^-10 = -1.5*2^-25 each truncate toward zero to -2^-25:
@@ -62,6 +62,10 @@ DIRECTED = {
     # +-448*448*2^20 cancel but set e_max = 36: c = 1 lies below 2^11 and is truncated away.
     "cancel_wipes_c": (_M8, _E4, [_blk((2, 0x7E))], [147], _E4, [_blk((1, 0x7E), (1, 0xFE))],
                        [127], _f32(1.0), 0x00000000, 0x3F800000),
+    # 2^-9 * 2^-9: a subnormal keeps the exponent 1 - bias, so this product aligns at -12 (not
+    # at -18) and c = 2^-15 + 2^-38 loses its last bit below 2^(-12-25).
+    "subnormal_not_normalized": (_M8, _E4, [_blk((1, 0x01))], [127], _E4, [_blk((1, 0x01))],
+                                 [127], 0x38000001, 0x38100000, 0x38100001),
     # FLT_MAX + 2^103 = 2^128 - 2^103: RNE overflows (the tie), RZ keeps FLT_MAX.
     "rz_below_2_128": (_M8, _E4, [_blk((1, 0x38))], [230], _E4, [_blk((1, 0x38))], [127],
                        0x7F7FFFFF, 0x7F7FFFFF, 0x7F800000),
@@ -106,9 +110,10 @@ DIRECTED = {
     "f4_group_summed_exactly": (_M4, _F4, [_blk((1, 0x7), (1, 0x1)), _blk()], [127, 127], _F4,
                                 [_blk((1, 0x7), (1, 0x1)), _blk()], [127, 127], 0, 0x42110000,
                                 0x42110000),
-    # c = 0: e_max at the floor -139 (last kept place 2^-174); 16 * 36 * 2^-156 = 4.5 * 2^-149.
-    "f4_floor_139": (_M4, _F4, [_blk((16, 0x7)), _blk()], [0, 127], _F4,
-                     [_blk((16, 0x7)), _blk()], [98, 127], 0, 0x00000004, 0x00000004),
+    # c = 0 puts e_max at the floor -139 (last kept place 2^-174): the group -0.5 * 0.5 * 2^-180
+    # truncates to zero and 2^-149 stays (with e_max = -149 the sum would be below 2^-149: +0).
+    "f4_floor_139": (_M4, _F4, [_blk((1, 0x2)), _blk((1, 0x9))], [0, 0], _F4,
+                     [_blk((1, 0x2)), _blk((1, 0x1))], [105, 74], 0, 0x00000001, 0x00000001),
     "f4_rz_below_2_128": (_M4, _F4, [_blk((1, 0x2)), _blk()], [230, 127], _F4,
                           [_blk((1, 0x2)), _blk()], [127, 127], 0x7F7FFFFF, 0x7F7FFFFF,
                           0x7F800000),
@@ -291,6 +296,14 @@ def _compare_with_mmasim(mmasim, rng, kinds_pairs, rows, n):
             vectors += rows
             mismatches += bad.size
     return vectors, mismatches
+
+
+@pytest.mark.parametrize("name", sorted(DIRECTED))
+def test_directed_rules_against_mmasim(mmasim, name):
+    kind, fa, ab, asc, fb, bb, bsc, c, want_gpu, _ = DIRECTED[name]
+    arrays = [np.array(x, np.uint8)[None] for x in (ab, asc, bb, bsc)]
+    got = _mmasim_chain(mmasim, kind, fa, fb, *arrays, np.array([c], np.int64))
+    assert int(got[0]) == want_gpu, f"MMA-Sim {int(got[0]):#010x}, expected {want_gpu:#010x}"
 
 
 PAIRS = [(_M8, a, b) for a, b in itertools.product(F8F6F4, F8F6F4)] + [(_M4, _F4, _F4)]
