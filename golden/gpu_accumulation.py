@@ -10,8 +10,10 @@ toward zero (docs/numerics.md, "GPU accumulation modes", states the rules):
   one step per block.
 * ``"tcgen05.mxf4"``: fp4_e2m1 x fp4_e2m1, E8M0 scales, blocks of 32; one step per two blocks
   (64 elements), products summed exactly in groups of 16.
-* ``"tcgen05.mxf4nvf4"``: the same arithmetic for blocks of 16 and UE4M3 scales; named and
-  rejected until golden has the UE4M3 scale format (issue #50).
+* ``"tcgen05.mxf4nvf4"``: the mxf4 arithmetic with one scale per 16 or 32 elements, E8M0 or
+  UE4M3 (NVFP4's scale, sign bit ignored).  :func:`accumulate_rows` takes it with an explicit
+  ``scale_format``; ``golden.dot`` / ``dot_blocks`` reject it until golden's MX arrays carry
+  a UE4M3 scale format (issue #50), so that UE4M3 bytes are never read as E8M0.
 
 :func:`accumulate_rows` is the entry point for callers that chain rows of blocks themselves
 (``golden.matmul``): one call per batch of (row, column) chains.
@@ -35,25 +37,30 @@ from .formats import (
     element_format,
 )
 
-__all__ = ["ACCUMULATIONS", "GPU_KINDS", "check_accumulation", "accumulate_rows"]
+__all__ = ["ACCUMULATIONS", "GPU_KINDS", "SCALE_FORMATS", "check_accumulation",
+           "accumulate_rows"]
 
 #: The tcgen05 block-scaled kinds golden models, and every accepted ``accumulation=``.
 GPU_KINDS = ("tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4")
 ACCUMULATIONS = ("exact",) + GPU_KINDS
+#: Block-scale formats of the tcgen05 kinds.
+SCALE_FORMATS = ("e8m0", "ue4m3")
 
-#: Element formats, block size and a reason, per kind.
+#: Element formats (and what to call them), block sizes per scale format, per kind.
 _F8F6F4 = (FP8_E4M3, FP8_E5M2, FP6_E3M2, FP6_E2M3, FP4_E2M1)
 _TAKES = {
-    "tcgen05.mxf8f6f4": (_F8F6F4, 32, "the OCP fp8/fp6/fp4 element formats"),
-    "tcgen05.mxf4": ((FP4_E2M1,), 32, "fp4_e2m1 only"),
+    "tcgen05.mxf8f6f4": (_F8F6F4, "the OCP fp8/fp6/fp4 element formats", {"e8m0": (32,)}),
+    "tcgen05.mxf4": ((FP4_E2M1,), "fp4_e2m1 only", {"e8m0": (32,)}),
+    "tcgen05.mxf4nvf4": ((FP4_E2M1,), "fp4_e2m1 only", {"e8m0": (16, 32), "ue4m3": (16,)}),
 }
-#: Blocks per tcgen05 step: a 32-block (mxf8f6f4), two 32-blocks of 64 elements (mxf4).
-_STEP_BLOCKS = {"tcgen05.mxf8f6f4": 1, "tcgen05.mxf4": 2}
+#: Elements per tcgen05 step.
+_STEP = {"tcgen05.mxf8f6f4": 32, "tcgen05.mxf4": 64, "tcgen05.mxf4nvf4": 64}
 
 
-def check_accumulation(accumulation, fmt_a=None, fmt_b=None, block_size=None) -> str:
-    """Validate an ``accumulation=`` argument (and, given, the formats and block size it is
-    used with); returns the kind.
+def check_accumulation(accumulation, fmt_a=None, fmt_b=None, block_size=None,
+                       scale_format=None) -> str:
+    """Validate an ``accumulation=`` argument (and, given, the formats, block size and scale
+    format it is used with); returns the kind.
 
     Parameters
     ----------
@@ -61,40 +68,58 @@ def check_accumulation(accumulation, fmt_a=None, fmt_b=None, block_size=None) ->
         ``"exact"`` or one of :data:`GPU_KINDS`.
     fmt_a, fmt_b : element formats, optional
     block_size : int, optional
+    scale_format : {"e8m0", "ue4m3"}, optional
+        The block-scale format; None where the caller's scales are E8M0 with no way to say
+        otherwise (``golden.dot_blocks``), which ``"tcgen05.mxf4nvf4"`` does not accept yet.
 
     Raises
     ------
     ValueError
-        An unknown name; ``"tcgen05.mxf4nvf4"`` (needs the UE4M3 scale of issue #50); a format
-        or block size the kind does not take.
+        An unknown name; ``"tcgen05.mxf4nvf4"`` without a scale format (issue #50); a format,
+        block size or scale format the kind does not take.
     """
     if not isinstance(accumulation, str) or accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation must be one of {', '.join(map(repr, ACCUMULATIONS))}, "
                          f"got {accumulation!r}")
     if accumulation == "exact":
         return accumulation
-    if accumulation == "tcgen05.mxf4nvf4":
-        raise ValueError("accumulation 'tcgen05.mxf4nvf4' is not yet supported: it needs the "
-                         "UE4M3 block scale (issue #50)")
-    formats, k, which = _TAKES[accumulation]
+    if accumulation == "tcgen05.mxf4nvf4" and scale_format is None:
+        raise ValueError("accumulation 'tcgen05.mxf4nvf4' is not yet supported by dot and "
+                         "dot_blocks: it needs the UE4M3 block scale (issue #50)")
+    formats, which, sizes = _TAKES[accumulation]
+    scale_format = "e8m0" if scale_format is None else scale_format
+    if not isinstance(scale_format, str) or scale_format not in sizes:
+        raise ValueError(f"accumulation {accumulation!r} takes scale formats "
+                         f"{', '.join(sizes)}, got {scale_format!r}")
     for name, f in (("fmt_a", fmt_a), ("fmt_b", fmt_b)):
         if f is not None and element_format(f) not in formats:
             raise ValueError(f"accumulation {accumulation!r} takes {which}, got {name} "
                              f"{element_format(f).name}")
-    if block_size is not None and int(block_size) != k:
-        raise ValueError(f"accumulation {accumulation!r} takes blocks of {k} elements, got "
-                         f"block size {int(block_size)}")
+    ks = sizes[scale_format]
+    if block_size is not None and int(block_size) not in ks:
+        raise ValueError(f"accumulation {accumulation!r} takes blocks of "
+                         f"{' or '.join(map(str, ks))} elements with {scale_format} scales, "
+                         f"got block size {int(block_size)}")
     return accumulation
 
 
 @functools.cache
-def _e8m0_table():
-    """E8M0 scale codes as (significand, exponent, NaN flag) with 0 fraction bits."""
+def _scale_table(scale_format: str):
+    """Scale codes as (significand, exponent, NaN flag) tables and the significand's fraction
+    bits: a code is ``sig * 2^(exp - bits)``.  E8M0: ``2^(code - 127)``, NaN 0xFF.  UE4M3: the
+    low seven bits as e4m3 (bias 7, subnormals ``M * 2^-9``, NaN 0x7F), the sign bit ignored."""
     codes = np.arange(256, dtype=np.int64)
-    tables = (np.ones(256, np.int64), codes - 127, (codes == 255).astype(np.int64))
+    if scale_format == "e8m0":
+        tables = (np.ones(256, np.int64), codes - 127, (codes == 255).astype(np.int64))
+        bits = 0
+    else:
+        e, m = (codes >> 3) & 0xF, codes & 7
+        tables = (np.where(e == 0, m, m | 8), np.where(e == 0, -6, e - 7),
+                  ((codes & 0x7F) == 0x7F).astype(np.int64))
+        bits = 3
     for t in tables:
         t.flags.writeable = False
-    return tables
+    return (*tables, bits)
 
 
 def _element_tables(fmt: ElementFormat):
@@ -103,7 +128,7 @@ def _element_tables(fmt: ElementFormat):
 
 
 def accumulate_rows(accumulation, a_codes, a_scales, b_codes, b_scales, acc_bits, fmt_a,
-                    fmt_b) -> np.ndarray:
+                    fmt_b, scale_format="e8m0") -> np.ndarray:
     """Chains of tcgen05 steps: the GPU counterpart of the exact per-block chain.
 
     Parameters
@@ -113,10 +138,12 @@ def accumulate_rows(accumulation, a_codes, a_scales, b_codes, b_scales, acc_bits
     a_codes, b_codes : uint8 arrays of shape (rows, n, k)
         Element codes, n blocks of k per row (codes within the formats' ranges).
     a_scales, b_scales : uint8 arrays of shape (rows, n)
-        E8M0 scale codes.
+        Scale codes.
     acc_bits : int64 array of shape (rows,)
         fp32 bit patterns of the accumulator inputs.
     fmt_a, fmt_b : element formats.
+    scale_format : {"e8m0", "ue4m3"}
+        The scales' format (UE4M3 for ``"tcgen05.mxf4nvf4"`` only, blocks of 16).
 
     Returns
     -------
@@ -125,7 +152,7 @@ def accumulate_rows(accumulation, a_codes, a_scales, b_codes, b_scales, acc_bits
     """
     fa, fb = element_format(fmt_a), element_format(fmt_b)
     ac, bc = np.ascontiguousarray(a_codes, np.uint8), np.ascontiguousarray(b_codes, np.uint8)
-    check_accumulation(accumulation, fa, fb, ac.shape[-1])
+    check_accumulation(accumulation, fa, fb, ac.shape[-1], scale_format)
     if accumulation == "exact":
         raise ValueError("accumulate_rows runs a GPU kind; 'exact' is golden.dot_blocks")
     args = (ac, np.ascontiguousarray(a_scales, np.uint8), bc,
@@ -137,6 +164,6 @@ def accumulate_rows(accumulation, a_codes, a_scales, b_codes, b_scales, acc_bits
         G.f8f6f4_rows(*args, sig_a, sh_a, flag_a, lsb_a + m_a, m_a,
                       sig_b, sh_b, flag_b, lsb_b + m_b, m_b, out)
     else:
-        G.f4_rows(*args, sig_a, sh_a, lsb_a, sig_b, sh_b, lsb_b, *_e8m0_table(), 0,
-                  _STEP_BLOCKS[accumulation], out)
+        G.f4_rows(*args, sig_a, sh_a, lsb_a, sig_b, sh_b, lsb_b, *_scale_table(scale_format),
+                  _STEP[accumulation] // ac.shape[-1], out)
     return out

@@ -459,9 +459,10 @@ def dot_chain(fa, a_blocks, a_scales, fb, b_blocks, b_scales, c_bits=0) -> int:
 # are added exactly, and the sum is rounded toward zero to binary32.
 # ---------------------------------------------------------------------------------------------
 GPU_NAN = 0x7FFFFFFF  # the NaN every tcgen05 step returns
-GPU_KINDS = {  # kind -> (fraction bits F, exponent of a zero term, blocks per step)
-    "tcgen05.mxf8f6f4": (25, -133, 1),
-    "tcgen05.mxf4": (35, -139, 2),
+GPU_KINDS = {  # kind -> (fraction bits F, exponent of a zero term, elements per step)
+    "tcgen05.mxf8f6f4": (25, -133, 32),
+    "tcgen05.mxf4": (35, -139, 64),
+    "tcgen05.mxf4nvf4": (35, -139, 64),
 }
 
 
@@ -539,30 +540,48 @@ def tcgen05_f8f6f4_step(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
     return _truncated_sum_rz(terms, f)
 
 
-def tcgen05_f4_step(a_blocks, a_scales, b_blocks, b_scales, c_bits=0) -> int:
-    """One tcgen05.mxf4 step: fp4_e2m1 blocks (two of 32, or one), E8M0 scales; fp32 bits.
-    Each group of 16 products is summed exactly; its exponent is the two scales' alone."""
+def _block_scale(code: int, scale_format: str):
+    """(value, alignment exponent) of a block-scale code, or NAN.  E8M0: 2^(code - 127), NaN
+    0xFF.  UE4M3: the e4m3 value of the code with its sign bit ignored (NaN 0x7F), exponent
+    max(floor(log2 v), -6)."""
+    if scale_format == "e8m0":
+        return NAN if code == 255 else (pow2(code - 127), code - 127)
+    v = code_value("fp8_e4m3", code & 0x7F)
+    if v is NAN:
+        return NAN
+    return v, (-6 if v == 0 else _alignment_exponent(v, -6))
+
+
+def tcgen05_f4_step(a_blocks, a_scales, b_blocks, b_scales, c_bits=0, scale_format="e8m0"):
+    """One tcgen05.mxf4 / mxf4nvf4 step: 64 fp4_e2m1 elements in blocks (or fewer, a last
+    step), one scale per block; fp32 bits.  Each group of 16 products is summed exactly; its
+    exponent is the two scales' alone (the floor for an all-zero group or a zero scale)."""
     c = fp32_bits_value(c_bits)
-    if c is NAN or any(s == 255 for s in list(a_scales) + list(b_scales)):
+    scales = [_block_scale(int(s), scale_format) for s in list(a_scales) + list(b_scales)]
+    if c is NAN or any(s is NAN for s in scales):
         return GPU_NAN
     if isinstance(c, str):
         return 0xFF800000 if c == "-inf" else 0x7F800000
     f, e_zero, _ = GPU_KINDS["tcgen05.mxf4"]
     terms = [(c, e_zero if c == 0 else _alignment_exponent(c, -126))]
     for ab, sa, bb, sb in zip(a_blocks, a_scales, b_blocks, b_scales, strict=True):
+        (va, ea), (vb, eb) = _block_scale(int(sa), scale_format), _block_scale(int(sb),
+                                                                               scale_format)
         for g in range(0, len(ab), 16):
             prods = [code_value("fp4_e2m1", x) * code_value("fp4_e2m1", y)
                      for x, y in zip(ab[g:g + 16], bb[g:g + 16], strict=True)]
-            e = e_zero if all(p == 0 for p in prods) else (sa - 127) + (sb - 127)
-            terms.append((sum(prods, Fraction(0)) * pow2(sa - 127) * pow2(sb - 127), e))
+            zero = all(p == 0 for p in prods) or va * vb == 0
+            terms.append((sum(prods, Fraction(0)) * va * vb, e_zero if zero else ea + eb))
     return _truncated_sum_rz(terms, f)
 
 
-def tcgen05_chain(kind, fa, a_blocks, a_scales, fb, b_blocks, b_scales, c_bits=0) -> int:
-    """A GPU-mode dot product over n blocks: one step per 32-block (mxf8f6f4) or per two
-    32-blocks (mxf4; a last odd block is a step of its own), the accumulator chained."""
+def tcgen05_chain(kind, fa, a_blocks, a_scales, fb, b_blocks, b_scales, c_bits=0,
+                  scale_format="e8m0") -> int:
+    """A GPU-mode dot product over n blocks: one step per 32 elements (mxf8f6f4) or per 64
+    (mxf4, mxf4nvf4; a last shorter run of blocks is a step of its own), the accumulator
+    chained."""
     acc = int(c_bits)
-    step = GPU_KINDS[kind][2]
+    step = GPU_KINDS[kind][2] // len(a_blocks[0])
     for j in range(0, len(a_blocks), step):
         sl = slice(j, j + step)
         if kind == "tcgen05.mxf8f6f4":
@@ -570,5 +589,5 @@ def tcgen05_chain(kind, fa, a_blocks, a_scales, fb, b_blocks, b_scales, c_bits=0
                                       int(b_scales[j]), acc)
         else:
             acc = tcgen05_f4_step(a_blocks[sl], [int(s) for s in a_scales[sl]], b_blocks[sl],
-                                  [int(s) for s in b_scales[sl]], acc)
+                                  [int(s) for s in b_scales[sl]], acc, scale_format)
     return acc

@@ -44,7 +44,13 @@ def _run(kind, fa, a_blocks, a_scales, fb, b_blocks, b_scales, c_bits):
 
 
 _E4, _F4 = "fp8_e4m3", "fp4_e2m1"
-_M8, _M4 = "tcgen05.mxf8f6f4", "tcgen05.mxf4"
+_M8, _M4, _NV = "tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"
+#: (kind, fa, fb, block size, scale format) of every configuration checked.
+CONFIGS = ([(_M8, a, b, 32, "e8m0") for a, b in itertools.product(F8F6F4, F8F6F4)]
+           + [(_M4, _F4, _F4, 32, "e8m0"), (_NV, _F4, _F4, 16, "ue4m3"),
+              (_NV, _F4, _F4, 16, "e8m0"), (_NV, _F4, _F4, 32, "e8m0")])
+
+
 #: name -> (kind, fa, a blocks, a scales, fb, b blocks, b scales, c bits, GPU bits, exact bits).
 DIRECTED = {
     # 256*256 = 2^16 sets e_max = 16; 31 products 2^-9 * 0.5 = 2^-10 are each half the last
@@ -137,28 +143,59 @@ def test_directed_rules(name):
         f"oracle {model:#010x}, golden {gpu:#010x}, exact {exact:#010x}"
 
 
-def _random_case(rng, kind, fa, fb, rows, n):
+def _random_case(rng, kind, fa, fb, rows, n, k=32, scale_format="e8m0"):
     """Random codes (all of each format's codes), scales around 2^0 with the extremes mixed in,
     and accumulators from zero to large."""
-    ac = rng.integers(0, 1 << BITS[fa], (rows, n, 32)).astype(np.uint8)
-    bc = rng.integers(0, 1 << BITS[fb], (rows, n, 32)).astype(np.uint8)
+    ac = rng.integers(0, 1 << BITS[fa], (rows, n, k)).astype(np.uint8)
+    bc = rng.integers(0, 1 << BITS[fb], (rows, n, k)).astype(np.uint8)
     sc = rng.integers(107, 148, (2, rows, n))
+    if scale_format == "ue4m3":  # both signs, 2^-4 .. 2^4 mostly
+        sc = rng.integers(0x18, 0x58, (2, rows, n)) | (rng.integers(0, 2, (2, rows, n)) << 7)
     sc = np.where(rng.random((2, rows, n)) < 0.05, rng.integers(0, 256, (2, rows, n)), sc)
     mag = rng.standard_normal(rows) * 2.0 ** rng.integers(-30, 30, rows)
     c = np.where(rng.random(rows) < 0.2, 0.0, mag).astype(np.float32).view(np.uint32)
     return ac, sc[0].astype(np.uint8), bc, sc[1].astype(np.uint8), c.astype(np.int64)
 
 
-@pytest.mark.parametrize("kind,fa,fb", [(_M8, a, b) for a, b in itertools.product(F8F6F4, F8F6F4)]
-                         + [(_M4, _F4, _F4)])
-def test_random_chains_match_oracle(rng, kind, fa, fb):
-    rows, n = (12, 3) if kind == _M8 else (40, 3)  # mxf4: a step of two blocks, then one
-    ac, sa, bc, sb, c = _random_case(rng, kind, fa, fb, rows, n)
-    got = accumulate_rows(kind, ac, sa, bc, sb, c, fa, fb)
+@pytest.mark.parametrize("kind,fa,fb,k,scale_format", CONFIGS)
+def test_random_chains_match_oracle(rng, kind, fa, fb, k, scale_format):
+    # 3 steps of mxf8f6f4; two full steps and a shorter last one of mxf4 / mxf4nvf4
+    rows, n = (12, 3) if kind == _M8 else (30, 2 * 64 // k + 1)
+    ac, sa, bc, sb, c = _random_case(rng, kind, fa, fb, rows, n, k, scale_format)
+    got = accumulate_rows(kind, ac, sa, bc, sb, c, fa, fb, scale_format)
     for r in range(rows):
         want = oracle.tcgen05_chain(kind, fa, list(ac[r]), sa[r], fb, list(bc[r]), sb[r],
-                                    int(c[r]))
+                                    int(c[r]), scale_format)
         assert got[r] == want, f"row {r}: golden {got[r]:#010x}, oracle {want:#010x}"
+
+
+#: UE4M3-scaled mxf4nvf4 steps (blocks of 16, four per step):
+#: name -> (a blocks, a scales, b blocks, b scales, c bits, GPU bits).
+DIRECTED_UE4M3 = {
+    # 6 * 6 * 1.875 * 1.875 = 126.5625: scale significands multiply the group sum exactly
+    "significands": ([_blk((1, 0x7), k=16)], [0x3F], [_blk((1, 0x7), k=16)], [0x3F], 0,
+                     0x42FD2000),
+    "sign_bit_ignored": ([_blk((1, 0x2), k=16)], [0xB8], [_blk((1, 0x2), k=16)], [0x38], 0,
+                         0x3F800000),
+    # a zero scale puts its group at -139, not at -6 + 8: c = 2^-20 + 2^-43 keeps its last bit
+    "zero_scale_at_floor": ([_blk((1, 0x7), k=16)] + [_blk(k=16)] * 3, [0x00, 0x38, 0x38, 0x38],
+                            [_blk((1, 0x7), k=16)] + [_blk(k=16)] * 3, [0x7E, 0x38, 0x38, 0x38],
+                            0x35800001, 0x35800001),
+    # subnormal scale 2^-9 (exponent -6, significand 1/8) on both sides: 36 * 2^-18
+    "subnormal_scales": ([_blk((1, 0x7), k=16)], [0x01], [_blk((1, 0x7), k=16)], [0x01], 0,
+                         0x39100000),
+    "nan_scale_0x7f": ([_blk(k=16)] * 4, [0x38, 0x38, 0x38, 0xFF], [_blk(k=16)] * 4,
+                       [0x38] * 4, 0, 0x7FFFFFFF),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIRECTED_UE4M3))
+def test_directed_ue4m3(name):
+    ab, asc, bb, bsc, c, want = DIRECTED_UE4M3[name]
+    model = oracle.tcgen05_chain(_NV, _F4, ab, asc, _F4, bb, bsc, c, "ue4m3")
+    arrays = [np.array(x, np.uint8)[None] for x in (ab, asc, bb, bsc)]
+    got = int(accumulate_rows(_NV, *arrays, np.array([c]), _F4, _F4, "ue4m3")[0])
+    assert (model, got) == (want, want), f"oracle {model:#010x}, golden {got:#010x}"
 
 
 def test_dot_on_mx_arrays(rng):
@@ -182,7 +219,8 @@ def test_accumulation_names_are_checked():
         with pytest.raises(ValueError, match="accumulation must be one of 'exact', "
                            "'tcgen05.mxf8f6f4', 'tcgen05.mxf4', 'tcgen05.mxf4nvf4', got"):
             golden.dot_blocks(codes, scales, codes, scales, "fp4_e2m1", accumulation=bad)
-    with pytest.raises(ValueError, match=r"'tcgen05.mxf4nvf4' is not yet supported: .*#50"):
+    with pytest.raises(ValueError, match=r"'tcgen05.mxf4nvf4' is not yet supported by dot and "
+                       r"dot_blocks: .*UE4M3 block scale \(issue #50\)"):
         golden.dot_blocks(codes, scales, codes, scales, "fp4_e2m1",
                           accumulation="tcgen05.mxf4nvf4")
 
@@ -190,9 +228,11 @@ def test_accumulation_names_are_checked():
 @pytest.mark.parametrize("kind,fa,fb,k,msg", [
     (_M8, "int8", "fp8_e4m3", 32, "takes the OCP fp8/fp6/fp4 element formats, got fmt_a int8"),
     (_M8, "fp8_e4m3", "e3m3", 32, "got fmt_b e3m3"),
-    (_M8, "fp8_e4m3", "fp8_e4m3", 16, "takes blocks of 32 elements, got block size 16"),
+    (_M8, "fp8_e4m3", "fp8_e4m3", 16, "takes blocks of 32 elements with e8m0 scales, got block "
+     "size 16"),
     (_M4, "fp8_e4m3", "fp4_e2m1", 32, "takes fp4_e2m1 only, got fmt_a fp8_e4m3"),
-    (_M4, "fp4_e2m1", "fp4_e2m1", 64, "takes blocks of 32 elements, got block size 64"),
+    (_M4, "fp4_e2m1", "fp4_e2m1", 64, "takes blocks of 32 elements with e8m0 scales, got block "
+     "size 64"),
 ])
 def test_formats_and_block_sizes_are_checked(kind, fa, fb, k, msg):
     codes, scales = np.zeros((1, k), np.uint8), np.full(1, 127, np.uint8)
@@ -200,6 +240,18 @@ def test_formats_and_block_sizes_are_checked(kind, fa, fb, k, msg):
         golden.dot_blocks(codes, scales, codes, scales, fa, fb, accumulation=kind)
     with pytest.raises(ValueError, match=msg):
         check_accumulation(kind, fa, fb, k)
+
+
+@pytest.mark.parametrize("kind,k,scale_format,msg", [
+    (_NV, 32, "ue4m3", "takes blocks of 16 elements with ue4m3 scales, got block size 32"),
+    (_NV, 64, "e8m0", "takes blocks of 16 or 32 elements with e8m0 scales, got block size 64"),
+    (_NV, 16, "e4m3", "takes scale formats e8m0, ue4m3, got 'e4m3'"),
+    (_M4, 32, "ue4m3", "takes scale formats e8m0, got 'ue4m3'"),
+])
+def test_scale_formats_are_checked(kind, k, scale_format, msg):
+    codes, scales, acc = np.zeros((1, 1, k), np.uint8), np.full((1, 1), 56, np.uint8), np.zeros(1)
+    with pytest.raises(ValueError, match=msg):
+        accumulate_rows(kind, codes, scales, codes, scales, acc, _F4, _F4, scale_format)
 
 
 def test_exact_is_the_default_and_unchanged(rng):
@@ -227,23 +279,25 @@ def mmasim():
                                "pip install mmasim to compare the GPU modes with MMA-Sim)")
 
 
-def _mmasim_chain(mmasim, kind, fa, fb, ac, sa, bc, sb, c):
+def _mmasim_chain(mmasim, kind, fa, fb, ac, sa, bc, sb, c, scale_format="e8m0"):
     """MMA-Sim's fp32 bits for rows of blocks: its dpa, one call per step."""
     import torch
 
-    e8m0 = torch.float8_e8m0fnu
+    e8m0 = torch.float8_e4m3fn if scale_format == "ue4m3" else torch.float8_e8m0fnu
     acc = torch.from_numpy(c.astype(np.uint32).view(np.float32))
-    if kind == _M4:
+    if kind in (_M4, _NV):
+        k = ac.shape[2]
+        ptx_scale = {"e8m0": "ue8m0", "ue4m3": "ue4m3"}[scale_format]
         op = mmasim.TCGen05MMABlockScale(
-            "Blackwell", "m128n8k64.kind::mxf4.block32.f32.e2m1.e2m1.ue8m0")
-        rows = ac.shape[0]
+            "Blackwell", f"m128n8k64.kind::{kind[8:]}.block{k}.f32.e2m1.e2m1.{ptx_scale}")
+        rows, step = ac.shape[0], 64 // k
 
         def pack(x):  # MMA-Sim unpacks the high nibble first
             x = x.reshape(rows, -1)
             return torch.from_numpy(((x[:, 0::2] << 4) | x[:, 1::2]).astype(np.uint8))
 
-        for j in range(0, ac.shape[1], 2):
-            sl = slice(j, j + 2)
+        for j in range(0, ac.shape[1], step):
+            sl = slice(j, j + step)
             acc = op.dpa(pack(ac[:, sl]), pack(bc[:, sl]), acc,
                          torch.from_numpy(np.ascontiguousarray(sa[:, sl])).view(e8m0),
                          torch.from_numpy(np.ascontiguousarray(sb[:, sl])).view(e8m0))
@@ -264,38 +318,40 @@ def _mmasim_chain(mmasim, kind, fa, fb, ac, sa, bc, sb, c):
     return acc.view(torch.int32).numpy().view(np.uint32).astype(np.int64)
 
 
-def _adversarial_case(rng, kind, fa, fb, rows, n):
+def _adversarial_case(rng, kind, fa, fb, rows, n, k=32, scale_format="e8m0"):
     """Vectors aimed at the rules: cancelling pairs, scales far apart within a step, accumulators
-    near FLT_MAX, tiny and zero, subnormal elements."""
-    ac, sa, bc, sb, c = _random_case(rng, kind, fa, fb, rows, n)
-    half = 16
+    near FLT_MAX, tiny and zero, subnormal elements (and zero and NaN UE4M3 scales)."""
+    ac, sa, bc, sb, c = _random_case(rng, kind, fa, fb, rows, n, k, scale_format)
+    half = k // 2
     bc[:, :, half:] = bc[:, :, :half] ^ (1 << (BITS[fb] - 1))  # b's second half negated ...
     ac[:, :, half:] = np.where(rng.random((rows, n, half)) < 0.7, ac[:, :, :half],
                                ac[:, :, half:])  # ... against mostly the same a: cancellation
-    small = rng.random((rows, n, 32)) < 0.3  # subnormal and zero elements
+    small = rng.random((rows, n, k)) < 0.3  # subnormal and zero elements
     ac = np.where(small, ac & ((1 << (BITS[fa] - 1)) | 3), ac).astype(np.uint8)
-    sa = np.where(rng.random((rows, n)) < 0.3, rng.integers(0, 255, (rows, n)), sa).astype(np.uint8)
+    top = 256 if scale_format == "ue4m3" else 255
+    sa = np.where(rng.random((rows, n)) < 0.3, rng.integers(0, top, (rows, n)), sa).astype(np.uint8)
     pick = rng.integers(0, 5, rows)
     extremes = np.array([0x7F7FFFFF, 0xFF7FFFFF, 0x00000001, 0x80000000, 0x00800000], np.int64)
     c = np.where(rng.random(rows) < 0.4, extremes[pick], c)
     return ac, sa, bc, sb, c
 
 
-def _compare_with_mmasim(mmasim, rng, kinds_pairs, rows, n):
-    """(vectors, mismatches) of golden against MMA-Sim, random and adversarial halves."""
-    vectors = mismatches = 0
-    for kind, fa, fb in kinds_pairs:
+def _compare_with_mmasim(mmasim, rng, configs, rows, steps):
+    """{kind: vectors} of golden against MMA-Sim (random and adversarial halves, ``steps``
+    chained steps each); any mismatch fails."""
+    vectors = {}
+    for kind, fa, fb, k, scale_format in configs:
+        n = steps * (32 if kind == _M8 else 64) // k
         for make in (_random_case, _adversarial_case):
-            ac, sa, bc, sb, c = make(rng, kind, fa, fb, rows, n)
-            got = accumulate_rows(kind, ac, sa, bc, sb, c, fa, fb)
-            want = _mmasim_chain(mmasim, kind, fa, fb, ac, sa, bc, sb, c)
+            ac, sa, bc, sb, c = make(rng, kind, fa, fb, rows, n, k, scale_format)
+            got = accumulate_rows(kind, ac, sa, bc, sb, c, fa, fb, scale_format)
+            want = _mmasim_chain(mmasim, kind, fa, fb, ac, sa, bc, sb, c, scale_format)
             bad = np.nonzero(got != want)[0]
-            assert bad.size == 0, (f"{kind} {fa} x {fb}: {bad.size} of {rows} differ, first row "
-                                   f"{bad[0]}: golden {got[bad[0]]:#010x}, MMA-Sim "
-                                   f"{want[bad[0]]:#010x}")
-            vectors += rows
-            mismatches += bad.size
-    return vectors, mismatches
+            assert bad.size == 0, (f"{kind} {fa} x {fb} block {k} {scale_format}: {bad.size} of "
+                                   f"{rows} differ, first row {bad[0]}: golden "
+                                   f"{got[bad[0]]:#010x}, MMA-Sim {want[bad[0]]:#010x}")
+            vectors[kind] = vectors.get(kind, 0) + rows
+    return vectors
 
 
 @pytest.mark.parametrize("name", sorted(DIRECTED))
@@ -306,21 +362,32 @@ def test_directed_rules_against_mmasim(mmasim, name):
     assert int(got[0]) == want_gpu, f"MMA-Sim {int(got[0]):#010x}, expected {want_gpu:#010x}"
 
 
-PAIRS = [(_M8, a, b) for a, b in itertools.product(F8F6F4, F8F6F4)] + [(_M4, _F4, _F4)]
+@pytest.mark.parametrize("name", sorted(DIRECTED_UE4M3))
+def test_directed_ue4m3_against_mmasim(mmasim, name):
+    ab, asc, bb, bsc, c, want = DIRECTED_UE4M3[name]
+    arrays = [np.array(x, np.uint8)[None] for x in (ab, asc, bb, bsc)]
+    got = int(_mmasim_chain(mmasim, _NV, _F4, _F4, *arrays, np.array([c], np.int64), "ue4m3")[0])
+    assert got == want, f"MMA-Sim {got:#010x}, expected {want:#010x}"
 
 
 def test_against_mmasim(mmasim, rng):
-    vectors, mismatches = _compare_with_mmasim(mmasim, rng, PAIRS[:-1], 200, 1)
-    v4, m4 = _compare_with_mmasim(mmasim, rng, PAIRS[-1:], 5000, 2)
-    print(f"MMA-Sim: mxf8f6f4 {vectors} vectors, {mismatches} mismatches; "
-          f"mxf4 {v4} vectors, {m4} mismatches")
-    assert vectors == 25 * 2 * 200 and v4 == 2 * 5000
+    """10^4 vectors per kind, one step each, every configuration."""
+    vectors = _compare_with_mmasim(mmasim, rng, CONFIGS[:25], 200, 1)
+    vectors.update(_compare_with_mmasim(mmasim, rng, CONFIGS[25:26], 5000, 1))
+    vectors[_NV] = 0
+    for config in CONFIGS[26:]:
+        vectors[_NV] += _compare_with_mmasim(mmasim, rng, [config], 2000, 1)[_NV]
+    print(f"MMA-Sim, one step: {vectors} vectors, 0 mismatches")
+    assert vectors == {_M8: 10000, _M4: 10000, _NV: 12000}
 
 
 @pytest.mark.slow
 def test_against_mmasim_chains_slow(mmasim, rng):
-    vectors, mismatches = _compare_with_mmasim(mmasim, rng, PAIRS[:-1], 2000, 4)
-    v4, m4 = _compare_with_mmasim(mmasim, rng, PAIRS[-1:], 50000, 5)
-    print(f"MMA-Sim chains: mxf8f6f4 {vectors} vectors of 4 steps, {mismatches} mismatches; "
-          f"mxf4 {v4} vectors of 3 steps, {m4} mismatches")
-    assert vectors == 25 * 2 * 2000 and v4 == 2 * 50000
+    """10^5 vectors per kind, chains of 3 steps."""
+    vectors = _compare_with_mmasim(mmasim, rng, CONFIGS[:25], 2000, 3)
+    vectors.update(_compare_with_mmasim(mmasim, rng, CONFIGS[25:26], 50000, 3))
+    vectors[_NV] = 0
+    for config in CONFIGS[26:]:
+        vectors[_NV] += _compare_with_mmasim(mmasim, rng, [config], 20000, 3)[_NV]
+    print(f"MMA-Sim, chains of 3 steps: {vectors} vectors, 0 mismatches")
+    assert vectors == {_M8: 100000, _M4: 100000, _NV: 120000}
