@@ -129,6 +129,9 @@ DIRECTED = {
     # one block (a step of its own): -0.25 * 2^-148 = -2^-150 rounds to +0 (exact: -0)
     "f4_negative_tiny_is_plus_zero": (_M4, _F4, [_blk((1, 0x9))], [0], _F4, [_blk((1, 0x1))],
                                       [106], 0, 0x00000000, 0x80000000),
+    "f4_c_minus_inf": (_M4, _F4, [_blk((1, 0x7)), _blk()], [254, 254], _F4,
+                       [_blk((1, 0x7)), _blk()], [254, 127], 0xFF800000, 0xFF800000,
+                       0xFF800000),
     "f4_c_nan": (_M4, _F4, [_blk(), _blk()], [127, 127], _F4, [_blk(), _blk()], [127, 127],
                  0xFFC00000, 0x7FFFFFFF, 0x7FC00000),
 }
