@@ -8,6 +8,7 @@ from . import _kernels as K
 from .codec import dot_tables
 from .dot_wide import dot_rows_wide
 from .formats import ElementFormat, element_format
+from .gpu_accumulation import accumulate_rows, check_accumulation
 from .mx import MXArray, check_block_size
 
 __all__ = ["dot", "dot_blocks", "limb_split"]
@@ -43,7 +44,8 @@ def _acc_bits(acc, shape) -> np.ndarray:
     return c.view(np.uint32).astype(np.int64)
 
 
-def dot_blocks(a_codes, a_scales, b_codes, b_scales, fmt_a, fmt_b=None, acc=None) -> np.ndarray:
+def dot_blocks(a_codes, a_scales, b_codes, b_scales, fmt_a, fmt_b=None, acc=None,
+               accumulation="exact") -> np.ndarray:
     """Dot products of raw block arrays: the interface of the RTL dot units.
 
     Parameters
@@ -55,10 +57,15 @@ def dot_blocks(a_codes, a_scales, b_codes, b_scales, fmt_a, fmt_b=None, acc=None
     fmt_a, fmt_b : element formats (``fmt_b`` defaults to ``fmt_a``).
     acc : float32 array broadcastable to (...), optional
         The accumulator input c (``+0`` when omitted).
+    accumulation : str
+        ``"exact"`` (docs/numerics.md section 5), or a GPU mode of
+        :mod:`golden.gpu_accumulation` (``"tcgen05.mxf8f6f4"``, ``"tcgen05.mxf4"``) that
+        reproduces a Blackwell tensor core's truncating steps.
 
     Returns
     -------
-    float32 array of shape (...): ``acc`` chained through the n blocks, one rounding each.
+    float32 array of shape (...): ``acc`` chained through the n blocks, one rounding per block
+    (per tcgen05 step in a GPU mode).
     """
     fa = element_format(fmt_a)
     fb = element_format(fmt_b if fmt_b is not None else fmt_a)
@@ -68,6 +75,7 @@ def dot_blocks(a_codes, a_scales, b_codes, b_scales, fmt_a, fmt_b=None, acc=None
         raise ValueError(f"a_codes {ac.shape} and b_codes {bc.shape} must have the same shape "
                          "(..., n_blocks, block_size)")
     check_block_size(ac.shape[-1])
+    check_accumulation(accumulation, fa, fb, ac.shape[-1])
     if asc.shape != ac.shape[:-1] or bsc.shape != ac.shape[:-1]:
         raise ValueError(f"scales must have shape {ac.shape[:-1]}, got {asc.shape} and {bsc.shape}")
     for name, arr, f in (("a", ac, fa), ("b", bc, fb)):
@@ -84,19 +92,22 @@ def dot_blocks(a_codes, a_scales, b_codes, b_scales, fmt_a, fmt_b=None, acc=None
             np.ascontiguousarray(bc, np.uint8).reshape(rows, n, k),
             np.ascontiguousarray(bsc, np.uint8).reshape(rows, n), c)
     split = limb_split(fa, fb, k)
-    if split is None:
+    if accumulation != "exact":
+        out = accumulate_rows(accumulation, *args, fa, fb)
+    elif split is None:
         out = dot_rows_wide(*args, ta, fa.lsb_exp, tb, fb.lsb_exp)
     else:
         K.dot_rows(*args, *ta, fa.lsb_exp, *tb, fb.lsb_exp, split, out)
     return out.astype(np.uint32).view(np.float32).reshape(lead)
 
 
-def dot(a: MXArray, b: MXArray, acc=None) -> np.ndarray:
+def dot(a: MXArray, b: MXArray, acc=None, accumulation="exact") -> np.ndarray:
     """Dot product of two MX arrays along their block axis (the OCP DotGeneral).
 
     ``a`` and ``b`` must have the same shape, block size and block axis; their formats may
     differ.  Returns float32 of the shape with the block axis removed.  ``acc`` (float32,
     broadcastable to that shape) is the initial accumulator, ``+0`` when omitted.
+    ``accumulation`` is ``"exact"`` or a GPU mode, as in :func:`dot_blocks`.
     """
     if not isinstance(a, MXArray) or not isinstance(b, MXArray):
         raise TypeError("dot takes two MXArrays (see golden.quantize)")
@@ -105,4 +116,4 @@ def dot(a: MXArray, b: MXArray, acc=None) -> np.ndarray:
                          f"sizes {a.block_size}/{b.block_size}, axes {a.axis}/{b.axis}")
     ac, asc = a.blocks()
     bc, bsc = b.blocks()
-    return dot_blocks(ac, asc, bc, bsc, a.fmt, b.fmt, acc)
+    return dot_blocks(ac, asc, bc, bsc, a.fmt, b.fmt, acc, accumulation)

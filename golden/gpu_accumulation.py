@@ -1,0 +1,169 @@
+"""GPU accumulation modes of the dot product: NVIDIA Blackwell's block-scaled MMA numerics.
+
+``golden.dot`` and ``golden.dot_blocks`` compute the OCP dot product exactly, one RNE per block
+(``accumulation="exact"``, docs/numerics.md section 5).  The modes here reproduce, bit for bit,
+what a Blackwell tensor core's ``tcgen05.mma`` block-scaled kinds compute instead: every term
+aligned to the largest exponent of the step and truncated, the terms summed, the sum rounded
+toward zero (docs/numerics.md, "GPU accumulation modes", states the rules):
+
+* ``"tcgen05.mxf8f6f4"``: OCP fp8/fp6/fp4 elements (mixed allowed), E8M0 scales, blocks of 32;
+  one step per block.
+* ``"tcgen05.mxf4"``: fp4_e2m1 x fp4_e2m1, E8M0 scales, blocks of 32; one step per two blocks
+  (64 elements), products summed exactly in groups of 16.
+* ``"tcgen05.mxf4nvf4"``: the mxf4 arithmetic with one scale per 16 or 32 elements, E8M0 or
+  UE4M3 (NVFP4's scale, sign bit ignored).  :func:`accumulate_rows` takes it with an explicit
+  ``scale_format``; ``golden.dot`` / ``dot_blocks`` reject it until golden's MX arrays carry
+  a UE4M3 scale format (issue #50), so that UE4M3 bytes are never read as E8M0.
+
+:func:`accumulate_rows` is the entry point for callers that chain rows of blocks themselves
+(``golden.matmul``): one call per batch of (row, column) chains.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import _gpu_kernels as G
+from .codec import dot_tables
+from .formats import (
+    FP4_E2M1,
+    FP6_E2M3,
+    FP6_E3M2,
+    FP8_E4M3,
+    FP8_E5M2,
+    ElementFormat,
+    element_format,
+)
+
+__all__ = ["ACCUMULATIONS", "GPU_KINDS", "SCALE_FORMATS", "check_accumulation",
+           "accumulate_rows"]
+
+#: The tcgen05 block-scaled kinds golden models, and every accepted ``accumulation=``.
+GPU_KINDS = ("tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4")
+ACCUMULATIONS = ("exact",) + GPU_KINDS
+#: Block-scale formats of the tcgen05 kinds.
+SCALE_FORMATS = ("e8m0", "ue4m3")
+
+#: Element formats (and what to call them), block sizes per scale format, per kind.
+_F8F6F4 = (FP8_E4M3, FP8_E5M2, FP6_E3M2, FP6_E2M3, FP4_E2M1)
+_TAKES = {
+    "tcgen05.mxf8f6f4": (_F8F6F4, "the OCP fp8/fp6/fp4 element formats", {"e8m0": (32,)}),
+    "tcgen05.mxf4": ((FP4_E2M1,), "fp4_e2m1 only", {"e8m0": (32,)}),
+    "tcgen05.mxf4nvf4": ((FP4_E2M1,), "fp4_e2m1 only", {"e8m0": (16, 32), "ue4m3": (16,)}),
+}
+#: Elements per tcgen05 step.
+_STEP = {"tcgen05.mxf8f6f4": 32, "tcgen05.mxf4": 64, "tcgen05.mxf4nvf4": 64}
+
+
+def check_accumulation(accumulation, fmt_a=None, fmt_b=None, block_size=None,
+                       scale_format=None) -> str:
+    """Validate an ``accumulation=`` argument (and, given, the formats, block size and scale
+    format it is used with); returns the kind.
+
+    Parameters
+    ----------
+    accumulation : str
+        ``"exact"`` or one of :data:`GPU_KINDS`.
+    fmt_a, fmt_b : element formats, optional
+    block_size : int, optional
+    scale_format : {"e8m0", "ue4m3"}, optional
+        The block-scale format; None where the caller's scales are E8M0 with no way to say
+        otherwise (``golden.dot_blocks``), which ``"tcgen05.mxf4nvf4"`` does not accept yet.
+
+    Raises
+    ------
+    ValueError
+        An unknown name; ``"tcgen05.mxf4nvf4"`` without a scale format (issue #50); a format,
+        block size or scale format the kind does not take.
+    """
+    if not isinstance(accumulation, str) or accumulation not in ACCUMULATIONS:
+        raise ValueError(f"accumulation must be one of {', '.join(map(repr, ACCUMULATIONS))}, "
+                         f"got {accumulation!r}")
+    if accumulation == "exact":
+        return accumulation
+    if accumulation == "tcgen05.mxf4nvf4" and scale_format is None:
+        raise ValueError("accumulation 'tcgen05.mxf4nvf4' is not yet supported by dot and "
+                         "dot_blocks: it needs the UE4M3 block scale (issue #50)")
+    formats, which, sizes = _TAKES[accumulation]
+    scale_format = "e8m0" if scale_format is None else scale_format
+    if not isinstance(scale_format, str) or scale_format not in sizes:
+        raise ValueError(f"accumulation {accumulation!r} takes scale formats "
+                         f"{', '.join(sizes)}, got {scale_format!r}")
+    for name, f in (("fmt_a", fmt_a), ("fmt_b", fmt_b)):
+        if f is not None and element_format(f) not in formats:
+            raise ValueError(f"accumulation {accumulation!r} takes {which}, got {name} "
+                             f"{element_format(f).name}")
+    ks = sizes[scale_format]
+    if block_size is not None and int(block_size) not in ks:
+        raise ValueError(f"accumulation {accumulation!r} takes blocks of "
+                         f"{' or '.join(map(str, ks))} elements with {scale_format} scales, "
+                         f"got block size {int(block_size)}")
+    return accumulation
+
+
+@functools.cache
+def _scale_table(scale_format: str):
+    """Scale codes as (significand, exponent, NaN flag) tables and the significand's fraction
+    bits: a code is ``sig * 2^(exp - bits)``.  E8M0: ``2^(code - 127)``, NaN 0xFF.  UE4M3: the
+    low seven bits as e4m3 (bias 7, subnormals ``M * 2^-9``, NaN 0x7F), the sign bit ignored."""
+    codes = np.arange(256, dtype=np.int64)
+    if scale_format == "e8m0":
+        tables = (np.ones(256, np.int64), codes - 127, (codes == 255).astype(np.int64))
+        bits = 0
+    else:
+        e, m = (codes >> 3) & 0xF, codes & 7
+        tables = (np.where(e == 0, m, m | 8), np.where(e == 0, -6, e - 7),
+                  ((codes & 0x7F) == 0x7F).astype(np.int64))
+        bits = 3
+    for t in tables:
+        t.flags.writeable = False
+    return (*tables, bits)
+
+
+def _element_tables(fmt: ElementFormat):
+    """dot_tables plus the format's lsb exponent and mantissa bits."""
+    return (*dot_tables(fmt), fmt.lsb_exp, fmt.mbits)
+
+
+def accumulate_rows(accumulation, a_codes, a_scales, b_codes, b_scales, acc_bits, fmt_a,
+                    fmt_b, scale_format="e8m0") -> np.ndarray:
+    """Chains of tcgen05 steps: the GPU counterpart of the exact per-block chain.
+
+    Parameters
+    ----------
+    accumulation : str
+        One of :data:`GPU_KINDS` (checked with the formats and block size).
+    a_codes, b_codes : uint8 arrays of shape (rows, n, k)
+        Element codes, n blocks of k per row (codes within the formats' ranges).
+    a_scales, b_scales : uint8 arrays of shape (rows, n)
+        Scale codes.
+    acc_bits : int64 array of shape (rows,)
+        fp32 bit patterns of the accumulator inputs.
+    fmt_a, fmt_b : element formats.
+    scale_format : {"e8m0", "ue4m3"}
+        The scales' format (UE4M3 for ``"tcgen05.mxf4nvf4"`` only, blocks of 16).
+
+    Returns
+    -------
+    int64 array of shape (rows,): fp32 bit patterns, ``acc`` chained through the steps of each
+    row in block order.
+    """
+    fa, fb = element_format(fmt_a), element_format(fmt_b)
+    ac, bc = np.ascontiguousarray(a_codes, np.uint8), np.ascontiguousarray(b_codes, np.uint8)
+    check_accumulation(accumulation, fa, fb, ac.shape[-1], scale_format)
+    if accumulation == "exact":
+        raise ValueError("accumulate_rows runs a GPU kind; 'exact' is golden.dot_blocks")
+    args = (ac, np.ascontiguousarray(a_scales, np.uint8), bc,
+            np.ascontiguousarray(b_scales, np.uint8), np.ascontiguousarray(acc_bits, np.int64))
+    out = np.empty(ac.shape[0], np.int64)
+    sig_a, sh_a, flag_a, lsb_a, m_a = _element_tables(fa)
+    sig_b, sh_b, flag_b, lsb_b, m_b = _element_tables(fb)
+    if accumulation == "tcgen05.mxf8f6f4":
+        G.f8f6f4_rows(*args, sig_a, sh_a, flag_a, lsb_a + m_a, m_a,
+                      sig_b, sh_b, flag_b, lsb_b + m_b, m_b, out)
+    else:
+        G.f4_rows(*args, sig_a, sh_a, lsb_a, sig_b, sh_b, lsb_b, *_scale_table(scale_format),
+                  _STEP[accumulation] // ac.shape[-1], out)
+    return out
