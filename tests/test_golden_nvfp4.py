@@ -64,7 +64,7 @@ def test_e8m0_scale_format_is_the_existing_decode():
 def test_ue4m3_cast_is_rne(rng):
     """Every midpoint of the e4m3 grid (ties to even), its neighbours, and random values."""
     mags = [O.ue4m3_value(c) for c in range(0x7F)]
-    mids = [(a + b) / 2 for a, b in zip(mags, mags[1:])]
+    mids = [(a + b) / 2 for a, b in zip(mags[:-1], mags[1:], strict=True)]
     pts = np.array([float(m) for m in mags + mids], np.float32)
     pts = np.concatenate([pts, np.nextafter(pts, F32(0)), np.nextafter(pts, F32(448)),
                           rng.uniform(0, 448, 4000).astype(F32),
