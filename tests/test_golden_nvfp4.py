@@ -344,7 +344,7 @@ def bf16_sweep(anchor, below=False):
     a = np.float32(anchor).astype(ml_dtypes.bfloat16)
     allv = np.arange(1 << 16, dtype=np.uint16).view(ml_dtypes.bfloat16)
     f = allv.astype(np.float32)
-    allv = allv[np.isfinite(f) & (~below | (np.abs(f) <= np.float32(a)))]
+    allv = allv[np.isfinite(f) & ((not below) | (np.abs(f) <= np.float32(a)))]
     allv = np.concatenate([allv, np.zeros((-allv.size) % 15, allv.dtype)]).reshape(-1, 15)
     x = np.concatenate([np.full((len(allv), 1), a, allv.dtype), allv], axis=1)
     return np.concatenate([x, np.zeros(((-len(x)) % 16, 16), x.dtype)]).reshape(-1, 256)
@@ -371,17 +371,56 @@ def test_torchao_bit_for_bit(torchao_nvfp4, rng, ts):
     assert n > 10000
 
 
-#: 48 block amaxes from 2^-130 to 2^127: steps of 2^16, three significands each.
+#: 51 block amaxes from 2^-130 to 1.99 * 2^126: steps of 2^16, three significands each.
 ANCHORS = [m * 2.0**e for e in range(-130, 128, 16) for m in (1.0, 1.3125, 1.9921875)]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ts", MODES)
 def test_torchao_exhaustive_bf16_sweep(torchao_nvfp4, ts):
-    """Every finite bf16 value at 48 block amaxes (two level with a dynamic P: every value up
+    """Every finite bf16 value at 51 block amaxes (two level with a dynamic P: every value up
     to the amax, in a tensor of its own, so P follows the amax; amaxes below 2688 * 2^-120,
     where golden's P stops at 2^-120 and torchao's goes on down, are left out)."""
     anchors = [a for a in ANCHORS if ts != "dynamic" or a / 2688 >= 2.0**-120]
     n = sum(compare_with_torchao(torchao_nvfp4, bf16_sweep(a, ts == "dynamic"), ts)
             for a in anchors)
     print(f"exhaustive bf16 sweep, tensor_scale={ts}: {n} blocks, no mismatch")
+
+
+# -- the recipe-difference table of docs/numerics.md ---------------------------------------------
+#: Totals of the table (docs/numerics.md, NVFP4, "Where the two recipes differ").
+RECIPE_TABLE_TOTALS = {"blocks": 597104, "clamped": 312139, "scale_clamped": 312139,
+                       "scale_other": 0, "neg_zero": 270, "code_same_scale": 176102,
+                       "code_scale_differs": 4038341, "elements": 9553664}
+
+
+@pytest.mark.slow
+def test_recipe_difference_table():
+    """Every finite bf16 value up to each block amax (45 block amaxes 2^-j / m below each of 6
+    tensor amaxes G), quantized two level with a dynamic P by both recipes: the counts of
+    docs/numerics.md's table, printed per row (run with -s)."""
+    ms = (1.0, 1.1015625, 1.3125, 1.5078125, 1.9921875)
+    tot = dict.fromkeys(RECIPE_TABLE_TOTALS, 0)
+    for g in (2.0**-20 * 1.3125, 1.0, 3.0, 448.0, 999424.0, 2.0**100 * 1.75):
+        for j in range(0, 33, 4):
+            x = np.concatenate([bf16_sweep(g * 2.0**-j / m, below=True).reshape(-1, 16)
+                                for m in ms])
+            x = np.concatenate([np.full((1, 16), g, np.float32).astype(x.dtype), x])
+            a = golden.quantize(x, "nvfp4", tensor_scale="dynamic")
+            t = golden.quantize(x, "nvfp4", tensor_scale="dynamic", recipe="te")
+            assert a.tensor_scale == t.tensor_scale
+            xf = x[1:].astype(F32)
+            clamped = F32(np.abs(xf).max(1) / F32(6)) / a.tensor_scale < F32(2.0**-6)
+            ds = (a.scales != t.scales)[1:, 0]
+            dc = (a.codes != t.codes)[1:]
+            negz = (xf == 0) & np.signbit(xf)
+            row = {"blocks": len(xf), "clamped": clamped.sum(),
+                   "scale_clamped": (ds & clamped).sum(), "scale_other": (ds & ~clamped).sum(),
+                   "neg_zero": (dc & negz).sum(),
+                   "code_same_scale": (dc & ~negz & ~ds[:, None]).sum(),
+                   "code_scale_differs": (dc & ds[:, None]).sum(), "elements": xf.size}
+            print(f"G={g:g} amax 2^-{j}/m: " + ", ".join(f"{k}={int(v)}" for k, v in row.items()))
+            for k, v in row.items():
+                tot[k] += int(v)
+    print("totals:", tot)
+    assert tot == RECIPE_TABLE_TOTALS
