@@ -2,9 +2,9 @@
 
 Per block the exact sum of the e2m1 products times the exact product of the two UE4M3 scales
 (``T_j``, at most 20 significant bits: exact in float64) is added to the fp32 accumulator with
-one RNE, blocks in K order; the tensor scales ``f(Pa * Pb)`` then multiply the sum once (the
-epilogue alpha of torchao's and TransformerEngine's scaled matmul), and an ``acc`` input is
-added last with one more RNE (``D = alpha * AB + C``).
+one RNE, blocks in K order, starting from ``acc`` (+0 when omitted), as in the MX dot; the
+tensor scales ``f(Pa * Pb)`` then multiply the final sum once (the epilogue alpha of torchao's
+and TransformerEngine's scaled matmul).
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def _alpha(a: MXArray, b: MXArray):
 def dot_nvfp4(a: MXArray, b: MXArray, acc=None) -> np.ndarray:
     """nvfp4 x nvfp4 dot product along the block axis: float32 of the shape without it.
 
-    ``acc`` (float32, broadcastable to that shape) is added after the tensor scales.
+    ``acc`` (float32, broadcastable to that shape) is the accumulator's starting value, in
+    the units of the block sums (before the tensor scales).
     """
     for name, m in (("a", a), ("b", b)):
         if not isinstance(m, MXArray) or m.scale_format != UE4M3:
@@ -64,17 +65,21 @@ def dot_nvfp4(a: MXArray, b: MXArray, acc=None) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         t = sums * (UE4M3.decode(asc) * UE4M3.decode(bsc))  # exact (8-bit x <= 12-bit)
     out = np.zeros(t.shape[:-1], np.float32)
+    if acc is not None:
+        c = np.asarray(acc)
+        if c.dtype != np.float32:
+            raise TypeError(f"acc must be float32, got dtype {c.dtype}")
+        try:
+            out = np.array(np.broadcast_to(c, out.shape), np.float32)
+        except ValueError:
+            raise ValueError(f"acc of shape {c.shape} does not broadcast to {out.shape}") \
+                from None
     for j in range(t.shape[-1]):  # blocks in K order, one rounding each
         out = rne_f32_sum(out, t[..., j])
     alpha = _alpha(a, b)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         if alpha is not None:
             out = (out * alpha).astype(np.float32)
-        if acc is not None:
-            c = np.asarray(acc)
-            if c.dtype != np.float32:
-                raise TypeError(f"acc must be float32, got dtype {c.dtype}")
-            out = (out + c).astype(np.float32)
     out = np.array(out, np.float32)
     out[np.isnan(out)] = np.nan  # the canonical quiet NaN 0x7FC00000
     return out

@@ -582,29 +582,22 @@ def nvfp4_dequantize_value(code: int, scale: int, p=None):
     return code_value(E2M1, code) * ps
 
 
-def nvfp4_dot(a_codes, a_scales, pa, b_codes, b_scales, pb, c_bits=None, block_size=16) -> int:
-    """fp32 bits of one nvfp4 x nvfp4 dot product (one row): blocks in order, one RNE each,
-    then ``f(f(Pa*Pb) * sum)`` when either has a tensor scale, then ``+ c`` (one RNE)."""
-    acc = Fraction(0)
+def nvfp4_dot(a_codes, a_scales, pa, b_codes, b_scales, pb, c_bits=0, block_size=16) -> int:
+    """fp32 bits of one nvfp4 x nvfp4 dot product (one row): the accumulator starts at ``c``,
+    blocks in order, one RNE each; then ``f(f(Pa*Pb) * sum)`` when either has a tensor scale."""
+    if 0x7F in [int(s) for s in a_scales] + [int(s) for s in b_scales]:
+        return FP32_QNAN
+    acc = fp32_bits_value(c_bits)
+    if acc is NAN:
+        return FP32_QNAN
+    if isinstance(acc, str):  # an Inf accumulator stays that Inf (T is finite, alpha > 0)
+        return int(c_bits)
     for j, (sa, sb) in enumerate(zip(a_scales, b_scales, strict=True)):
-        va, vb = ue4m3_value(int(sa)), ue4m3_value(int(sb))
-        if va is NAN or vb is NAN:
-            return FP32_QNAN
         blk = slice(j * block_size, (j + 1) * block_size)
         s = sum((code_value(E2M1, x) * code_value(E2M1, y)
                  for x, y in zip(a_codes[blk], b_codes[blk], strict=True)), Fraction(0))
-        acc = fp32_bits_value(rne_fp32_bits(acc + s * va * vb))
-    bits = rne_fp32_bits(acc)
-    if pa is not None or pb is not None:
-        alpha = f32(Fraction(1 if pa is None else pa) * Fraction(1 if pb is None else pb))
-        bits = rne_fp32_bits(alpha * acc)
-    if c_bits is None:
-        return bits
-    c = fp32_bits_value(c_bits)
-    if c is NAN:
-        return FP32_QNAN
-    if isinstance(c, str):
-        return int(c_bits)
-    if bits & 0x7FFFFFFF == 0 and c == 0:  # IEEE: -0 + -0 = -0, otherwise +0
-        return 0x80000000 if bits and int(c_bits) == 0x80000000 else 0
-    return rne_fp32_bits(fp32_bits_value(bits) + c)
+        acc = fp32_bits_value(rne_fp32_bits(acc + s * ue4m3_value(int(sa)) * ue4m3_value(int(sb))))
+    if pa is None and pb is None:
+        return rne_fp32_bits(acc)
+    alpha = f32(Fraction(1 if pa is None else pa) * Fraction(1 if pb is None else pb))
+    return rne_fp32_bits(alpha * acc)

@@ -208,13 +208,17 @@ def test_dot_against_the_oracle(rng):
         acc = None if c is None else np.full(3, c, F32)
         got = golden.dot(a, b, acc).view(np.uint32)
         for r in range(3):
-            cb = None if c is None else int(np.array([c], F32).view(np.uint32)[0])
+            cb = 0 if c is None else int(np.array([c], F32).view(np.uint32)[0])
             want = O.nvfp4_dot(ac[r], sa[r], None if pa is None else float(pa), bc[r], sb[r],
                                None if pb is None else float(pb), cb)
             assert int(got[r]) == want, (r, hex(int(got[r])), hex(want))
     sa[0, 2] = 0x7F
     a = golden.MXArray(sa, ac, "fp4_e2m1", k, 1, (3, n * k), "ue4m3")
     assert golden.dot(a, b).view(np.uint32)[0] == 0x7FC00000
+    sa[0, 2] = 0x10
+    got = golden.dot(a, b, np.array([np.inf, np.nan, -0.0], F32)).view(np.uint32)
+    assert got[:2].tolist() == [0x7F800000, 0x7FC00000]
+    assert int(got[2]) == O.nvfp4_dot(ac[2], sa[2], None, bc[2], sb[2], float(pb), 0x80000000)
 
 
 def test_dot_of_quantized_arrays_accumulates_in_k_order(rng):
