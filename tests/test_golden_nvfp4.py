@@ -372,7 +372,7 @@ def test_torchao_bit_for_bit(torchao_nvfp4, rng, ts):
     n += compare_with_torchao(torchao_nvfp4, directed_blocks(), ts)
     for anchor in (1.0, 2.0**-60, 3.0e20):
         n += compare_with_torchao(torchao_nvfp4, bf16_sweep(anchor, ts == "dynamic"), ts)
-    assert n > 10000
+    assert n > 5000
 
 
 #: 51 block amaxes from 2^-130 to 1.99 * 2^126: steps of 2^16, three significands each.
