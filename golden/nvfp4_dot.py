@@ -23,8 +23,8 @@ def rne_f32_sum(a32: np.ndarray, t64: np.ndarray) -> np.ndarray:
     """fp32 RNE of the exact sum ``a + t`` (``a`` fp32, ``t`` exact in float64): the float64
     sum rounded to odd (TwoSum gives its exact error), then once to fp32, which has 29 fewer
     bits, so there is no double rounding.  An exact zero is +0; NaN stays NaN."""
-    a = a32.astype(np.float64)
     with np.errstate(invalid="ignore"):
+        a = a32.astype(np.float64)
         s = a + t64
         bb = s - a
         err = (a - (s - bb)) + (t64 - bb)

@@ -428,3 +428,64 @@ def test_recipe_difference_table():
                 tot[k] += int(v)
     print("totals:", tot)
     assert tot == RECIPE_TABLE_TOTALS
+
+
+# -- the vectors command ---------------------------------------------------------------------
+def test_vectors_quantizer_set_against_the_oracle(tmp_path):
+    from golden import vectors as V
+
+    out = V.generate("quantizer", tmp_path, count=24, seed=3, fmt="nvfp4", block_size=16,
+                     input_format="bf16",
+                     tensor_scale="dynamic", recipe="te")
+    assert V.read_scale_format(out) is UE4M3 and V.read_formats(out)["format"].name == "fp4_e2m1"
+    raw = V.read_field(out, "in_data").astype(np.uint16).view(ml_dtypes.bfloat16)
+    p = V.read_field(out, "in_tensor_scale")[0, 0].astype(np.uint32).view(np.float32)
+    _, te_s = O.nvfp4_tensor_scale([v for r in raw for v in O.decode_input(r)], "te")
+    assert Fraction(float(p)) == O.f32_div(Fraction(1), te_s)
+    scales = V.read_field(out, "expected_scale")[:, 0]
+    codes = V.read_field(out, "expected_codes")
+    for r in range(len(raw)):
+        s, c = O.nvfp4_block(O.decode_input(raw[r]), "te", Fraction(float(p)), te_s)
+        assert (s, c) == (int(scales[r]), codes[r].tolist()), r
+
+
+def test_vectors_dequantizer_and_dot_sets_against_the_oracle(tmp_path):
+    from golden import vectors as V
+
+    out = V.generate("dequantizer", tmp_path / "d", count=40, seed=4, fmt="nvfp4", block_size=16,
+                     output_format="fp32", tensor_scale=0.375)
+    s, c = V.read_field(out, "in_scale")[:, 0], V.read_field(out, "in_codes")
+    got = V.read_field(out, "expected_data")
+    for r in range(len(s)):
+        for i in range(16):
+            v = O.nvfp4_dequantize_value(int(c[r, i]), int(s[r]), 0.375)
+            want = 0x7FC00000 if v is O.NAN else O.rne_float_bits(v, 8, 23) | (
+                (1 << 31) if v == 0 and c[r, i] & 8 else 0)
+            assert int(got[r, i]) == want
+    out = V.generate("dot", tmp_path / "t", count=40, seed=5, fmt="nvfp4", block_size=16)
+    f = {n: V.read_field(out, n) for n in ("in_scale_a", "in_codes_a", "in_scale_b",
+                                           "in_codes_b", "in_c", "expected_result")}
+    for r in range(40):
+        want = O.nvfp4_dot(f["in_codes_a"][r], f["in_scale_a"][r], None, f["in_codes_b"][r],
+                           f["in_scale_b"][r], None, int(f["in_c"][r, 0]))
+        got = int(f["expected_result"][r, 0])
+        assert got == want, r
+
+
+@pytest.mark.parametrize("args,match", [
+    (["--tensor-scale", "abc"], "number or 'dynamic'"),
+    (["--recipe", "te"], "tensor_scale='dynamic'"),
+    (["--rounding", "rtz"], "no --rounding"),
+    (["--format-b", "fp4_e2m1"], "nvfp4 x nvfp4"),
+])
+def test_vectors_cli_errors(tmp_path, capsys, args, match):
+    from golden.__main__ import main
+
+    unit = "dot" if "--format-b" in args else "quantizer"
+    assert main(["vectors", "--unit", unit, "--format", "nvfp4", "--count", "4", "-o",
+                 str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and match in err
+    assert main(["vectors", "--unit", "quantizer", "--format", "fp8_e4m3", "--tensor-scale",
+                 "0.5", "--count", "4", "-o", str(tmp_path)]) == 2
+    assert "nvfp4 options" in capsys.readouterr().err
