@@ -489,3 +489,20 @@ def test_vectors_cli_errors(tmp_path, capsys, args, match):
     assert main(["vectors", "--unit", "quantizer", "--format", "fp8_e4m3", "--tensor-scale",
                  "0.5", "--count", "4", "-o", str(tmp_path)]) == 2
     assert "nvfp4 options" in capsys.readouterr().err
+
+
+def test_fake_quantize_and_exact_values(rng):
+    x = rng.standard_normal((2, 48)).astype(F32)
+    m = golden.quantize(x, "nvfp4", tensor_scale="dynamic")
+    from golden.fake_quant import exact_values
+
+    ev = exact_values(m)
+    for r in range(2):
+        for i in range(48):
+            assert Fraction(ev[r, i]) == O.nvfp4_dequantize_value(
+                int(m.codes[r, i]), int(m.scales[r, i // 16]), float(m.tensor_scale))
+    single = golden.quantize(x, "nvfp4")
+    assert np.array_equal(golden.fake_quantize(x, "nvfp4", block_size=16),
+                          golden.dequantize(single))
+    with pytest.raises(ValueError, match="E8M0-scaled"):
+        m.stats(x)
