@@ -152,7 +152,7 @@ def quantize_nvfp4(x, *, block_size=16, axis=-1, tensor_scale=None, recipe="torc
     blocks = v.reshape(-1, k)
     bad = ~np.all(np.isfinite(blocks), axis=1)
     te_s = None
-    if p == "dynamic":
+    if isinstance(p, str):  # "dynamic"
         if recipe == "te":
             fin = blocks[np.isfinite(blocks)]
             te_s = te_encode_scale(np.max(np.abs(fin)) if fin.size else 0.0)
