@@ -375,6 +375,21 @@ def test_torchao_bit_for_bit(torchao_nvfp4, rng, ts):
     assert n > 5000
 
 
+def test_torchao_nan_inf_as_documented(torchao_nvfp4):
+    """docs/numerics.md section 7's account of torchao's non-finite blocks (golden differs)."""
+    x = np.ones((1, 32), np.float32)
+    x[0, 5] = -2.0
+    for bad, scale, codes in ((np.nan, 0x7F, [4] * 16), (np.inf, 0x7E, None)):
+        x[0, 3] = bad
+        s, c, _ = torchao_bytes(torchao_nvfp4, x, None)
+        m = golden.quantize(x, "nvfp4")
+        assert s[0, 0] == scale and m.scales[0, 0] == 0x7F and not m.codes[0, :16].any()
+        assert codes is None or c[0, :16].tolist() == codes
+        assert np.array_equal(s[0, 1:], m.scales[0, 1:])
+    s, c, _ = torchao_bytes(torchao_nvfp4, x, "dynamic")  # the Inf makes P Inf
+    assert s[0].tolist() == [0xFF, 0x08] and c[0, :16].tolist() == [0xC] * 16
+
+
 #: 51 block amaxes from 2^-130 to 1.99 * 2^126: steps of 2^16, three significands each.
 ANCHORS = [m * 2.0**e for e in range(-130, 128, 16) for m in (1.0, 1.3125, 1.9921875)]
 
