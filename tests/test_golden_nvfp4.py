@@ -302,6 +302,18 @@ def test_nvfp4_input_and_array_errors():
         golden.dot(nv, mx)
     with pytest.raises(ValueError, match="e8m0 has no rounding rule"):
         E8M0.encode(np.ones(1, np.float32))
+    with pytest.raises(TypeError, match="tensor_scale must be a float or None"):
+        golden.MXArray(s, c, "fp4_e2m1", 16, 1, (1, 16), "ue4m3", "0.5")
+    with pytest.raises(ValueError, match=r"\[0, 448\]"):
+        UE4M3.encode(np.array([500.0], np.float32))
+    nv2 = golden.MXArray(np.zeros((1, 2), np.uint8), np.zeros((1, 32), np.uint8), "fp4_e2m1",
+                         16, 1, (1, 32), "ue4m3")
+    with pytest.raises(ValueError, match="matching MX arrays"):
+        golden.dot(nv, nv2)
+    with pytest.raises(TypeError, match="acc must be float32"):
+        golden.dot(nv, nv, np.zeros(1))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        golden.dot(nv, nv, np.zeros(3, np.float32))
 
 
 # -- torchao itself -------------------------------------------------------------------------------
