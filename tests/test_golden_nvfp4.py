@@ -108,6 +108,39 @@ def test_a_tie_moved_by_the_fp32_product_rounding():
     check_against_oracle(np.array([[6 * s, x, x2] + [0.0] * 13], F32))
 
 
+def tie_blocks():
+    """For every normal UE4M3 scale s (amax 6 s, so b = s exactly), each e2m1 tie t * s and its
+    two fp32 neighbours, signed both ways: every place the fp32 product can move a tie."""
+    rows = []
+    for code in range(0x08, 0x7F):
+        s = F32(UE4M3.decode(np.array([code]))[0])
+        vals = [v for t in TIES for v in (F32(t) * s, np.nextafter(F32(t) * s, F32(0)),
+                                          np.nextafter(F32(t) * s, F32(np.inf)))]
+        vals += [-v for v in vals]
+        for i in range(0, len(vals), 15):
+            chunk = vals[i:i + 15]
+            rows.append([6 * s] + chunk + [0.0] * (15 - len(chunk)))
+    return np.array(rows, np.float32).reshape(-1, 48)
+
+
+def test_every_scale_and_tie_against_the_oracle():
+    """golden = oracle on every tie at every scale; and the set does hold ties the product
+    moves: codes that differ from the RNE of the exact quotient ``x / s``."""
+    x = tie_blocks()
+    m = check_against_oracle(x)
+    blocks, codes = x.reshape(-1, 16), m.codes.reshape(-1, 16)
+    moved = 0
+    for r, cs in zip(blocks, codes, strict=True):
+        s = Fraction(float(r[0])) / 6
+        for v, c in zip(r[1:], cs[1:], strict=True):
+            exact = O.round_to_grid(O.E2M1, abs(Fraction(float(v))) / s, "rne")
+            moved += exact != abs(O.code_value(O.E2M1, int(c)))
+    print(f"{moved} of {blocks.shape[0] * 15} elements: a tie moved by the fp32 product")
+    assert moved > 100
+    check_against_oracle(x, tensor_scale=0.75)
+    check_against_oracle(x, recipe="te", tensor_scale="dynamic")
+
+
 def test_saturation_at_6():
     """amax/6 = 1.0625 rounds to the e4m3 tie's even side 1.0: amax scales to 6.375 -> 6."""
     m = q([6.375, -6.375, 6.0, 5.9] + [0.0] * 12)
@@ -384,6 +417,7 @@ def test_torchao_bit_for_bit(torchao_nvfp4, rng, ts):
     x = (rng.standard_normal((64, 256)) * np.exp2(rng.uniform(-60, 60, (64, 1)))).astype(F32)
     n = compare_with_torchao(torchao_nvfp4, x, ts)
     n += compare_with_torchao(torchao_nvfp4, directed_blocks(), ts)
+    n += compare_with_torchao(torchao_nvfp4, tie_blocks(), ts)
     for anchor in (1.0, 2.0**-60, 3.0e20):
         n += compare_with_torchao(torchao_nvfp4, bf16_sweep(anchor, ts == "dynamic"), ts)
     assert n > 5000
