@@ -362,6 +362,20 @@ def torchao_nvfp4():
     return mod
 
 
+def test_torch_bf16_tensor_in_and_out(rng):
+    torch = pytest.importorskip("torch", reason="torch is not installed (optional: pip install "
+                                "torch to run the torch interop tests)")
+    x = rng.standard_normal((3, 32)).astype(ml_dtypes.bfloat16)
+    t = torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+    a = golden.quantize(t, "nvfp4", tensor_scale="dynamic")
+    b = golden.quantize(x, "nvfp4", tensor_scale="dynamic")
+    assert np.array_equal(a.codes, b.codes) and np.array_equal(a.scales, b.scales)
+    out = golden.dequantize(a, "bf16", like="torch")
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16
+    assert np.array_equal(out.view(torch.int16).numpy(),
+                          golden.dequantize(b, "bf16").view(np.int16))
+
+
 def torchao_bytes(mod, x, ts):
     """torchao's (scale bytes, unpacked codes, P) for a 2-d float32/bf16 array; ``ts`` None
     (single level), "dynamic" (``per_tensor_amax_to_scale`` of the amax) or a float P."""
