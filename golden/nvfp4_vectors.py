@@ -15,6 +15,7 @@ from .format_names import FP4_E2M1
 from .formats import float_format
 from .mx import MXArray, quantize
 from .nvfp4 import check_tensor_scale, is_nvfp4
+from .nvfp4_dot import dot_nvfp4
 from .scale_format import UE4M3
 
 __all__ = ["nvfp4_set", "nvfp4_quantizer_vectors", "nvfp4_dequantizer_vectors",
@@ -95,11 +96,9 @@ def nvfp4_dot_vectors(rng, count, k, field):
     nan = rng.random(count) < 0.02
     sa[nan] = 0x7F
     c = S.random_fp32(rng, count)
-    from .dot_product import dot
-
     a = MXArray(sa.reshape(-1, 1), ca, FP4_E2M1, k, 1, ca.shape, UE4M3)
     b = MXArray(sb.reshape(-1, 1), cb, FP4_E2M1, k, 1, cb.shape, UE4M3)
-    res = dot(a, b, c.view(np.float32)).view(np.uint32)
+    res = dot_nvfp4(a, b, c.view(np.float32)).view(np.uint32)
     fields = [field("in_scale_a", "input", 1, 8, sa[:, None], "UE4M3 scale of A"),
               field("in_codes_a", "input", k, 4, ca, "fp4_e2m1 codes of A"),
               field("in_scale_b", "input", 1, 8, sb[:, None], "UE4M3 scale of B"),
