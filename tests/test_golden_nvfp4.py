@@ -207,6 +207,21 @@ def test_random_blocks_both_recipes(rng):
     check_against_oracle(x.astype(F32), "torchao", 0.0078125, block_size=32)
 
 
+def test_axis_and_partial_blocks(rng):
+    """Blocks along any axis are the rows of the moved array; a partial block is padded +0."""
+    x = rng.standard_normal((40, 3, 2)).astype(F32)
+    m = golden.quantize(x, "nvfp4", axis=0, tensor_scale="dynamic")
+    rows = np.moveaxis(x, 0, -1).reshape(-1, 40)
+    padded = np.concatenate([rows, np.zeros((6, 8), F32)], axis=1)
+    want = check_against_oracle(padded, tensor_scale="dynamic")
+    assert m.shape == (40, 3, 2) and m.codes.shape == (48, 3, 2) and m.scales.shape == (3, 3, 2)
+    assert np.array_equal(np.moveaxis(m.codes, 0, -1).reshape(-1, 48), want.codes)
+    assert np.array_equal(np.moveaxis(m.scales, 0, -1).reshape(-1, 3), want.scales)
+    d = golden.dequantize(m)
+    assert d.shape == x.shape
+    assert np.array_equal(np.moveaxis(d, 0, -1).reshape(-1, 40), golden.dequantize(want)[:, :40])
+
+
 # -- dequantize, dot, pack ------------------------------------------------------------------------
 @pytest.mark.parametrize("out", ["fp32", "bf16", "fp16"])
 #: P = 3.4388022... (fp32) makes 108 of the code x scale products round differently in bf16 or
