@@ -598,3 +598,18 @@ def test_fake_quantize_and_exact_values(rng):
                           golden.dequantize(single))
     with pytest.raises(ValueError, match="E8M0-scaled"):
         m.stats(x)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("anchor", [1.0, 3.0e-20, 5.0e25])
+def test_te_recipe_bf16_sweep_against_the_oracle(anchor):
+    """The TE recipe (no torch implementation to compare with) on every finite bf16 value up
+    to a block amax, in a tensor whose amax is that block amax, and in tensors whose amax is
+    2^16 (subnormal scales) and 2^20 (scale 0) times larger."""
+    x = bf16_sweep(anchor, below=True)
+    check_against_oracle(x, recipe="te", tensor_scale="dynamic")
+    for factor, scales in ((2.0**16, range(1, 8)), (2.0**20, [0])):
+        big = np.full((1, 256), np.float32(anchor * factor), np.float32).astype(x.dtype)
+        m = check_against_oracle(np.concatenate([big, x]), recipe="te", tensor_scale="dynamic")
+        led = m.scales[1:][x.reshape(len(x), 16, 16)[..., 0] != 0]  # blocks led by the anchor
+        assert set(led.tolist()) <= set(scales)
