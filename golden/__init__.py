@@ -9,6 +9,7 @@ The single source of numerical truth for this project (see ``docs/numerics.md``)
     golden.dot(mx, mx)           # fp32 dot products over the block axis
     golden.fake_quantize(x, "fp4_e2m1")       # quantize + dequantize, x's dtype and shape
     golden.quantization_error(x, mx)          # MSE, SQNR, saturation, clamped scales
+    golden.quantize(x, "nvfp4", tensor_scale="dynamic")  # UE4M3 scales, fp32 tensor scale
 
 torch tensors (bfloat16 included) and JAX arrays are taken as they are, and results come back
 in the caller's type where asked (``like=``): :mod:`golden.interop`; numpy stays the only
@@ -46,6 +47,7 @@ from .formats import (
     element_format,
     float_format,
 )
+from .scale_format import E8M0, UE4M3, ScaleFormat, scale_format
 
 #: The numba-backed public functions, by the submodule that defines them (loaded on first use).
 _LAZY = {
@@ -65,6 +67,7 @@ __all__ = [
     "ElementFormat", "FloatFormat", "ScaleMode", "Rounding", "element_format", "float_format",
     "FORMATS", "NAMED_FORMATS", "FP8_E4M3", "FP8_E5M2", "FP6_E3M2", "FP6_E2M3", "FP4_E2M1", "INT8",
     "FP32", "BF16", "FP16", "FP64",
+    "ScaleFormat", "scale_format", "E8M0", "UE4M3",
 ]
 
 

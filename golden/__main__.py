@@ -23,10 +23,11 @@ def main(argv=None, prog: str = "python -m golden") -> int:
     v.add_argument("--unit", required=True, choices=UNITS)
     v.add_argument("--format", required=True,
                    help=f"element format (A side for dot): {', '.join(FORMATS)}, any name "
-                   "golden.element_format takes (int4, float8_e4m3, e3m3, e3m4fn_bias5, ...)")
+                   "golden.element_format takes (int4, float8_e4m3, e3m3, e3m4fn_bias5, ...), "
+                   "or nvfp4 (UE4M3 scales)")
     v.add_argument("--format-b", help="dot: element format of B (default: --format)")
-    v.add_argument("--block-size", type=int, default=32,
-                   help="k, a power of two 2..64 (default: %(default)s)")
+    v.add_argument("--block-size", type=int, default=None,
+                   help="k, a power of two 2..64 (default: 32; nvfp4: 16)")
     v.add_argument("--input", default="fp32",
                    help="quantizer input: fp32, bf16, fp16 (default: %(default)s)")
     v.add_argument("--output-format", dest="output", default="fp32",
@@ -38,10 +39,16 @@ def main(argv=None, prog: str = "python -m golden") -> int:
                    help="quantizer: floor, rceil (default: %(default)s)")
     v.add_argument("--random-bits", type=int, default=8,
                    help="quantizer: R for stochastic (default: %(default)s)")
+    v.add_argument("--tensor-scale", default=None,
+                   help="nvfp4: the fp32 tensor scale P, or dynamic (default: single level)")
+    v.add_argument("--recipe", default="torchao",
+                   help="nvfp4 quantizer: torchao or te (default: %(default)s)")
     v.add_argument("--count", type=int, default=1000, help="blocks (default: %(default)s)")
     v.add_argument("--seed", type=int, default=1, help="stimulus seed (default: %(default)s)")
     v.add_argument("-o", "--out-dir", required=True, help="directory to write")
     a = p.parse_args(argv)
+    if a.block_size is None:
+        a.block_size = 16 if a.format.strip().lower() == "nvfp4" else 32
     if not 2 <= a.block_size <= 64 or a.block_size & (a.block_size - 1):
         print(f"{prog}: error: --block-size must be a power of two in 2..64, got "
               f"{a.block_size}", file=sys.stderr)
@@ -50,7 +57,8 @@ def main(argv=None, prog: str = "python -m golden") -> int:
         out = generate(a.unit, a.out_dir, count=a.count, seed=a.seed, fmt=a.format,
                        fmt_b=a.format_b, block_size=a.block_size, input_format=a.input,
                        output_format=a.output, rounding=a.rounding, scale_mode=a.scale_mode,
-                       random_bits=a.random_bits,
+                       random_bits=a.random_bits, tensor_scale=a.tensor_scale,
+                       recipe=a.recipe,
                        command=f"{prog} " + shlex.join(sys.argv[1:] if argv is None else argv))
     except (ValueError, TypeError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)

@@ -111,6 +111,10 @@ def dot(a: MXArray, b: MXArray, acc=None, accumulation="exact") -> np.ndarray:
     """
     if not isinstance(a, MXArray) or not isinstance(b, MXArray):
         raise TypeError("dot takes two MXArrays (see golden.quantize)")
+    if a.scale_format.name != "e8m0" or b.scale_format.name != "e8m0":
+        from .nvfp4_dot import dot_nvfp4  # nvfp4 x nvfp4 (docs/numerics.md, NVFP4)
+
+        return dot_nvfp4(a, b, acc)
     if a.shape != b.shape or a.block_size != b.block_size or a.axis != b.axis:
         raise ValueError(f"dot needs matching MX arrays: shapes {a.shape}/{b.shape}, block "
                          f"sizes {a.block_size}/{b.block_size}, axes {a.axis}/{b.axis}")

@@ -19,8 +19,13 @@ def exact_values(mx: MXArray) -> np.ndarray:
     """The exact value of every element of ``mx`` as float64 (original shape; NaN for NaN
     codes and NaN blocks).  Every MX value fits float64 exactly."""
     codes, scales = mx.blocks()
+    if mx.scale_format.name != "e8m0":  # NVFP4: e2m1 * f(P * s), exact in float64
+        ps = mx.scale_format.decode(scales).astype(np.float32)
+        scale = ps if mx.tensor_scale is None else (ps * mx.tensor_scale).astype(np.float32)
+    else:
+        scale = decode_scale(scales)
     with np.errstate(invalid="ignore", over="ignore"):
-        v = decode_table(mx.fmt)[codes] * decode_scale(scales)[..., None]
+        v = decode_table(mx.fmt)[codes] * scale.astype(np.float64)[..., None]
     v = v.reshape(*scales.shape[:-1], -1)[..., : mx.shape[mx.axis]]
     return np.ascontiguousarray(np.moveaxis(v, -1, mx.axis))
 

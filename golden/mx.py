@@ -14,6 +14,7 @@ from .codec import as_float_bits, check_random, decode_table, rounding_mode
 from .formats import ElementFormat, ScaleMode, element_format, float_format
 from .interop import from_numpy, to_numpy
 from .jitcache import njit
+from .scale_format import E8M0, scale_format
 from .seed_compat import int8_codes, needs_seed_path
 
 __all__ = ["MXArray", "quantize", "dequantize", "check_block_size"]
@@ -57,7 +58,8 @@ class MXArray:
     Members
     -------
     scales : ndarray of uint8
-        E8M0 codes; the input's shape with the block axis of length ``n_blocks``.
+        Scale codes of :attr:`scale_format` (E8M0 unless given); the input's shape with the
+        block axis of length ``n_blocks``.
     codes : ndarray of uint8
         Element codes, one per element; the input's shape with the block axis padded to
         ``n_blocks * block_size`` (padding codes are +0).
@@ -67,6 +69,11 @@ class MXArray:
         The block axis (non-negative).
     shape : tuple
         The original (unpadded) shape.
+    scale_format : ScaleFormat
+        What a scale byte means (:mod:`golden.scale_format`): E8M0, or UE4M3 for NVFP4
+        (fp4_e2m1 codes only).
+    tensor_scale : float or None
+        NVFP4's fp32 tensor scale P (a decode scale), or None (single level); UE4M3 only.
     """
 
     scales: np.ndarray
@@ -75,6 +82,8 @@ class MXArray:
     block_size: int
     axis: int
     shape: tuple
+    scale_format: object = E8M0
+    tensor_scale: object = None
 
     def __post_init__(self):
         """Validate the members against each other (one-line ValueError/TypeError)."""
@@ -97,7 +106,9 @@ class MXArray:
             if a.shape != want:
                 raise ValueError(f"MXArray {name} have shape {a.shape}, but shape={shape} "
                                  f"with block_size={k} along axis {axis} needs {want}")
-        for name, value in (("fmt", fmt), ("block_size", k), ("axis", axis), ("shape", shape)):
+        sf, ts = _check_scaling(self.scale_format, self.tensor_scale, fmt, self.scales)
+        for name, value in (("fmt", fmt), ("block_size", k), ("axis", axis), ("shape", shape),
+                            ("scale_format", sf), ("tensor_scale", ts)):
             object.__setattr__(self, name, value)
 
     @property
@@ -107,6 +118,10 @@ class MXArray:
     def __repr__(self) -> str:
         """One line, like numpy's summaries: format, shape, blocks and the scale range (the
         arrays themselves are ``.scales`` and ``.codes``)."""
+        if self.scale_format != E8M0:
+            from .nvfp4 import describe
+
+            return describe(self)
         s = self.scales.astype(np.int64)
         finite = s[s != 255] - 127
         scale_range = (f"scales 2^{finite.min()}..2^{finite.max()}" if finite.size
@@ -141,8 +156,12 @@ class MXArray:
         return pack_codes(codes.reshape(-1), self.fmt)
 
     @classmethod
-    def unpack(cls, packed, scales, fmt, shape, *, block_size=32, axis=-1) -> MXArray:
-        """Rebuild an MXArray from :meth:`pack` bytes and the scale array."""
+    def unpack(cls, packed, scales, fmt, shape, *, block_size=32, axis=-1, scale_format=E8M0,
+               tensor_scale=None) -> MXArray:
+        """Rebuild an MXArray from :meth:`pack` bytes and the scale array (NVFP4: ``fmt``
+        ``"nvfp4"`` or fp4_e2m1 with ``scale_format="ue4m3"``, and its ``tensor_scale``)."""
+        if isinstance(fmt, str) and fmt.strip().lower() == "nvfp4":
+            fmt, scale_format = "fp4_e2m1", "ue4m3"
         fmt = element_format(fmt)
         k = check_block_size(block_size)
         shape = tuple(int(n) for n in shape)
@@ -154,7 +173,31 @@ class MXArray:
         scales = np.asarray(scales, np.uint8)
         if scales.shape != want:
             raise ValueError(f"scales have shape {scales.shape}, expected {want}")
-        return cls(scales, np.moveaxis(codes, -1, ax), fmt, k, ax, shape)
+        return cls(scales, np.moveaxis(codes, -1, ax), fmt, k, ax, shape, scale_format,
+                   tensor_scale)
+
+
+def _check_scaling(sf, tensor_scale, fmt, scales):
+    """Validate an MXArray's scale format and tensor scale against its element format and
+    scale codes; returns (ScaleFormat, float32 or None)."""
+    sf = scale_format(sf)
+    if sf != E8M0 and fmt != element_format("fp4_e2m1"):
+        raise ValueError(f"a {sf.name} scale goes with fp4_e2m1 codes (NVFP4), not {fmt.name}")
+    if isinstance(scales, np.ndarray) and scales.size and int(scales.max()) > sf.max_code:
+        raise ValueError(f"MXArray scales hold bytes above {sf.max_code:#x}, which are not "
+                         f"{sf.name} codes")
+    if tensor_scale is None:
+        return sf, None
+    if sf == E8M0:
+        raise ValueError("tensor_scale goes with a UE4M3 scale format (NVFP4) only")
+    if isinstance(tensor_scale, bool) or not isinstance(tensor_scale, (int, float, np.floating)):
+        raise TypeError(f"tensor_scale must be a float or None, got "
+                        f"{type(tensor_scale).__name__}")
+    p = np.float32(tensor_scale)
+    if not (np.isfinite(p) and p > 0) or float(p) != float(tensor_scale):
+        raise ValueError(f"tensor_scale must be a positive finite fp32 value, got "
+                         f"{tensor_scale!r}")
+    return sf, p
 
 
 def pack_group(bits: int) -> tuple[int, int]:
@@ -210,8 +253,16 @@ def _as_input(x) -> np.ndarray:
     return a
 
 
-def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
-             random=None, random_bits=8, int8_range="symmetric") -> MXArray:
+class _BlockSizeDefault(int):
+    """``quantize``'s default block size: 32, or 16 for nvfp4 (prints as 32)."""
+
+
+_DEFAULT_K = _BlockSizeDefault(32)
+
+
+def quantize(x, fmt, *, block_size=_DEFAULT_K, axis=-1, scale_mode="floor", rounding="rne",
+             random=None, random_bits=8, int8_range="symmetric", tensor_scale=None,
+             recipe=None) -> MXArray:
     """Quantize an array to an MX format, per docs/numerics.md section 3.
 
     Parameters
@@ -221,9 +272,11 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
     fmt : str, dict or ElementFormat
         Any member of the element-format family: ``fp8_e4m3``, ``fp8_e5m2``, ``fp6_e3m2``,
         ``fp6_e2m3``, ``fp4_e2m1``, ``int8``, an alias, ``int4``, ``e3m3``, ... (see
-        :func:`golden.element_format`).
+        :func:`golden.element_format`), or ``"nvfp4"`` (:mod:`golden.nvfp4`: e2m1 codes, UE4M3
+        scales; takes only ``block_size``, ``axis``, ``tensor_scale`` and ``recipe``).
     block_size : int
-        Power of two >= 2 (the RTL supports 2..64).  A trailing partial block is padded with +0.
+        Power of two >= 2 (the RTL supports 2..64); 32 when omitted (nvfp4: 16).  A trailing
+        partial block is padded with +0.
     axis : int
         The axis the blocks run along.
     scale_mode : {"floor", "rceil"}
@@ -237,7 +290,24 @@ def quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rn
     int8_range : {"symmetric", "asymmetric"}
         int8 codes in [-127, 127] (the OCP range, the RTL's) or [-128, 127] (pychop and Quark;
         golden only).
+    tensor_scale : None, float or "dynamic"
+        nvfp4 only: the fp32 tensor scale P (docs/numerics.md, NVFP4).
+    recipe : {"torchao", "te"}
+        nvfp4 only: torchao 0.18's ``nvfp4_quantize`` (the default) or TransformerEngine's
+        reference quantizer.
     """
+    from .nvfp4 import is_nvfp4, quantize_nvfp4  # builds on this module
+
+    if is_nvfp4(fmt):
+        if (scale_mode, rounding, int8_range) != ("floor", "rne", "symmetric") or \
+                random is not None:
+            raise ValueError("nvfp4 takes block_size, axis, tensor_scale and recipe only (no "
+                             "scale_mode, rounding, random or int8_range)")
+        return quantize_nvfp4(x, block_size=16 if block_size is _DEFAULT_K else block_size,
+                              axis=axis, tensor_scale=tensor_scale,
+                              recipe="torchao" if recipe is None else recipe)
+    if tensor_scale is not None or recipe is not None:
+        raise ValueError(f"tensor_scale and recipe are nvfp4 options, not {fmt!r}'s")
     if needs_seed_path(fmt, rounding, int8_range, random):
         mx = quantize(x, fmt, block_size=block_size, axis=axis, scale_mode=scale_mode,
                       rounding="rtz")  # the OCP scales (rounding does not change them)
@@ -325,6 +395,11 @@ def dequantize(mx: MXArray, dtype=np.float32, *, like=None):
     if not isinstance(mx, MXArray):
         raise TypeError(f"dequantize takes an MXArray, got {type(mx).__name__}")
     dt = _out_dtype(dtype)
+    if mx.scale_format != E8M0:
+        from .nvfp4 import dequantize_nvfp4
+
+        out = dequantize_nvfp4(mx, dt)
+        return out if like is None else from_numpy(out, like)
     codes, scales = mx.blocks()
     lead = scales.shape
     c = np.ascontiguousarray(codes).reshape(-1, mx.block_size)

@@ -108,6 +108,8 @@ def quantization_error(x, mx: MXArray, *, scale_mode="floor") -> QuantizationSta
     """
     if not isinstance(mx, MXArray):
         raise TypeError(f"quantization_error takes an MXArray, got {type(mx).__name__}")
+    if mx.scale_format.name != "e8m0":
+        raise ValueError("quantization_error covers E8M0-scaled arrays, not nvfp4")
     a = to_numpy(x)
     if a.shape != mx.shape:
         raise ValueError(f"x has shape {a.shape}, but the MXArray holds shape {mx.shape}")

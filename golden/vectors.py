@@ -25,6 +25,7 @@ from . import stimulus as S
 from .codec import rounding_mode
 from .formats import element_format, float_format
 from .mx import MXArray, check_block_size
+from .scale_format import E8M0
 
 UNITS = ("quantizer", "dequantizer", "dot")
 
@@ -164,20 +165,23 @@ def generator_version() -> str:
 
 
 def write_vectors(out_dir, unit: str, params: dict, fields: list[Field], *, seed: int,
-                  command: str | None = None, formats: dict | None = None) -> Path:
+                  command: str | None = None, formats: dict | None = None,
+                  scale_format: dict | None = None) -> Path:
     """Write the hex files, ``vectors.json`` and ``README.txt`` of one vector set.
 
     ``vectors.json`` is the set's manifest and provenance: the generator (project version,
     command line, numpy version), the unit, its parameters, count and seed, the whole element
     format of each format parameter (``formats``: parameter name -> ``ElementFormat.spec``,
-    read back by :func:`read_formats`), and per file its bit layout and SHA-256, so a user can
-    cite exactly the set their design passed.
+    read back by :func:`read_formats`), the block scale format (``scale_format``: a
+    :attr:`golden.ScaleFormat.spec`, E8M0 unless given), and per file its bit layout and
+    SHA-256, so a user can cite exactly the set their design passed.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     n = len(fields[0].values)
     desc = ", ".join(f"{k}={v}" for k, v in params.items())
     manifest = {"unit": unit, "parameters": params, "element_formats": formats or {},
+                "scale_format": scale_format or E8M0.spec,
                 "count": n, "seed": seed,
                 "generator": {"name": "ocp-mx-hdl golden", "version": generator_version(),
                               "command": command or "golden.vectors.write_vectors",
@@ -213,6 +217,15 @@ def read_field(out_dir, name: str) -> np.ndarray:
                           meta["lane_width"])
 
 
+def read_scale_format(out_dir):
+    """The block scale format of a vector set (:class:`golden.ScaleFormat`), from
+    ``vectors.json``."""
+    from .scale_format import scale_format
+
+    manifest = json.loads((Path(out_dir) / "vectors.json").read_text())
+    return scale_format(manifest.get("scale_format", E8M0.spec))
+
+
 def read_formats(out_dir) -> dict:
     """The element formats of a vector set, by parameter name (``format``, or ``format_a`` and
     ``format_b``), rebuilt from ``vectors.json``."""
@@ -222,15 +235,28 @@ def read_formats(out_dir) -> dict:
 
 def generate(unit: str, out_dir, *, count: int, seed: int, fmt, fmt_b=None, block_size=32,
              input_format="fp32", output_format="fp32", rounding="rne", scale_mode="floor",
-             random_bits=8, command: str | None = None) -> Path:
+             random_bits=8, command: str | None = None, tensor_scale=None,
+             recipe="torchao") -> Path:
     """Generate and write one vector set; returns the folder (``command``: the command line
-    recorded in the manifest)."""
+    recorded in the manifest; ``tensor_scale`` and ``recipe``: nvfp4 only)."""
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}; expected one of {', '.join(UNITS)}")
     if not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be a positive integer, got {count!r}")
     check_block_size(block_size)
     rng = np.random.default_rng(seed)
+    from .nvfp4 import is_nvfp4
+
+    if is_nvfp4(fmt) or (fmt_b is not None and is_nvfp4(fmt_b)):
+        from .nvfp4_vectors import nvfp4_set
+
+        params, fields, formats, sf = nvfp4_set(unit, rng, count, fmt, fmt_b, block_size,
+                                                input_format, output_format, tensor_scale,
+                                                recipe, (rounding, scale_mode), Field)
+        return write_vectors(out_dir, unit, params, fields, seed=seed, command=command,
+                             formats=formats, scale_format=sf)
+    if tensor_scale is not None or recipe != "torchao":
+        raise ValueError("tensor_scale and recipe are nvfp4 options (--format nvfp4)")
     if unit == "quantizer":
         rounding_mode(rounding)
         params, fields, formats = quantizer_vectors(rng, count, fmt, block_size, input_format,
