@@ -1,0 +1,95 @@
+"""Compiled (numba) kernels of :func:`golden.matmul`: the chained block step over a matrix.
+
+Both kernels end every block step in golden's own dot step (:func:`golden._kernels.dot_step`)
+or in one IEEE rounding of an exactly known value, so a matrix product has exactly the
+numerics of docs/numerics.md section 5, output by output:
+
+* :func:`chain_block` takes the block sums ``S`` of one K block for the whole output tile
+  (computed exactly in float64 by BLAS, :mod:`golden.matmul`), scales them by powers of two
+  (exact) and adds the accumulator.  Where that float64 addition is exact (its TwoSum error is
+  zero) the hardware conversion to float32 *is* ``RNE_fp32(acc + T)``; every other output (an
+  inexact addition, a NaN or Inf code or NaN scale in either block, a non-finite accumulator)
+  takes ``dot_step`` on its codes.
+* :func:`chain_exact` is ``dot_step`` over every block of every output (no BLAS): the path of
+  pairs whose block sums are not exact in float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _kernels as K
+from .jitcache import njit
+
+_JIT = dict(cache=True, nogil=True)
+
+
+@njit(**_JIT)
+def _fast_pass(S, rs, cs, row_sp, col_sp, acc, todo):
+    """acc <- RNE_fp32(acc + S * rs * cs) where that is decided by one exact float64 sum;
+    ``todo[m, n] = 1`` (and acc untouched) where it is not.  Returns the count of such."""
+    M, N = S.shape
+    count = 0
+    for m in range(M):
+        r = rs[m]
+        rsp = row_sp[m]
+        for n in range(N):
+            c = np.float64(acc[m, n])
+            t = S[m, n] * r * cs[n]  # exact: S is an integer below 2^53, r and cs powers of 2
+            s = c + t
+            bp = s - c
+            err = (c - (s - bp)) + (t - bp)  # TwoSum: c + t = s + err exactly
+            bad = (err != 0) | (c - c != 0) | rsp | col_sp[n]  # c - c != 0: c is Inf or NaN
+            # s + 0.0: an exact zero is +0; a non-zero s keeps its value and sign.
+            acc[m, n] = acc[m, n] if bad else np.float32(s + 0.0)
+            todo[m, n] = bad
+            count += bad
+    return count
+
+
+@njit(**_JIT)
+def chain_block(S, rs, cs, row_sp, col_sp, acc, acc_bits, todo, a_codes, sa, b_codes, sb,
+                sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_b, lsb_b, split):
+    """One K block of a matrix product, in place on ``acc`` (float32, ``(M, N)``).
+
+    Parameters
+    ----------
+    S : float64 (M, N)
+        Exact block sums in units of ``2^(lsb_a + lsb_b)``, NaN and Inf codes counted as 0.
+    rs, cs : float64 (M,), (N,)
+        ``2^(sa - 127 + lsb_a)`` and ``2^(sb - 127 + lsb_b)`` (any value where a scale is NaN).
+    row_sp, col_sp : bool (M,), (N,)
+        The row's (column's) block holds a NaN or Inf code or its scale is NaN.
+    acc, acc_bits : float32 and uint32 views of one (M, N) array; todo : uint8 (M, N) scratch.
+    a_codes, sa : uint8 (M, k), (M,)
+        The block's codes and scales of A; ``b_codes``, ``sb`` likewise for B, (N, k), (N,).
+    sig_*, sh_*, flag_*, lsb_*, split :
+        :func:`golden.codec.dot_tables`, the formats' ``lsb_exp`` and the pair's limb split.
+    """
+    if _fast_pass(S, rs, cs, row_sp, col_sp, acc, todo) == 0:
+        return
+    M, N = S.shape
+    for m in range(M):
+        for n in range(N):
+            if todo[m, n]:
+                acc_bits[m, n] = K.dot_step(a_codes[m], np.int64(sa[m]), b_codes[n],
+                                            np.int64(sb[n]), np.int64(acc_bits[m, n]), sig_a,
+                                            sh_a, flag_a, lsb_a, sig_b, sh_b, flag_b, lsb_b,
+                                            split)
+
+
+@njit(**_JIT)
+def chain_exact(a_codes, a_scales, b_codes, b_scales, acc_bits, sig_a, sh_a, flag_a, lsb_a,
+                sig_b, sh_b, flag_b, lsb_b, split):
+    """``acc_bits[m, n]`` chained through every block: A ``(M, nb, k)`` codes and ``(M, nb)``
+    scales, B ``(N, nb, k)`` and ``(N, nb)`` (its block axis last), fp32 bits in place."""
+    M, nb, _ = a_codes.shape
+    N = b_codes.shape[0]
+    for m in range(M):
+        for n in range(N):
+            c = np.int64(acc_bits[m, n])
+            for j in range(nb):
+                c = K.dot_step(a_codes[m, j], np.int64(a_scales[m, j]), b_codes[n, j],
+                               np.int64(b_scales[n, j]), c, sig_a, sh_a, flag_a, lsb_a,
+                               sig_b, sh_b, flag_b, lsb_b, split)
+            acc_bits[m, n] = c
