@@ -1,4 +1,5 @@
-"""The MX matrix product: every output the chained MX dot over K (docs/numerics.md, "Matrix product").
+"""The MX matrix product: each output the chained MX dot over K (docs/numerics.md, "Matrix
+product").
 
 ``golden.matmul(a, b)`` multiplies an MXArray ``a`` of shape ``(..., M, K)`` blocked along its
 last axis by an MXArray ``b`` of shape ``(..., K, N)`` blocked along K (its axis -2), batch axes
