@@ -38,9 +38,11 @@ def _fast_pass(S, rs, cs, row_sp, col_sp, acc, todo):
             t = S[m, n] * r * cs[n]  # exact: S is an integer below 2^53, r and cs powers of 2
             s = c + t
             bp = s - c
-            err = (c - (s - bp)) + (t - bp)  # TwoSum: c + t = s + err exactly
-            bad = (err != 0) | (c - c != 0) | rsp | col_sp[n]  # c - c != 0: c is Inf or NaN
-            # s + 0.0: an exact zero is +0; a non-zero s keeps its value and sign.
+            # TwoSum: c + t = s + err exactly; err is NaN when c is Inf or NaN, so != 0.
+            err = (c - (s - bp)) + (t - bp)
+            bad = (err != 0) | rsp | col_sp[n]
+            # s + 0.0: an exact zero is +0 (whatever BLAS's sign of a zero sum); a non-zero s
+            # keeps its value and sign.
             acc[m, n] = acc[m, n] if bad else np.float32(s + 0.0)
             todo[m, n] = bad
             count += bad

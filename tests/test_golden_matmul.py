@@ -118,28 +118,31 @@ def test_nan_inf_inputs(fmt):
     f = golden.element_format(fmt)
     k, sign = 4, 1 << (f.bits - 1)
     one = int(golden.encode(np.float32([1.0]), f)[0])
-    codes_a = np.full((4, 8), one, np.uint8)
+    codes_a = np.full((5, 8), one, np.uint8)  # row 4: no special value of its own
     codes_b = np.full((8, 5), one, np.uint8)
-    scales_a = np.full((4, 2), 127, np.uint8)
+    scales_a = np.full((5, 2), 127, np.uint8)
     scales_b = np.full((2, 5), 127, np.uint8)
     codes_a[0, 1] = f.nan_codes[0] if f.nan_codes else 0  # NaN code in row 0, block 0
     scales_a[1, 1] = 255  # NaN scale in row 1, block 1
+    scales_b[0, 3] = 255  # NaN scale in column 3, block 0
+    codes_b[1, 4] = f.nan_codes[0] if f.nan_codes else 0  # NaN code in column 4, block 0
     if f.inf_codes:
         codes_a[2, 5] = f.inf_codes[0]  # +Inf in row 2, block 1
         codes_b[5, 1] = 0  # column 1 meets it with +0: Inf * 0
         codes_b[6, 2] = f.inf_codes[0] | sign  # column 2: -Inf beside row 2's +Inf -> NaN
         codes_a[3, 6] = f.inf_codes[0] | sign  # row 3: -Inf, times column 2's -Inf: +Inf
     a, b = mx(codes_a, scales_a, f, k, -1), mx(codes_b, scales_b, f, k, 0)
-    acc = np.zeros((4, 5), np.float32)
+    acc = np.zeros((5, 5), np.float32)
     acc[3, 3], acc[3, 4], acc[2, 3] = np.nan, np.inf, -np.inf
     for c in (None, acc):
         g = check(a, b, c)
-        assert np.all(g[1] == QNAN)
+        assert np.all(g[1] == QNAN) and np.all(g[:, 3] == QNAN)
         if f.nan_codes:
-            assert np.all(g[0] == QNAN)
+            assert np.all(g[0] == QNAN) and np.all(g[:, 4] == QNAN)
         if f.inf_codes:
             assert g[2, 0] == PINF and g[2, 1] == QNAN and g[2, 2] == QNAN
-            assert g[3, 2] == PINF and g[3, 0] == NINF
+            assert g[3, 2] == PINF and g[3, 0] == NINF and g[4, 2] == NINF
+        assert g[4, 0] == bits(8.0)
 
 
 def test_overflow_and_saturation():
@@ -158,6 +161,18 @@ def test_overflow_and_saturation():
     b1 = golden.quantize(np.array([[1.5], [0.0]], np.float32), fmt, block_size=2, axis=0)
     g = check(a1, b1, np.array([[3.0e38]], np.float32))
     assert g[0, 0] == PINF
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_no_double_rounding(sign):
+    """c + T = 2^40 + 2^16 + 2^-18: an fp32 tie plus a part below float64's last place there.
+    RNE_fp32 of the exact sum rounds up; rounding to float64 first would make it a tie."""
+    fmt = "fp8_e4m3"
+    a = golden.quantize(np.array([[2.0**8, 2.0**-9]], np.float32), fmt, block_size=2)
+    b = golden.quantize(np.array([[2.0**8], [sign * 2.0**-9]], np.float32), fmt, block_size=2,
+                        axis=0)
+    g = check(a, b, np.float32([[2.0**40]]))
+    assert g[0, 0] == bits(2.0**40 + (2.0**17 if sign > 0 else 0.0))
 
 
 def test_subnormal_results(rng):
