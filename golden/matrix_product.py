@@ -38,6 +38,7 @@ __all__ = ["matmul", "matmul_path"]
 _FINITE = 0  # golden.codec.dot_tables' flag of a finite code
 _ROUNDINGS = ("rne", "rna", "rtz")
 _WIDE_CHUNK = 1 << 22  # codes per dot_blocks call on the wide path
+_BLAS_ROWS = 256  # output rows per tile on the BLAS path (a tile's block sums: 2 MB at N = 1024)
 
 
 def matmul_path(fmt_a, fmt_b, block_size: int) -> str:
@@ -190,14 +191,20 @@ def _product_blas(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
     M, N = out.shape
     acc = np.ascontiguousarray(out)
     bits = acc.view(np.uint32)
-    s = np.empty((M, N), np.float64)
-    todo = np.empty((M, N), np.uint8)
+    rows = min(M, _BLAS_ROWS)
+    s = np.empty((rows, N), np.float64)
+    todo = np.empty((rows, N), np.uint8)
     ta, tb = dot_tables(fa), dot_tables(fb)
     split = limb_split(fa, fb, k)
-    for j in range(asc.shape[1]):
-        np.matmul(av[:, j * k:(j + 1) * k], bv[j * k:(j + 1) * k], out=s)
-        MK.chain_block(s, rs[j], cs[j], row_sp[j], col_sp[j], acc, bits, todo, ab[:, j],
-                       asc[:, j], bb[:, j], bsc[:, j], *ta, fa.lsb_exp, *tb, fb.lsb_exp, split)
+    # Row tiles, so that one K block's sums are still in cache when the chain step reads them.
+    for r in range(0, M, rows):
+        t = slice(r, min(M, r + rows))
+        n = t.stop - t.start
+        for j in range(asc.shape[1]):
+            np.matmul(av[t, j * k:(j + 1) * k], bv[j * k:(j + 1) * k], out=s[:n])
+            MK.chain_block(s[:n], rs[j, t], cs[j], row_sp[j, t], col_sp[j], acc[t], bits[t],
+                           todo[:n], ab[t, j], asc[t, j], bb[:, j], bsc[:, j], *ta, fa.lsb_exp,
+                           *tb, fb.lsb_exp, split)
     out[...] = acc
 
 
