@@ -4,12 +4,12 @@ Both kernels end every block step in golden's own dot step (:func:`golden._kerne
 or in one IEEE rounding of an exactly known value, so a matrix product has exactly the
 numerics of docs/numerics.md section 5, output by output:
 
-* :func:`chain_block` takes the block sums ``S`` of one K block for the whole output tile
-  (computed exactly in float64 by BLAS, :mod:`golden.matmul`), scales them by powers of two
-  (exact) and adds the accumulator.  Where that float64 addition is exact (its TwoSum error is
-  zero) the hardware conversion to float32 *is* ``RNE_fp32(acc + T)``; every other output (an
-  inexact addition, a NaN or Inf code or NaN scale in either block, a non-finite accumulator)
-  takes ``dot_step`` on its codes.
+* :func:`chain_block` takes the block sums ``S`` of one K block for a tile of outputs
+  (computed exactly by BLAS, :mod:`golden.matrix_product`, possibly as a few partial sums),
+  scales them by powers of two (exact) and adds the accumulator.  Where those float64 additions
+  are exact (every TwoSum error is zero) the hardware conversion to float32 *is*
+  ``RNE_fp32(acc + T)``; every other output (an inexact addition, a NaN or Inf code or NaN
+  scale in either block, a non-finite accumulator) takes ``dot_step`` on its codes.
 * :func:`chain_exact` is ``dot_step`` over every block of every output (no BLAS): the path of
   pairs whose block sums are not exact in float64.
 """
@@ -25,22 +25,31 @@ _JIT = dict(cache=True, nogil=True)
 
 
 @njit(**_JIT)
-def _fast_pass(S, rs, cs, row_sp, col_sp, acc, todo):
-    """acc <- RNE_fp32(acc + S * rs * cs) where that is decided by one exact float64 sum;
-    ``todo[m, n] = 1`` (and acc untouched) where it is not.  Returns the count of such."""
-    M, N = S.shape
+def _fast_pass(S, pf, rs, cs, row_sp, col_sp, acc, todo):
+    """acc <- RNE_fp32(acc + T), ``T = sum_p S[p] * pf[p] * rs * cs``, where that is decided by
+    exact float64 sums; ``todo[m, n] = 1`` (and acc untouched) where it is not.  Returns the
+    count of such outputs."""
+    P, M, N = S.shape
     count = 0
     for m in range(M):
         r = rs[m]
         rsp = row_sp[m]
         for n in range(N):
+            rc = r * cs[n]
+            t = np.float64(0.0)
+            bad = rsp | col_sp[n]
+            for p in range(P):
+                # exact: S is an integer below 2^53, pf, rs and cs powers of two
+                u = np.float64(S[p, m, n]) * pf[p] * rc
+                w = t + u
+                bp = w - t
+                bad |= ((t - (w - bp)) + (u - bp)) != 0  # TwoSum: t + u = w + err exactly
+                t = w
             c = np.float64(acc[m, n])
-            t = S[m, n] * r * cs[n]  # exact: S is an integer below 2^53, r and cs powers of 2
             s = c + t
             bp = s - c
-            # TwoSum: c + t = s + err exactly; err is NaN when c is Inf or NaN, so != 0.
-            err = (c - (s - bp)) + (t - bp)
-            bad = (err != 0) | rsp | col_sp[n]
+            # The same for c + T; err is NaN when c is Inf or NaN, so != 0.
+            bad |= ((c - (s - bp)) + (t - bp)) != 0
             # s + 0.0: an exact zero is +0 (whatever BLAS's sign of a zero sum); a non-zero s
             # keeps its value and sign.
             acc[m, n] = acc[m, n] if bad else np.float32(s + 0.0)
@@ -50,14 +59,18 @@ def _fast_pass(S, rs, cs, row_sp, col_sp, acc, todo):
 
 
 @njit(**_JIT)
-def chain_block(S, rs, cs, row_sp, col_sp, acc, acc_bits, todo, a_codes, sa, b_codes, sb,
+def chain_block(S, pf, rs, cs, row_sp, col_sp, acc, acc_bits, todo, a_codes, sa, b_codes, sb,
                 sig_a, sh_a, flag_a, lsb_a, sig_b, sh_b, flag_b, lsb_b, split):
     """One K block of a matrix product, in place on ``acc`` (float32, ``(M, N)``).
 
     Parameters
     ----------
-    S : float64 (M, N)
-        Exact block sums in units of ``2^(lsb_a + lsb_b)``, NaN and Inf codes counted as 0.
+    S : float64 or float32 (P, M, N)
+        Exact partial block sums (integers) whose sum weighted by ``pf`` is the block sum in
+        units of ``2^(lsb_a + lsb_b)``, NaN and Inf codes counted as 0 (P = 1 unless the
+        operands are split into parts, :mod:`golden.matrix_product`).
+    pf : float64 (P,)
+        The parts' weights, powers of two.
     rs, cs : float64 (M,), (N,)
         ``2^(sa - 127 + lsb_a)`` and ``2^(sb - 127 + lsb_b)`` (any value where a scale is NaN).
     row_sp, col_sp : bool (M,), (N,)
@@ -68,9 +81,9 @@ def chain_block(S, rs, cs, row_sp, col_sp, acc, acc_bits, todo, a_codes, sa, b_c
     sig_*, sh_*, flag_*, lsb_*, split :
         :func:`golden.codec.dot_tables`, the formats' ``lsb_exp`` and the pair's limb split.
     """
-    if _fast_pass(S, rs, cs, row_sp, col_sp, acc, todo) == 0:
+    if _fast_pass(S, pf, rs, cs, row_sp, col_sp, acc, todo) == 0:
         return
-    M, N = S.shape
+    M, N = acc.shape
     for m in range(M):
         for n in range(N):
             if todo[m, n]:

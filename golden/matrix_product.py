@@ -7,23 +7,32 @@ broadcast as numpy's ``matmul`` does.  Output ``[..., m, n]`` is exactly
 ``golden.dot_blocks`` of row m of ``a`` and column n of ``b`` (one fp32 RNE per block pair, in
 K order, ``acc`` the start), and optionally quantized along N.
 
-Three paths compute the same numbers (:func:`matmul_path` says which a pair takes):
+Four paths compute the same numbers (:func:`matmul_path` says which a pair takes).  An
+element's value is an integer ``u`` (its *units*) times ``2^lsb_exp``, so a block sum is an
+integer times ``2^(lsb_a + lsb_b)``:
 
 ``"blas"``
-    Every block sum of the pair is an integer below 2^53 in units of ``2^(lsb_a + lsb_b)``
-    (``units_max_a * units_max_b * block_size <= 2^53``): BLAS computes the sums of one K block
-    for all outputs at once in float64, exactly, and :func:`golden._matmul_kernels.chain_block`
-    adds them to the accumulators.  Of the OCP formats: fp8_e4m3, fp6_e3m2, fp6_e2m3, fp4_e2m1
-    and int8 (and mixed pairs of them) at block sizes up to 2^17 or more.
+    every block sum of the pair is an integer below 2^53 (``units_max_a * units_max_b *
+    block_size <= 2^53``; below 2^24, float32): BLAS computes the sums of one K block for a
+    tile of outputs exactly, and :func:`golden._matmul_kernels.chain_block` adds them to the
+    accumulators.  The OCP fp8_e4m3 (float64), fp6_e3m2, fp6_e2m3, fp4_e2m1 and int8 (float32)
+    and mixed pairs of them.
+``"blas-split"``
+    an operand's units split at a shift ``w`` into ``lo + 2^w * hi`` (codes below and above
+    that binade), each part within the bound: two or four exact BLAS products per block, summed
+    in the chain step.  fp8_e5m2 (2^64 of spread: halves of 2^17) and e5m1.
 ``"exact"``
-    golden's dot step on every block of every output (compiled, no BLAS): fp8_e5m2, whose
-    products span 2^64, and any pair beyond the bound above that the two-limb step covers.
+    golden's dot step on every block of every output (compiled, no BLAS): pairs that two parts
+    do not make exact but the two-limb step covers (e6m1 x fp8_e4m3 at block sizes 1024 to
+    2^17, fp8_e5m2 from 2^20).
 ``"wide"``
-    :func:`golden.dot_blocks` on row chunks: pairs too wide for the two-limb step (e6m1 and
-    wider exponents); Python-speed.
+    :func:`golden.dot_blocks` on row chunks: pairs too wide for the two-limb step (e6m1 x
+    e6m1, fp8_e5m2 x e6m1 from block size 32, any pair with e7m0); Python-speed.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -38,26 +47,66 @@ __all__ = ["matmul", "matmul_path"]
 _FINITE = 0  # golden.codec.dot_tables' flag of a finite code
 _ROUNDINGS = ("rne", "rna", "rtz")
 _WIDE_CHUNK = 1 << 22  # codes per dot_blocks call on the wide path
+_EXACT_F32, _EXACT_F64 = 1 << 24, 1 << 53  # integers exact in float32, float64
 _BLAS_ROWS = 256  # output rows per tile on the BLAS path (a tile's block sums: 2 MB at N = 1024)
 
 
 def matmul_path(fmt_a, fmt_b, block_size: int) -> str:
-    """``"blas"``, ``"exact"`` or ``"wide"``: how :func:`matmul` computes a pair's products
-    (module docstring), from the formats' derived constants and the block size."""
+    """``"blas"``, ``"blas-split"``, ``"exact"`` or ``"wide"``: how :func:`matmul` computes a
+    pair's products (module docstring), from the formats' derived constants and the block
+    size."""
     fa, fb = element_format(fmt_a), element_format(fmt_b)
     k = check_block_size(block_size)
-    if fa.magnitude_units_max * fb.magnitude_units_max * k <= 1 << 53:
-        return "blas"
+    plan = _plan(fa, fb, k)
+    if plan is not None:
+        return "blas" if plan[1] is None and plan[2] is None else "blas-split"
     return "wide" if limb_split(fa, fb, k) is None else "exact"
 
 
-def _units_table(fmt: ElementFormat):
-    """float64 value of every code in units of ``2^lsb_exp`` (0 for NaN and Inf codes), and
-    whether the code is a NaN or Inf."""
+@functools.cache
+def _part_max(fmt: ElementFormat, w) -> int:
+    """Largest units of a part of ``fmt``: the whole (``w`` None), else the larger of the part
+    below shift ``w`` and the part at or above it divided by ``2^w`` (exact Python integers)."""
     sig, shift, flag = dot_tables(fmt)
-    special = flag != _FINITE
-    units = np.where(special, 0, sig << shift).astype(np.float64)
-    return units, special
+    lo = hi = 0
+    for g, h, f in zip(np.abs(sig).tolist(), shift.tolist(), flag.tolist(), strict=True):
+        if f != _FINITE:
+            continue
+        if w is None or h < w:
+            lo = max(lo, g << h)
+        else:
+            hi = max(hi, g << (h - w))
+    return max(lo, hi)
+
+
+@functools.cache
+def _plan(fa: ElementFormat, fb: ElementFormat, k: int):
+    """(BLAS dtype, split shift of a or None, of b or None) with the fewest BLAS products per
+    block whose block sums are exact, or None if no split into at most two parts fits."""
+    if fa.magnitude_units_max * fb.magnitude_units_max * k <= _EXACT_F32:
+        return np.float32, None, None
+    splits_a = [None] + list(range(1, int(dot_tables(fa)[1].max()) + 1))
+    splits_b = [None] + list(range(1, int(dot_tables(fb)[1].max()) + 1))
+    best = None
+    for wa in splits_a:
+        for wb in splits_b:
+            bound = _part_max(fa, wa) * _part_max(fb, wb) * k
+            cost = (1 if wa is None else 2) * (1 if wb is None else 2)
+            if bound <= _EXACT_F64 and (best is None or (cost, bound) < best[:2]):
+                best = (cost, bound, wa, wb)
+    return None if best is None else (np.float64, best[2], best[3])
+
+
+def _part_tables(fmt: ElementFormat, w, dtype):
+    """[(units table of each part, its weight exponent)]: one part, or two split at ``w``.
+    NaN and Inf codes count 0."""
+    sig, shift, flag = dot_tables(fmt)
+    finite = flag == _FINITE
+    if w is None:
+        return [(np.where(finite, sig << shift, 0).astype(dtype), 0)]
+    lo = np.where(finite & (shift < w), sig << np.minimum(shift, w - 1), 0)
+    hi = np.where(finite & (shift >= w), sig << np.maximum(shift - w, 0), 0)
+    return [(lo.astype(dtype), 0), (hi.astype(dtype), w)]
 
 
 def _check_operands(a, b):
@@ -177,13 +226,16 @@ def _blocked(a_codes, a_scales, b_codes, b_scales, k):
 
 
 def _product_blas(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
-    """One (M, K) x (K, N) product on the BLAS path, accumulated into ``out`` in place."""
-    ua, spa = _units_table(fa)
-    ub, spb = _units_table(fb)
-    av = ua[a_codes]  # (M, Kp) float64 integers
-    bv = ub[b_codes]  # (Kp, N)
+    """One (M, K) x (K, N) product on a BLAS path, accumulated into ``out`` in place."""
+    dtype, wa, wb = _plan(fa, fb, k)
+    pa, pb = _part_tables(fa, wa, dtype), _part_tables(fb, wb, dtype)
+    av = [tab[a_codes] for tab, _ in pa]  # (M, Kp) integers, one array per part
+    bv = [tab[b_codes] for tab, _ in pb]  # (Kp, N)
+    pairs = [(x, y) for x in range(len(pa)) for y in range(len(pb))]
+    pf = np.array([np.ldexp(1.0, pa[x][1] + pb[y][1]) for x, y in pairs])
     ab, asc, bb, bsc = _blocked(a_codes, a_scales, b_codes, b_scales, k)
     # Per block: (nb, M) / (nb, N) contiguous rows, one per K block.
+    spa, spb = dot_tables(fa)[2] != _FINITE, dot_tables(fb)[2] != _FINITE
     row_sp = np.ascontiguousarray((spa[ab].any(axis=-1) | (asc == 255)).T)
     col_sp = np.ascontiguousarray((spb[bb].any(axis=-1) | (bsc == 255)).T)
     rs = np.ascontiguousarray(np.ldexp(1.0, asc.astype(np.int64) - 127 + fa.lsb_exp).T)
@@ -191,19 +243,19 @@ def _product_blas(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
     M, N = out.shape
     acc = np.ascontiguousarray(out)
     bits = acc.view(np.uint32)
-    rows = min(M, _BLAS_ROWS)
-    s = np.empty((rows, N), np.float64)
-    todo = np.empty((rows, N), np.uint8)
     ta, tb = dot_tables(fa), dot_tables(fb)
     split = limb_split(fa, fb, k)
     # Row tiles, so that one K block's sums are still in cache when the chain step reads them.
-    for r in range(0, M, rows):
-        t = slice(r, min(M, r + rows))
-        n = t.stop - t.start
+    for r in range(0, M, _BLAS_ROWS):
+        t = slice(r, min(M, r + _BLAS_ROWS))
+        s = np.empty((len(pairs), t.stop - t.start, N), dtype)
+        todo = np.empty(s.shape[1:], np.uint8)
         for j in range(asc.shape[1]):
-            np.matmul(av[t, j * k:(j + 1) * k], bv[j * k:(j + 1) * k], out=s[:n])
-            MK.chain_block(s[:n], rs[j, t], cs[j], row_sp[j, t], col_sp[j], acc[t], bits[t],
-                           todo[:n], ab[t, j], asc[t, j], bb[:, j], bsc[:, j], *ta, fa.lsb_exp,
+            blk = slice(j * k, (j + 1) * k)
+            for p, (x, y) in enumerate(pairs):
+                np.matmul(av[x][t, blk], bv[y][blk], out=s[p])
+            MK.chain_block(s, pf, rs[j, t], cs[j], row_sp[j, t], col_sp[j], acc[t], bits[t],
+                           todo, ab[t, j], asc[t, j], bb[:, j], bsc[:, j], *ta, fa.lsb_exp,
                            *tb, fb.lsb_exp, split)
     out[...] = acc
 
@@ -231,4 +283,5 @@ def _product_wide(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
                              np.broadcast_to(bsc, (m,) + bsc.shape), fa, fb, out[sl])
 
 
-_PATHS = {"blas": _product_blas, "exact": _product_exact, "wide": _product_wide}
+_PATHS = {"blas": _product_blas, "blas-split": _product_blas, "exact": _product_exact,
+          "wide": _product_wide}

@@ -15,9 +15,9 @@ import golden
 
 QNAN, PINF, NINF = 0x7FC00000, 0x7F800000, 0xFF800000
 OCP = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"]
-CUSTOM = ["e3m3", "int4", "float8_e4m3", "e5m1", "e6m1"]
+CUSTOM = ["e3m3", "int4", "float8_e4m3", "e5m1", "e5m0", "e6m1"]
 MIXED = [("fp8_e4m3", "fp4_e2m1"), ("e3m3", "int4"), ("fp8_e5m2", "fp6_e2m3"),
-         ("float8_e4m3", "int8")]
+         ("float8_e4m3", "int8"), ("e6m1", "fp4_e2m1")]
 PAIRS = [(f, f) for f in OCP + CUSTOM] + MIXED
 
 
@@ -91,9 +91,16 @@ def test_paths_follow_the_exactness_bound():
     for f in ["fp8_e4m3", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8", "float8_e4m3", "e3m3",
               "int4"]:
         assert golden.matmul_path(f, f, 32) == "blas"
-    assert golden.matmul_path("fp8_e5m2", "fp8_e5m2", 32) == "exact"
-    assert golden.matmul_path("e5m1", "e5m1", 32) == "exact"
+    assert golden.matmul_path("fp8_e5m2", "fp8_e5m2", 32) == "blas-split"
+    assert golden.matmul_path("e5m1", "e5m1", 32) == "blas-split"
+    assert golden.matmul_path("e6m1", "fp8_e4m3", 1024) == "exact"
     assert golden.matmul_path("e6m1", "e6m1", 32) == "wide"
+
+
+@pytest.mark.parametrize("fa,fb,k", [("e6m1", "fp8_e4m3", 1024), ("fp8_e5m2", "e6m1", 32)])
+def test_exact_and_wide_paths(fa, fb, k, rng):
+    a, b = operands(rng, fa, fb, 2, k + 5, 3, k=k)
+    check(a, b, spread(rng, (2, 3)))
 
 
 # --- directed corner cases --------------------------------------------------------------------
