@@ -180,6 +180,13 @@ def test_no_double_rounding(sign):
                         axis=0)
     g = check(a, b, np.float32([[2.0**40]]))
     assert g[0, 0] == bits(2.0**40 + (2.0**17 if sign > 0 else 0.0))
+    # The same inside one block sum of the split path: 2^30 + 2^6 (a tie) +- 2^-32.
+    x = np.array([[2.0**15, 2.0**3, 2.0**-16, 0.0]], np.float32)
+    a = golden.quantize(x, "fp8_e5m2", block_size=4)
+    b = golden.quantize((x * np.float32([1, 1, sign, 1])).T.copy(), "fp8_e5m2", block_size=4,
+                        axis=0)
+    g = check(a, b)
+    assert g[0, 0] == bits(2.0**30 + (2.0**7 if sign > 0 else 0.0))
 
 
 def test_subnormal_results(rng):
