@@ -25,36 +25,59 @@ _JIT = dict(cache=True, nogil=True)
 
 
 @njit(**_JIT)
-def _fast_pass(S, pf, rs, cs, row_sp, col_sp, acc, todo):
-    """acc <- RNE_fp32(acc + T), ``T = sum_p S[p] * pf[p] * rs * cs``, where that is decided by
-    exact float64 sums; ``todo[m, n] = 1`` (and acc untouched) where it is not.  Returns the
-    count of such outputs."""
-    P, M, N = S.shape
+def _fast_pass_one(S, pf, rs, cs, row_sp, col_sp, acc, todo):
+    """:func:`_fast_pass` for one part (P = 1): the same arithmetic, a loop numba vectorizes."""
+    _, M, N = S.shape
     count = 0
     for m in range(M):
-        r = rs[m]
+        r = rs[m] * pf[0]
         rsp = row_sp[m]
         for n in range(N):
-            rc = r * cs[n]
-            t = np.float64(0.0)
-            bad = rsp | col_sp[n]
-            for p in range(P):
-                # exact: S is an integer below 2^53, pf, rs and cs powers of two
-                u = np.float64(S[p, m, n]) * pf[p] * rc
-                w = t + u
-                bp = w - t
-                bad |= ((t - (w - bp)) + (u - bp)) != 0  # TwoSum: t + u = w + err exactly
-                t = w
             c = np.float64(acc[m, n])
+            t = np.float64(S[0, m, n]) * r * cs[n]  # exact, as in _fast_pass
             s = c + t
             bp = s - c
-            # The same for c + T; err is NaN when c is Inf or NaN, so != 0.
-            bad |= ((c - (s - bp)) + (t - bp)) != 0
-            # s + 0.0: an exact zero is +0 (whatever BLAS's sign of a zero sum); a non-zero s
-            # keeps its value and sign.
+            bad = (((c - (s - bp)) + (t - bp)) != 0) | rsp | col_sp[n]
             acc[m, n] = acc[m, n] if bad else np.float32(s + 0.0)
             todo[m, n] = bad
             count += bad
+    return count
+
+
+@njit(**_JIT)
+def _fast_pass(S, pf, rs, cs, row_sp, col_sp, acc, todo):
+    """acc <- RNE_fp32(acc + T), ``T = sum_p S[p] * pf[p] * rs * cs``, where that is decided by
+    exact float64 sums; ``todo[m, n] = 1`` (and acc untouched) where it is not.  Returns the
+    count of such outputs.  Row by row, one part at a time (loops numba vectorizes)."""
+    P, M, N = S.shape
+    count = 0
+    t = np.empty(N, np.float64)
+    bad = np.empty(N, np.bool_)
+    for m in range(M):
+        rsp = row_sp[m]
+        for n in range(N):
+            # exact: S is an integer below 2^53, pf, rs and cs powers of two
+            t[n] = np.float64(S[0, m, n]) * (rs[m] * pf[0]) * cs[n]
+            bad[n] = rsp | col_sp[n]
+        for p in range(1, P):
+            r = rs[m] * pf[p]
+            for n in range(N):
+                u = np.float64(S[p, m, n]) * r * cs[n]
+                w = t[n] + u
+                bp = w - t[n]
+                bad[n] |= ((t[n] - (w - bp)) + (u - bp)) != 0  # TwoSum: t + u = w + err
+                t[n] = w
+        for n in range(N):
+            c = np.float64(acc[m, n])
+            s = c + t[n]
+            bp = s - c
+            # The same for c + T; err is NaN when c is Inf or NaN, so != 0.
+            b = bad[n] | (((c - (s - bp)) + (t[n] - bp)) != 0)
+            # s + 0.0: an exact zero is +0 (whatever BLAS's sign of a zero sum); a non-zero s
+            # keeps its value and sign.
+            acc[m, n] = acc[m, n] if b else np.float32(s + 0.0)
+            todo[m, n] = b
+            count += b
     return count
 
 
@@ -81,7 +104,11 @@ def chain_block(S, pf, rs, cs, row_sp, col_sp, acc, acc_bits, todo, a_codes, sa,
     sig_*, sh_*, flag_*, lsb_*, split :
         :func:`golden.codec.dot_tables`, the formats' ``lsb_exp`` and the pair's limb split.
     """
-    if _fast_pass(S, pf, rs, cs, row_sp, col_sp, acc, todo) == 0:
+    if S.shape[0] == 1:
+        count = _fast_pass_one(S, pf, rs, cs, row_sp, col_sp, acc, todo)
+    else:
+        count = _fast_pass(S, pf, rs, cs, row_sp, col_sp, acc, todo)
+    if count == 0:
         return
     M, N = acc.shape
     for m in range(M):
