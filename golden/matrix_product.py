@@ -37,6 +37,7 @@ import functools
 import numpy as np
 
 from . import _matmul_kernels as MK
+from .blas_threads import one_blas_thread
 from .codec import dot_tables
 from .dot_product import dot_blocks, limb_split
 from .formats import ElementFormat, ScaleMode, element_format
@@ -207,9 +208,10 @@ def matmul(a: MXArray, b: MXArray, *, acc=None, out_format=None, out_block_size=
     b_codes = np.broadcast_to(b.codes, batch + b.codes.shape[-2:])
     b_scales = np.broadcast_to(b.scales, batch + b.scales.shape[-2:])
     product = _PATHS[matmul_path(a.fmt, b.fmt, a.block_size)]
-    for idx in np.ndindex(*batch):
-        product(a_codes[idx], a_scales[idx], b_codes[idx], b_scales[idx], out[idx],
-                a.fmt, b.fmt, a.block_size)
+    with one_blas_thread():  # many small BLAS calls: golden.blas_threads
+        for idx in np.ndindex(*batch):
+            product(a_codes[idx], a_scales[idx], b_codes[idx], b_scales[idx], out[idx],
+                    a.fmt, b.fmt, a.block_size)
     if out_fmt is None:
         return out
     return quantize(out, out_fmt, block_size=out_block_size, axis=-1, scale_mode=scale_mode,

@@ -12,6 +12,7 @@ import oracle
 import pytest
 
 import golden
+from golden.blas_threads import one_blas_thread, set_local_blas_threads
 
 QNAN, PINF, NINF = 0x7FC00000, 0x7F800000, 0xFF800000
 OCP = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"]
@@ -286,6 +287,18 @@ def test_out_format_saturates_and_marks_nan_blocks():
     assert int(got.codes[0, 0]) == fmt.max_code  # floor scale: 1.875 * 2^8 saturates to 448
     nan = golden.matmul(a, b, acc=np.float32(np.nan), out_format="fp4_e2m1", out_block_size=2)
     assert int(nan.scales[0, 0]) == 255
+
+
+def test_one_blas_thread_restores_the_callers_setting():
+    previous = set_local_blas_threads(3)
+    if previous is None:
+        pytest.skip("numpy's BLAS has no per-thread thread count (not OpenBLAS >= 0.3.27)")
+    try:
+        with one_blas_thread():
+            assert set_local_blas_threads(1) == 1
+        assert set_local_blas_threads(3) == 3
+    finally:
+        set_local_blas_threads(previous)
 
 
 # --- validation ---------------------------------------------------------------------------------
