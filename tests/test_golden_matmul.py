@@ -59,9 +59,12 @@ def spread(rng, shape, lo=-12, hi=12):
 
 
 def operands(rng, fa, fb, m, kdim, n, k=32, batch_a=(), batch_b=()):
-    a = golden.quantize(spread(rng, batch_a + (m, kdim)), fa, block_size=k)
-    b = golden.quantize(spread(rng, batch_b + (kdim, n)), fb, block_size=k, axis=-2)
-    return a, b
+    """Random MX operands.  float64 data (float32 values): golden quantizes float64 in one
+    compiled kernel for every format (fp32 input compiles one per format)."""
+    x = spread(rng, batch_a + (m, kdim)).astype(np.float64)
+    y = spread(rng, batch_b + (kdim, n)).astype(np.float64)
+    return (golden.quantize(x, fa, block_size=k),
+            golden.quantize(y, fb, block_size=k, axis=-2))
 
 
 # --- random shapes, every pair, against the oracle -------------------------------------------
