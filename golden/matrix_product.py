@@ -245,7 +245,7 @@ def _product_blas(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
     M, N = out.shape
     acc = np.ascontiguousarray(out)
     bits = acc.view(np.uint32)
-    ta, tb = dot_tables(fa), dot_tables(fb)
+    ta, tb = (*dot_tables(fa), fa.lsb_exp), (*dot_tables(fb), fb.lsb_exp)
     split = limb_split(fa, fb, k)
     # Row tiles, so that one K block's sums are still in cache when the chain step reads them.
     for r in range(0, M, _BLAS_ROWS):
@@ -257,8 +257,7 @@ def _product_blas(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
             for p, (x, y) in enumerate(pairs):
                 np.matmul(av[x][t, blk], bv[y][blk], out=s[p])
             MK.chain_block(s, pf, rs[j, t], cs[j], row_sp[j, t], col_sp[j], acc[t], bits[t],
-                           todo, ab[t, j], asc[t, j], bb[:, j], bsc[:, j], *ta, fa.lsb_exp,
-                           *tb, fb.lsb_exp, split)
+                           todo, ab[t, j], asc[t, j], bb[:, j], bsc[:, j], *ta, *tb, split)
     out[...] = acc
 
 
