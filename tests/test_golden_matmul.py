@@ -254,6 +254,27 @@ def test_fast_path_against_per_element(fa, fb, rng):
         assert np.array_equal(got, per_element(a, b, c).view(np.uint32))
 
 
+@pytest.mark.parametrize("fa,fb", [("fp8_e4m3", "fp8_e5m2"), ("float8_e4m3", "int4"),
+                                   ("fp4_e2m1", "fp6_e3m2"), ("e5m1", "fp8_e4m3")])
+def test_any_codes_scales_and_acc_against_per_element(fa, fb, rng):
+    """Every code (NaN and Inf included), any E8M0 scale (255 included), accumulators across
+    fp32's range with NaN, Inf, -0 and subnormals."""
+    fa, fb = golden.element_format(fa), golden.element_format(fb)
+    for _ in range(20):
+        k = int(rng.choice([2, 8, 32]))
+        m, n, nb = (int(v) for v in rng.integers(1, 12, 3))
+        codes_a = rng.integers(0, 1 << fa.bits, (m, nb * k)).astype(np.uint8)
+        codes_b = rng.integers(0, 1 << fb.bits, (nb * k, n)).astype(np.uint8)
+        a = mx(codes_a, rng.integers(0, 256, (m, nb)), fa, k, -1)
+        b = mx(codes_b, rng.integers(0, 256, (nb, n)), fb, k, 0)
+        acc = spread(rng, (m, n), -140, 120)
+        pick = rng.random((m, n)) < 0.3
+        acc[pick] = rng.choice(np.float32([np.nan, np.inf, -np.inf, -0.0, 1e-45, 3.4e38]),
+                               int(pick.sum()))
+        got = golden.matmul(a, b, acc=acc).view(np.uint32)
+        assert np.array_equal(got, per_element(a, b, acc).view(np.uint32))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", OCP)
 def test_fast_path_against_per_element_large(fmt, rng):
