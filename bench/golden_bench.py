@@ -4,19 +4,26 @@ Quantize and dequantize: fp32 input of 2^24 elements, every format, rne, one thr
 Alternatives: an ml_dtypes pipeline (amax with numpy, scale, clamp, cast with ml_dtypes),
 torchao's ``to_mx`` where torch and torchao are installed, and a plain memory copy of the input
 (the ceiling for any pass over the data).  Dot products: K = 4096, fp32 result per row.
+Matrix products: ``golden.matmul`` at M = N = K = 1024 beside numpy's float32 matmul of the
+dequantized operands; BLAS runs on one thread (``OPENBLAS_NUM_THREADS=1`` unless the caller
+set it, before numpy loads), like every other figure here.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one thread, like the rest of the bench
 
-import golden
+import numpy as np  # noqa: E402
+
+import golden  # noqa: E402
 
 N = 1 << 24
 K_DOT = 4096
 ROWS_DOT = 2048
+N_MATMUL = 1024
 
 
 def best_time(fn, *args, repeat=3) -> float:
@@ -121,7 +128,34 @@ def run(log=print) -> dict:
                      "numpy_f64": ROWS_DOT / t_np})
         log(f"dot {fa} x {fb}: {ROWS_DOT / t:9.0f} dots/s (K={K_DOT}); numpy float64 "
             f"einsum on dequantized data {ROWS_DOT / t_np:9.0f}/s")
-    return {"elements": N, "rows": rows, "dots": dots, "k_dot": K_DOT}
+    return {"elements": N, "rows": rows, "dots": dots, "k_dot": K_DOT,
+            "matmuls": matmul_rows(rng, log), "n_matmul": N_MATMUL,
+            "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default")}
+
+
+def matmul_rows(rng, log) -> list:
+    """golden.matmul at N_MATMUL^3 per OCP format, beside numpy's float32 matmul of the
+    dequantized operands (not bit-exact: one rounding per BLAS partial sum, not per block);
+    best of interleaved runs."""
+    n = N_MATMUL
+    out = []
+    for name in golden.FORMATS:
+        a = golden.quantize(rng.standard_normal((n, n)).astype(np.float32), name)
+        b = golden.quantize(rng.standard_normal((n, n)).astype(np.float32), name, axis=0)
+        da, db = golden.dequantize(a), golden.dequantize(b)
+        path = golden.matmul_path(a.fmt, b.fmt, a.block_size)
+        golden.matmul(a, b)  # warm-up (compilation)
+        t, t_np = float("inf"), float("inf")
+        for _ in range(5 if path == "blas" else 2):  # interleaved: both see the same load
+            t0 = time.perf_counter()
+            np.matmul(da, db)
+            t1 = time.perf_counter()
+            golden.matmul(a, b)
+            t_np, t = min(t_np, t1 - t0), min(t, time.perf_counter() - t1)
+        out.append({"format": name, "path": path, "golden": t, "numpy_f32": t_np})
+        log(f"matmul {name} {n}^3 ({path} path): golden {t * 1e3:8.1f} ms, numpy float32 "
+            f"{t_np * 1e3:6.1f} ms, ratio {t_np / t:.2f}x")
+    return out
 
 
 def markdown(res) -> str:
@@ -151,4 +185,17 @@ def markdown(res) -> str:
               "(not bit-exact) |", "|---|---:|---:|"]
     for d in res["dots"]:
         lines.append(f"| {d['pair']} | {d['golden']:,.0f} | {d['numpy_f64']:,.0f} |")
+    n = res["n_matmul"]
+    lines += ["", f"### Golden matrix product (M = N = K = {n}, block size 32, fp32 result; "
+              f"BLAS threads: {res['blas_threads']})", "",
+              "`golden.matmul` (bit-exact: one fp32 rounding per block pair, in K order) beside "
+              "numpy's float32 matmul of the dequantized operands (not bit-exact), measured "
+              "alongside. Target: fp8_e4m3 >= 0.20x numpy. Paths: `blas` (exact float64 block "
+              "sums by BLAS), `blas-split` (operands split in two exact parts, four BLAS products "
+              "per block); see `golden.matmul_path`.", "",
+              "| format | path | golden ms | numpy float32 ms | golden / numpy |",
+              "|---|---|---:|---:|---:|"]
+    for r in res["matmuls"]:
+        lines.append(f"| {r['format']} | {r['path']} | {r['golden'] * 1e3:,.1f} "
+                     f"| {r['numpy_f32'] * 1e3:,.1f} | {r['numpy_f32'] / r['golden']:.2f}x |")
     return "\n".join(lines) + "\n"

@@ -54,6 +54,7 @@ _LAZY = {
     "decode": "codec", "decode_scale": "codec", "decode_table": "codec", "encode": "codec",
     "encode_scale": "codec",
     "dot": "dot_product", "dot_blocks": "dot_product",
+    "matmul": "matrix_product", "matmul_path": "matrix_product",
     "MXArray": "mx", "dequantize": "mx", "quantize": "mx",
     "fake_quantize": "fake_quant", "quantization_error": "stats",
     "QuantizationStats": "stats",
@@ -61,7 +62,7 @@ _LAZY = {
 
 
 __all__ = [
-    "quantize", "dequantize", "dot", "dot_blocks", "MXArray",
+    "quantize", "dequantize", "dot", "dot_blocks", "matmul", "matmul_path", "MXArray",
     "fake_quantize", "quantization_error", "QuantizationStats",
     "encode", "decode", "encode_scale", "decode_scale", "decode_table",
     "ElementFormat", "FloatFormat", "ScaleMode", "Rounding", "element_format", "float_format",

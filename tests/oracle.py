@@ -29,7 +29,7 @@ __all__ = [
     "FORMATS", "EXTRA", "Fmt", "spec", "int_spec", "fmt_of", "significand",
     "NAN", "INF", "decode_float_bits", "decode_input", "value_table",
     "decode_code", "encode_magnitude", "round_to_grid", "shared_exponent", "quantize_block",
-    "quantize", "rne_fp32_bits", "fp32_bits_value", "dot_block", "dot_chain",
+    "quantize", "rne_fp32_bits", "fp32_bits_value", "dot_block", "dot_chain", "matmul",
 ]
 
 TWO = Fraction(2)
@@ -742,3 +742,37 @@ def nvfp4_dot(a_codes, a_scales, pa, b_codes, b_scales, pb, c_bits=0, block_size
         return rne_fp32_bits(acc)
     alpha = f32(Fraction(1 if pa is None else pa) * Fraction(1 if pb is None else pb))
     return rne_fp32_bits(alpha * acc)
+
+
+# ---------------------------------------------------------------------------------------------
+# The matrix product: every output a dot_chain over K (docs/numerics.md, "Matrix product").
+# ---------------------------------------------------------------------------------------------
+def matmul(fa, a_codes, a_scales, fb, b_codes, b_scales, block_size, c_bits=None):
+    """fp32 bits (uint32) of ``A @ B``, output by output.
+
+    ``a_codes`` (..., M, K') and ``a_scales`` (..., M, K'/k) hold A with its blocks along the
+    last axis, ``b_codes`` (..., K', N) and ``b_scales`` (..., K'/k, N) hold B with its blocks
+    down the columns (K' = n_blocks * block_size); batch axes broadcast.  Output [..., m, n] is
+    :func:`dot_chain` of row m of A and column n of B from ``c_bits`` (fp32 bits, +0 if None).
+    """
+    a_codes, b_codes = np.asarray(a_codes), np.asarray(b_codes)
+    a_scales, b_scales = np.asarray(a_scales), np.asarray(b_scales)
+    k = block_size
+    batch = np.broadcast_shapes(a_codes.shape[:-2], b_codes.shape[:-2])
+    m_rows, n_cols = a_codes.shape[-2], b_codes.shape[-1]
+    shape = batch + (m_rows, n_cols)
+    c = np.zeros(shape, np.uint32) if c_bits is None else np.broadcast_to(c_bits, shape)
+    a_codes = np.broadcast_to(a_codes, batch + a_codes.shape[-2:])
+    a_scales = np.broadcast_to(a_scales, batch + a_scales.shape[-2:])
+    b_codes = np.broadcast_to(b_codes, batch + b_codes.shape[-2:])
+    b_scales = np.broadcast_to(b_scales, batch + b_scales.shape[-2:])
+    out = np.zeros(shape, np.uint32)
+    for idx in np.ndindex(*shape):
+        bi, m, n = idx[:-2], idx[-2], idx[-1]
+        row, col = a_codes[bi + (m,)].tolist(), b_codes[bi + (slice(None), n)].tolist()
+        nb = len(row) // k
+        out[idx] = dot_chain(fa, [row[j * k:(j + 1) * k] for j in range(nb)],
+                             a_scales[bi + (m,)].tolist(),
+                             fb, [col[j * k:(j + 1) * k] for j in range(nb)],
+                             b_scales[bi + (slice(None), n)].tolist(), int(c[idx]))
+    return out
