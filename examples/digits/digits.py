@@ -115,7 +115,8 @@ def _plot(table: dict[str, float], path: str):
 
     fig, ax = plt.subplots(figsize=(5, 3))
     labels = list(table)
-    bars = ax.bar(labels, [100 * table[k] for k in labels], color="#4c72b0")
+    bars = ax.bar([k.replace(" (", "\n(") for k in labels], [100 * table[k] for k in labels],
+                  color="#4c72b0")
     ax.bar_label(bars, fmt="%.1f")
     ax.set_ylim(min(80.0, 100 * min(table.values()) - 5), 100)
     ax.set_ylabel("test accuracy (%)")
