@@ -15,6 +15,9 @@ Property groups (the harnesses of :mod:`formal.harness`):
   step after its accumulator input;
 * ``chain`` -- MXDotGeneral only: the other half of its property 4, the accumulator chaining
   per context (BMC, every depth at k = 2 and 4).
+
+Each unit also runs, at k = 2, in an element format beyond OCP's six
+(:data:`formal.units.CUSTOM_UNITS`), with the same property groups at the same depths.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 from .datapath import prove_same_datapath
 from .harness import ChainHarness, FlowHarness, MiterHarness, OrderHarness
 from .sby import SbyResult, run_sby
-from .units import UNITS, FormalUnit, default_configurations
+from .units import CUSTOM_UNITS, UNITS, FormalUnit, default_configurations
 
 __all__ = ["Job", "proof_jobs", "report_table", "PROPERTIES", "SLOW_MITERS"]
 
@@ -46,7 +49,7 @@ BMC_MARGIN = {"flow": 10, "order": 8, "miter": 4, "chain": 10}
 
 #: Units whose miter the SMT solver does not settle in minutes (the dot units' fused step:
 #: two copies of the alignment and normalization shifters, and no SAT sweeping in the
-#: smtbmc flow): only with ``--all``.
+#: smtbmc flow): only with ``--all``.  Names of :data:`formal.units.UNITS` (``FormalUnit.kind``).
 SLOW_MITERS = ("dot", "dot-general")
 
 
@@ -120,7 +123,8 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
     Parameters
     ----------
     quick : bool
-        k = 2 only, no miter jobs at the deepest setting, no default configurations.
+        k = 2 only, no miter jobs at the deepest setting, no default configurations and no
+        custom-format units.
     full : bool
         Also the miters of :data:`SLOW_MITERS` (no verdict within the default budget; see
         ``docs/verification.md``).
@@ -128,18 +132,20 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
         A shell pattern on job names (``dot-k2-*``, ``*-miter``).
     block_sizes : tuple of int
     """
+    rows = [(unit, k) for unit in UNITS for k in ((2,) if quick else block_sizes)]
+    if not quick:
+        rows += [(unit, 2) for unit in CUSTOM_UNITS]
     jobs = []
-    for unit in UNITS:
-        for k in (2,) if quick else block_sizes:
-            settings = unit.stage_settings(k)
-            for stages in settings:
-                for job in _jobs_for(unit, k, stages):
-                    if job.prop == "miter" and quick and stages == settings[-1]:
-                        continue
-                    if job.prop == "miter" and not full and unit.name in SLOW_MITERS:
-                        continue
-                    jobs.append(job)
-            jobs += _depth_equivalence_jobs(unit, k, range(1, unit.max_stages(k) + 1))
+    for unit, k in rows:
+        settings = unit.stage_settings(k)
+        for stages in settings:
+            for job in _jobs_for(unit, k, stages):
+                if job.prop == "miter" and quick and stages == settings[-1]:
+                    continue
+                if job.prop == "miter" and not full and unit.kind in SLOW_MITERS:
+                    continue
+                jobs.append(job)
+        jobs += _depth_equivalence_jobs(unit, k, range(1, unit.max_stages(k) + 1))
     if not quick:
         # The full-size rows: the datapath at each default configuration's depths, and the
         # pipeline skeleton's order proof at any (sections, depth) the small units do not
@@ -162,19 +168,21 @@ def report_table(results: list[tuple[Job, SbyResult]]) -> str:
     """Markdown: one row per unit x k x stages, one column per property group, each cell the
     verdict (proven / bounded to N / failed ...) and the run time."""
     rows: dict[tuple, dict[str, str]] = {}
+    units = {}
     for job, res in results:
         key = (job.unit.name, job.k, job.stages)
+        units[job.unit.name] = job.unit
         cell = f"{res.verdict} ({res.seconds:.0f} s)"
         if res.failed:
             cell += ": " + ", ".join(res.failed)
         rows.setdefault(key, {})[job.prop] = cell
     head = "| unit | k | stages | " + " | ".join(PROPERTIES.values()) + " |"
     lines = [head, "|---" * (3 + len(PROPERTIES)) + "|"]
-    settings = {(job.unit.name, job.k): job.unit.stage_settings(job.k) for job, _ in results}
     for (name, k, stages), cells in rows.items():
-        slow = name in SLOW_MITERS and stages in settings[name, k]
+        unit = units[name]
+        slow = unit.kind in SLOW_MITERS and stages in unit.stage_settings(k)
         missing = {"miter": "`--all` only" if slow else "-",
-                   "chain": "-" if name.startswith("dot-general") else "n/a (no runs)"}
+                   "chain": "-" if unit.runs else "n/a (no runs)"}
         if stages == 1:
             missing.update(miter="n/a (stages = 1)", datapath="n/a (stages = 1)")
         lines.append(f"| {name} | {k} | {stages} | "

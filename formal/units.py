@@ -21,8 +21,9 @@ from hw.dsp import MULT18X18D_REGISTERS
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "unit_by_name", "pipeline_probes", "enable_copies", "replicas",
-           "default_configurations", "EXTRA_CONFIGURATIONS", "MULT18X18D_BLOCKS"]
+__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "unit_by_name", "pipeline_probes",
+           "enable_copies", "replicas", "default_configurations", "EXTRA_CONFIGURATIONS",
+           "MULT18X18D_BLOCKS"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class FormalUnit:
         MULT18X18D builds: the blocks' A and B registers are ``operands``', their output
         register ``multiply``'s (:data:`MULT18X18D_BLOCKS`).  The register-bypass proof
         checks that they load on that boundary's enable where it is registered.
+    base : str
+        The :data:`UNITS` entry this is a configuration of (:data:`CUSTOM_UNITS`, the
+        full-size rows); empty for the entries themselves (see :attr:`kind`).
     """
 
     name: str
@@ -82,6 +86,13 @@ class FormalUnit:
     compared: tuple[str, ...] = ()
     state: tuple[str, ...] = ()
     blocks: tuple[tuple[str, str], ...] = ()
+    base: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The unit's :data:`UNITS` name (``quantizer``, ``dequantizer``, ``dot``,
+        ``dot-general``), whatever configuration this is."""
+        return self.base or self.name
 
     def max_stages(self, k: int) -> int:
         """The deepest pipeline at block size ``k`` (every boundary registered)."""
@@ -192,14 +203,14 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     return probes
 
 
-def _fp4_dot_sections(k: int, stages: int | None) -> Mapping[str, float]:
+def _dot_sections(fmt_a: str, fmt_b: str):
     # the dot units' sections depend on the formats' window width, not the depth
-    return MXDot("fp4_e2m1", block_size=k).sections
+    return lambda k, stages: MXDot(fmt_a, fmt_b, block_size=k).sections
 
 
-def _fp4_dot_general_sections(k: int, stages: int | None) -> Mapping[str, float]:
+def _dot_general_sections(fmt_a: str, fmt_b: str):
     # MXDot's, but for c from the accumulator's forwarding path (hw.dot.fused_step)
-    return MXDotGeneral("fp4_e2m1", block_size=k, contexts=2).sections
+    return lambda k, stages: MXDotGeneral(fmt_a, fmt_b, block_size=k, contexts=2).sections
 
 
 class QuantizerInParts(MXQuantizer):
@@ -211,21 +222,53 @@ class QuantizerInParts(MXQuantizer):
     enable_load = 16
 
 
+def _quantizer(fmt: str, name: str = "quantizer", base: str = "") -> FormalUnit:
+    return FormalUnit(name, f"{fmt} from bf16, rne, floor, stage registers in 16-bit parts",
+                      lambda k, s: QuantizerInParts(fmt, k, "bf16", stages=s),
+                      lambda k, s: quantizer_sections(fmt, k, s, "bf16"), "q",
+                      cuts=("amax",), base=base)
+
+
+def _dequantizer(fmt: str, name: str = "dequantizer", base: str = "") -> FormalUnit:
+    return FormalUnit(name, f"{fmt} to fp16",
+                      lambda k, s: MXDequantizer(fmt, k, "fp16", stages=s),
+                      lambda k, stages: DEQUANTIZER_SECTIONS, "d", base=base)
+
+
+def _dot(fmt_a: str, fmt_b: str, name: str = "dot", base: str = "") -> FormalUnit:
+    return FormalUnit(name, f"{fmt_a} x {fmt_b}, fp32 accumulator",
+                      lambda k, s: MXDot(fmt_a, fmt_b, block_size=k, stages=s),
+                      _dot_sections(fmt_a, fmt_b), "dot", base=base)
+
+
+def _dot_general(fmt_a: str, fmt_b: str, name: str = "dot-general",
+                 base: str = "") -> FormalUnit:
+    return FormalUnit(name, f"{fmt_a} x {fmt_b}, 2 contexts",
+                      lambda k, s: MXDotGeneral(fmt_a, fmt_b, block_size=k, contexts=2,
+                                                stages=s),
+                      _dot_general_sections(fmt_a, fmt_b), "dotg", runs=True,
+                      cuts=("step_c",), compared=("leave_result",),
+                      state=("acc[0-9]*", "busy"), base=base)
+
+
 UNITS = (
-    FormalUnit("quantizer", "fp8_e4m3 from bf16, rne, floor, stage registers in 16-bit parts",
-               lambda k, s: QuantizerInParts("fp8_e4m3", k, "bf16", stages=s),
-               lambda k, s: quantizer_sections("fp8_e4m3", k, s, "bf16"), "q",
-               cuts=("amax",)),
-    FormalUnit("dequantizer", "fp8_e4m3 to fp16",
-               lambda k, s: MXDequantizer("fp8_e4m3", k, "fp16", stages=s),
-               lambda k, stages: DEQUANTIZER_SECTIONS, "d"),
-    FormalUnit("dot", "fp4_e2m1 x fp4_e2m1, fp32 accumulator",
-               lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s),
-               _fp4_dot_sections, "dot"),
-    FormalUnit("dot-general", "fp4_e2m1 x fp4_e2m1, 2 contexts",
-               lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2, stages=s),
-               _fp4_dot_general_sections, "dotg", runs=True,
-               cuts=("step_c",), compared=("leave_result",), state=("acc[0-9]*", "busy")),
+    _quantizer("fp8_e4m3"),
+    _dequantizer("fp8_e4m3"),
+    _dot("fp4_e2m1", "fp4_e2m1"),
+    _dot_general("fp4_e2m1", "fp4_e2m1"),
+)
+
+#: One configuration per unit in an element format beyond OCP's six, each on a rule the OCP
+#: units do not use: the quantizer to the ``ieee`` e4m3 (Inf and NaN codes at E = 4, where
+#: OCP's e4m3 is ``fn``), the dequantizer from two's-complement int4 (MXINT4), MXDot on a
+#: mixed ``finite`` ExMy x intN pair, MXDotGeneral on two ``finite`` formats of different
+#: exponent widths.  Proven at k = 2 only (:func:`formal.matrix.proof_jobs`), with the jobs
+#: :data:`UNITS` have there; named ``<unit>-<formats>``.
+CUSTOM_UNITS = (
+    _quantizer("float8_e4m3", "quantizer-float8_e4m3", "quantizer"),
+    _dequantizer("int4", "dequantizer-int4", "dequantizer"),
+    _dot("e3m3", "int4", "dot-e3m3-int4", "dot"),
+    _dot_general("e4m2", "e5m1", "dot-general-e4m2-e5m1", "dot-general"),
 )
 
 
@@ -282,5 +325,6 @@ def default_configurations() -> list[tuple[FormalUnit, int]]:
                 if "MULT18X18D" in built.primitives:
                     extra["blocks"] = MULT18X18D_BLOCKS
             found.append((replace(base, name="-".join([spec.name, *values]),
-                                  config=" ".join(argv), build=build, **extra), k))
+                                  config=" ".join(argv), build=build, base=spec.name,
+                                  **extra), k))
     return found

@@ -17,12 +17,15 @@ from amaranth.hdl import Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+import golden
 from formal.datapath import bypass_data_registers, prove_same_datapath
 from formal.harness import FlowHarness, MiterHarness
-from formal.matrix import BMC_MARGIN, SLOW_MITERS, Job, proof_jobs
-from formal.sby import run_sby, sby_available
+from formal.matrix import BMC_MARGIN, SLOW_MITERS, Job, proof_jobs, report_table
+from formal.sby import SbyResult, run_sby, sby_available
 from formal.units import (
+    CUSTOM_UNITS,
     MULT18X18D_BLOCKS,
+    UNITS,
     FormalUnit,
     default_configurations,
     enable_copies,
@@ -452,7 +455,7 @@ def test_enable_copies_are_read_off_the_units_rtlil():
 def test_matrix_has_datapath_proofs_at_every_depth():
     """The register-bypass jobs: every depth above 1 of every unit at k = 2 and 4, and every
     default configuration of ``hw generate`` at full size; MXDotGeneral's chain jobs at every
-    depth, 1 included, at k = 2 and 4."""
+    depth, 1 included, at k = 2 and 4 (and its custom-format build's at k = 2)."""
     all_jobs = proof_jobs()
     jobs = {(j.unit.name, j.k, j.stages) for j in all_jobs if j.prop == "datapath"}
     chain = {(j.unit.name, j.k, j.stages) for j in all_jobs if j.prop == "chain"}
@@ -462,7 +465,8 @@ def test_matrix_has_datapath_proofs_at_every_depth():
             assert {s for n, kk, s in jobs if (n, kk) == (unit, k)} == set(
                 range(2, u.max_stages(k) + 1))
     assert chain == {("dot-general", k, s) for k in (2, 4)
-                     for s in range(1, unit_by_name("dot-general").max_stages(k) + 1)}
+                     for s in range(1, unit_by_name("dot-general").max_stages(k) + 1)} | {
+        (u.name, 2, s) for u in CUSTOM_UNITS if u.runs for s in range(1, u.max_stages(2) + 1)}
     configs = default_configurations()
     assert len(configs) >= 24
     for unit, k in configs:
@@ -484,6 +488,41 @@ def test_matrix_covers_every_unit_at_three_depths():
                 assert {"flow", "order"} <= props
                 if s > 1 and unit not in SLOW_MITERS:
                     assert "miter" in props
+
+
+def test_matrix_proves_one_custom_format_per_unit_at_k2():
+    """:data:`formal.units.CUSTOM_UNITS`: one configuration of each unit, every element format
+    in it outside OCP's six, with exactly the jobs of its unit at k = 2 (the same property
+    groups at the same depths; the dot units' miters only with ``--all``), in the default
+    matrix and not in ``--quick``."""
+    ocp = [golden.element_format(name) for name in golden.FORMATS]
+    assert sorted(u.kind for u in CUSTOM_UNITS) == sorted(u.name for u in UNITS)
+    jobs, quick, full = proof_jobs(), proof_jobs(quick=True), proof_jobs(full=True)
+    assert not {j.unit.name for j in quick} & {u.name for u in CUSTOM_UNITS}
+
+    def shape(js, name):
+        return sorted((j.stages, j.prop, j.mode) for j in js
+                      if j.unit.name == name and j.k == 2)
+
+    for unit in CUSTOM_UNITS:
+        built = unit.build(2, 1)
+        formats = [getattr(built, a) for a in ("fmt", "fmt_a", "fmt_b") if hasattr(built, a)]
+        assert formats and all(f not in ocp for f in formats), unit.name
+        assert {j.k for j in jobs if j.unit.name == unit.name} == {2}
+        base = unit_by_name(unit.kind)
+        assert unit.stage_settings(2)[-1] == unit.max_stages(2) > 1
+        # same job kinds as the OCP build of the unit; depths follow the unit's own sections
+        assert ({p for _, p, _ in shape(jobs, unit.name)}
+                == {p for _, p, _ in shape(jobs, base.name)}), unit.name
+        datapath = {s for s, p, _ in shape(jobs, unit.name) if p == "datapath"}
+        assert datapath == set(range(2, unit.max_stages(2) + 1)), unit.name
+        miters = {s for s, p, _ in shape(full, unit.name) if p == "miter"}
+        assert miters == set(unit.stage_settings(2)) - {1}, unit.name
+        assert ({s for s, p, _ in shape(jobs, unit.name) if p == "miter"}
+                == (set() if unit.kind in SLOW_MITERS else miters)), unit.name
+    table = report_table([(j, SbyResult("PASS", j.mode, j.depth, 1.0, [], None, None)) for j in jobs
+                          if j.unit.name == "dot-e3m3-int4" and j.stages == 19])
+    assert "| dot-e3m3-int4 | 2 | 19 |" in table and "`--all` only" in table
 
 
 def test_state_in_cone_stops_at_free_control_registers_only():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from amaranth_drive import simulate_quantizer, simulate_stream
 
 import golden
 from golden import stimulus
@@ -37,37 +38,6 @@ OCP = tuple(golden.FORMATS)
 ROUNDINGS = tuple(ROUNDING_IDS)
 SCALE_MODES = tuple(SCALE_MODE_IDS)
 RANDOM_BITS = 8
-
-
-def _simulate(dut, rows, read):
-    """Run ``rows`` (each a list of (signal, value)) through the stream unit ``dut`` in the
-    Amaranth simulator, one per clock; return ``read(ctx)`` of each output, in order."""
-    from amaranth.sim import Simulator
-
-    out = []
-
-    async def bench(ctx):
-        ctx.set(dut.o.ready, 1)
-        pending = list(rows)
-        for _ in range(len(rows) + dut.latency + 2):
-            if len(out) == len(rows):
-                break
-            ctx.set(dut.i.valid, bool(pending))
-            for signal, value in pending[0] if pending else ():
-                ctx.set(signal, int(value))
-            taken = pending and ctx.get(dut.i.ready)
-            if ctx.get(dut.o.valid):
-                out.append(read(ctx))
-            await ctx.tick()
-            if taken:
-                pending.pop(0)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    assert len(out) == len(rows), f"{len(out)} of {len(rows)} blocks came out"
-    return out
 
 
 # -- quantizer ------------------------------------------------------------------------------
@@ -109,11 +79,7 @@ def check_quantizer(name: str, input_format: str, k: int, seed: int, random_coun
     scale_mode = rng.integers(0, len(SCALE_MODES), n)
     rounding[:len(directed)], scale_mode[:len(directed)] = 0, 0
     random = rng.integers(0, 1 << RANDOM_BITS, (n, k))
-    p = q.i.payload
-    rows = [[*zip(p.data, raw[b], strict=True), *zip(p.random, random[b], strict=True),
-             (p.rounding, rounding[b]), (p.scale_mode, scale_mode[b])] for b in range(n)]
-    got = _simulate(q, rows, lambda ctx: (ctx.get(q.o.payload.scale),
-                                          [ctx.get(c) for c in q.o.payload.codes]))
+    got = simulate_quantizer(q, raw, rounding, scale_mode, random)
     scales, codes = _golden_quantize(raw, ff, fmt, k, rounding, scale_mode, random)
     bad = [b for b in range(n) if got[b] != (scales[b], list(codes[b]))]
     assert not bad, "\n".join(
@@ -131,9 +97,7 @@ def test_quantizer_m0_ties_hand_worked():
     rule would give 3 -> 2 (code 2)."""
     q = MXQuantizer("e2m0", 4, "bf16", stages=1)
     raw = stimulus.from_float([4.0, 3.0, 1.5, 0.5], q.input_format)
-    got = _simulate(q, [list(zip(q.i.payload.data, raw, strict=True))],
-                    lambda ctx: (ctx.get(q.o.payload.scale),
-                                 [ctx.get(c) for c in q.o.payload.codes]))
+    got = simulate_quantizer(q, [raw])
     mx = golden.quantize(raw.view(q.input_format.dtype)[None], "e2m0", block_size=4)
     assert got == [(127, [3, 3, 2, 0])]
     assert (int(mx.scales[0, 0]), [int(c) for c in mx.codes[0]]) == got[0]
@@ -171,7 +135,7 @@ def check_dequantizer(name: str, output_format: str, k: int, seed: int, count: i
     p = d.i.payload
     rows = [[(p.scale, scales[b]), *zip(p.codes, codes[b], strict=True)]
             for b in range(len(scales))]
-    got = _simulate(d, rows, lambda ctx: [ctx.get(v) for v in d.o.payload.data])
+    got = simulate_stream(d, rows, lambda ctx: [ctx.get(v) for v in d.o.payload.data])
     mx = golden.MXArray(scales.astype(np.uint8)[:, None], codes.astype(np.uint8), fmt, k, 1,
                         (len(scales), k))
     out = d.output_format

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from amaranth_drive import simulate_quantizer
 
 import golden
 from hw.cli import main as cli_main
@@ -209,46 +210,6 @@ def test_subnormal_shift_bits_hand_worked():
             fmt, input_format.name, keep)
 
 
-def _simulate_quantizer(q, blocks):
-    """Run ``blocks`` (rows of (raw lanes, rounding id, scale-mode id, random row)) through
-    ``q`` in the Amaranth simulator, one per clock; return (scale, codes) per block."""
-    from amaranth.sim import Simulator
-
-    out = []
-
-    async def bench(ctx):
-        ctx.set(q.o.ready, 1)
-        pending = list(blocks)
-        # one block per clock, then the latency: a DUT that loses a block fails, not hangs
-        for _ in range(len(blocks) + q.latency + 1):
-            if len(out) == len(blocks):
-                break
-            if pending:
-                raw, rounding, scale_mode, random = pending[0]
-                ctx.set(q.i.valid, 1)
-                for lane, v in enumerate(raw):
-                    ctx.set(q.i.payload.data[lane], int(v))
-                    ctx.set(q.i.payload.random[lane], int(random[lane]))
-                ctx.set(q.i.payload.rounding, rounding)
-                ctx.set(q.i.payload.scale_mode, scale_mode)
-            else:
-                ctx.set(q.i.valid, 0)
-            taken = pending and ctx.get(q.i.ready)
-            if ctx.get(q.o.valid):
-                out.append((ctx.get(q.o.payload.scale),
-                            [ctx.get(q.o.payload.codes[j]) for j in range(q.block_size)]))
-            await ctx.tick()
-            if taken:
-                pending.pop(0)
-
-    sim = Simulator(q)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    assert len(out) == len(blocks), f"{len(out)} of {len(blocks)} blocks came out"
-    return out
-
-
 @pytest.mark.parametrize("input_format,random_bits", [("fp32", 1), ("fp32", 8), ("bf16", 1)])
 @pytest.mark.parametrize("fmt", golden.FORMATS)
 def test_subnormal_blocks(fmt, input_format, random_bits, rng):
@@ -292,11 +253,11 @@ def test_subnormal_blocks(fmt, input_format, random_bits, rng):
             low = lead - 1 if lzf % 2 == 0 else int(rng.integers(0, lead))
             lane = lead | low | int(rng.integers(0, 2)) * sign
             blocks.append(([lane, other], rounding, scale_mode, random))
-    got = _simulate_quantizer(q, blocks)
+    raw, rounding, scale_mode, random = (np.array(column) for column in zip(*blocks, strict=True))
+    got = simulate_quantizer(q, raw, rounding, scale_mode, random)
     # golden's expectation as the testbench computes it (block by block in its own modes)
     model = QuantizerModel(UnitConfig(sidecar=sidecar(q, "quantizer"), seed=0, label=fmt,
                                       blocks=len(blocks), full=False, sweeps=False))
-    raw, rounding, scale_mode, random = (np.array(column) for column in zip(*blocks, strict=True))
     scales, codes = model.expected(raw.astype(ff.uint), rounding, scale_mode, random)
     for n, (scale, lane_codes) in enumerate(got):
         assert (scale, lane_codes) == (scales[n], list(codes[n])), (

@@ -51,7 +51,7 @@ def full_configs():
         for j, output_format in enumerate(("fp32", "bf16", "fp16")):
             for n, k in enumerate((2, 4, 8, 16, 32, 64)):
                 out.append((fmt, output_format, k, 1 + (i + j + n) % 6))
-    return out + CUSTOM + CUSTOM_FULL
+    return out + CUSTOM + [c for c in CUSTOM_FULL if c not in CUSTOM]
 
 
 CONFIGS = full_configs() if FULL else DEFAULT + CUSTOM

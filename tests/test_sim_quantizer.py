@@ -55,8 +55,11 @@ CUSTOM = [
     ("float8_e4m3", "bf16", 8, "runtime", "runtime", 8),
     ("int4", "bf16", 4, "runtime", "runtime", 3),
 ]
+#: CUSTOM_FULL's k = 32 runtime-mode builds carry the exhaustive element domains
+#: (:func:`exhaustive`): every bf16 value at every reachable scale, and the fp32 significand set.
 CUSTOM_FULL = [
     *[(f, "bf16", 8, "rne", "floor", 8) for f in CUSTOM_FORMATS],
+    *[(f, "bf16", 32, "runtime", "runtime", 4 + i) for i, f in enumerate(CUSTOM_FORMATS)],
     *[(f, "fp32", 32, "runtime", "runtime", 10) for f in CUSTOM_FORMATS],
 ]
 

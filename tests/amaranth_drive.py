@@ -1,0 +1,82 @@
+"""Driving a stream unit in Amaranth's simulator: one block per clock with ``o.ready`` held
+high, the outputs collected in order.  The quantizer's and dequantizer's Amaranth-simulator
+tests (``tests/test_hw_quantizer.py``, ``tests/test_hw_quantize_formats.py``) share it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+__all__ = ["simulate_stream", "simulate_quantizer"]
+
+
+def simulate_stream(dut, rows: Sequence, read: Callable) -> list:
+    """Run ``rows`` through the stream unit ``dut``, one per clock.
+
+    Parameters
+    ----------
+    dut : amaranth component
+        With ``i`` and ``o`` streams and ``latency`` (cycles from input to output).
+    rows : sequence
+        Per block, the (signal, value) pairs to set while it is offered.
+    read : callable
+        ``read(ctx)`` -> the value recorded for an output block (``o.valid`` high).
+
+    Returns
+    -------
+    list
+        ``read(ctx)`` of each output block, in order.  The run stops after ``len(rows)`` +
+        ``latency`` + 2 cycles: a unit that loses a block fails the count assertion instead
+        of hanging.
+    """
+    from amaranth.sim import Simulator
+
+    out = []
+
+    async def bench(ctx):
+        ctx.set(dut.o.ready, 1)
+        pending = list(rows)
+        for _ in range(len(rows) + dut.latency + 2):
+            if len(out) == len(rows):
+                break
+            ctx.set(dut.i.valid, bool(pending))
+            for signal, value in pending[0] if pending else ():
+                ctx.set(signal, int(value))
+            taken = pending and ctx.get(dut.i.ready)
+            if ctx.get(dut.o.valid):
+                out.append(read(ctx))
+            await ctx.tick()
+            if taken:
+                pending.pop(0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(out) == len(rows), f"{len(out)} of {len(rows)} blocks came out"
+    return out
+
+
+def simulate_quantizer(q, raw, rounding=None, scale_mode=None, random=None) -> list:
+    """Run the blocks ``raw`` (rows of ``block_size`` raw input patterns) through the
+    quantizer ``q`` (:class:`hw.quantizer.MXQuantizer`), with per block the rounding and
+    scale-mode ids (runtime-mode builds) and a row of random values (stochastic or runtime
+    rounding); None leaves a field out (a build without it).
+
+    Returns
+    -------
+    list of (int, list of int)
+        Per block, the output scale and the codes.
+    """
+    p = q.i.payload
+    rows = []
+    for b, lanes in enumerate(raw):
+        row = list(zip(p.data, lanes, strict=True))
+        if random is not None:
+            row += zip(p.random, random[b], strict=True)
+        if rounding is not None:
+            row.append((p.rounding, rounding[b]))
+        if scale_mode is not None:
+            row.append((p.scale_mode, scale_mode[b]))
+        rows.append(row)
+    return simulate_stream(q, rows, lambda ctx: (ctx.get(q.o.payload.scale),
+                                                 [ctx.get(c) for c in q.o.payload.codes]))
