@@ -180,7 +180,7 @@ class MXDot(Unit):
         m = Module()
         pipe = self.pipeline(m, "dot")
         p = self.i.payload
-        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c,
+        out = build_fused_step(pipe, self.geometry, p.a, p.b, p.c,
                                multipliers=self.multipliers)
         m.d.comb += self.o.payload.result.eq(out.result)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready, o_valid=self.o.valid,
@@ -311,7 +311,7 @@ class MXDotGeneral(Unit):
         m.d.comb += c.eq(Mux(p.first, p.c0, current))
 
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
-        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, c, side,
+        out = build_fused_step(pipe, self.geometry, p.a, p.b, c, side,
                                multipliers=self.multipliers)
         # Non-last blocks leave into the accumulator without waiting for the output.
         pipe.connect(i_valid=self.i.valid & free, i_ready=pipe_ready, o_valid=pipe_valid,
