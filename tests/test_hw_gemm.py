@@ -111,3 +111,32 @@ def test_cli_bad_parameters_one_line_exit_2(args, tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "error" in lines[0], r.stderr
     assert not (tmp_path / "x.v").exists()
+
+
+def test_fusesoc_core_of_the_tile_lints(tmp_path):
+    """``python -m hw generate gemm --fusesoc DIR`` writes a core whose lint target
+    (``verilator --lint-only -Wall`` with the waivers) passes under FuseSoC."""
+    import os
+
+    pytest.importorskip("fusesoc", reason="fusesoc (the dev extra) is not installed")
+    from hw.fusesoc import unit_vlnv
+    from tb.verilator import verilator_environ
+
+    cores = tmp_path / "cores"
+    argv = ["--format", "fp4_e2m1", "--rows", "1", "--cols", "2", "--block-size", "2",
+            "--stages", "2", "--contexts", "2"]
+    r = _cli("generate", "gemm", *argv, "--fusesoc", str(cores))
+    assert r.returncode == 0, r.stderr
+    module = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, stages=2,
+                    contexts=2).module_name
+    env = verilator_environ()
+    env["PATH"] = f"{os.path.dirname(sys.executable)}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = str(ROOT)
+    for var in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        env[var] = str(tmp_path / "xdg" / var.lower())
+    env.pop("FUSESOC_CONFIG", None)
+    r = subprocess.run([sys.executable, "-m", "fusesoc.main", "--cores-root", str(cores), "run",
+                        "--build-root", str(tmp_path / "build"), "--target", "lint",
+                        unit_vlnv(module)], capture_output=True, text=True, cwd=tmp_path,
+                       env=env)
+    assert r.returncode == 0 and "%Warning" not in r.stdout + r.stderr, r.stdout + r.stderr
