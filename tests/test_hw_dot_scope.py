@@ -63,7 +63,7 @@ class _TwoDots(wiring.Component):
 
 
 def _blocks(rng, fmt, k, n):
-    """``n`` random blocks (codes, scales near 127) of ``fmt``, and fp32 accumulators."""
+    """``n`` random blocks of ``fmt``: codes (n, k) and scales near 127 (n,)."""
     bits = golden.element_format(fmt).bits
     codes = rng.integers(0, 1 << bits, size=(n, k), dtype=np.uint8)
     scales = rng.integers(120, 135, size=n, dtype=np.uint8)
