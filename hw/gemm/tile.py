@@ -45,7 +45,7 @@ class MXGemm(Unit):
     chaining).  ``first`` starts a run from +0; blocks of one run arrive in K order; ``last``
     ends it, and the run's R x C results leave in one output beat with its ``ctx``.  A run of
     one block sets both.  The result of ``C[r][c]`` over K blocks is ``golden.dot_blocks``
-    of row r's and column c's blocks (``golden.matmul``'s numerics).
+    of row r's and column c's blocks from +0.
 
     Schedule: a block enters when its context has no block in the pipeline, or in the cycle
     that block leaves (:class:`hw.dot.contexts.AccumulatorContexts`).  One run alone takes a
