@@ -60,9 +60,9 @@ def multipliers_suffix(multipliers: str) -> str:
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
                           forwarded_c=False) -> dict:
     """Validate the parameters the fused step's units share (MXDot, MXDotGeneral,
-    :class:`hw.gemm.MXGemm`), set them on ``unit`` (formats, block
-    size, geometry, sections, stages, multipliers, primitives) and return them as sidecar
-    parameters.  ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
+    :class:`hw.gemm.MXGemm`), set them on ``unit`` (formats, block size, geometry, sections,
+    stages, multipliers, primitives) and return them as sidecar parameters.
+    ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
     (:func:`hw.dot.fused_step.dot_sections`)."""
     fmt_a = golden.element_format(fmt_a)
     fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
@@ -163,7 +163,7 @@ class MXDot(Unit):
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
                  stages: int | None = None, multipliers: str = "lut"):
         self._parameters = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
-                                                  multipliers)
+                                                 multipliers)
         super().__init__(data.StructLayout({
             "a": block_layout(self.fmt_a, block_size),
             "b": block_layout(self.fmt_b, block_size),
@@ -259,7 +259,7 @@ class MXDotGeneral(Unit):
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
                  stages: int | None = None, multipliers: str = "lut"):
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
-                                        forwarded_c=True)
+                                       forwarded_c=True)
         check_power_of_two("contexts", contexts, 1, 64)
         self.contexts = contexts
         self.ctx_bits = (contexts - 1).bit_length()
