@@ -2,6 +2,9 @@
 golden: each output ``C[r][c]`` of a run of K blocks is ``golden.dot_blocks`` of row r's and
 column c's K blocks from +0, one fp32 rounding per block (MXDotGeneral's chaining).
 
+With an MX output (the sidecar's ``out_format``), each row's C results are expected as
+``golden.quantize`` of golden's fp32 results in one block along N (the floor scale, RNE).
+
 The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
 
 * a **run** is one tile job: K blocks of R rows of A and of C columns of B, with one output
@@ -57,6 +60,11 @@ class GemmRun:
         nz_a = (golden.decode(ca, model.fmt_a) != 0).astype(np.int64)  # NaN counts as non-zero
         nz_b = (golden.decode(cb, model.fmt_b) != 0).astype(np.int64)
         self.products_nonzero = np.einsum("krl,kcl->rc", nz_a, nz_b) > 0
+        self.mx = None
+        if model.out_fmt is not None:  # (codes (R, C), scales (R,)) of each row's block
+            codes, scales = golden.quantize(self.results.view(np.float32), model.out_fmt,
+                                            block_size=model.cols, axis=-1).blocks()
+            self.mx = codes[:, 0], scales[:, 0]
 
     def __len__(self) -> int:
         return self.sa.shape[0]
@@ -84,8 +92,14 @@ class GemmBatch(Batch):
             fields["ctx"] = ctx
         ended = [(j, s) for (j, _, s), end in zip(order, last, strict=True) if end]
         self.ended = [j for j, _ in ended]
-        out = {f"result.row{r}": np.stack([runs[j].results[r] for j, _ in ended])
-               for r in range(model.rows)}
+        if model.out_fmt is None:
+            out = {f"result.row{r}": np.stack([runs[j].results[r] for j, _ in ended])
+                   for r in range(model.rows)}
+        else:
+            out = {}
+            for r in range(model.rows):
+                out[f"result.row{r}.scale"] = np.array([runs[j].mx[1][r] for j, _ in ended])
+                out[f"result.row{r}.codes"] = np.stack([runs[j].mx[0][r] for j, _ in ended])
         if model.ctx_bits:
             out["ctx"] = np.array([s for _, s in ended], np.uint8)
         self.run_flags = (first, last, ctx)
@@ -105,6 +119,15 @@ class GemmBatch(Batch):
         rows = m.out_layout.unpack(np.stack([self.exp[row], got]))
         bad = []
         for r in range(m.rows):
+            if m.out_fmt is not None:
+                fields = [f"result.row{r}.scale", f"result.row{r}.codes"]
+                if any((rows[f][0] != rows[f][1]).any() for f in fields):
+                    fp32 = ", ".join(describe_float(int(x), FP32) for x in run.results[r])
+                    bad.append(f"row {r} block of ({fp32}): expected scale "
+                               f"{int(rows[fields[0]][0])} codes {rows[fields[1]][0].tolist()},"
+                               f" got scale {int(rows[fields[0]][1])} codes "
+                               f"{rows[fields[1]][1].tolist()}")
+                continue
             exp_r, got_r = rows[f"result.row{r}"]
             bad += [f"C[{r}][{c}] expected {describe_float(int(exp_r[c]), FP32)}, got "
                     f"{describe_float(int(got_r[c]), FP32)}"
@@ -124,20 +147,27 @@ class GemmModel(standard_tests.UnitModel):
         self.fmt_a, self.fmt_b = self.formats["format_a"], self.formats["format_b"]
         self.rows, self.cols, self.contexts = p["rows"], p["cols"], p["contexts"]
         self.ctx_bits = (self.contexts - 1).bit_length()
+        out = p.get("out_format")
+        self.out_fmt = None if out is None else golden.element_format(out)
         self.drain = 4 * self.latency + 8
         self.long_k = 8192 if config.full else 1024
 
     def interface(self):
         """docs/gemm.md, Interface: ``a.row<r>`` and ``b.col<c>`` blocks (scale, codes),
-        ``first``, ``last``, ``ctx``; out ``result.row<r>`` (C fp32 each) and ``ctx``."""
+        ``first``, ``last``, ``ctx``; out ``result.row<r>`` (C fp32 each, or with an MX output
+        a block: scale, C codes) and ``ctx``."""
         k = self.k
         blocks = [(f"a.row{r}.{f}", w) for r in range(self.rows)
                   for f, w in (("scale", 8), ("codes", k * self.fmt_a.bits))]
         blocks += [(f"b.col{c}.{f}", w) for c in range(self.cols)
                    for f, w in (("scale", 8), ("codes", k * self.fmt_b.bits))]
         ctx = [("ctx", self.ctx_bits)]
-        return ([*blocks, ("first", 1), ("last", 1), *ctx],
-                [*((f"result.row{r}", 32 * self.cols) for r in range(self.rows)), *ctx])
+        if self.out_fmt is None:
+            out = [(f"result.row{r}", 32 * self.cols) for r in range(self.rows)]
+        else:
+            out = [(f"result.row{r}.{f}", w) for r in range(self.rows)
+                   for f, w in (("scale", 8), ("codes", self.cols * self.out_fmt.bits))]
+        return [*blocks, ("first", 1), ("last", 1), *ctx], [*out, *ctx]
 
     def coverage_model(self):
         return gemm_model(self.fmt_a, self.fmt_b, self.contexts)
@@ -215,11 +245,12 @@ class GemmModel(standard_tests.UnitModel):
         return jobs
 
     async def throughput(self, runner, rng, seed, log):
-        """One long run alone takes a block per latency; ``latency`` or more interleaved long
-        runs take a block per clock (every lane a K-block step per clock, no bubbles)."""
-        lat = self.latency
+        """One long run alone takes a block per loop latency (the fused step's ``stages``);
+        that many or more interleaved long runs take a block per clock (every lane a K-block
+        step per clock, no bubbles).  The output quantizers add their stages at the end."""
+        lat, loop = self.latency, self.parameters["stages"]
         batches = [("single run", GemmBatch(self, [self.random_run(rng, self.long_k)]))]
-        if self.contexts >= lat:
+        if self.contexts >= loop:
             runs = [self.random_run(rng, max(8, self.long_k // 4)) for _ in range(self.contexts)]
             batches.append((f"{self.contexts} interleaved runs", GemmBatch(self, runs)))
         blocks = bad = 0
@@ -231,7 +262,7 @@ class GemmModel(standard_tests.UnitModel):
             blocks += n
             log.info("%s: %d blocks in %d cycles (%.3f blocks/clock, latency %d)", what, n,
                      cycles, n / cycles, lat)
-            limit = n * lat + lat + 4 if what == "single run" else n + lat + 4
+            limit = n * loop + lat + 4 if what == "single run" else n + lat + 4
             assert cycles <= limit, f"{what}: {n} blocks took {cycles} cycles, limit {limit}"
         return blocks, bad
 

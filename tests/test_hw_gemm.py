@@ -28,6 +28,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
     ({"block_size": 24}, ValueError, "block_size must be a power of two"),
     ({"stages": 0}, ValueError, r"stages must be in 1\.\."),
     ({"multipliers": "wallace"}, ValueError, "unknown multipliers 'wallace'"),
+    ({"cols": 3, "out_format": "fp8_e4m3"}, ValueError,
+     r"an MX output .* cols must be a power of two in 2\.\.64, got 3"),
+    ({"out_format": "fp7"}, ValueError, "fp7"),
 ])
 def test_bad_parameters_raise_one_line_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -63,6 +66,15 @@ def test_ports_are_typed_and_the_sidecar_describes_every_field():
                                          for f, w in (("scale", 8), ("codes", 32))],
                  ("first", 1), ("last", 1), ("ctx", 2)]
     assert o == [("result.row0", 96), ("result.row1", 96), ("ctx", 2)]
+    mx = MXGemm("fp6_e2m3", "int8", rows=2, cols=4, block_size=4, contexts=4, stages=2,
+                out_format="fp4_e2m1")
+    meta = validate(sidecar(mx, "gemm"))
+    assert meta["latency"] == 2 + mx.quantizer_stages and mx.quantizer_stages > 0
+    assert meta["parameters"]["out_format"] == "fp4_e2m1"
+    assert mx.module_name.endswith("_s2_ofp4_e2m1")
+    o = [(f["name"], f["width"]) for f in flat_fields(port_by_role(meta, "o.payload")["fields"])]
+    assert o == [("result.row0.scale", 8), ("result.row0.codes", 16), ("result.row1.scale", 8),
+                 ("result.row1.codes", 16), ("ctx", 2)]
 
 
 def test_lanes_sit_side_by_side_under_their_own_names():
@@ -142,17 +154,20 @@ def test_fusesoc_core_of_the_tile_lints(tmp_path):
     assert r.returncode == 0 and "%Warning" not in r.stdout + r.stderr, r.stdout + r.stderr
 
 
-def test_tile_in_amaranth_simulation_gives_goldens_results(seed):
-    """A 1 x 2 tile (fp4_e2m1, k = 2, 2 stages, 2 contexts) in Amaranth's simulator, fed
-    tb.gemm's interleaved runs under random valid/ready: every run's beat comes out once, in
-    order of the runs' ends, bit for bit golden's (the Verilator bench: test_sim_gemm.py)."""
+@pytest.mark.parametrize("out_format", [None, "fp8_e4m3"])
+def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, seed):
+    """A 1 x 2 tile (fp4_e2m1, k = 2, 2 stages, 2 contexts; fp32 results, or an fp8_e4m3
+    block per row) in Amaranth's simulator, fed tb.gemm's interleaved runs under random
+    valid/ready: every run's beat comes out once, in order of the runs' ends, bit for bit
+    golden's (the Verilator bench: test_sim_gemm.py)."""
     import numpy as np
     from amaranth.sim import Simulator
 
     from tb.gemm import GemmBatch, GemmModel
     from tb.standard_tests import UnitConfig
 
-    g = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, stages=2, contexts=2)
+    g = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, stages=2, contexts=2,
+               out_format=out_format)
     model = GemmModel(UnitConfig(sidecar=sidecar(g, "gemm"), seed=seed, label="sim",
                                  blocks=40, full=False, sweeps=False))
     rng = np.random.default_rng(seed)

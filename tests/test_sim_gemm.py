@@ -7,7 +7,8 @@ coverage must hit every defined bin (K of one block, long K, cancellation to +0,
 interleaved contexts).
 
 ``make sim``: one small tile (2 x 2 lanes, k = 4, fp8_e4m3); ``SIM_FULL=1`` adds others
-(mixed formats, one row or one column, fewer stages, fewer contexts).  Knobs: SEED, BLOCKS,
+(mixed formats, one row or one column, fewer stages, fewer contexts, MX outputs: each row's
+results quantized as one block, expected from ``golden.quantize``).  Knobs: SEED, BLOCKS,
 WAVES, SIM_FULL (:mod:`tb.options`).
 """
 
@@ -24,28 +25,33 @@ from tb.runner import run_unit
 
 FULL = env_flag("SIM_FULL")
 
-# (fmt_a, fmt_b, rows, cols, k, stages (None: every boundary), contexts (None: the default))
+# (fmt_a, fmt_b, rows, cols, k, stages (None: every boundary), contexts (None: the default)
+#  [, out_format (MX output)])
 DEFAULT = [("fp8_e4m3", "fp8_e4m3", 2, 2, 4, None, None)]
 FULL_EXTRA = [
     ("fp4_e2m1", "fp4_e2m1", 2, 4, 8, None, None),
     ("int8", "fp6_e2m3", 1, 3, 4, 6, 8),
     ("fp8_e5m2", "fp8_e4m3", 3, 1, 2, 4, 2),
     ("e3m3", "int4", 2, 2, 4, None, None),
+    ("fp8_e4m3", "fp8_e4m3", 2, 4, 4, None, None, "fp8_e4m3"),
+    ("fp4_e2m1", "int8", 1, 2, 8, 5, 8, "fp4_e2m1"),
 ]
 CONFIGS = DEFAULT + FULL_EXTRA if FULL else DEFAULT
 
 
 def config_id(c) -> str:
-    fmt_a, fmt_b, rows, cols, k, stages, contexts = c
+    fmt_a, fmt_b, rows, cols, k, stages, contexts, *out = c
     return (f"gemm-{fmt_a}-{fmt_b}-{rows}x{cols}-k{k}"
-            + (f"-s{stages}" if stages else "") + (f"-c{contexts}" if contexts else ""))
+            + (f"-s{stages}" if stages else "") + (f"-c{contexts}" if contexts else "")
+            + (f"-o{out[0]}" if out else ""))
 
 
 def unit_args(c) -> list[str]:
-    fmt_a, fmt_b, rows, cols, k, stages, contexts = c
+    fmt_a, fmt_b, rows, cols, k, stages, contexts, *out = c
     return ["--format-a", fmt_a, "--format-b", fmt_b, "--rows", str(rows), "--cols", str(cols),
             "--block-size", str(k), *(["--stages", str(stages)] if stages else []),
-            *(["--contexts", str(contexts)] if contexts else [])]
+            *(["--contexts", str(contexts)] if contexts else []),
+            *(["--out-format", out[0]] if out else [])]
 
 
 def _unhit(directory) -> list[str]:

@@ -4,6 +4,8 @@
   one fused dot step (:func:`hw.dot.fused_step.build_fused_step`) per output beside the
   others, interleaved fp32 accumulation over K blocks
   (:class:`hw.dot.contexts.AccumulatorContexts`).
+* :mod:`hw.gemm.output` -- the MX output: each row's results quantized as one block by
+  quantize steps side by side after the tile's pipeline.
 * :mod:`hw.gemm.units` -- its command-line entry (``python -m hw generate gemm``).
 """
 

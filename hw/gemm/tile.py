@@ -15,7 +15,9 @@ each, as MXDotGeneral's runs do, with the same interleaved contexts
 from __future__ import annotations
 
 from amaranth.hdl import Const, Module, unsigned
-from amaranth.lib import data
+from amaranth.lib import data, stream
+
+import golden
 
 from ..dot.contexts import AccumulatorContexts
 from ..dot.fused_step import build_fused_step
@@ -23,6 +25,7 @@ from ..dot.units import fused_step_parameters, multipliers_suffix
 from ..elements import block_layout
 from ..params import check_int, check_power_of_two
 from ..unit import Unit
+from .output import output_quantizer, quantize_rows
 
 __all__ = ["MXGemm", "MAX_SIDE", "default_contexts"]
 
@@ -72,6 +75,11 @@ class MXGemm(Unit):
         None: every section boundary.
     multipliers : {"lut", "dsp", "mult18x18d"}
         The lane products, as for :class:`hw.dot.MXDot`.
+    out_format : str, ElementFormat or None
+        None (the default): fp32 results.  An element format: each row's C results leave as
+        one MX block of that format (``cols`` a power of two in 2..64), quantized with the
+        floor scale and RNE (:mod:`hw.gemm.output`: R quantize steps side by side on a
+        pipeline after the tile's, ``quantizer_stages`` more latency).
 
     Members
     -------
@@ -81,13 +89,16 @@ class MXGemm(Unit):
         ``ctx``: context id (``log2(contexts)`` bits).
     o : Out(stream.Signature(StructLayout))
         ``result``: ``row0..row<R-1>``, each an array of C fp32 results (``result.row<r>[c]``
-        is ``C[r][c]``); ``ctx``: the run's context.  One beat per run (on ``last``).
+        is ``C[r][c]``), or with ``out_format`` one block (:func:`hw.elements.block_layout`:
+        scale, C codes); ``ctx``: the run's context.  One beat per run (on ``last``).
 
     Attributes
     ----------
     latency : int
-        ``stages``: a run's last block accepted in cycle t is presented in cycle t + latency
-        (without backpressure).
+        ``stages`` (+ ``quantizer_stages``): a run's last block accepted in cycle t is
+        presented in cycle t + latency (without backpressure).
+    quantizer_stages : int
+        The output quantizers' depth (their default), 0 for fp32 results.
     lanes : int
         ``rows * cols``: dot lanes, each ``block_size`` MACs per clock.
     sections : dict of str to float
@@ -105,7 +116,7 @@ class MXGemm(Unit):
 
     def __init__(self, fmt_a, fmt_b=None, *, rows: int = 2, cols: int = 2,
                  block_size: int = 32, contexts: int | None = None,
-                 stages: int | None = None, multipliers: str = "lut"):
+                 stages: int | None = None, multipliers: str = "lut", out_format=None):
         self.rows = check_int("rows", rows, 1, MAX_SIDE)
         self.cols = check_int("cols", cols, 1, MAX_SIDE)
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
@@ -115,17 +126,36 @@ class MXGemm(Unit):
         self.contexts = check_power_of_two("contexts", contexts, 1, 64)
         self.ctx_bits = (contexts - 1).bit_length()
         self._parameters = {**shared, "rows": rows, "cols": cols, "contexts": contexts}
+        self.out_fmt, self.quantizer_stages = None, 0
+        results = {f"row{r}": data.ArrayLayout(unsigned(32), cols) for r in range(rows)}
+        self.fp32_layout = data.StructLayout({"result": data.StructLayout(results),
+                                              "ctx": unsigned(self.ctx_bits)})
+        out_layout = self.fp32_layout
+        if out_format is not None:
+            self.out_fmt = golden.element_format(out_format)
+            if cols < 2 or cols & (cols - 1) or cols > 64:
+                raise ValueError(f"an MX output quantizes each row's cols results as one "
+                                 f"block: cols must be a power of two in 2..64, got {cols}")
+            self._quantizer = output_quantizer(self.out_fmt, cols)
+            self.quantizer_stages = self._quantizer.stages
+            self._parameters.update(out_format=self.out_fmt.name,
+                                    quantizer_stages=self.quantizer_stages)
+            blocks = {f"row{r}": block_layout(self.out_fmt, cols) for r in range(rows)}
+            out_layout = data.StructLayout({"result": data.StructLayout(blocks),
+                                            "ctx": unsigned(self.ctx_bits)})
         row_blocks = {f"row{r}": block_layout(self.fmt_a, block_size) for r in range(rows)}
         col_blocks = {f"col{c}": block_layout(self.fmt_b, block_size) for c in range(cols)}
-        results = {f"row{r}": data.ArrayLayout(unsigned(32), cols) for r in range(rows)}
         super().__init__(data.StructLayout({
             "a": data.StructLayout(row_blocks),
             "b": data.StructLayout(col_blocks),
             "first": unsigned(1),
             "last": unsigned(1),
             "ctx": unsigned(self.ctx_bits),
-        }), data.StructLayout({"result": data.StructLayout(results),
-                               "ctx": unsigned(self.ctx_bits)}))
+        }), out_layout)
+
+    @property
+    def latency(self) -> int:
+        return self.stages + self.quantizer_stages
 
     @property
     def lanes(self) -> int:
@@ -135,7 +165,8 @@ class MXGemm(Unit):
     def module_name(self) -> str:
         return (f"mx_gemm_{self.fmt_a.name}_{self.fmt_b.name}_r{self.rows}x{self.cols}"
                 f"_k{self.block_size}_c{self.contexts}_s{self.stages}"
-                + multipliers_suffix(self.multipliers))
+                + multipliers_suffix(self.multipliers)
+                + (f"_o{self.out_fmt.name}" if self.out_fmt else ""))
 
     @property
     def parameters(self) -> dict:
@@ -158,9 +189,13 @@ class MXGemm(Unit):
                                          p.b[f"col{c}"], acc, None if outs else side,
                                          multipliers=self.multipliers))
         lead = outs[0].side
-        payload = [self.o.payload.result[f"row{r}"][c].eq(out.result)
+        o = self.o if self.out_fmt is None else \
+            stream.Signature(self.fp32_layout).create(path=("tile",))
+        payload = [o.payload.result[f"row{r}"][c].eq(out.result)
                    for (r, c), out in zip(lanes, outs, strict=True)]
-        contexts.connect(pipe, i=self.i, o=self.o, last=lead.last,
+        contexts.connect(pipe, i=self.i, o=o, last=lead.last,
                          ctx=lead.ctx if self.ctx_bits else None,
                          results=[out.result for out in outs], payload=payload)
+        if self.out_fmt is not None:
+            quantize_rows(m, self._quantizer, o, self.o, self.rows, self.ctx_bits)
         return m
