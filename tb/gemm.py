@@ -32,7 +32,7 @@ from . import standard_tests
 from .batch import Batch
 from .bulk import BulkJob
 from .coverage.dot import classify_runs
-from .coverage.gemm import classify_outputs, gemm_model
+from .coverage.gemm import classify_mx_blocks, classify_outputs, gemm_model
 from .describe import describe_float
 from .dot import interleave
 
@@ -111,6 +111,12 @@ class GemmBatch(Batch):
         counts.update(classify_outputs(
             np.stack([run.results for run in self.runs]),
             np.stack([run.products_nonzero for run in self.runs])))
+        m = self.model
+        if m.out_fmt is not None:
+            counts.update(classify_mx_blocks(
+                np.concatenate([run.results for run in self.runs]),
+                np.concatenate([run.mx[1] for run in self.runs]),
+                np.concatenate([run.mx[0] for run in self.runs]), m.out_fmt))
         return counts
 
     def describe(self, row, got):
@@ -170,7 +176,7 @@ class GemmModel(standard_tests.UnitModel):
         return [*blocks, ("first", 1), ("last", 1), *ctx], [*out, *ctx]
 
     def coverage_model(self):
-        return gemm_model(self.fmt_a, self.fmt_b, self.contexts)
+        return gemm_model(self.fmt_a, self.fmt_b, self.contexts, self.out_fmt)
 
     # -- runs --------------------------------------------------------------------------------
     def _blocks(self, rng, n, width, fmt, specials):
