@@ -77,7 +77,7 @@ class MXGemm(Unit):
         The lane products, as for :class:`hw.dot.MXDot`.
     out_format : str, ElementFormat or None
         None (the default): fp32 results.  An element format: each row's C results leave as
-        one MX block of that format (``cols`` a power of two in 2..64), quantized with the
+        one MX block of that format (``cols`` a power of two in 2..16), quantized with the
         floor scale and RNE (:mod:`hw.gemm.output`: R quantize steps side by side on a
         pipeline after the tile's, ``quantizer_stages`` more latency).
 
@@ -133,9 +133,10 @@ class MXGemm(Unit):
         out_layout = self.fp32_layout
         if out_format is not None:
             self.out_fmt = golden.element_format(out_format)
-            if cols < 2 or cols & (cols - 1) or cols > 64:
+            if cols < 2 or cols & (cols - 1):
                 raise ValueError(f"an MX output quantizes each row's cols results as one "
-                                 f"block: cols must be a power of two in 2..64, got {cols}")
+                                 f"block: cols must be a power of two in 2..{MAX_SIDE}, "
+                                 f"got {cols}")
             self._quantizer = output_quantizer(self.out_fmt, cols)
             self.quantizer_stages = self._quantizer.stages
             self._parameters.update(out_format=self.out_fmt.name,
