@@ -11,8 +11,9 @@ The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
   beat of R x C fp32 results; runs are interleaved round-robin over the contexts
   (:func:`tb.dot.interleave`);
 * the stream test sends random runs of 1 to 12 blocks and directed runs (exact cancellation
-  to +0 across the K blocks, a NaN scale, overflow to Inf), each under no, random and bursty
-  idle/backpressure; the reset test resets with runs in flight;
+  to +0 across the K blocks, a NaN scale, overflow to Inf, results below fp32's subnormals
+  and subnormal results), each under no, random and bursty idle/backpressure; the reset
+  test resets with runs in flight;
 * bulk: the throughput check (one long run alone takes a block every latency; with at least
   ``latency`` contexts, interleaved long runs take a block per clock, no bubbles), then
   interleaved runs of 1 to 40 blocks under random idle/stall.
@@ -199,8 +200,10 @@ class GemmModel(standard_tests.UnitModel):
     def directed_runs(self, rng) -> list[GemmRun]:
         """Runs whose outputs hit the rare bins: K = 2 with the second block the first's
         negation (one non-zero lane: exact cancellation to +0 in every output), a NaN
-        scale in row 0 (that row's outputs NaN) and the largest codes at scales 254 (fp32
-        overflow to +Inf)."""
+        scale in row 0 (that row's outputs NaN), the largest codes at scales 254 (fp32
+        overflow to +Inf), and random blocks at scales near 0 (results below fp32's
+        subnormals: +-0) and near 55 (subnormal fp32 results: an MX output's scale clamps
+        at 0)."""
         k, fa, fb = self.k, self.fmt_a, self.fmt_b
         ta, tb = golden.decode_table(fa), golden.decode_table(fb)
         pos_a = np.flatnonzero(np.isfinite(ta) & (ta > 0))
@@ -226,6 +229,11 @@ class GemmModel(standard_tests.UnitModel):
                             np.full((1, self.rows), 254, np.uint8),
                             np.full((1, self.cols, k), big_b, np.uint8),
                             np.full((1, self.cols), 254, np.uint8), "overflow to Inf"))
+        for lo, label in ((0, "results below subnormal"), (55, "subnormal results")):
+            run = self.random_run(rng, 1)
+            sa = (lo + rng.integers(0, 4, run.sa.shape)).astype(np.uint8)
+            sb = (lo + rng.integers(0, 4, run.sb.shape)).astype(np.uint8)
+            runs.append(GemmRun(self, run.ca, sa, run.cb, sb, label))
         return runs
 
     # -- the standard tests' sets ------------------------------------------------------------

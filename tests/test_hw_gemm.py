@@ -171,7 +171,8 @@ def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, seed):
     model = GemmModel(UnitConfig(sidecar=sidecar(g, "gemm"), seed=seed, label="sim",
                                  blocks=40, full=False, sweeps=False))
     rng = np.random.default_rng(seed)
-    batch = GemmBatch(model, model.directed_runs(rng) + model.random_runs(rng, 6, 5))
+    runs = model.directed_runs(rng) + model.random_runs(rng, 6, 5)
+    batch = GemmBatch(model, runs)
     stim = model.in_layout.to_ints(batch.stim)
     expected = model.out_layout.to_ints(batch.exp)
     got = []
@@ -197,4 +198,4 @@ def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, seed):
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
-    assert len(expected) == 11 and got == expected  # 5 directed runs and 6 random ones
+    assert len(expected) == len(runs) >= 12 and got == expected
