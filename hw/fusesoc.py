@@ -156,7 +156,7 @@ def generator_argv(parameters: dict) -> tuple[str, list[str]]:
     ``false`` or null leaves the option out."""
     if not isinstance(parameters, dict) or "unit" not in parameters:
         raise ValueError("the mx_unit generator needs parameters with a 'unit' "
-                         "(quantizer, dequantizer, dot, dot-general) and its options")
+                         "(quantizer, dequantizer, dot, dot-general, gemm) and its options")
     argv = []
     for key, value in parameters.items():
         if key == "unit" or value is None or value is False:

@@ -151,8 +151,20 @@ class PipelineScope:
         return self.boundary(wire(self.module, fields, self.signal_name(f"{name}_in")), name)
 
     def replicate(self, value, name: str, copies: int) -> list:
-        """:meth:`hw.pipeline.Pipeline.replicate` over this scope's boundary ``name``."""
-        return self._pipeline.replicate(value, self.section(name), copies)
+        """:meth:`hw.pipeline.Pipeline.replicate` over this scope's boundary ``name``; in a
+        scope beside another (whose prefix is not its sections'), each copy in registers of
+        this scope's, ``<pipeline>_<prefix>_<name>_r<c>``, on enable copies of their own
+        (:meth:`hw.pipeline.Pipeline.beside`)."""
+        if self._prefix == self._sections:
+            return self._pipeline.replicate(value, self.section(name), copies)
+        if not isinstance(copies, int) or isinstance(copies, bool) or copies < 1:
+            raise ValueError(f"copies must be a positive int, not {copies!r}")
+        section = self.section(name)
+        if section == self._pipeline.names[-1]:
+            raise ValueError(f"boundary {name!r} is the last one: its value cannot be "
+                             f"replicated (the skid register holds one copy)")
+        return [self._pipeline.beside(value, section, self.name(f"{name}_r{c}"))
+                for c in range(copies)]
 
     def hold_when(self, flag):
         """:meth:`hw.pipeline.Pipeline.hold_when` (one flag for the whole pipeline)."""

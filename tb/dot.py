@@ -51,6 +51,28 @@ def describe_block(fmt_a, fmt_b, sa, ca, sb, cb, c) -> str:
             f"{lanes or 'none'}{more}")
 
 
+def interleave(lengths, contexts: int) -> list[tuple[int, int, int]]:
+    """The stream order of runs of ``lengths`` blocks over ``contexts`` contexts, round-robin
+    (a run keeps its context until it ends; a free context takes the next run): a list of
+    ``(run index, block index, ctx)``, one per block (MXDotGeneral, the GEMM tile)."""
+    pending = list(range(len(lengths)))[::-1]
+    slot_run = [None] * contexts
+    slot_pos = [0] * contexts
+    order = []
+    while pending or any(r is not None for r in slot_run):
+        for s in range(contexts):
+            if slot_run[s] is None and pending:
+                slot_run[s], slot_pos[s] = pending.pop(), 0
+            r = slot_run[s]
+            if r is None:
+                continue
+            order.append((r, slot_pos[s], s))
+            slot_pos[s] += 1
+            if slot_pos[s] == lengths[r]:
+                slot_run[s] = None
+    return order
+
+
 class DotBatch(Batch):
     """MXDot blocks (one output each) with golden's results."""
 
@@ -188,22 +210,7 @@ class DotModel(standard_tests.UnitModel):
     def schedule(self, rng, runs) -> DotRunsBatch:
         """Interleave runs over the contexts round-robin (a run keeps its context until it
         ends); the ``c0`` of a non-first block is random noise the unit must ignore."""
-        nctx = self.contexts
-        pending = list(range(len(runs)))[::-1]
-        slot_run = [None] * nctx
-        slot_pos = [0] * nctx
-        order = []  # (run index, block index, ctx)
-        while pending or any(r is not None for r in slot_run):
-            for s in range(nctx):
-                if slot_run[s] is None and pending:
-                    slot_run[s], slot_pos[s] = pending.pop(), 0
-                r = slot_run[s]
-                if r is None:
-                    continue
-                order.append((r, slot_pos[s], s))
-                slot_pos[s] += 1
-                if slot_pos[s] == len(runs[r][1][1]):
-                    slot_run[s] = None
+        order = interleave([len(blocks[1]) for _, blocks in runs], self.contexts)
         n, k = len(order), self.k
         ca = np.empty((n, k), np.uint8)
         cb = np.empty((n, k), np.uint8)

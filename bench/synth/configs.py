@@ -50,6 +50,7 @@ SWEEPS = (
     ("dequantizer", ["--format", "fp8_e4m3", *K]),
     ("dot", ["--format", "fp8_e4m3", *K]),
     ("dot-general", ["--format", "fp8_e4m3", *K]),
+    ("gemm", ["--format", "fp8_e4m3", "--rows", "2", "--cols", "4", *K]),
 )
 
 @dataclass(frozen=True)

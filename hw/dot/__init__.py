@@ -6,6 +6,8 @@
   :mod:`~hw.dot.decode`, :mod:`~hw.dot.products`, :mod:`~hw.dot.block_sum` (with
   :mod:`~hw.dot.frame`), :mod:`~hw.dot.window`, :mod:`~hw.dot.normalize` and
   :mod:`~hw.dot.finish`, over :class:`hw.dot.step.FusedStep`.
+* :mod:`hw.dot.contexts` -- interleaved accumulation contexts (MXDotGeneral's, and the GEMM
+  tile's, :mod:`hw.gemm`).
 * :mod:`hw.dot.units` -- the two components and their command-line entries.
 """
 

@@ -211,5 +211,5 @@ def sum_block(step: FusedStep, s):
         sign = block_sum.sign
         s = step.cross({**step.specials(s), **frame, **block_sum.fields()}, f"tree{j}")
         block_sum.reread(s)
-    signs = step.pipe.replicate(sign, f"tree{len(trees) - 1}", -(-w // SIGN_COPY_BITS))
+    signs = step.scope.replicate(sign, f"tree{len(trees) - 1}", -(-w // SIGN_COPY_BITS))
     return s, block_sum.total, block_sum.minus, signs

@@ -30,8 +30,8 @@ def _lane(step: FusedStep, a, b, i: int):
     (hw.arith.partial_products, a signed multiplier's top row without a negation).
     """
     m, fmt_a, fmt_b, k = step.m, step.geometry.fmt_a, step.geometry.fmt_b, step.block_size
-    x = decode_element(m, a.codes[i], fmt_a, f"a{i}")
-    y = decode_element(m, b.codes[i], fmt_b, f"b{i}")
+    x = decode_element(m, a.codes[i], fmt_a, step.name(f"a{i}"))
+    y = decode_element(m, b.codes[i], fmt_b, step.name(f"b{i}"))
     neg = x.neg ^ y.neg
     # Inf * 0 and NaN codes give NaN; otherwise an Inf operand gives a signed Inf.
     nan = x.nan | y.nan | (x.inf & y.zero) | (y.inf & x.zero)
@@ -43,7 +43,7 @@ def _lane(step: FusedStep, a, b, i: int):
         if step.multipliers == "lut":
             rows = partial_products(wide, narrow, y_signed=True)
             width = step.geometry.code_product_bits
-            level = pair_sums(m, rows, width, f"sig_prod{i}")
+            level = pair_sums(m, rows, width, step.name(f"sig_prod{i}"))
             return {"level": level_values(level, width), **flags}, None
         return {"wide": wide, "narrow": narrow, **flags}, None
     # The product's factors: the wider significand carries the lane's sign (negated
@@ -94,7 +94,7 @@ def decode(step: FusedStep, a, b, c, side):
     # the frame when T anchors, aT = sa + sb + lsb - 254 - G (T's lsb at bit G+1): where the
     # factors section follows, the scales' sum here and the constant added there (two chains
     # in one section were input -> decode's deepest path)
-    split_frame = "factors" in step.pipe.names
+    split_frame = "factors" in step.scope.names
     frame_bits = step.geometry.frame_bits
     e_t = a.scale + b.scale if split_frame else a.scale + b.scale + step.frame_offset
     s = step.cross({
@@ -120,9 +120,10 @@ def factors(step: FusedStep, s, wide_fmt):
     # Beside the chain, the lane specials reduced in groups of 8 lanes and c's specials
     # (in multiply, the specials' OR over 32 lanes and c's tests were 4 LUT levels).
     groups = [range(j, min(j + 8, k)) for j in range(0, k, 8)]
-    c_max = kept(m, s.c[23:31] == 0xFF, "c_max")
-    c_frac_nz = kept(m, Cat(kept(m, s.c[:12].any(), "c_frac_nz0"),
-                         kept(m, s.c[12:23].any(), "c_frac_nz1")).any(), "c_frac_nz")
+    c_max = kept(m, s.c[23:31] == 0xFF, step.name("c_max"))
+    c_frac_nz = kept(m, Cat(kept(m, s.c[:12].any(), step.name("c_frac_nz0")),
+                         kept(m, s.c[12:23].any(), step.name("c_frac_nz1"))).any(),
+                     step.name("c_frac_nz"))
     lanes_in = [s.lanes[i] for i in range(k)]
     return step.cross({
         "lanes": [{"wide": signed_wide(ln), "narrow": ln.narrow, "shift_a": ln.shift_a,

@@ -29,20 +29,20 @@ def round_result(step: FusedStep, s):
     code and code + 1: 9 cells, 5.3 ns).
     """
     m = step.m
-    up = round_increment(m, s.guard, s.sticky, s.sig[0], RNE, name="round_up")
+    up = round_increment(m, s.guard, s.sticky, s.sig[0], RNE, name=step.name("round_up"))
     hidden = s.sig[23]
     # the fraction plus one in two halves of 6 carry cells each, the high half's chosen by
     # the low half's carry out (one 23-bit chain, 12 cells, then the selects is a worst
     # path: shift_lo -> round, 24 cells, 1.8 ns logic + 2.3-2.6 ns routing)
-    frac_lo = wire(m, s.sig[:12] + 1, "round_frac_lo")  # bit 12: the carry out
-    frac_hi = wire(m, s.sig[12:23] + 1, "round_frac_hi")  # bit 11: the carry out
+    frac_lo = wire(m, s.sig[:12] + 1, step.name("round_frac_lo"))  # bit 12: the carry out
+    frac_hi = wire(m, s.sig[12:23] + 1, step.name("round_frac_hi"))  # bit 11: the carry out
     frac_up = Cat(frac_lo[:12], Mux(frac_lo[12], frac_hi[:11], s.sig[12:23]))
     carry = frac_lo[12] & frac_hi[11]
-    exp = wire(m, s.e0 + hidden, "round_exp")
-    exp_up = wire(m, s.e0 + Cat(~hidden, hidden), "round_exp_up")  # e0 + hidden + 1
+    exp = wire(m, s.e0 + hidden, step.name("round_exp"))
+    exp_up = wire(m, s.e0 + Cat(~hidden, hidden), step.name("round_exp_up"))  # e0 + hidden + 1
     # the increment's selects are finish's, before its own (here, after the chains, they
     # are a worst path: shift_lo -> round, 14-15 cells, 1.7 ns logic + 2.6-2.8 ns routing)
-    overflow = overflows(m, s.e0, ebits=FP32.ebits, name="round_overflow")
+    overflow = overflows(m, s.e0, ebits=FP32.ebits, name=step.name("round_overflow"))
     # The shift stops at mag's leading one or before it, so it loses no bit: the normalized
     # bits are all zero iff the window sum is (exact cancellation).
     zero = ~(s.sig.any() | s.guard | s.sticky)
@@ -61,7 +61,7 @@ def finish(step: FusedStep, s, *, hold_last: bool = False):
     rounded = Cat(Mux(s.up, s.frac_up, s.frac), Mux(s.up_carry, s.exp_up, s.exp))
     code = Mux(s.overflow, FP32.inf_bits, rounded[:31])[:31]
     c_in = s.c
-    result = Signal(32)
+    result = Signal(32, name=step.name("result"))
     with m.If(s.nan):
         m.d.comb += result.eq(FP32.qnan_bits)
     with m.Elif(s.inf):
@@ -73,5 +73,5 @@ def finish(step: FusedStep, s, *, hold_last: bool = False):
     with m.Else():
         m.d.comb += result.eq(Cat(code, s.neg))
     if hold_last:
-        step.pipe.hold_when(s.side.last)
+        step.scope.hold_when(s.side.last)
     return step.cross({"result": result, "side": step.side(s)}, "finish")

@@ -23,7 +23,7 @@ def frame_fields(step: FusedStep, s, j: int) -> dict:
     m, n, nb = step.m, step.window_bits, step.shift_bits
     bits = step.geometry.frame_bits  # no frame integer wraps (DotGeometry.frame_bound)
     if j == 0:
-        d = wire(m, (s.a_t - s.a_c)[:bits + 1].as_signed(), "anchor_diff")
+        d = wire(m, (s.a_t - s.a_c)[:bits + 1].as_signed(), step.name("anchor_diff"))
         return {"a_t": s.a_t, "a_c": s.a_c, "t_anchors": d >= 0,
                 "d": d.as_unsigned()[:bits], "d_back": (s.a_c - s.a_t)[:bits]}
     if j == 1:
@@ -33,10 +33,11 @@ def frame_fields(step: FusedStep, s, j: int) -> dict:
         # levels), and lim < n, i.e. F + 124 < 0 (lim = F + n + 124 does not wrap; on F
         # in tree2, a chain, it is a worst path: tree1 -> tree2, 12 cells).
         return {"t_anchors": ta, "dist": Mux(ta, s.d, s.d_back),
-                "lim_small": Mux(ta, less_than_const(m, s.a_t, -124, "a_t_small"),
-                                 less_than_const(m, s.a_c, -124, "a_c_small")),
-                "dist_big": Mux(ta, ~less_than_const(m, s.d, n, "dist_small"),
-                                ~less_than_const(m, s.d_back, n, "dist_back_small")),
+                "lim_small": Mux(ta, less_than_const(m, s.a_t, -124, step.name("a_t_small")),
+                                 less_than_const(m, s.a_c, -124, step.name("a_c_small"))),
+                "dist_big": Mux(ta, ~less_than_const(m, s.d, n, step.name("dist_small")),
+                                ~less_than_const(m, s.d_back, n,
+                                                 step.name("dist_back_small"))),
                 "frame": Mux(ta, s.a_t, s.a_c)[:bits].as_signed()}
     if j == 2:
         return {"t_anchors": s.t_anchors, "dist": Mux(s.dist_big, n, s.dist)[:nb],

@@ -4,8 +4,9 @@
 section 5); the arithmetic is the bit-level statement of ``golden._kernels.dot_step`` and is
 explained, with the exactness argument of the window, in ``docs/dot.md``.
 
-:func:`build_fused_step` places the sections in datapath order, each from the module that
-holds it:
+:func:`build_fused_step` places the sections in datapath order through a pipeline scope
+(:mod:`hw.scope`: several steps on one pipeline, each under its own names), each from the
+module that holds it:
 
 1. :mod:`hw.dot.decode` -- ``decode``, ``factors``: element fields, the product's factors.
 2. :mod:`hw.dot.products` -- ``multiply``, ``product``: exact signed lane terms.
@@ -21,9 +22,7 @@ The sections, their delays and the splits of wide pairs are :mod:`hw.dot.section
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
-
-from ..pipeline import Pipeline
+from ..pipeline import Pipeline, PipelineScope
 from .block_sum import BlockSum, SplitBlockSum, sum_block
 from .decode import decode, factors
 from .finish import finish, round_result
@@ -58,17 +57,23 @@ __all__ = ["DOT_SECTIONS", "FORWARD_DELAY", "FRAME_STEPS", "SIGN_COPY_BITS", "SP
            "build_fused_step"]
 
 
-def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, side=None,
-                     *, multipliers: str = "lut"):
-    """Build the fused step into ``m``, crossing every boundary of :func:`dot_sections` on
-    ``pipe``.
+def build_fused_step(scope: PipelineScope | Pipeline, geometry: DotGeometry, a, b, c,
+                     side=None, *, multipliers: str = "lut"):
+    """Build the fused step through ``scope``, crossing every boundary of
+    :func:`dot_sections` in it.
+
+    Several steps share one pipeline through scopes (:meth:`hw.pipeline.Pipeline.scope`):
+    steps side by side (a tile's lanes) in scopes of different prefixes on the same sections,
+    each named ``<prefix>_...`` (the first to cross a boundary crosses it, the others beside
+    it, in the same stages); steps in series in scopes of their own sections.  A
+    :class:`~hw.pipeline.Pipeline` given itself stands for its scope without a prefix: the
+    pipeline's own names (MXDot, MXDotGeneral).
 
     Parameters
     ----------
-    m : Module
-    pipe : Pipeline
-        Declared with :func:`dot_sections` of ``geometry``; its ``connect`` is left to the
-        caller.
+    scope : PipelineScope or Pipeline
+        Its sections :func:`dot_sections` of ``geometry`` (with the scope's prefix, if any);
+        the pipeline's ``connect`` is left to the caller.
     geometry : DotGeometry
     a, b : View
         One block of each operand (:func:`hw.elements.block_layout`).
@@ -76,7 +81,8 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
         fp32 bits of the accumulator input.
     side : dict of str to Value, optional
         Values that ride along unchanged (MXDotGeneral: ``ctx``, ``last``); a ``last`` field
-        also makes only last blocks wait at the output (:meth:`Pipeline.hold_when`).
+        also makes only last blocks wait at the output (:meth:`Pipeline.hold_when`, one
+        flag per pipeline: give ``last`` to one of the steps side by side).
     multipliers : {"lut", "dsp", "mult18x18d"}
         How the lane significand products are built: ``"lut"`` as sums of partial products
         in LUTs and carry chains (:func:`hw.arith.partial_product_sum`), ``"dsp"`` as ``*``,
@@ -88,9 +94,14 @@ def build_fused_step(m: Module, pipe: Pipeline, geometry: DotGeometry, a, b, c, 
     View
         ``result`` (fp32 bits) and ``side`` (if given), after the last boundary.
     """
-    step = FusedStep(m, pipe, geometry, multipliers, has_side=bool(side))
+    if isinstance(scope, Pipeline):
+        scope = scope.scope()
+    elif not isinstance(scope, PipelineScope):
+        raise TypeError(f"scope must be a PipelineScope or a Pipeline, not "
+                        f"{type(scope).__name__}")
+    step = FusedStep(scope, geometry, multipliers, has_side=bool(side))
     s, wide_fmt = decode(step, a, b, c, side)
-    if "factors" in pipe.names:
+    if "factors" in scope.names:
         s = factors(step, s, wide_fmt)
     s = product(step, multiply(step, s))
     s, total, minus, signs = sum_block(step, s)

@@ -32,7 +32,7 @@ def pick(step: FusedStep, s):
     """
     m, n = step.m, step.window_bits
     dn = ~s.diff_pos
-    mag = wire(m, Mux(s.same, s.total, Mux(dn, s.back, s.diff[:n])), "pick_mag")
+    mag = wire(m, Mux(s.same, s.total, Mux(dn, s.back, s.diff[:n])), step.name("pick_mag"))
     choices = [(s.same, s.total), (~s.same & dn, s.back), (~s.same & ~dn, s.diff)]
 
     # Per chunk, the OR of each sum's two half chunks (one LUT each), then three kept terms
@@ -41,13 +41,13 @@ def pick(step: FusedStep, s):
     def halves(value, j):
         lo, hi = max(0, n - CHUNK_BITS * (j + 1)), n - CHUNK_BITS * j
         mid = max(lo, hi - 4)
-        return [kept(m, Cat(*(value[i] for i in range(a, b))).any(), f"pick_h{j}_{a}")
+        return [kept(m, Cat(*(value[i] for i in range(a, b))).any(), step.name(f"pick_h{j}_{a}"))
                 for a, b in ((mid, hi), (lo, mid)) if b > a]
     nz = []
     for j in range(step.chunks):
         terms = [chosen & Cat(*halves(value, j)).any() for chosen, value in choices]
         terms[0] = terms[0] | s.marker_nz[j]
-        nz.append(any_of_kept(m, terms, f"chunk_nz{j}"))
+        nz.append(any_of_kept(m, terms, step.name(f"chunk_nz{j}")))
     return step.cross({
         **step.specials(s), "lim": s.lim, "t_zero": s.t_zero,
         "neg": Mux(~s.same & dn, s.v_neg, s.u_neg),
@@ -64,8 +64,8 @@ def lzc(step: FusedStep, s):
     pad = np_ - step.window_bits
     mp = Cat(Const(0, pad), s.mag_marked)
     cb = CHUNK_BITS
-    clz = [leading_zeros(m, wire(m, mp[np_ - cb * (j + 1):np_ - cb * j], f"chunk{j}"),
-                         f"clz{j}")[:exact_log2(cb)] for j in range(nc)]
+    clz = [leading_zeros(m, wire(m, mp[np_ - cb * (j + 1):np_ - cb * j], step.name(f"chunk{j}")),
+                         step.name(f"clz{j}"))[:exact_log2(cb)] for j in range(nc)]
     oh = [s.nz[0], *(s.nz[j] & ~s.nz[:j].any() for j in range(1, nc - 1)), ~s.nz[:nc - 1].any()]
     hz = Const(nc - 1, step.geometry.chunk_index_bits)
     for j in reversed(range(nc - 1)):
@@ -105,7 +105,7 @@ def shift(step: FusedStep, s):
         "sticky": Cat(*below).any(),
     }, "shift_hi")
     p1, fine = s.mag, s.fine
-    norm = wire(m, (p1 << fine)[:np_], "norm")
+    norm = wire(m, (p1 << fine)[:np_], step.name("norm"))
     # (p1[:np - 32], the bits below the fourth chunk, are in shift_hi's sticky)
     sticky = s.sticky | (p1[np_ - 32:np_ - 25] & (Const(0x7F, 7) >> fine)).any()
     return step.cross({

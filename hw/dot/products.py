@@ -76,9 +76,9 @@ def multiply(step: FusedStep, s):
     ``operands`` is the route to the DSP column, ending in the blocks' own input registers,
     ``multiply`` their output registers, and ``drain`` the route back into the fabric.
     """
-    m, pipe, k = step.m, step.pipe, step.block_size
+    m, scope, k = step.m, step.scope, step.block_size
     signed_codes, in_block = step.signed_codes, step.in_block
-    early = "factors" in pipe.names  # the block's specials reduced in factors
+    early = "factors" in scope.names  # the block's specials reduced in factors
 
     def early_flags(s):  # carried from factors to multiply
         return {"flags": s.flags, "c_nan": s.c_nan, "c_inf": s.c_inf} if early else {}
@@ -103,10 +103,11 @@ def multiply(step: FusedStep, s):
                         **early_flags(s), "c": s.c, "a_t": s.a_t,
                         "side": step.side(s)}, "operands")
         lanes = [s.lanes[i] for i in range(k)]
-    if "multiply_lo" in pipe.names:
+    if "multiply_lo" in scope.names:
         s = step.cross({
             "lanes": [{"level": level_values(pair_sums(m, tree[i], product_width,
-                                                       f"sig_prod{i}", depth), product_width),
+                                                       step.name(f"sig_prod{i}"), depth),
+                                             product_width),
                        **lane_fields(ln)}
                       for i, ln in enumerate(lanes)],
             "scale_nan": s.scale_nan, **early_flags(s), "c": s.c, "a_t": s.a_t,
@@ -116,11 +117,11 @@ def multiply(step: FusedStep, s):
         tree = [_registered_level(ln) for ln in lanes]
         depth += 1
     if step.multipliers == "lut":
-        prods = [pair_sum_tree(m, tree[i], product_width, f"sig_prod{i}", depth)
+        prods = [pair_sum_tree(m, tree[i], product_width, step.name(f"sig_prod{i}"), depth)
                  for i in range(k)]
     elif step.multipliers == "dsp":  # `*`: yosys maps each to a DSP multiplier
         prods = [wire(m, (ln.wide * ln.narrow)[:len(ln.wide) + len(ln.narrow)].as_signed(),
-                      f"sig_prod{i}") for i, ln in enumerate(lanes)]
+                      step.name(f"sig_prod{i}")) for i, ln in enumerate(lanes)]
     s = step.cross({
         "prods": None if in_block else prods,
         "shifts": None if signed_codes else [ln.shift_a + ln.shift_b for ln in lanes],
@@ -133,12 +134,12 @@ def multiply(step: FusedStep, s):
 def _drain(step: FusedStep, s, factors):
     """Section ``drain``: the MULT18X18D blocks' products (``factors``: each lane's wide and
     narrow factor before ``operands``) routed back into the fabric."""
-    m, pipe, signed_codes = step.m, step.pipe, step.signed_codes
+    m, scope, signed_codes = step.m, step.scope, step.signed_codes
     width = len(factors[0][0]) + len(factors[0][1])
-    enables = {key: pipe.enable(key) if pipe.registers(key) else None
+    enables = {key: scope.enable(key) if scope.registers(key) else None
                for key in ("operands", "multiply")}
     prods = [mult18x18d(m, wide, narrow if signed_codes else
-                        Cat(narrow, Const(0, 1)).as_signed(), f"lane_mult{i}",
+                        Cat(narrow, Const(0, 1)).as_signed(), step.name(f"lane_mult{i}"),
                         input_enable=enables["operands"],
                         output_enable=enables["multiply"])[:width].as_signed()
              for i, (wide, narrow) in enumerate(factors)]
@@ -158,7 +159,7 @@ def product(step: FusedStep, s):
     signed_codes = step.signed_codes
     prods = [s.prods[i] for i in range(k)]
     shifts = None if signed_codes else [s.shifts[i] for i in range(k)]
-    if "lane_shift" in step.pipe.names:
+    if "lane_shift" in step.scope.names:
         low = SPLIT_LANE_SHIFT_BITS
         s = step.cross({"prods": [(prods[i] << shifts[i][:low]).as_signed() for i in range(k)],
                         "shifts": [shifts[i][low:] for i in range(k)], **_flags(step, s)},

@@ -1,6 +1,6 @@
 """What the sections of the fused step share: :class:`FusedStep`, the step under
-construction (its module, pipeline, geometry and way of multiplying) and the crossing of a
-section boundary.
+construction (its pipeline scope, geometry and way of multiplying), the names of its signals
+and the crossing of a section boundary.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from amaranth.hdl import Cat, Module
 from amaranth.utils import bits_for
 
 from ..arith import wire
-from ..pipeline import Pipeline
+from ..scope import PipelineScope
 from .geometry import CHUNK_BITS, GUARD, DotGeometry
 
 __all__ = ["FusedStep"]
@@ -24,11 +24,15 @@ class FusedStep:
     :mod:`hw.dot.normalize`, :mod:`hw.dot.finish`) takes it and the view after the boundary
     before, places its section and returns the view after its own boundary.
 
+    The step crosses its boundaries and names its signals through ``scope``
+    (:class:`hw.scope.PipelineScope`): without a prefix, the pipeline's own names; with one,
+    every signal is ``<prefix>_<name>``, so several steps sit side by side on one pipeline.
+
     Attributes
     ----------
-    m : Module
-    pipe : Pipeline
-        Declared with :func:`hw.dot.sections.dot_sections` of ``geometry``.
+    scope : PipelineScope
+        The step's view of a pipeline declared with :func:`hw.dot.sections.dot_sections` of
+        ``geometry`` (in the scope's sections).
     geometry : DotGeometry
     multipliers : str
         One of :data:`hw.dot.sections.MULTIPLIERS`.
@@ -36,11 +40,19 @@ class FusedStep:
         Whether values ride along unchanged (``side``, MXDotGeneral).
     """
 
-    m: Module
-    pipe: Pipeline
+    scope: PipelineScope
     geometry: DotGeometry
     multipliers: str = "lut"
     has_side: bool = False
+
+    @property
+    def m(self) -> Module:
+        """The module the step is built in (the pipeline's)."""
+        return self.scope.module
+
+    def name(self, name: str) -> str:
+        """A signal name within the step's scope (:meth:`hw.scope.PipelineScope.name`)."""
+        return self.scope.name(name)
 
     @property
     def block_size(self) -> int:
@@ -83,8 +95,9 @@ class FusedStep:
         return self.geometry.lsb_exp - 254 - GUARD
 
     def cross(self, fields, name: str):
-        """A section boundary: ``fields`` as one struct signal, maybe a register."""
-        return self.pipe.boundary(wire(self.m, fields, name), name)
+        """A section boundary: ``fields`` as one struct signal (named ``name`` in the scope),
+        maybe a register."""
+        return self.scope.boundary(wire(self.m, fields, self.name(name)), name)
 
     def side(self, s):
         """The side values of ``s``, or None without them."""

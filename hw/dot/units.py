@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, unsigned
 from amaranth.lib import data
 
 import golden
@@ -37,10 +37,12 @@ from ..elements import block_layout
 from ..params import check_block_size, check_choice, check_power_of_two
 from ..registry import UnitSpec, format_help
 from ..unit import Unit
+from .contexts import AccumulatorContexts
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
 
-__all__ = ["MXDot", "MXDotGeneral", "cli_units"]
+__all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
+           "add_fused_step_options", "formats_from_args"]
 
 
 def _check_multipliers(multipliers) -> str:
@@ -49,17 +51,18 @@ def _check_multipliers(multipliers) -> str:
     return check_choice("multipliers", multipliers, MULTIPLIERS)
 
 
-def _multipliers_suffix(multipliers: str) -> str:
+def multipliers_suffix(multipliers: str) -> str:
     """Module name suffix: none for the default LUT products, ``_dsp`` or ``_mult18x18d``
     for DSP ones."""
     return "" if multipliers == "lut" else f"_{multipliers}"
 
 
-def _fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
-                           forwarded_c=False) -> dict:
-    """Validate the parameters both dot units share, set them on ``unit`` (formats, block
-    size, geometry, sections, stages, multipliers, primitives) and return them as sidecar
-    parameters.  ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
+def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
+                          forwarded_c=False) -> dict:
+    """Validate the parameters the fused step's units share (MXDot, MXDotGeneral,
+    :class:`hw.gemm.MXGemm`), set them on ``unit`` (formats, block size, geometry, sections,
+    stages, multipliers, primitives) and return them as sidecar parameters.
+    ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
     (:func:`hw.dot.fused_step.dot_sections`)."""
     fmt_a = golden.element_format(fmt_a)
     fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
@@ -159,8 +162,8 @@ class MXDot(Unit):
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
                  stages: int | None = None, multipliers: str = "lut"):
-        self._parameters = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
-                                                  multipliers)
+        self._parameters = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
+                                                 multipliers)
         super().__init__(data.StructLayout({
             "a": block_layout(self.fmt_a, block_size),
             "b": block_layout(self.fmt_b, block_size),
@@ -170,7 +173,7 @@ class MXDot(Unit):
     @property
     def module_name(self) -> str:
         return (f"mx_dot_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}_s{self.stages}"
-                + _multipliers_suffix(self.multipliers))
+                + multipliers_suffix(self.multipliers))
 
     @property
     def parameters(self) -> dict:
@@ -180,7 +183,7 @@ class MXDot(Unit):
         m = Module()
         pipe = self.pipeline(m, "dot")
         p = self.i.payload
-        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, p.c,
+        out = build_fused_step(pipe, self.geometry, p.a, p.b, p.c,
                                multipliers=self.multipliers)
         m.d.comb += self.o.payload.result.eq(out.result)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready, o_valid=self.o.valid,
@@ -200,7 +203,9 @@ class MXDotGeneral(Unit):
     A block may only enter when its context has no block still in the pipeline (a per-context
     busy bit), or in the cycle that block leaves: the result of a block that does not end its
     run is forwarded to a block of the same context entering then; after a ``last`` block
-    only a ``first`` block enters in that cycle (it takes ``c0``).  Hence:
+    only a ``first`` block enters in that cycle (it takes ``c0``;
+    :class:`hw.dot.contexts.AccumulatorContexts`, shared with :class:`hw.gemm.MXGemm`).
+    Hence:
 
     * one run alone: one block every ``latency`` cycles;
     * ``>= latency`` runs interleaved round-robin: one block per clock.
@@ -253,8 +258,8 @@ class MXDotGeneral(Unit):
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
                  stages: int | None = None, multipliers: str = "lut"):
-        shared = _fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
-                                        forwarded_c=True)
+        shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
+                                       forwarded_c=True)
         check_power_of_two("contexts", contexts, 1, 64)
         self.contexts = contexts
         self.ctx_bits = (contexts - 1).bit_length()
@@ -271,7 +276,7 @@ class MXDotGeneral(Unit):
     @property
     def module_name(self) -> str:
         return (f"mx_dot_general_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}"
-                f"_c{self.contexts}_s{self.stages}" + _multipliers_suffix(self.multipliers))
+                f"_c{self.contexts}_s{self.stages}" + multipliers_suffix(self.multipliers))
 
     @property
     def parameters(self) -> dict:
@@ -279,61 +284,15 @@ class MXDotGeneral(Unit):
 
     def elaborate(self, platform):
         m = Module()
-        nctx = self.contexts
         p = self.i.payload
         pipe = self.pipeline(m, "dotg")
-
-        acc = Array(Signal(32, name=f"acc{j}", reset_less=True) for j in range(nctx))
-        busy = Signal(nctx)
-        # The block leaving the fused step this cycle (its result is the context's new acc).
-        pipe_ready, pipe_valid = Signal(), Signal()  # pipe_valid: the fused step presents one
-        leave = Signal()
-        leave_last = Signal()  # the presented block ends its run
-        leave_ctx = Signal(self.ctx_bits)
-        leave_result = Signal(32)
-
-        ctx = p.ctx if self.ctx_bits else Const(0, 1)
-        onehot = Const(1, nctx) << ctx if self.ctx_bits else Const(1, 1)
-        same_ctx = leave_ctx == p.ctx if self.ctx_bits else Const(1, 1)
-        # A block may enter in the cycle its context's block leaves.  The result of a block
-        # that does not end its run is forwarded to it; a last block's is not: the block after
-        # it is a first, which takes c0.  So o.ready (on which a last block leaves) stays off
-        # the accumulator input's path (o.ready -> step_c -> the decode register, 4 LUTs,
-        # 5.1 ns, was a worst path at 20 stages).  A non-first block after a last one (a run
-        # continued from its result) waits a cycle instead and reads it from the accumulator.
-        handoff = leave & same_ctx & (~leave_last | p.first)
-        forward = pipe_valid & ~leave_last & same_ctx
-        free = ~(busy & onehot).any() | handoff
-        current = Mux(forward, leave_result, acc[ctx] if self.ctx_bits else acc[0])
-        # Named: the formal proofs cut the design here (the fused step after it has the same
-        # function at every depth; the chaining before it is proven per depth).
-        c = Signal(32, name="step_c")
-        m.d.comb += c.eq(Mux(p.first, p.c0, current))
-
+        contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first, [p.c0], [None])
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
-        out = build_fused_step(m, pipe, self.geometry, p.a, p.b, c, side,
+        out = build_fused_step(pipe, self.geometry, p.a, p.b, contexts.c[0], side,
                                multipliers=self.multipliers)
-        # Non-last blocks leave into the accumulator without waiting for the output.
-        pipe.connect(i_valid=self.i.valid & free, i_ready=pipe_ready, o_valid=pipe_valid,
-                     o_ready=self.o.ready)
-        m.d.comb += [
-            self.i.ready.eq(pipe_ready & free),
-            self.o.valid.eq(pipe.hold),  # "a valid last block is presented"
-            self.o.payload.result.eq(out.result),
-            leave.eq(pipe_valid & (~out.side.last | self.o.ready)),
-            leave_last.eq(out.side.last),
-            leave_result.eq(out.result),
-        ]
-        if self.ctx_bits:
-            m.d.comb += [self.o.payload.ctx.eq(out.side.ctx),
-                         leave_ctx.eq(out.side.ctx)]
-        leave_onehot = (Const(1, nctx) << leave_ctx) if self.ctx_bits else Const(1, 1)
-        enter = self.i.valid & self.i.ready
-        m.d.sync += busy.eq((busy & ~Mux(leave, leave_onehot, 0)[:nctx])
-                            | Mux(enter, onehot, 0)[:nctx])
-        for j in range(nctx):  # one write enable per context (no partial case statement)
-            with m.If(leave & (leave_ctx == j if self.ctx_bits else 1)):
-                m.d.sync += acc[j].eq(leave_result)
+        contexts.connect(pipe, i=self.i, o=self.o, last=out.side.last,
+                         ctx=out.side.ctx if self.ctx_bits else None, results=[out.result],
+                         payload=[self.o.payload.result.eq(out.result)])
         return m
 
 
@@ -341,7 +300,9 @@ class MXDotGeneral(Unit):
 # Command line
 # --------------------------------------------------------------------------------------------
 
-def _add_common(p: argparse.ArgumentParser):
+def add_fused_step_options(p: argparse.ArgumentParser):
+    """The command-line options of the fused step's units: formats, block size, stages,
+    multipliers."""
     p.add_argument("--format-a", help=format_help("element format of A (default: --format)"))
     p.add_argument("--format-b", help=format_help("element format of B (default: --format)"))
     p.add_argument("--format", help=format_help("element format of both A and B"))
@@ -356,7 +317,8 @@ def _add_common(p: argparse.ArgumentParser):
                         "needs hw/models/MULT18X18D.v)")
 
 
-def _formats(args):
+def formats_from_args(args) -> tuple[str, str]:
+    """``(format_a, format_b)`` from the options of :func:`add_fused_step_options`."""
     fmt_a, fmt_b = args.format_a or args.format, args.format_b or args.format
     if args.format and ((args.format_a and args.format_a != args.format)
                         or (args.format_b and args.format_b != args.format)):
@@ -368,19 +330,19 @@ def _formats(args):
 
 
 def _build_dot(args):
-    fmt_a, fmt_b = _formats(args)
+    fmt_a, fmt_b = formats_from_args(args)
     return MXDot(fmt_a, fmt_b, block_size=args.block_size, stages=args.stages,
                  multipliers=args.multipliers)
 
 
 def _add_general(p):
-    _add_common(p)
+    add_fused_step_options(p)
     p.add_argument("--contexts", type=int, default=4,
                    help="accumulation contexts (power of two, 1..64)")
 
 
 def _build_general(args):
-    fmt_a, fmt_b = _formats(args)
+    fmt_a, fmt_b = formats_from_args(args)
     return MXDotGeneral(fmt_a, fmt_b, block_size=args.block_size, contexts=args.contexts,
                         stages=args.stages, multipliers=args.multipliers)
 
@@ -391,7 +353,7 @@ def cli_units() -> list[UnitSpec]:
              ["--format-a", "int8", "--format-b", "fp6_e2m3", "--block-size", "32"]]
     return [
         UnitSpec("dot", "fused MX block dot product: RNE_fp32(c + sum a*b) per block pair",
-                 _add_common, _build_dot, same + mixed),
+                 add_fused_step_options, _build_dot, same + mixed),
         UnitSpec("dot-general", "MX DotGeneral: runs of blocks chained, interleaved contexts",
                  _add_general, _build_general,
                  [["--format", "fp8_e4m3", "--block-size", "32"]]),

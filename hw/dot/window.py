@@ -22,12 +22,13 @@ def place(step: FusedStep, s, ssum, minus, signs):
     """Section ``place``: ``|S|`` chosen bit by bit from ``S`` (``ssum``) and ``-S = ~(S - 1)``
     (``minus``) by the copies of S's sign (``signs``); U and V in the window."""
     m, n, w = step.m, step.window_bits, step.geometry.sum_bits
-    t_neg = wire(m, ssum < 0, "t_neg")
+    t_neg = wire(m, ssum < 0, step.name("t_neg"))
     t_mag = wire(m, Cat(*(Mux(signs[i // SIGN_COPY_BITS], ~minus[i], ssum[i]) for i in range(w))),
-                 "t_mag")  # |S|: -S = ~(S - 1)
+                 step.name("t_mag"))  # |S|: -S = ~(S - 1)
     c_sig = Cat(s.c[:23], s.c[23:31].any())
-    t_win = wire(m, Cat(Const(0, GUARD + 1), t_mag, Const(0, n - GUARD - 1 - w)), "t_win")
-    c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), "c_win")
+    t_win = wire(m, Cat(Const(0, GUARD + 1), t_mag, Const(0, n - GUARD - 1 - w)),
+                 step.name("t_win"))
+    c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), step.name("c_win"))
     ta = s.t_anchors
     return step.cross({
         **step.specials(s), "dist": s.dist, "lim": s.lim,
@@ -39,7 +40,7 @@ def place(step: FusedStep, s, ssum, minus, signs):
         "u_neg": Mux(ta, t_neg, s.c[31]), "v_neg": Mux(ta, s.c[31], t_neg),
         # the window bits that end at or below V's bit 0, i <= dist (their OR is the bit
         # after the shift, sticky included): thermometer gates of the registered distance
-        "below": Cat(Const(1, 1), *(~less_than_const(m, s.dist, i, f"below{i}")
+        "below": Cat(Const(1, 1), *(~less_than_const(m, s.dist, i, step.name(f"below{i}"))
                                     for i in range(1, n))),
     }, "place")
 
@@ -60,17 +61,17 @@ def align(step: FusedStep, s):
     """
     m, n, nb = step.m, step.window_bits, step.shift_bits
     v_below = s.v & s.below
-    bit0 = [kept(m, v_below[i:i + 32].any(), f"align_bit0_{i}") for i in range(0, n, 32)]
+    bit0 = [kept(m, v_below[i:i + 32].any(), step.name(f"align_bit0_{i}")) for i in range(0, n, 32)]
     v = s.v
     for b in reversed(range(nb // 2, nb)):
         shift = 1 << b
         shifted = Const(0, n) if shift >= n else v >> shift
-        v = wire(m, Mux(s.dist[b], shifted, v), f"align_hi_s{b}")
+        v = wire(m, Mux(s.dist[b], shifted, v), step.name(f"align_hi_s{b}"))
     s = step.cross({**step.specials(s), **_window(s), "t_zero": ~s.t_nz.any(), "dist": s.dist,
                     "lim_small": s.lim_small, "v": v, "bit0": Cat(*bit0)}, "align_hi")
     v = s.v
     for b in reversed(range(nb // 2)):
-        v = wire(m, Mux(s.dist[b], v >> (1 << b), v), f"align_lo_s{b}")
+        v = wire(m, Mux(s.dist[b], v >> (1 << b), v), step.name(f"align_lo_s{b}"))
     return step.cross({
         **step.specials(s), **_window(s), "t_zero": s.t_zero, "v": Cat(s.bit0.any(), v[1:]),
         "marker": Mux(s.lim_small, Const(1 << (n - 1), n) >> s.lim[:nb], 0),
@@ -92,8 +93,8 @@ def add(step: FusedStep, s):
     fan-out took 5.9 ns at fp8_e4m3, its worst path; as the first step of lzc, 6.5 ns).
     Beside the chains: which chunks of the marker are nonzero.
     """
-    m, pipe, n = step.m, step.pipe, step.window_bits
-    if "add_lo" in pipe.names and pipe.registers("add_lo"):
+    m, scope, n = step.m, step.scope, step.window_bits
+    if "add_lo" in scope.names and scope.registers("add_lo"):
         h = n // 2
         u, v = s.u, s.v
         # a - b as a + ~b + 1: each half one carry chain, the carry in of the high half the
@@ -106,24 +107,24 @@ def add(step: FusedStep, s):
             "back_lo": add_with_carry(v[:h], ~u[:h], Const(1, 1)),
         }, "add_lo")
         u, v = s.u_hi, s.v_hi
-        total_hi = wire(m, add_with_carry(u, v, s.total_lo[h]), "win_total_hi")
-        diff_hi = wire(m, add_with_carry(u, ~v, s.diff_lo[h]), "win_diff_hi")
-        back_hi = wire(m, add_with_carry(v, ~u, s.back_lo[h]), "win_back_hi")
-        total = wire(m, Cat(s.total_lo[:h], total_hi), "win_total")
+        total_hi = wire(m, add_with_carry(u, v, s.total_lo[h]), step.name("win_total_hi"))
+        diff_hi = wire(m, add_with_carry(u, ~v, s.diff_lo[h]), step.name("win_diff_hi"))
+        back_hi = wire(m, add_with_carry(v, ~u, s.back_lo[h]), step.name("win_back_hi"))
+        total = wire(m, Cat(s.total_lo[:h], total_hi), step.name("win_total"))
         # U >= V' is the high half's carry out, crossed as it leaves the chain (its complement,
         # V' > U, is pick's: an inverter here is a LUT after the chain)
-        diff = wire(m, Cat(s.diff_lo[:h], diff_hi[:n - h]), "win_diff")
+        diff = wire(m, Cat(s.diff_lo[:h], diff_hi[:n - h]), step.name("win_diff"))
         diff_pos = diff_hi[n - h]
-        back = wire(m, Cat(s.back_lo[:h], back_hi[:n - h], ~back_hi[n - h]), "win_back")
+        back = wire(m, Cat(s.back_lo[:h], back_hi[:n - h], ~back_hi[n - h]), step.name("win_back"))
     else:
-        if "add_lo" in pipe.names:
-            s = pipe.boundary(s, "add_lo")  # not registered: s passes unchanged
+        if "add_lo" in scope.names:
+            s = scope.boundary(s, "add_lo")  # not registered: s passes unchanged
         u, v = s.u, s.v
-        total = wire(m, u + v, "win_total")
-        diff = wire(m, u - v, "win_diff")  # n+1 bits: bit n set iff V' > U
+        total = wire(m, u + v, step.name("win_total"))
+        diff = wire(m, u - v, step.name("win_diff"))  # n+1 bits: bit n set iff V' > U
         diff_pos = ~diff[n]
-        back = wire(m, v - u, "win_back")
-    same = wire(m, s.u_neg == s.v_neg, "same_sign")
+        back = wire(m, v - u, step.name("win_back"))
+    same = wire(m, s.u_neg == s.v_neg, step.name("same_sign"))
     return step.cross({
         **step.specials(s), "lim": s.lim, "t_zero": s.t_zero, "marker": s.marker,
         "same": same, "u_neg": s.u_neg, "v_neg": s.v_neg,

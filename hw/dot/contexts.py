@@ -1,0 +1,140 @@
+"""Interleaved accumulation contexts: runs of blocks chained through a pipelined step, one
+context per open run (:class:`AccumulatorContexts`).
+
+A step of latency ``L`` (the fused dot step) takes the result of a run's block as the ``c``
+of the run's next block, so one run alone can take a block every ``L`` clocks; runs in
+different contexts interleave, and ``L`` or more of them, round-robin, keep the step busy
+every clock.  Per context: a busy bit (a block of it is in the pipeline) and, per lane, an
+fp32 accumulator register.  All lanes of a tile (:class:`hw.gemm.MXGemm`) move in lockstep,
+so the control is one and the accumulators and forwarding muxes are per lane; MXDotGeneral is
+the tile of one lane.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Const, Module, Mux, Signal
+
+__all__ = ["AccumulatorContexts"]
+
+
+class AccumulatorContexts:
+    """The contexts' busy bits, accumulators and forwarding around a pipeline's step.
+
+    A block may enter when its context has no block in the pipeline, or in the cycle that
+    block leaves: the result of a block that does not end its run is forwarded to a block of
+    the same context entering then; after a ``last`` block only a ``first`` block enters in
+    that cycle (it takes ``c0``).  So ``o.ready`` (on which a last block leaves) stays off the
+    accumulator input's path (``o.ready`` -> ``step_c`` -> the decode register, 4 LUTs,
+    5.1 ns, was a worst path at 20 stages).  A non-first block after a last one (a run
+    continued from its result) waits a cycle instead and reads it from the accumulator.
+
+    Build order: construct it (the accumulator inputs :attr:`c`, before the step), build the
+    step on them, then :meth:`connect` the pipeline and the streams.
+
+    Parameters
+    ----------
+    m : Module
+    contexts : int
+        Accumulation contexts, a power of two (the caller validates it).
+    ctx : Value
+        The entering block's context id (``ctx_bits`` bits; unused for one context).
+    first : Value
+        The entering block starts a run from ``c0``.
+    c0 : list of Value
+        Per lane, the fp32 start of a run.
+    lanes : list of (str or None)
+        Per lane, the prefix of its signals (``<lane>_acc<j>``, ``<lane>_step_c``,
+        ``<lane>_leave_result``); None: no prefix (one lane).
+
+    Attributes
+    ----------
+    c : list of Signal
+        Per lane, the step's fp32 ``c`` (``step_c``: the formal proofs cut the design here;
+        the step after it has the same function at every depth, the chaining before it is
+        proven per depth).
+    """
+
+    def __init__(self, m: Module, contexts: int, ctx, first, c0: list, lanes: list):
+        if len(c0) != len(lanes):
+            raise ValueError(f"{len(c0)} c0 values for {len(lanes)} lanes")
+        self._m, self._contexts = m, contexts
+        self._ctx_bits = ctx_bits = (contexts - 1).bit_length()
+        self._lanes = list(lanes)
+        nctx = contexts
+
+        def named(lane, name):
+            return name if lane is None else f"{lane}_{name}"
+
+        self._acc = [Array(Signal(32, name=named(lane, f"acc{j}"), reset_less=True)
+                           for j in range(nctx)) for lane in lanes]
+        busy = Signal(nctx)
+        # The block leaving the step this cycle (its results are the context's new accs).
+        pipe_ready, pipe_valid = Signal(), Signal()  # pipe_valid: the step presents one
+        leave = Signal()
+        leave_last = Signal()  # the presented block ends its run
+        leave_ctx = Signal(ctx_bits)
+        self._leave_results = [Signal(32, name=named(lane, "leave_result")) for lane in lanes]
+
+        ctx = ctx if ctx_bits else Const(0, 1)
+        self._onehot = Const(1, nctx) << ctx if ctx_bits else Const(1, 1)
+        same_ctx = leave_ctx == ctx if ctx_bits else Const(1, 1)
+        handoff = leave & same_ctx & (~leave_last | first)
+        forward = pipe_valid & ~leave_last & same_ctx
+        self._free = ~(busy & self._onehot).any() | handoff
+        self.c = []
+        for acc, result, start, lane in zip(self._acc, self._leave_results, c0, lanes,
+                                            strict=True):
+            current = Mux(forward, result, acc[ctx] if ctx_bits else acc[0])
+            c = Signal(32, name=named(lane, "step_c"))
+            m.d.comb += c.eq(Mux(first, start, current))
+            self.c.append(c)
+        self._busy, self._leave, self._leave_last, self._leave_ctx = (busy, leave, leave_last,
+                                                                      leave_ctx)
+        self._pipe_ready, self._pipe_valid = pipe_ready, pipe_valid
+
+    @property
+    def contexts(self) -> int:
+        return self._contexts
+
+    def connect(self, pipe, *, i, o, last, ctx, results: list, payload: list):
+        """Connect ``pipe`` (the step's pipeline, last blocks alone waiting at its output,
+        :meth:`hw.pipeline.Pipeline.hold_when`) to the streams ``i`` and ``o``: non-last blocks
+        leave into the accumulators without waiting for ``o.ready``.
+
+        Parameters
+        ----------
+        pipe : hw.pipeline.Pipeline
+        i, o : stream interfaces
+            The unit's input and output streams (``o.valid``: a last block is presented).
+        last, ctx : Value
+            The presented block's ``last`` flag and context (its side values).
+        results : list of Value
+            Per lane, the presented block's fp32 result.
+        payload : list of Statement
+            The assignments of ``o.payload`` from the results.
+        """
+        m = self._m
+        leave, busy = self._leave, self._busy
+        pipe.connect(i_valid=i.valid & self._free, i_ready=self._pipe_ready,
+                     o_valid=self._pipe_valid, o_ready=o.ready)
+        m.d.comb += [
+            i.ready.eq(self._pipe_ready & self._free),
+            o.valid.eq(pipe.hold),  # "a valid last block is presented"
+            *payload,
+            leave.eq(self._pipe_valid & (~last | o.ready)),
+            self._leave_last.eq(last),
+            *(held.eq(result) for held, result in zip(self._leave_results, results,
+                                                      strict=True)),
+        ]
+        nctx = self._contexts
+        if self._ctx_bits:
+            m.d.comb += [o.payload.ctx.eq(ctx), self._leave_ctx.eq(ctx)]
+        leave_onehot = (Const(1, nctx) << self._leave_ctx) if self._ctx_bits else Const(1, 1)
+        enter = i.valid & i.ready
+        m.d.sync += busy.eq((busy & ~Mux(leave, leave_onehot, 0)[:nctx])
+                            | Mux(enter, self._onehot, 0)[:nctx])
+        for j in range(nctx):  # one write enable per context (no partial case statement)
+            with m.If(leave & (self._leave_ctx == j if self._ctx_bits else 1)):
+                m.d.sync += [acc[j].eq(result)
+                             for acc, result in zip(self._acc, self._leave_results,
+                                                    strict=True)]

@@ -1,0 +1,46 @@
+# amaranth: UnusedElaboratable=no
+# (the MXQuantizer built here states the output quantizer's parameters; it is never elaborated)
+"""The GEMM tile's MX output: each row's C fp32 results quantized as one MX block along N
+(:func:`quantize_rows`).
+
+The quantizer's step (:func:`hw.quantize.step.quantize_step`: fp32 input, RNE, the floor
+scale, the RFC's rule) is placed R times side by side, one per row, on a pipeline of its own
+after the tile's (``gq_...``; row r's signals ``q<r>_...``), with the run's ``ctx`` carried
+beside them over every boundary: the tile's fp32 stream in, the MX stream out, one flow
+control.  Its sections, depth and geometry are :class:`hw.quantizer.MXQuantizer`'s for
+``cols`` fp32 values (:func:`output_quantizer`).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+
+from ..quantize.step import quantize_step
+from ..quantizer import MXQuantizer
+
+__all__ = ["output_quantizer", "quantize_rows"]
+
+
+def output_quantizer(fmt, cols: int) -> MXQuantizer:
+    """The quantizer of one row: ``cols`` fp32 values -> one block of ``fmt`` (scale, codes),
+    at its default depth; its parameters only (the rows' steps are placed by
+    :func:`quantize_rows`)."""
+    return MXQuantizer(fmt, cols, "fp32")
+
+
+def quantize_rows(m: Module, q: MXQuantizer, tile, o, rows: int, ctx_bits: int):
+    """Quantize the fp32 beats of ``tile`` (a stream of the tile's fp32 payload:
+    ``result.row<r>``, ``ctx``) row by row into ``o`` (``result.row<r>``: scale and codes,
+    ``ctx``): ``rows`` quantize steps of ``q``'s parameters side by side on one pipeline."""
+    pipe = q.pipeline(m, "gq")
+    for r in range(rows):
+        block = Signal(q.in_layout, name=f"q{r}_in")
+        m.d.comb += block.data.eq(tile.payload.result[f"row{r}"])
+        out = quantize_step(pipe.scope(f"q{r}", sections=None), q.geometry, block)
+        m.d.comb += o.payload.result[f"row{r}"].eq(out)
+    if ctx_bits:
+        ctx = tile.payload.ctx
+        for name in pipe.names:  # beside the rows' registers, on the stages' enables
+            ctx = pipe.beside(ctx, name, f"ctx_{name}")
+        m.d.comb += o.payload.ctx.eq(ctx)
+    pipe.connect(i_valid=tile.valid, i_ready=tile.ready, o_valid=o.valid, o_ready=o.ready)

@@ -1,0 +1,285 @@
+"""cocotb testbench of the MX GEMM tile (``hw.gemm.MXGemm``), checked bit for bit against
+golden: each output ``C[r][c]`` of a run of K blocks is ``golden.dot_blocks`` of row r's and
+column c's K blocks from +0, one fp32 rounding per block (MXDotGeneral's chaining).
+
+With an MX output (the sidecar's ``out_format``), each row's C results are expected as
+``golden.quantize`` of golden's fp32 results in one block along N (the floor scale, RNE).
+
+The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
+
+* a **run** is one tile job: K blocks of R rows of A and of C columns of B, with one output
+  beat of R x C fp32 results; runs are interleaved round-robin over the contexts
+  (:func:`tb.dot.interleave`);
+* the stream test sends random runs of 1 to 12 blocks and directed runs (exact cancellation
+  to +0 across the K blocks, a NaN scale, overflow to Inf, results below fp32's subnormals
+  and subnormal results), each under no, random and bursty idle/backpressure; the reset
+  test resets with runs in flight;
+* bulk: the throughput check (one long run alone takes a block every latency; with at least
+  ``latency`` contexts, interleaved long runs take a block per clock, no bubbles), then
+  interleaved runs of 1 to 40 blocks under random idle/stall.
+
+``MX_FULL`` (SIM_FULL) makes the long runs 8192 blocks (1024 otherwise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import golden
+from golden.formats import FP32, SCALE_NAN
+from golden.stimulus import dot_random_blocks as random_blocks
+
+from . import standard_tests
+from .batch import Batch
+from .bulk import BulkJob
+from .coverage.dot import classify_runs
+from .coverage.gemm import classify_mx_blocks, classify_outputs, gemm_model
+from .describe import describe_float
+from .dot import interleave
+
+
+class GemmRun:
+    """One tile job: K blocks of R rows of A (``ca`` (K, R, k), ``sa`` (K, R)) and of C
+    columns of B (``cb`` (K, C, k), ``sb`` (K, C)), with golden's R x C results and whether
+    each output has a non-zero product."""
+
+    def __init__(self, model: GemmModel, ca, sa, cb, sb, label: str):
+        self.ca, self.sa, self.cb, self.sb, self.label = ca, sa, cb, sb, label
+        r, c = model.rows, model.cols
+        shape = (r, c, *ca.shape[:1], model.k)
+
+        def per_output(x, rows):  # (K, R|C, k) -> (R, C, K, k)
+            x = np.moveaxis(x, 1, 0)[:, None] if rows else np.moveaxis(x, 1, 0)[None]
+            return np.broadcast_to(x, shape)
+
+        xa, xb = per_output(ca, True), per_output(cb, False)
+        scale_shape = shape[:3]
+        ya = np.broadcast_to(np.moveaxis(sa, 1, 0)[:, None], scale_shape)
+        yb = np.broadcast_to(np.moveaxis(sb, 1, 0)[None], scale_shape)
+        self.results = golden.dot_blocks(xa, ya, xb, yb, model.fmt_a,
+                                         model.fmt_b).view(np.uint32)  # (R, C)
+        nz_a = (golden.decode(ca, model.fmt_a) != 0).astype(np.int64)  # NaN counts as non-zero
+        nz_b = (golden.decode(cb, model.fmt_b) != 0).astype(np.int64)
+        self.products_nonzero = np.einsum("krl,kcl->rc", nz_a, nz_b) > 0
+        self.mx = None
+        if model.out_fmt is not None:  # (codes (R, C), scales (R,)) of each row's block
+            codes, scales = golden.quantize(self.results.view(np.float32), model.out_fmt,
+                                            block_size=model.cols, axis=-1).blocks()
+            self.mx = codes[:, 0], scales[:, 0]
+
+    def __len__(self) -> int:
+        return self.sa.shape[0]
+
+
+class GemmBatch(Batch):
+    """Runs interleaved over the contexts (one output beat per run)."""
+
+    def __init__(self, model: GemmModel, runs: list[GemmRun]):
+        self.model, self.runs = model, runs
+        order = interleave([len(run) for run in runs], model.contexts)
+        n = len(order)
+        fields = {}
+        for r in range(model.rows):
+            fields[f"a.row{r}.scale"] = np.array([runs[j].sa[b, r] for j, b, _ in order])
+            fields[f"a.row{r}.codes"] = np.stack([runs[j].ca[b, r] for j, b, _ in order])
+        for c in range(model.cols):
+            fields[f"b.col{c}.scale"] = np.array([runs[j].sb[b, c] for j, b, _ in order])
+            fields[f"b.col{c}.codes"] = np.stack([runs[j].cb[b, c] for j, b, _ in order])
+        first = np.array([b == 0 for _, b, _ in order], np.uint8)
+        last = np.array([b == len(runs[j]) - 1 for j, b, _ in order], np.uint8)
+        ctx = np.array([s for _, _, s in order], np.uint8)
+        fields.update(first=first, last=last)
+        if model.ctx_bits:
+            fields["ctx"] = ctx
+        ended = [(j, s) for (j, _, s), end in zip(order, last, strict=True) if end]
+        self.ended = [j for j, _ in ended]
+        if model.out_fmt is None:
+            out = {f"result.row{r}": np.stack([runs[j].results[r] for j, _ in ended])
+                   for r in range(model.rows)}
+        else:
+            out = {}
+            for r in range(model.rows):
+                out[f"result.row{r}.scale"] = np.array([runs[j].mx[1][r] for j, _ in ended])
+                out[f"result.row{r}.codes"] = np.stack([runs[j].mx[0][r] for j, _ in ended])
+        if model.ctx_bits:
+            out["ctx"] = np.array([s for _, s in ended], np.uint8)
+        self.run_flags = (first, last, ctx)
+        super().__init__(model.in_layout.pack(n, **fields),
+                         model.out_layout.pack(len(ended), **out), blocks=n)
+
+    def coverage_counts(self):
+        counts = classify_runs(*self.run_flags)
+        counts.update(classify_outputs(
+            np.stack([run.results for run in self.runs]),
+            np.stack([run.products_nonzero for run in self.runs])))
+        m = self.model
+        if m.out_fmt is not None:
+            counts.update(classify_mx_blocks(
+                np.concatenate([run.results for run in self.runs]),
+                np.concatenate([run.mx[1] for run in self.runs]),
+                np.concatenate([run.mx[0] for run in self.runs]), m.out_fmt))
+        return counts
+
+    def describe(self, row, got):
+        run = self.runs[self.ended[row]]
+        m = self.model
+        rows = m.out_layout.unpack(np.stack([self.exp[row], got]))
+        bad = []
+        for r in range(m.rows):
+            if m.out_fmt is not None:
+                fields = [f"result.row{r}.scale", f"result.row{r}.codes"]
+                if any((rows[f][0] != rows[f][1]).any() for f in fields):
+                    fp32 = ", ".join(describe_float(int(x), FP32) for x in run.results[r])
+                    bad.append(f"row {r} block of ({fp32}): expected scale "
+                               f"{int(rows[fields[0]][0])} codes {rows[fields[1]][0].tolist()},"
+                               f" got scale {int(rows[fields[0]][1])} codes "
+                               f"{rows[fields[1]][1].tolist()}")
+                continue
+            exp_r, got_r = rows[f"result.row{r}"]
+            bad += [f"C[{r}][{c}] expected {describe_float(int(exp_r[c]), FP32)}, got "
+                    f"{describe_float(int(got_r[c]), FP32)}"
+                    for c in range(m.cols) if exp_r[c] != got_r[c]]
+        if "ctx" in rows and rows["ctx"][0] != rows["ctx"][1]:
+            bad.append(f"ctx expected {int(rows['ctx'][0])}, got {int(rows['ctx'][1])}")
+        return (f"output {row} ({run.label}, K = {len(run)} blocks): "
+                + "; ".join(bad or ["payload differs"]))
+
+
+class GemmModel(standard_tests.UnitModel):
+    """Tile parameters (from the sidecar), runs, their golden results and payloads."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        p = self.parameters
+        self.fmt_a, self.fmt_b = self.formats["format_a"], self.formats["format_b"]
+        self.rows, self.cols, self.contexts = p["rows"], p["cols"], p["contexts"]
+        self.ctx_bits = (self.contexts - 1).bit_length()
+        out = p.get("out_format")
+        self.out_fmt = None if out is None else golden.element_format(out)
+        self.drain = 4 * self.latency + 8
+        self.long_k = 8192 if config.full else 1024
+
+    def interface(self):
+        """docs/gemm.md, Interface: ``a.row<r>`` and ``b.col<c>`` blocks (scale, codes),
+        ``first``, ``last``, ``ctx``; out ``result.row<r>`` (C fp32 each, or with an MX output
+        a block: scale, C codes) and ``ctx``."""
+        k = self.k
+        blocks = [(f"a.row{r}.{f}", w) for r in range(self.rows)
+                  for f, w in (("scale", 8), ("codes", k * self.fmt_a.bits))]
+        blocks += [(f"b.col{c}.{f}", w) for c in range(self.cols)
+                   for f, w in (("scale", 8), ("codes", k * self.fmt_b.bits))]
+        ctx = [("ctx", self.ctx_bits)]
+        if self.out_fmt is None:
+            out = [(f"result.row{r}", 32 * self.cols) for r in range(self.rows)]
+        else:
+            out = [(f"result.row{r}.{f}", w) for r in range(self.rows)
+                   for f, w in (("scale", 8), ("codes", self.cols * self.out_fmt.bits))]
+        return [*blocks, ("first", 1), ("last", 1), *ctx], [*out, *ctx]
+
+    def coverage_model(self):
+        return gemm_model(self.fmt_a, self.fmt_b, self.contexts, self.out_fmt)
+
+    # -- runs --------------------------------------------------------------------------------
+    def _blocks(self, rng, n, width, fmt, specials):
+        """``n`` x ``width`` random blocks of ``fmt``: codes (n, width, k), scales (n, width)."""
+        codes, scales, _, _ = random_blocks(rng, fmt, fmt, n * width, self.k, specials=specials)
+        return codes.reshape(n, width, self.k), scales.reshape(n, width)
+
+    def random_run(self, rng, n, label="random") -> GemmRun:
+        """A run of ``n`` random blocks; long runs stay finite and in range."""
+        specials = 0.01 if n <= 40 else 0.0
+        ca, sa = self._blocks(rng, n, self.rows, self.fmt_a, specials)
+        cb, sb = self._blocks(rng, n, self.cols, self.fmt_b, specials)
+        if n > 16:
+            sa, sb = np.clip(sa, 110, 140), np.clip(sb, 110, 140)
+        return GemmRun(self, ca, sa.astype(np.uint8), cb, sb.astype(np.uint8), label)
+
+    def random_runs(self, rng, count, max_len) -> list[GemmRun]:
+        return [self.random_run(rng, int(rng.integers(1, max_len + 1))) for _ in range(count)]
+
+    def directed_runs(self, rng) -> list[GemmRun]:
+        """Runs whose outputs hit the rare bins: K = 2 with the second block the first's
+        negation (one non-zero lane: exact cancellation to +0 in every output), a NaN
+        scale in row 0 (that row's outputs NaN), the largest codes at scales 254 (fp32
+        overflow to +Inf), and random blocks at scales near 0 (results below fp32's
+        subnormals: +-0) and near 55 (subnormal fp32 results: an MX output's scale clamps
+        at 0)."""
+        k, fa, fb = self.k, self.fmt_a, self.fmt_b
+        ta, tb = golden.decode_table(fa), golden.decode_table(fb)
+        pos_a = np.flatnonzero(np.isfinite(ta) & (ta > 0))
+        pos_b = np.flatnonzero(np.isfinite(tb) & (tb > 0) & np.isin(-tb, tb))
+        runs = []
+        for _ in range(3):
+            ca = np.zeros((2, self.rows, k), np.uint8)
+            cb = np.zeros((2, self.cols, k), np.uint8)
+            lane = int(rng.integers(0, k))
+            ca[:, :, lane] = rng.choice(pos_a, (1, self.rows))
+            y = rng.choice(pos_b, self.cols)
+            cb[0, :, lane] = y
+            cb[1, :, lane] = [int(np.flatnonzero(tb == -tb[v])[0]) for v in y]
+            sa = np.full((2, self.rows), int(rng.integers(120, 135)), np.uint8)
+            sb = np.full((2, self.cols), int(rng.integers(120, 135)), np.uint8)
+            runs.append(GemmRun(self, ca, sa, cb, sb, "cancellation to +0"))
+        nan = self.random_run(rng, 2, "NaN scale")
+        nan.sa[1, 0] = SCALE_NAN
+        runs.append(GemmRun(self, nan.ca, nan.sa, nan.cb, nan.sb, "NaN scale"))
+        big_a = int(pos_a[np.argmax(ta[pos_a])])
+        big_b = int(pos_b[np.argmax(tb[pos_b])])
+        runs.append(GemmRun(self, np.full((1, self.rows, k), big_a, np.uint8),
+                            np.full((1, self.rows), 254, np.uint8),
+                            np.full((1, self.cols, k), big_b, np.uint8),
+                            np.full((1, self.cols), 254, np.uint8), "overflow to Inf"))
+        for lo, label in ((0, "results below subnormal"), (55, "subnormal results")):
+            run = self.random_run(rng, 1)
+            sa = (lo + rng.integers(0, 4, run.sa.shape)).astype(np.uint8)
+            sb = (lo + rng.integers(0, 4, run.sb.shape)).astype(np.uint8)
+            runs.append(GemmRun(self, run.ca, sa, run.cb, sb, label))
+        return runs
+
+    # -- the standard tests' sets ------------------------------------------------------------
+    def random_batch(self, rng, n):
+        return GemmBatch(self, self.random_runs(rng, max(4, n // 8), 12))
+
+    def stream_phases(self, rng):
+        n = max(16, min(self.config.blocks // 8, 400))
+        phases = []
+        for pattern in ("none", "random", "bursty"):
+            runs = self.directed_runs(rng) + self.random_runs(rng, max(4, n // 8), 12)
+            phases.append((pattern, GemmBatch(self, runs)))
+        return phases
+
+    def bulk_jobs(self, rng):
+        jobs, blocks = [], self.config.blocks
+        while blocks > 0:
+            batch = self.random_batch(rng, min(blocks, 400) * 3)
+            idle, stall = int(rng.integers(0, 60)), int(rng.integers(0, 60))
+            jobs.append(BulkJob("interleaved runs", lambda b=batch: b, idle, stall,
+                                drain=self.drain))
+            blocks -= len(batch)
+        return jobs
+
+    async def throughput(self, runner, rng, seed, log):
+        """One long run alone takes a block per loop latency (the fused step's ``stages``);
+        that many or more interleaved long runs take a block per clock (every lane a K-block
+        step per clock, no bubbles).  The output quantizers add their stages at the end."""
+        lat, loop = self.latency, self.parameters["stages"]
+        batches = [("single run", GemmBatch(self, [self.random_run(rng, self.long_k)]))]
+        if self.contexts >= loop:
+            runs = [self.random_run(rng, max(8, self.long_k // 4)) for _ in range(self.contexts)]
+            batches.append((f"{self.contexts} interleaved runs", GemmBatch(self, runs)))
+        blocks = bad = 0
+        for what, batch in batches:
+            got, cycles = await runner.run(batch.stim, seed=seed, out_count=batch.out_count,
+                                           drain=self.drain)
+            bad += batch.check(got, log)
+            n = len(batch)
+            blocks += n
+            log.info("%s: %d blocks in %d cycles (%.3f blocks/clock, latency %d)", what, n,
+                     cycles, n / cycles, lat)
+            limit = n * loop + lat + 4 if what == "single run" else n + lat + 4
+            assert cycles <= limit, f"{what}: {n} blocks took {cycles} cycles, limit {limit}"
+        return blocks, bad
+
+
+# The cocotb tests of this testbench: the standard tests on this unit's model.
+standard_tests.register(globals(), GemmModel)

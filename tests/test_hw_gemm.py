@@ -1,0 +1,201 @@
+"""Fast checks of the GEMM tile (hw.gemm.MXGemm) without a simulator: parameters, ports,
+names, the command line and the sidecar.  Its function: tests/test_sim_gemm.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from hw.dot import MXDotGeneral
+from hw.gemm import MXGemm
+from hw.gemm.tile import default_contexts
+from hw.pipeline import place_registers
+from hw.sidecar import flat_fields, port_by_role, sidecar, validate
+from tb.runner import ROOT
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"rows": 0}, ValueError, r"rows must be in 1\.\.16, got 0"),
+    ({"cols": 17}, ValueError, r"cols must be in 1\.\.16, got 17"),
+    ({"rows": 2.0}, TypeError, "rows must be an int"),
+    ({"contexts": 3}, ValueError, r"contexts must be a power of two in 1\.\.64, got 3"),
+    ({"block_size": 24}, ValueError, "block_size must be a power of two"),
+    ({"stages": 0}, ValueError, r"stages must be in 1\.\."),
+    ({"multipliers": "wallace"}, ValueError, "unknown multipliers 'wallace'"),
+    ({"cols": 3, "out_format": "fp8_e4m3"}, ValueError,
+     r"an MX output .* cols must be a power of two in 2\.\.16, got 3"),
+    ({"out_format": "fp7"}, ValueError, "fp7"),
+])
+def test_bad_parameters_raise_one_line_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        MXGemm("fp8_e4m3", **{"block_size": 4, **kwargs})
+    with pytest.raises(ValueError, match="fp7"):
+        MXGemm("fp7")
+
+
+def test_parameters_latency_and_default_contexts():
+    """The fused step's sections and depth are MXDotGeneral's (every lane at the same
+    boundaries); the default contexts, the smallest power of two >= the latency, keep every
+    lane busy every clock."""
+    g = MXGemm("fp8_e4m3", "fp4_e2m1", rows=2, cols=3, block_size=8)
+    d = MXDotGeneral("fp8_e4m3", "fp4_e2m1", block_size=8)
+    assert g.sections == d.sections and g.latency == d.latency == g.stages
+    assert g.contexts == default_contexts(g.latency) >= g.latency > g.contexts // 2
+    assert [default_contexts(n) for n in (1, 2, 3, 16, 17)] == [1, 2, 4, 16, 32]
+    assert g.lanes == 6 and g.parameters["rows"] == 2 and g.parameters["cols"] == 3
+    assert g.module_name == (f"mx_gemm_fp8_e4m3_fp4_e2m1_r2x3_k8_c{g.contexts}_s{g.stages}")
+    assert MXGemm("int8", block_size=4, stages=3, contexts=1,
+                  multipliers="dsp").module_name == "mx_gemm_int8_int8_r2x2_k4_c1_s3_dsp"
+
+
+def test_ports_are_typed_and_the_sidecar_describes_every_field():
+    g = MXGemm("fp6_e2m3", "int8", rows=2, cols=3, block_size=4, contexts=4, stages=2)
+    meta = validate(sidecar(g, "gemm"))
+    assert meta["unit"] == "gemm" and meta["latency"] == 2
+    assert meta["flow_control"] == {"i_ready": "combinational"}
+    i = [(f["name"], f["width"]) for f in flat_fields(port_by_role(meta, "i.payload")["fields"])]
+    o = [(f["name"], f["width"]) for f in flat_fields(port_by_role(meta, "o.payload")["fields"])]
+    assert i == [("a.row0.scale", 8), ("a.row0.codes", 24), ("a.row1.scale", 8),
+                 ("a.row1.codes", 24), *[(f"b.col{c}.{f}", w) for c in range(3)
+                                         for f, w in (("scale", 8), ("codes", 32))],
+                 ("first", 1), ("last", 1), ("ctx", 2)]
+    assert o == [("result.row0", 96), ("result.row1", 96), ("ctx", 2)]
+    mx = MXGemm("fp6_e2m3", "int8", rows=2, cols=4, block_size=4, contexts=4, stages=2,
+                out_format="fp4_e2m1")
+    meta = validate(sidecar(mx, "gemm"))
+    assert meta["latency"] == 2 + mx.quantizer_stages and mx.quantizer_stages > 0
+    assert meta["parameters"]["out_format"] == "fp4_e2m1"
+    assert mx.module_name.endswith("_s2_ofp4_e2m1")
+    o = [(f["name"], f["width"]) for f in flat_fields(port_by_role(meta, "o.payload")["fields"])]
+    assert o == [("result.row0.scale", 8), ("result.row0.codes", 16), ("result.row1.scale", 8),
+                 ("result.row1.codes", 16), ("ctx", 2)]
+
+
+def test_lanes_sit_side_by_side_under_their_own_names():
+    """Lane (0, 0) crosses the pipeline's boundaries (``gemm_<section>``), every other lane
+    beside it in registers of its own (``gemm_r<r>c<c>_<section>``); each lane has its
+    accumulators and its forwarded c."""
+    from amaranth.back import rtlil
+
+    g = MXGemm("fp4_e2m1", rows=2, cols=2, block_size=2, contexts=2, stages=3)
+    wires = set(re.findall(r"^\s*wire .*\\(\S+)$", rtlil.convert(g), flags=re.M))
+    placed = place_registers(list(g.sections.values()), g.stages)
+    registered = [s for s, reg in zip(g.sections, placed, strict=True) if reg]
+    assert len(registered) == 3
+    for section in registered:
+        assert f"gemm_{section}" in wires
+        for lane in ("r0c1", "r1c0", "r1c1"):
+            assert f"gemm_{lane}_{section}" in wires
+    for lane in ("r0c0", "r0c1", "r1c0", "r1c1"):
+        assert {f"{lane}_acc0", f"{lane}_acc1", f"{lane}_step_c", f"{lane}_decode"} <= wires
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "hw", *args], capture_output=True, text=True,
+                          cwd=ROOT)
+
+
+def test_cli_generates_the_tile(tmp_path):
+    out = tmp_path / "g.v"
+    r = _cli("generate", "gemm", "--format", "fp4_e2m1", "--rows", "1", "--cols", "2",
+             "--block-size", "2", "--stages", "2", "--contexts", "2", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "module mx_gemm_fp4_e2m1_fp4_e2m1_r1x2_k2_c2_s2" in out.read_text()
+    side = validate(json.loads(out.with_suffix(".json").read_text()))
+    assert side["parameters"]["contexts"] == 2 and side["parameters"]["cols"] == 2
+
+
+@pytest.mark.parametrize("args", [
+    ["--format", "fp8_e4m3", "--rows", "0"],
+    ["--format", "fp8_e4m3", "--contexts", "5"],
+    ["--format", "fp8_e4m3", "--block-size", "3"],
+    ["--format-a", "fp8_e4m3"],
+])
+def test_cli_bad_parameters_one_line_exit_2(args, tmp_path):
+    r = _cli("generate", "gemm", *args, "-o", str(tmp_path / "x.v"))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error" in lines[0], r.stderr
+    assert not (tmp_path / "x.v").exists()
+
+
+def test_fusesoc_core_of_the_tile_lints(tmp_path):
+    """``python -m hw generate gemm --fusesoc DIR`` writes a core whose lint target
+    (``verilator --lint-only -Wall`` with the waivers) passes under FuseSoC."""
+    import os
+
+    pytest.importorskip("fusesoc", reason="fusesoc (the dev extra) is not installed")
+    from hw.fusesoc import unit_vlnv
+    from tb.verilator import verilator_environ
+
+    cores = tmp_path / "cores"
+    argv = ["--format", "fp4_e2m1", "--rows", "1", "--cols", "2", "--block-size", "2",
+            "--stages", "2", "--contexts", "2"]
+    r = _cli("generate", "gemm", *argv, "--fusesoc", str(cores))
+    assert r.returncode == 0, r.stderr
+    module = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, stages=2,
+                    contexts=2).module_name
+    env = verilator_environ()
+    env["PATH"] = f"{os.path.dirname(sys.executable)}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = str(ROOT)
+    for var in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        env[var] = str(tmp_path / "xdg" / var.lower())
+    env.pop("FUSESOC_CONFIG", None)
+    r = subprocess.run([sys.executable, "-m", "fusesoc.main", "--cores-root", str(cores), "run",
+                        "--build-root", str(tmp_path / "build"), "--target", "lint",
+                        unit_vlnv(module)], capture_output=True, text=True, cwd=tmp_path,
+                       env=env)
+    assert r.returncode == 0 and "%Warning" not in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("out_format", [None, "fp8_e4m3"])
+def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, seed):
+    """A 1 x 2 tile (fp4_e2m1, k = 2, 2 stages, 2 contexts; fp32 results, or an fp8_e4m3
+    block per row) in Amaranth's simulator, fed tb.gemm's interleaved runs under random
+    valid/ready: every run's beat comes out once, in order of the runs' ends, bit for bit
+    golden's (the Verilator bench: test_sim_gemm.py)."""
+    import numpy as np
+    from amaranth.sim import Simulator
+
+    from tb.gemm import GemmBatch, GemmModel
+    from tb.standard_tests import UnitConfig
+
+    g = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, stages=2, contexts=2,
+               out_format=out_format)
+    model = GemmModel(UnitConfig(sidecar=sidecar(g, "gemm"), seed=seed, label="sim",
+                                 blocks=40, full=False, sweeps=False))
+    rng = np.random.default_rng(seed)
+    runs = model.directed_runs(rng) + model.random_runs(rng, 6, 5)
+    batch = GemmBatch(model, runs)
+    stim = model.in_layout.to_ints(batch.stim)
+    expected = model.out_layout.to_ints(batch.exp)
+    got = []
+
+    async def bench(ctx):
+        sent = 0
+        for _ in range(40 * len(stim)):
+            valid = sent < len(stim) and rng.random() < 0.7
+            ready = rng.random() < 0.5
+            ctx.set(g.i.payload.as_value(), stim[min(sent, len(stim) - 1)])
+            ctx.set(g.i.valid, valid)
+            ctx.set(g.o.ready, ready)
+            await ctx.delay(1e-8)
+            if ctx.get(g.o.valid) and ready:
+                got.append(ctx.get(g.o.payload.as_value()))
+            if valid and ctx.get(g.i.ready):
+                sent += 1
+            await ctx.tick()
+            if len(got) == len(expected):
+                break
+
+    sim = Simulator(g)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(expected) == len(runs) >= 12 and got == expected
