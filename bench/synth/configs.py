@@ -39,6 +39,11 @@ CONFIGS = (
     # registers stay in the fabric) and instantiated with the blocks' own registers (hw.dsp)
     + [("dot", ["--format", f, "--multipliers", m, *K])
        for m in ("dsp", "mult18x18d") for f in ("fp8_e4m3", "int8")]
+    # the GEMM tiles of issue #51's targets: 256 fp8_e4m3 and 512 fp4_e2m1 MACs per clock, MX out
+    + [("gemm", ["--format", "fp8_e4m3", "--rows", "2", "--cols", "4",
+                 "--out-format", "fp8_e4m3", *K]),
+       ("gemm", ["--format", "fp4_e2m1", "--rows", "4", "--cols", "4",
+                 "--out-format", "fp4_e2m1", *K])]
 )
 #: Depths every sweep includes (the Pareto table's latencies; the default and the maximum are
 #: added per unit).
@@ -50,7 +55,8 @@ SWEEPS = (
     ("dequantizer", ["--format", "fp8_e4m3", *K]),
     ("dot", ["--format", "fp8_e4m3", *K]),
     ("dot-general", ["--format", "fp8_e4m3", *K]),
-    ("gemm", ["--format", "fp8_e4m3", "--rows", "2", "--cols", "4", *K]),
+    # a small tile: the depth trade-off is the lanes'; the 256-MAC tiles are rows of CONFIGS
+    ("gemm", ["--format", "fp8_e4m3", "--rows", "1", "--cols", "2", *K]),
 )
 
 @dataclass(frozen=True)
