@@ -1,5 +1,5 @@
 """The MX matrix product: each output the chained MX dot over K (docs/numerics.md, "Matrix
-product").
+product"), exact or in a GPU accumulation mode (:mod:`golden.gpu_accumulation`).
 
 ``golden.matmul(a, b)`` multiplies an MXArray ``a`` of shape ``(..., M, K)`` blocked along its
 last axis by an MXArray ``b`` of shape ``(..., K, N)`` blocked along K (its axis -2), batch axes
@@ -28,6 +28,10 @@ integer times ``2^(lsb_a + lsb_b)``:
 ``"wide"``
     :func:`golden.dot_blocks` on row chunks: pairs too wide for the two-limb step (e6m1 x
     e6m1, fp8_e5m2 x e6m1 from block size 32, any pair with e7m0); Python-speed.
+
+A GPU ``accumulation=`` (``"tcgen05.mxf8f6f4"``, ``"tcgen05.mxf4"``, ``"tcgen05.mxf4nvf4"``)
+takes none of these: every output is :func:`golden.gpu_accumulation.accumulate_rows` of its
+row and column (compiled tcgen05 steps, chunks of rows).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from .blas_threads import one_blas_thread
 from .codec import dot_tables
 from .dot_product import dot_blocks, limb_split
 from .formats import ElementFormat, ScaleMode, element_format
+from .gpu_accumulation import accumulate_rows, check_accumulation
 from .mx import MXArray, check_block_size, quantize
 
 __all__ = ["matmul", "matmul_path"]
@@ -127,6 +132,9 @@ def _check_operands(a, b):
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"K mismatch: a is {a.shape} and b is {b.shape} "
                          f"({a.shape[-1]} != {b.shape[-2]})")
+    if a.scale_format.name != "e8m0" or b.scale_format.name != "e8m0":
+        raise ValueError(f"matmul takes E8M0-scaled MX arrays, got {a.scale_format.name} and "
+                         f"{b.scale_format.name} scales")
     if a.block_size != b.block_size:
         raise ValueError(f"a and b must have the same block size, got {a.block_size} and "
                          f"{b.block_size}")
@@ -174,7 +182,7 @@ def _check_out(out_format, out_block_size, scale_mode, rounding):
 
 
 def matmul(a: MXArray, b: MXArray, *, acc=None, out_format=None, out_block_size=32,
-           scale_mode="floor", rounding="rne"):
+           scale_mode="floor", rounding="rne", accumulation="exact"):
     """Matrix product of two MX arrays, bit-exact to the chained MX dot product.
 
     Parameters
@@ -194,6 +202,11 @@ def matmul(a: MXArray, b: MXArray, *, acc=None, out_format=None, out_block_size=
         Scale rule of the output quantization.
     rounding : {"rne", "rna", "rtz"}
         Element rounding of the output quantization.
+    accumulation : str
+        ``"exact"`` (one RNE per block pair, docs/numerics.md section 5) or a GPU mode of
+        :mod:`golden.gpu_accumulation` (``"tcgen05.mxf8f6f4"``, ``"tcgen05.mxf4"``,
+        ``"tcgen05.mxf4nvf4"``), validated with the formats and block size exactly as
+        :func:`golden.dot` validates it.
 
     Returns
     -------
@@ -201,13 +214,17 @@ def matmul(a: MXArray, b: MXArray, *, acc=None, out_format=None, out_block_size=
     ``out_format`` is given.  Batch axes broadcast like numpy's ``matmul``.
     """
     batch, M, _, N = _check_operands(a, b)
+    check_accumulation(accumulation, a.fmt, b.fmt, a.block_size, a.scale_format.name)
     out_fmt = _check_out(out_format, out_block_size, scale_mode, rounding)
     out = _acc_array(acc, batch + (M, N))
     a_codes = np.broadcast_to(a.codes, batch + a.codes.shape[-2:])
     a_scales = np.broadcast_to(a.scales, batch + a.scales.shape[-2:])
     b_codes = np.broadcast_to(b.codes, batch + b.codes.shape[-2:])
     b_scales = np.broadcast_to(b.scales, batch + b.scales.shape[-2:])
-    product = _PATHS[matmul_path(a.fmt, b.fmt, a.block_size)]
+    if accumulation == "exact":
+        product = _PATHS[matmul_path(a.fmt, b.fmt, a.block_size)]
+    else:
+        product = functools.partial(_product_gpu, accumulation, a.scale_format.name)
     with one_blas_thread():  # many small BLAS calls: golden.blas_threads
         for idx in np.ndindex(*batch):
             product(a_codes[idx], a_scales[idx], b_codes[idx], b_scales[idx], out[idx],
@@ -282,6 +299,22 @@ def _product_wide(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
                              np.broadcast_to(asc[sl, None], (m,) + bsc.shape),
                              np.broadcast_to(bb, (m,) + bb.shape),
                              np.broadcast_to(bsc, (m,) + bsc.shape), fa, fb, out[sl])
+
+
+def _product_gpu(kind, scale_format, a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
+    """One product in a GPU accumulation mode: :func:`accumulate_rows` on chunks of rows,
+    every (row, column) pair one chain."""
+    ab, asc, bb, bsc = _blocked(a_codes, a_scales, b_codes, b_scales, k)
+    M, N = out.shape
+    rows = max(1, _WIDE_CHUNK // max(1, N * ab.shape[1] * k))
+    for r in range(0, M, rows):
+        sl = slice(r, min(M, r + rows))
+        m = sl.stop - sl.start
+        c = np.ascontiguousarray(out[sl]).view(np.uint32).astype(np.int64).reshape(-1)
+        res = accumulate_rows(kind, np.repeat(ab[sl], N, axis=0), np.repeat(asc[sl], N, axis=0),
+                              np.tile(bb, (m, 1, 1)), np.tile(bsc, (m, 1)), c, fa, fb,
+                              scale_format)
+        out[sl] = res.astype(np.uint32).view(np.float32).reshape(m, N)
 
 
 _PATHS = {"blas": _product_blas, "blas-split": _product_blas, "exact": _product_exact,

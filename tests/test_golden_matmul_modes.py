@@ -1,0 +1,151 @@
+"""golden.matmul in the GPU accumulation modes (docs/numerics.md sections 8 and 9).
+
+Every output of ``golden.matmul(a, b, accumulation=kind)`` is checked bit for bit against the
+Fraction model of the tcgen05 steps in ``tests/oracle.py`` (``tcgen05_chain``) and against
+``golden.dot(..., accumulation=kind)`` of its row and column, on small random shapes with any
+codes (NaN and Inf included), any scales and special accumulators.  Random tests print their
+seed (the ``rng`` fixture).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import oracle
+import pytest
+
+import golden
+
+_M8, _M4, _NV = "tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"
+F32 = np.float32
+#: kind, fmt_a, fmt_b, block size, K (a partial last step for mxf4 / mxf4nvf4)
+CASES = [
+    (_M8, "fp8_e4m3", "fp8_e4m3", 32, 96),
+    (_M8, "fp8_e5m2", "fp4_e2m1", 32, 64),
+    (_M8, "fp6_e3m2", "fp6_e2m3", 32, 64),
+    (_M4, "fp4_e2m1", "fp4_e2m1", 32, 96),
+    (_NV, "fp4_e2m1", "fp4_e2m1", 16, 80),
+    (_NV, "fp4_e2m1", "fp4_e2m1", 32, 96),
+]
+
+
+def _operands(rng, fa, fb, k, kdim, m=3, n=4, scale_lo=100, scale_hi=150):
+    """MXArrays of random codes (any code) and scales: a (m, kdim) along K, b (kdim, n)."""
+    fa, fb = golden.element_format(fa), golden.element_format(fb)
+    nb = kdim // k
+    ac = rng.integers(0, 1 << fa.bits, (m, kdim), dtype=np.uint8)
+    bc = rng.integers(0, 1 << fb.bits, (kdim, n), dtype=np.uint8)
+    sa = rng.integers(scale_lo, scale_hi, (m, nb), dtype=np.uint8)
+    sb = rng.integers(scale_lo, scale_hi, (nb, n), dtype=np.uint8)
+    return (golden.MXArray(sa, ac, fa, k, 1, (m, kdim)),
+            golden.MXArray(sb, bc, fb, k, 0, (kdim, n)))
+
+
+def _oracle(kind, a, b, acc=None, scale_format="e8m0"):
+    """uint32 bits of every output from oracle.tcgen05_chain of its row and column."""
+    k = a.block_size
+    m, n = a.shape[0], b.shape[1]
+    c = np.zeros((m, n), np.uint32) if acc is None else np.asarray(acc, F32).view(np.uint32)
+    out = np.zeros((m, n), np.uint32)
+    for i in range(m):
+        row = a.codes[i].tolist()
+        for j in range(n):
+            col = b.codes[:, j].tolist()
+            nb = len(row) // k
+            out[i, j] = oracle.tcgen05_chain(
+                kind, a.fmt.name, [row[t * k:(t + 1) * k] for t in range(nb)],
+                a.scales[i].tolist(), b.fmt.name, [col[t * k:(t + 1) * k] for t in range(nb)],
+                b.scales[:, j].tolist(), int(c[i, j]), scale_format)
+    return out
+
+
+def _per_output_dot(a, b, acc, kind):
+    """golden.dot of every (row, column) pair as two (m, n, K) MXArrays along the last axis."""
+    m, kdim, n = a.shape[0], a.shape[1], b.shape[1]
+    shape = (m, n, kdim)
+
+    def arr(codes, scales, src):
+        return golden.MXArray(np.ascontiguousarray(scales), np.ascontiguousarray(codes), src.fmt,
+                              src.block_size, 2, shape, src.scale_format, src.tensor_scale)
+
+    ra = arr(np.broadcast_to(a.codes[:, None, :], shape),
+             np.broadcast_to(a.scales[:, None, :], (m, n, a.scales.shape[1])), a)
+    cb = arr(np.broadcast_to(b.codes.T[None], shape),
+             np.broadcast_to(b.scales.T[None], (m, n, b.scales.shape[0])), b)
+    return golden.dot(ra, cb, acc, accumulation=kind)
+
+
+def _specials(rng, shape):
+    acc = (rng.standard_normal(shape) * np.exp2(rng.integers(-20, 20, shape))).astype(F32)
+    acc.flat[:4] = [0.0, -0.0, np.inf, np.nan][: acc.size]
+    return acc
+
+
+@pytest.mark.parametrize("kind,fa,fb,k,kdim", CASES,
+                         ids=[f"{c[0][8:]}-{c[1]}-{c[2]}-k{c[3]}" for c in CASES])
+def test_gpu_matmul_against_oracle_and_dot(kind, fa, fb, k, kdim, rng):
+    a, b = _operands(rng, fa, fb, k, kdim)
+    for acc in (None, _specials(rng, (3, 4))):
+        got = golden.matmul(a, b, acc=acc, accumulation=kind)
+        assert got.dtype == F32 and got.shape == (3, 4)
+        want = _oracle(kind, a, b, acc)
+        assert np.array_equal(got.view(np.uint32), want), (got.view(np.uint32), want)
+        assert np.array_equal(_per_output_dot(a, b, acc, kind).view(np.uint32), want)
+
+
+def test_gpu_matmul_nan_scales_and_gpu_nan(rng):
+    a, b = _operands(rng, "fp8_e4m3", "fp8_e4m3", 32, 64, scale_lo=254, scale_hi=256)
+    got = golden.matmul(a, b, accumulation=_M8).view(np.uint32)
+    assert np.array_equal(got, _oracle(_M8, a, b))
+    assert oracle.GPU_NAN in got.ravel().tolist()  # a 255 scale gives the GPU NaN 0x7FFFFFFF
+
+
+def test_gpu_matmul_differs_from_exact_and_batches(rng):
+    # The docs' worked example (section 8) as a 1 x 1 product: exact 0x47800004, GPU 0x47800000.
+    a_codes = np.array([[0x78] + [0x01] * 31], np.uint8)
+    b_codes = np.array([[0x78] + [0x30] * 31], np.uint8).T.copy()
+    one = np.full((1, 1), 127, np.uint8)
+    a = golden.MXArray(one, a_codes, "fp8_e4m3", 32, 1, (1, 32))
+    b = golden.MXArray(one, b_codes, "fp8_e4m3", 32, 0, (32, 1))
+    assert golden.matmul(a, b).view(np.uint32)[0, 0] == 0x47800004
+    assert golden.matmul(a, b, accumulation=_M8).view(np.uint32)[0, 0] == 0x47800000
+    # Batch axes broadcast as in the exact mode, each batch its own product.
+    x = rng.standard_normal((2, 1, 3, 64)).astype(F32).astype(np.float64)
+    y = rng.standard_normal((4, 64, 5)).astype(F32).astype(np.float64)
+    qa, qb = golden.quantize(x, "fp4_e2m1"), golden.quantize(y, "fp4_e2m1", axis=-2)
+    got = golden.matmul(qa, qb, accumulation=_M4)
+    assert got.shape == (2, 4, 3, 5)
+    for i in range(2):
+        for j in range(4):
+            ai = golden.quantize(x[i, 0], "fp4_e2m1")
+            bj = golden.quantize(y[j], "fp4_e2m1", axis=0)
+            assert np.array_equal(got[i, j].view(np.uint32),
+                                  golden.matmul(ai, bj, accumulation=_M4).view(np.uint32))
+
+
+def test_gpu_matmul_out_format(rng):
+    a, b = _operands(rng, "fp4_e2m1", "fp4_e2m1", 32, 64, n=32, scale_lo=120, scale_hi=130)
+    res = golden.matmul(a, b, accumulation=_M4)
+    q = golden.matmul(a, b, accumulation=_M4, out_format="fp8_e4m3")
+    want = golden.quantize(res, "fp8_e4m3", axis=-1)
+    assert np.array_equal(q.codes, want.codes) and np.array_equal(q.scales, want.scales)
+
+
+@pytest.mark.parametrize("kind,fa,fb,k", [
+    ("tcgen05", "fp8_e4m3", "fp8_e4m3", 32),
+    (None, "fp8_e4m3", "fp8_e4m3", 32),
+    (_M8, "int8", "fp8_e4m3", 32),
+    (_M8, "fp8_e4m3", "e3m3", 32),
+    (_M8, "fp8_e4m3", "fp8_e4m3", 16),
+    (_M4, "fp8_e4m3", "fp4_e2m1", 32),
+    (_M4, "fp4_e2m1", "fp4_e2m1", 16),
+    (_NV, "fp4_e2m1", "fp4_e2m1", 64),
+    (_NV, "fp6_e2m3", "fp4_e2m1", 16),
+])
+def test_matmul_validates_as_dot_does(kind, fa, fb, k):
+    a, b = _operands(np.random.default_rng(0), fa, fb, k, 64, m=2, n=2)
+    with pytest.raises(ValueError) as from_dot:
+        _per_output_dot(a, b, None, kind)
+    with pytest.raises(ValueError) as from_matmul:
+        golden.matmul(a, b, accumulation=kind)
+    assert str(from_matmul.value) == str(from_dot.value)
+    assert "\n" not in str(from_matmul.value) and "accumulation" in str(from_matmul.value)
