@@ -1,10 +1,14 @@
-"""golden.matmul in the GPU accumulation modes (docs/numerics.md sections 8 and 9).
+"""How golden's matrix product, GPU accumulation modes and NVFP4 combine (docs/numerics.md
+sections 7-9).
 
-Every output of ``golden.matmul(a, b, accumulation=kind)`` is checked bit for bit against the
-Fraction model of the tcgen05 steps in ``tests/oracle.py`` (``tcgen05_chain``) and against
-``golden.dot(..., accumulation=kind)`` of its row and column, on small random shapes with any
-codes (NaN and Inf included), any scales and special accumulators.  Random tests print their
-seed (the ``rng`` fixture).
+* ``golden.matmul(a, b, accumulation=kind)``: every output bit for bit against the Fraction
+  model of the tcgen05 steps in ``tests/oracle.py`` (``tcgen05_chain``) and against
+  ``golden.dot(..., accumulation=kind)`` of its row and column, on small random shapes with any
+  codes (NaN and Inf included), any scales and special accumulators.
+* ``golden.dot`` / ``golden.dot_blocks`` with ``"tcgen05.mxf4nvf4"`` on NVFP4 (UE4M3 scales, the
+  tensor scales on the final sum): against ``oracle.nvfp4_tcgen05_dot``.
+
+Random tests print their seed (the ``rng`` fixture).
 """
 
 from __future__ import annotations
@@ -149,3 +153,85 @@ def test_matmul_validates_as_dot_does(kind, fa, fb, k):
         golden.matmul(a, b, accumulation=kind)
     assert str(from_matmul.value) == str(from_dot.value)
     assert "\n" not in str(from_matmul.value) and "accumulation" in str(from_matmul.value)
+
+
+# --- tcgen05.mxf4nvf4 on NVFP4 arrays (UE4M3 scales, tensor scales in the epilogue) -----------
+def _nvfp4(rng, rows, n, pa=None, k=16, nan_scale=False):
+    codes = rng.integers(0, 16, (rows, n * k), dtype=np.uint8)
+    scales = rng.integers(0, 0x7F, (rows, n), dtype=np.uint8)  # zero and subnormal included
+    if nan_scale:
+        scales[0, 1] = 0x7F
+    return golden.MXArray(scales, codes, "fp4_e2m1", k, 1, (rows, n * k), "ue4m3", pa)
+
+
+@pytest.mark.parametrize("pa,pb", [(None, None), (F32(0.75), None), (F32(3e-3), F32(7.0)),
+                                   (None, F32(2.0**-100))])
+def test_nvfp4_dot_in_mxf4nvf4_against_oracle(pa, pb, rng):
+    a, b = _nvfp4(rng, 4, 5, pa), _nvfp4(rng, 4, 5, pb)  # 80 elements: a step and a short one
+    acc = _specials(rng, 4)
+    for c in (None, acc):
+        got = golden.dot(a, b, c, accumulation=_NV).view(np.uint32)
+        for r in range(4):
+            cb = 0 if c is None else int(c[r:r + 1].view(np.uint32)[0])
+            want = oracle.nvfp4_tcgen05_dot(a.codes[r], a.scales[r], None if pa is None
+                                            else float(pa), b.codes[r], b.scales[r],
+                                            None if pb is None else float(pb), cb)
+            assert int(got[r]) == want, (r, hex(int(got[r])), hex(want))
+    # exact stays the default, and is what accumulation="exact" gives
+    assert np.array_equal(golden.dot(a, b).view(np.uint32),
+                          golden.dot(a, b, accumulation="exact").view(np.uint32))
+
+
+def test_nvfp4_dot_blocks_ue4m3_both_modes(rng):
+    a, b = _nvfp4(rng, 3, 4, nan_scale=True), _nvfp4(rng, 3, 4)
+    (ac, asc), (bc, bsc) = a.blocks(), b.blocks()
+    for kind in ("exact", _NV):
+        got = golden.dot_blocks(ac, asc, bc, bsc, "fp4_e2m1", accumulation=kind,
+                                scale_format="ue4m3").view(np.uint32)
+        assert np.array_equal(got, golden.dot(a, b, accumulation=kind).view(np.uint32))
+        for r in range(3):
+            fn = oracle.nvfp4_dot if kind == "exact" else oracle.nvfp4_tcgen05_dot
+            want = fn(ac[r].ravel(), asc[r], None, bc[r].ravel(), bsc[r], None)
+            assert int(got[r]) == want, (kind, r, hex(int(got[r])), hex(want))
+    assert int(got[0]) == oracle.GPU_NAN  # the NaN scale 0x7F: the GPU NaN
+
+
+def test_nvfp4_gpu_mode_differs_from_exact():
+    # c = 256 and one term 0.5 * -0.5 at scales 2^-9 * 2^-9: -2^-20.  Exact: RNE(256 - 2^-20)
+    # = 256.  tcgen05.mxf4nvf4: the term survives truncation at 2^(8 - 35), and the sum is
+    # rounded toward zero: 256 - 2^-16 (0x437FFFFF).  Tensor scale 2 then doubles both.
+    a_codes, b_codes = np.zeros((1, 16), np.uint8), np.zeros((1, 16), np.uint8)
+    a_codes[0, 0], b_codes[0, 0] = 0x1, 0x9
+    s = np.array([[0x01]], np.uint8)
+    a = golden.MXArray(s, a_codes, "fp4_e2m1", 16, 1, (1, 16), "ue4m3")
+    b = golden.MXArray(s, b_codes, "fp4_e2m1", 16, 1, (1, 16), "ue4m3", F32(2.0))
+    c = np.array([256.0], F32)
+    assert golden.dot(a, b, c).view(np.uint32)[0] == 0x44000000  # 512
+    assert golden.dot(a, b, c, accumulation=_NV).view(np.uint32)[0] == 0x43FFFFFF  # 2 * that
+    assert oracle.nvfp4_tcgen05_dot(a_codes[0], s[0], None, b_codes[0], s[0], 2.0,
+                                    0x43800000) == 0x43FFFFFF
+
+
+@pytest.mark.parametrize("kind,k,match", [
+    (_M8, 16, "takes scale formats e8m0, got 'ue4m3'"),
+    (_M4, 16, "takes scale formats e8m0, got 'ue4m3'"),
+    (_NV, 32, "takes blocks of 16 elements with ue4m3 scales, got block size 32"),
+    ("gpu", 16, "accumulation must be one of"),
+])
+def test_nvfp4_modes_are_checked(kind, k, match):
+    a = _nvfp4(np.random.default_rng(0), 1, 2, k=k)
+    with pytest.raises(ValueError, match=match):
+        golden.dot(a, a, accumulation=kind)
+    (ac, asc) = a.blocks()
+    with pytest.raises(ValueError, match=match):
+        golden.dot_blocks(ac, asc, ac, asc, "fp4_e2m1", accumulation=kind, scale_format="ue4m3")
+
+
+def test_dot_blocks_scale_format_errors():
+    c, s = np.zeros((1, 16), np.uint8), np.zeros(1, np.uint8)
+    with pytest.raises(ValueError, match="ue4m3 scales go with fp4_e2m1 codes"):
+        golden.dot_blocks(c, s, c, s, "fp8_e4m3", scale_format="ue4m3")
+    with pytest.raises(ValueError, match="bit 7 is never set"):
+        golden.dot_blocks(c, s | 0x80, c, s, "fp4_e2m1", scale_format="ue4m3")
+    with pytest.raises(ValueError, match="scale"):
+        golden.dot_blocks(c, s, c, s, "fp4_e2m1", scale_format="e5m3")
