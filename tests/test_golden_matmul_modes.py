@@ -235,3 +235,69 @@ def test_dot_blocks_scale_format_errors():
         golden.dot_blocks(c, s | 0x80, c, s, "fp4_e2m1", scale_format="ue4m3")
     with pytest.raises(ValueError, match="scale"):
         golden.dot_blocks(c, s, c, s, "fp4_e2m1", scale_format="e5m3")
+
+
+# --- nvfp4 x nvfp4 matrix products --------------------------------------------------------
+def _nvfp4_operands(rng, m=3, kdim=80, n=4, pa=None, pb=None):
+    """Random nvfp4 operands (any code, scales 0..0x7E and one NaN scale): a (m, kdim) along K,
+    b (kdim, n) along K, with tensor scales pa, pb."""
+    nb = kdim // 16
+    ac = rng.integers(0, 16, (m, kdim), dtype=np.uint8)
+    bc = rng.integers(0, 16, (kdim, n), dtype=np.uint8)
+    sa = rng.integers(0, 0x7F, (m, nb), dtype=np.uint8)
+    sb = rng.integers(0, 0x7F, (nb, n), dtype=np.uint8)
+    sa[-1, -1] = 0x7F
+    return (golden.MXArray(sa, ac, "fp4_e2m1", 16, 1, (m, kdim), "ue4m3", pa),
+            golden.MXArray(sb, bc, "fp4_e2m1", 16, 0, (kdim, n), "ue4m3", pb))
+
+
+@pytest.mark.parametrize("kind", ["exact", _NV])
+@pytest.mark.parametrize("pa,pb", [(None, None), (F32(0.375), F32(3e-3)), (None, F32(7.0))])
+def test_nvfp4_matmul_against_oracle_and_dot(kind, pa, pb, rng):
+    a, b = _nvfp4_operands(rng, pa=pa, pb=pb)
+    for acc in (None, _specials(rng, (3, 4))):
+        got = golden.matmul(a, b, acc=acc, accumulation=kind)
+        c = None if acc is None else acc.view(np.uint32)
+        want = oracle.nvfp4_matmul(a.codes, a.scales, None if pa is None else float(pa),
+                                   b.codes, b.scales, None if pb is None else float(pb), c,
+                                   accumulation=kind)
+        assert np.array_equal(got.view(np.uint32), want), (got.view(np.uint32), want)
+        assert np.array_equal(_per_output_dot(a, b, acc, kind).view(np.uint32), want)
+    nan = oracle.FP32_QNAN if kind == "exact" else oracle.GPU_NAN
+    assert (got.view(np.uint32)[-1] == nan).all()  # the row with the NaN scale
+
+
+def test_nvfp4_matmul_of_quantized_data_and_nvfp4_output(rng):
+    x = rng.standard_normal((2, 5, 64)).astype(F32)
+    y = rng.standard_normal((64, 48)).astype(F32)
+    a = golden.quantize(x, "nvfp4", tensor_scale="dynamic")
+    b = golden.quantize(y, "nvfp4", axis=0, tensor_scale="dynamic")
+    res = golden.matmul(a, b)
+    assert res.shape == (2, 5, 48)
+    for i in range(2):
+        ai = golden.MXArray(a.scales[i], a.codes[i], a.fmt, 16, 1, (5, 64), a.scale_format,
+                            a.tensor_scale)
+        want = oracle.nvfp4_matmul(ai.codes, ai.scales, float(a.tensor_scale), b.codes,
+                                   b.scales, float(b.tensor_scale))
+        assert np.array_equal(res[i].view(np.uint32), want)
+    assert np.allclose(res, x @ y, rtol=0.5, atol=3)  # a sanity bound, not the check
+    q = golden.matmul(a, b, out_format="nvfp4")
+    want = golden.quantize(res, "nvfp4", axis=-1)
+    assert q.scale_format == golden.UE4M3 and q.block_size == 16 and q.tensor_scale is None
+    assert np.array_equal(q.codes, want.codes) and np.array_equal(q.scales, want.scales)
+    q8 = golden.matmul(a, b, out_format="fp8_e4m3")  # an MX output: blocks of 32
+    assert q8.block_size == 32 and np.array_equal(
+        q8.codes, golden.quantize(res, "fp8_e4m3", axis=-1).codes)
+
+
+def test_nvfp4_matmul_errors():
+    a, b = _nvfp4_operands(np.random.default_rng(0), kdim=32)
+    mx = golden.quantize(np.ones((32, 4), np.float64), "fp4_e2m1", axis=0, block_size=16)
+    with pytest.raises(ValueError, match="same scale format .* got ue4m3 and e8m0"):
+        golden.matmul(a, mx)
+    with pytest.raises(ValueError, match="takes scale formats e8m0, got 'ue4m3'"):
+        golden.matmul(a, b, accumulation=_M4)
+    with pytest.raises(ValueError, match="out_format='nvfp4' takes no scale_mode or rounding"):
+        golden.matmul(a, b, out_format="nvfp4", rounding="rtz")
+    with pytest.raises(ValueError, match="power of two"):
+        golden.matmul(a, b, out_format="nvfp4", out_block_size=12)
