@@ -48,7 +48,7 @@ from .codec import decode_table, dot_tables
 from .dot_product import dot_blocks, limb_split
 from .formats import FP4_E2M1, ElementFormat, ScaleMode, element_format
 from .gpu_accumulation import accumulate_rows, check_accumulation
-from .mx import MXArray, check_block_size, quantize
+from .mx import DEFAULT_BLOCK_SIZE, MXArray, check_block_size, default_block_size, quantize
 from .nvfp4 import NAME as NVFP4
 from .nvfp4 import is_nvfp4
 from .nvfp4_dot import epilogue, rne_f32_sum, tensor_alpha
@@ -180,10 +180,11 @@ def _check_out(out_format, out_block_size, scale_mode, rounding):
         if (scale_mode, rounding) != ("floor", "rne"):
             raise ValueError("out_format='nvfp4' takes no scale_mode or rounding (its recipe "
                              "fixes both)")
-        k = 16 if out_block_size is None else check_block_size(out_block_size)
+        k = check_block_size(default_block_size(NVFP4) if out_block_size is None
+                             else out_block_size)
         return NVFP4, k
     out_fmt = None if out_format is None else element_format(out_format)
-    k = 32 if out_block_size is None else check_block_size(out_block_size)
+    k = check_block_size(DEFAULT_BLOCK_SIZE if out_block_size is None else out_block_size)
     try:
         ScaleMode(scale_mode)
     except ValueError:
