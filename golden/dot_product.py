@@ -13,7 +13,7 @@ from .mx import MXArray, check_block_size
 from .scale_format import E8M0
 from .scale_format import scale_format as scale_format_of
 
-__all__ = ["dot", "dot_blocks", "limb_split"]
+__all__ = ["dot", "dot_blocks", "limb_split", "accumulator"]
 
 
 def limb_split(fmt_a: ElementFormat, fmt_b: ElementFormat, block_size: int) -> int | None:
@@ -26,24 +26,34 @@ def limb_split(fmt_a: ElementFormat, fmt_b: ElementFormat, block_size: int) -> i
     return K.dot_limb_split(product_bits, int(ha.max()) + int(hb.max()), block_size)
 
 
-def _acc_bits(acc, shape) -> np.ndarray:
+def accumulator(acc, shape) -> np.ndarray:
+    """The accumulator input of a dot or matrix product as a new, writable float32 array of
+    ``shape``: +0 everywhere when ``acc`` is None, else ``acc`` broadcast to ``shape``.
+
+    Raises
+    ------
+    TypeError
+        ``acc`` is not a real number array (bool, complex, object, ...).
+    ValueError
+        ``acc`` holds a value float32 cannot represent exactly (no silent rounding), or does
+        not broadcast to ``shape``.
+    """
     if acc is None:
-        return np.zeros(shape, np.int64)
+        return np.zeros(shape, np.float32)
     c = np.asarray(acc)
     if c.dtype != np.float32:
         if c.dtype.kind not in "fiu":
             raise TypeError(f"acc must be float32, got dtype {c.dtype}")
         c32 = c.astype(np.float32)
-        same = (c32.astype(np.float64) == c.astype(np.float64)) | np.isnan(c.astype(np.float64))
-        if not np.all(same):
+        wide = c.astype(np.float64)
+        if not np.all((c32.astype(np.float64) == wide) | np.isnan(wide)):
             raise ValueError("acc must be float32 (or values exactly representable in it); "
                              "cast it explicitly if rounding is intended")
         c = c32
     try:
-        c = np.broadcast_to(c, shape)
+        return np.broadcast_to(c, shape).copy()
     except ValueError:
         raise ValueError(f"acc of shape {np.shape(acc)} does not broadcast to {shape}") from None
-    return c.view(np.uint32).astype(np.int64)
 
 
 def dot_blocks(a_codes, a_scales, b_codes, b_scales, fmt_a, fmt_b=None, acc=None,
@@ -95,7 +105,7 @@ def dot_blocks(a_codes, a_scales, b_codes, b_scales, fmt_a, fmt_b=None, acc=None
     lead = ac.shape[:-2]
     rows = int(np.prod(lead))
     n, k = ac.shape[-2:]
-    c = _acc_bits(acc, lead).reshape(rows)
+    c = accumulator(acc, lead).view(np.uint32).astype(np.int64).reshape(rows)
     out = np.empty(rows, np.int64)
     ta, tb = dot_tables(fa), dot_tables(fb)
     args = (np.ascontiguousarray(ac, np.uint8).reshape(rows, n, k),

@@ -45,7 +45,7 @@ import numpy as np
 from . import _matmul_kernels as MK
 from .blas_threads import one_blas_thread
 from .codec import decode_table, dot_tables
-from .dot_product import dot_blocks, limb_split
+from .dot_product import accumulator, dot_blocks, limb_split
 from .formats import FP4_E2M1, ElementFormat, ScaleMode, element_format
 from .gpu_accumulation import accumulate_rows, check_accumulation
 from .mx import DEFAULT_BLOCK_SIZE, MXArray, check_block_size, default_block_size, quantize
@@ -154,26 +154,6 @@ def _check_operands(a, b):
     return batch, a.shape[-2], a.shape[-1], b.shape[-1]
 
 
-def _acc_array(acc, shape) -> np.ndarray:
-    """The accumulator start as a writable float32 array of ``shape`` (+0 when None)."""
-    if acc is None:
-        return np.zeros(shape, np.float32)
-    c = np.asarray(acc)
-    if c.dtype.kind not in "fiu":
-        raise TypeError(f"acc must be float32, got dtype {c.dtype}")
-    if c.dtype != np.float32:
-        c32 = c.astype(np.float32)
-        wide = c.astype(np.float64)
-        if not np.all((c32.astype(np.float64) == wide) | np.isnan(wide)):
-            raise ValueError("acc must be float32 (or values exactly representable in it); "
-                             "cast it explicitly if rounding is intended")
-        c = c32
-    try:
-        return np.broadcast_to(c, shape).copy()
-    except ValueError:
-        raise ValueError(f"acc of shape {c.shape} does not broadcast to {shape}") from None
-
-
 def _check_out(out_format, out_block_size, scale_mode, rounding):
     """Validate the output quantization; returns (format or "nvfp4" or None, block size)."""
     if is_nvfp4(out_format):
@@ -236,7 +216,7 @@ def matmul(a: MXArray, b: MXArray, *, acc=None, out_format=None, out_block_size=
     batch, M, _, N = _check_operands(a, b)
     check_accumulation(accumulation, a.fmt, b.fmt, a.block_size, a.scale_format.name)
     out_fmt, out_k = _check_out(out_format, out_block_size, scale_mode, rounding)
-    out = _acc_array(acc, batch + (M, N))
+    out = accumulator(acc, batch + (M, N))
     a_codes = np.broadcast_to(a.codes, batch + a.codes.shape[-2:])
     a_scales = np.broadcast_to(a.scales, batch + a.scales.shape[-2:])
     b_codes = np.broadcast_to(b.codes, batch + b.codes.shape[-2:])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .codec import decode_table
+from .dot_product import accumulator
 from .format_names import FP4_E2M1
 from .gpu_accumulation import accumulate_rows, check_accumulation
 from .mx import MXArray
@@ -84,8 +85,9 @@ def epilogue(out: np.ndarray, alpha, nan_bits: int = _QNAN) -> np.ndarray:
 def dot_nvfp4(a: MXArray, b: MXArray, acc=None, accumulation="exact") -> np.ndarray:
     """nvfp4 x nvfp4 dot product along the block axis: float32 of the shape without it.
 
-    ``acc`` (float32, broadcastable to that shape) is the accumulator's starting value, in
-    the units of the block sums (before the tensor scales).  ``accumulation`` is ``"exact"``
+    ``acc`` (float32, broadcastable to that shape; checked by
+    :func:`golden.dot_product.accumulator`) is the accumulator's starting value, in the units
+    of the block sums (before the tensor scales).  ``accumulation`` is ``"exact"``
     (one RNE per block) or ``"tcgen05.mxf4nvf4"`` (the Blackwell MMA steps,
     :mod:`golden.gpu_accumulation`, UE4M3 scales, blocks of 16); the tensor scales multiply
     the final sum once in both.
@@ -101,16 +103,7 @@ def dot_nvfp4(a: MXArray, b: MXArray, acc=None, accumulation="exact") -> np.ndar
     check_accumulation(accumulation, a.fmt, b.fmt, a.block_size, UE4M3.name)
     (ac, asc), (bc, bsc) = a.blocks(), b.blocks()
     lead = asc.shape[:-1]
-    out = np.zeros(lead, np.float32)
-    if acc is not None:
-        c = np.asarray(acc)
-        if c.dtype != np.float32:
-            raise TypeError(f"acc must be float32, got dtype {c.dtype}")
-        try:
-            out = np.array(np.broadcast_to(c, out.shape), np.float32)
-        except ValueError:
-            raise ValueError(f"acc of shape {c.shape} does not broadcast to {out.shape}") \
-                from None
+    out = accumulator(acc, lead)
     alpha = tensor_alpha(a, b)
     if accumulation == "exact":
         return epilogue(chain_terms(out, block_terms(ac, asc, bc, bsc)), alpha)

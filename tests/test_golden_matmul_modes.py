@@ -301,3 +301,26 @@ def test_nvfp4_matmul_errors():
         golden.matmul(a, b, out_format="nvfp4", rounding="rtz")
     with pytest.raises(ValueError, match="power of two"):
         golden.matmul(a, b, out_format="nvfp4", out_block_size=12)
+
+
+# --- one accumulator check for dot, dot_blocks, the NVFP4 dot and matmul -------------------
+@pytest.mark.parametrize("acc,exc", [(np.zeros((2, 2), bool), TypeError),
+                                     (np.full((2, 2), 0.1), ValueError),
+                                     (np.zeros((3, 2), F32), ValueError)])
+def test_accumulator_is_checked_alike(acc, exc):
+    from golden.dot_product import accumulator
+
+    with pytest.raises(exc) as want:
+        accumulator(acc, (2, 2))
+    assert "\n" not in str(want.value)
+    mx_a, mx_b = _operands(np.random.default_rng(0), "fp8_e4m3", "fp8_e4m3", 32, 32, 2, 2)
+    nv_a, nv_b = _nvfp4_operands(np.random.default_rng(0), 2, 32, 2)
+    for call in (lambda: golden.matmul(mx_a, mx_b, acc=acc),
+                 lambda: golden.matmul(nv_a, nv_b, acc=acc),
+                 lambda: _per_output_dot(mx_a, mx_b, acc, "exact"),
+                 lambda: _per_output_dot(nv_a, nv_b, acc, "exact")):
+        with pytest.raises(exc) as got:
+            call()
+        assert str(got.value) == str(want.value)
+    assert accumulator(np.float64(0.5), (2, 2)).tolist() == [[0.5, 0.5], [0.5, 0.5]]
+    assert accumulator(None, (1,)).view(np.uint32).tolist() == [0]  # +0
