@@ -133,7 +133,9 @@ def dot(a: MXArray, b: MXArray, acc=None, accumulation="exact") -> np.ndarray:
     ``a`` and ``b`` must have the same shape, block size and block axis; their formats may
     differ.  Returns float32 of the shape with the block axis removed.  ``acc`` (float32,
     broadcastable to that shape) is the initial accumulator, ``+0`` when omitted.
-    ``accumulation`` is ``"exact"`` or a GPU mode, as in :func:`dot_blocks`.
+    ``accumulation`` is ``"exact"`` or a GPU mode, as in :func:`dot_blocks`.  Two NVFP4 arrays
+    (UE4M3 scales) take the NVFP4 dot (:func:`golden.nvfp4_dot.dot_nvfp4`: exact or
+    ``"tcgen05.mxf4nvf4"``, the tensor scales once on the final sum).
     """
     if not isinstance(a, MXArray) or not isinstance(b, MXArray):
         raise TypeError("dot takes two MXArrays (see golden.quantize)")
