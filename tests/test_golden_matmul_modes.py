@@ -280,7 +280,8 @@ def test_nvfp4_matmul_of_quantized_data_and_nvfp4_output(rng):
         want = oracle.nvfp4_matmul(ai.codes, ai.scales, float(a.tensor_scale), b.codes,
                                    b.scales, float(b.tensor_scale))
         assert np.array_equal(res[i].view(np.uint32), want)
-    assert np.allclose(res, x @ y, rtol=0.5, atol=3)  # a sanity bound, not the check
+    ref = x @ y  # a sanity bound, not the check: 0.12-0.15 measured over 30 seeds
+    assert np.linalg.norm(res - ref) < 0.3 * np.linalg.norm(ref)
     q = golden.matmul(a, b, out_format="nvfp4")
     want = golden.quantize(res, "nvfp4", axis=-1)
     assert q.scale_format == golden.UE4M3 and q.block_size == 16 and q.tensor_scale is None
