@@ -11,6 +11,7 @@ import shlex
 import sys
 
 from .formats import FORMATS
+from .mx import default_block_size
 from .vectors import UNITS, generate
 
 
@@ -48,7 +49,7 @@ def main(argv=None, prog: str = "python -m golden") -> int:
     v.add_argument("-o", "--out-dir", required=True, help="directory to write")
     a = p.parse_args(argv)
     if a.block_size is None:
-        a.block_size = 16 if a.format.strip().lower() == "nvfp4" else 32
+        a.block_size = default_block_size(a.format)
     if not 2 <= a.block_size <= 64 or a.block_size & (a.block_size - 1):
         print(f"{prog}: error: --block-size must be a power of two in 2..64, got "
               f"{a.block_size}", file=sys.stderr)

@@ -30,7 +30,7 @@ def exact_values(mx: MXArray) -> np.ndarray:
     return np.ascontiguousarray(np.moveaxis(v, -1, mx.axis))
 
 
-def fake_quantize(x, fmt, *, block_size=32, axis=-1, scale_mode="floor", rounding="rne",
+def fake_quantize(x, fmt, *, block_size=None, axis=-1, scale_mode="floor", rounding="rne",
                   random=None, random_bits=8, int8_range="symmetric", like=None):
     """``dequantize(quantize(x, ...))`` in ``x``'s dtype, shape and array type.
 

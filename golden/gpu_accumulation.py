@@ -11,9 +11,9 @@ toward zero (docs/numerics.md, "GPU accumulation modes", states the rules):
 * ``"tcgen05.mxf4"``: fp4_e2m1 x fp4_e2m1, E8M0 scales, blocks of 32; one step per two blocks
   (64 elements), products summed exactly in groups of 16.
 * ``"tcgen05.mxf4nvf4"``: the mxf4 arithmetic with one scale per 16 or 32 elements, E8M0 or
-  UE4M3 (NVFP4's scale, sign bit ignored).  :func:`accumulate_rows` takes it with an explicit
-  ``scale_format``; ``golden.dot`` / ``dot_blocks`` reject it until golden's MX arrays carry
-  a UE4M3 scale format (issue #50), so that UE4M3 bytes are never read as E8M0.
+  UE4M3 (NVFP4's scale, sign bit ignored).  The scales' format is explicit everywhere: an
+  MXArray's ``scale_format`` (``golden.dot``, ``golden.matmul``), ``scale_format=`` of
+  ``golden.dot_blocks`` and :func:`accumulate_rows`.
 
 :func:`accumulate_rows` is the entry point for callers that chain rows of blocks themselves
 (``golden.matmul``): one call per batch of (row, column) chains.
@@ -69,23 +69,18 @@ def check_accumulation(accumulation, fmt_a=None, fmt_b=None, block_size=None,
     fmt_a, fmt_b : element formats, optional
     block_size : int, optional
     scale_format : {"e8m0", "ue4m3"}, optional
-        The block-scale format; None where the caller's scales are E8M0 with no way to say
-        otherwise (``golden.dot_blocks``), which ``"tcgen05.mxf4nvf4"`` does not accept yet.
+        The block-scale format (E8M0 when omitted).
 
     Raises
     ------
     ValueError
-        An unknown name; ``"tcgen05.mxf4nvf4"`` without a scale format (issue #50); a format,
-        block size or scale format the kind does not take.
+        An unknown name; a format, block size or scale format the kind does not take.
     """
     if not isinstance(accumulation, str) or accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation must be one of {', '.join(map(repr, ACCUMULATIONS))}, "
                          f"got {accumulation!r}")
     if accumulation == "exact":
         return accumulation
-    if accumulation == "tcgen05.mxf4nvf4" and scale_format is None:
-        raise ValueError("accumulation 'tcgen05.mxf4nvf4' is not yet supported by dot and "
-                         "dot_blocks: it needs the UE4M3 block scale (issue #50)")
     formats, which, sizes = _TAKES[accumulation]
     scale_format = "e8m0" if scale_format is None else scale_format
     if not isinstance(scale_format, str) or scale_format not in sizes:

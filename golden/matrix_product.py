@@ -1,5 +1,5 @@
 """The MX matrix product: each output the chained MX dot over K (docs/numerics.md, "Matrix
-product").
+product"), exact or in a GPU accumulation mode (:mod:`golden.gpu_accumulation`).
 
 ``golden.matmul(a, b)`` multiplies an MXArray ``a`` of shape ``(..., M, K)`` blocked along its
 last axis by an MXArray ``b`` of shape ``(..., K, N)`` blocked along K (its axis -2), batch axes
@@ -28,6 +28,12 @@ integer times ``2^(lsb_a + lsb_b)``:
 ``"wide"``
     :func:`golden.dot_blocks` on row chunks: pairs too wide for the two-limb step (e6m1 x
     e6m1, fp8_e5m2 x e6m1 from block size 32, any pair with e7m0); Python-speed.
+
+A GPU ``accumulation=`` (``"tcgen05.mxf8f6f4"``, ``"tcgen05.mxf4"``, ``"tcgen05.mxf4nvf4"``)
+takes none of these: every output is :func:`golden.gpu_accumulation.accumulate_rows` of its
+row and column (compiled tcgen05 steps, chunks of rows).  Two NVFP4 arrays (UE4M3 scales)
+take the NVFP4 dot's numerics (:mod:`golden.nvfp4_dot`): BLAS block sums times the exact scale
+products, one fp32 RNE per block, then the tensor scales once on every output.
 """
 
 from __future__ import annotations
@@ -38,10 +44,15 @@ import numpy as np
 
 from . import _matmul_kernels as MK
 from .blas_threads import one_blas_thread
-from .codec import dot_tables
-from .dot_product import dot_blocks, limb_split
-from .formats import ElementFormat, ScaleMode, element_format
-from .mx import MXArray, check_block_size, quantize
+from .codec import decode_table, dot_tables
+from .dot_product import accumulator, dot_blocks, limb_split
+from .formats import FP4_E2M1, ElementFormat, ScaleMode, element_format
+from .gpu_accumulation import accumulate_rows, check_accumulation
+from .mx import DEFAULT_BLOCK_SIZE, MXArray, check_block_size, default_block_size, quantize
+from .nvfp4 import NAME as NVFP4
+from .nvfp4 import is_nvfp4
+from .nvfp4_dot import epilogue, rne_f32_sum, tensor_alpha
+from .scale_format import UE4M3
 
 __all__ = ["matmul", "matmul_path"]
 
@@ -49,6 +60,7 @@ _FINITE = 0  # golden.codec.dot_tables' flag of a finite code
 _ROUNDINGS = ("rne", "rna", "rtz")
 _WIDE_CHUNK = 1 << 22  # codes per dot_blocks call on the wide path
 _EXACT_F32, _EXACT_F64 = 1 << 24, 1 << 53  # integers exact in float32, float64
+_QNAN, _GPU_NAN = 0x7FC00000, 0x7FFFFFFF  # golden's NaN; the NaN of every tcgen05 step
 _BLAS_ROWS = 256  # output rows per tile on the BLAS path (a tile's block sums: 2 MB at N = 1024)
 
 
@@ -127,6 +139,10 @@ def _check_operands(a, b):
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"K mismatch: a is {a.shape} and b is {b.shape} "
                          f"({a.shape[-1]} != {b.shape[-2]})")
+    if a.scale_format != b.scale_format:
+        raise ValueError(f"a and b must have the same scale format (nvfp4 x nvfp4, or two "
+                         f"E8M0-scaled MX arrays), got {a.scale_format.name} and "
+                         f"{b.scale_format.name}")
     if a.block_size != b.block_size:
         raise ValueError(f"a and b must have the same block size, got {a.block_size} and "
                          f"{b.block_size}")
@@ -138,29 +154,17 @@ def _check_operands(a, b):
     return batch, a.shape[-2], a.shape[-1], b.shape[-1]
 
 
-def _acc_array(acc, shape) -> np.ndarray:
-    """The accumulator start as a writable float32 array of ``shape`` (+0 when None)."""
-    if acc is None:
-        return np.zeros(shape, np.float32)
-    c = np.asarray(acc)
-    if c.dtype.kind not in "fiu":
-        raise TypeError(f"acc must be float32, got dtype {c.dtype}")
-    if c.dtype != np.float32:
-        c32 = c.astype(np.float32)
-        wide = c.astype(np.float64)
-        if not np.all((c32.astype(np.float64) == wide) | np.isnan(wide)):
-            raise ValueError("acc must be float32 (or values exactly representable in it); "
-                             "cast it explicitly if rounding is intended")
-        c = c32
-    try:
-        return np.broadcast_to(c, shape).copy()
-    except ValueError:
-        raise ValueError(f"acc of shape {c.shape} does not broadcast to {shape}") from None
-
-
 def _check_out(out_format, out_block_size, scale_mode, rounding):
+    """Validate the output quantization; returns (format or "nvfp4" or None, block size)."""
+    if is_nvfp4(out_format):
+        if (scale_mode, rounding) != ("floor", "rne"):
+            raise ValueError("out_format='nvfp4' takes no scale_mode or rounding (its recipe "
+                             "fixes both)")
+        k = check_block_size(default_block_size(NVFP4) if out_block_size is None
+                             else out_block_size)
+        return NVFP4, k
     out_fmt = None if out_format is None else element_format(out_format)
-    check_block_size(out_block_size)
+    k = check_block_size(DEFAULT_BLOCK_SIZE if out_block_size is None else out_block_size)
     try:
         ScaleMode(scale_mode)
     except ValueError:
@@ -170,11 +174,11 @@ def _check_out(out_format, out_block_size, scale_mode, rounding):
         raise ValueError(f"matmul's output rounding must be one of {', '.join(_ROUNDINGS)}, "
                          f"got {rounding!r} (stochastic rounding: golden.quantize the fp32 "
                          "result with random=)")
-    return out_fmt
+    return out_fmt, k
 
 
-def matmul(a: MXArray, b: MXArray, *, acc=None, out_format=None, out_block_size=32,
-           scale_mode="floor", rounding="rne"):
+def matmul(a: MXArray, b: MXArray, *, acc=None, out_format=None, out_block_size=None,
+           scale_mode="floor", rounding="rne", accumulation="exact"):
     """Matrix product of two MX arrays, bit-exact to the chained MX dot product.
 
     Parameters
@@ -182,18 +186,27 @@ def matmul(a: MXArray, b: MXArray, *, acc=None, out_format=None, out_block_size=
     a : MXArray of shape (..., M, K)
         Blocked along its last axis (K).
     b : MXArray of shape (..., K, N)
-        Blocked along K (axis -2), with ``a``'s block size; its format may differ from ``a``'s.
+        Blocked along K (axis -2), with ``a``'s block size and scale format; its element
+        format may differ from ``a``'s.  Two NVFP4 arrays (UE4M3 scales) multiply as the NVFP4
+        dot does: the tensor scales ``f(Pa * Pb)`` multiply each final sum once.
     acc : array_like of float32, optional
         The accumulator start of every output, broadcastable to ``(..., M, N)``; +0 when
-        omitted.
+        omitted (NVFP4: in the units of the block sums, before the tensor scales).
     out_format : str, dict or ElementFormat, optional
-        Quantize the fp32 result to this format along N (:func:`golden.quantize`, ``axis=-1``).
-    out_block_size : int
-        Block size of that output quantization.
+        Quantize the fp32 result to this format along N (:func:`golden.quantize`, ``axis=-1``);
+        ``"nvfp4"`` gives single-level NVFP4 (UE4M3 scales, no tensor scale, torchao recipe).
+    out_block_size : int, optional
+        Block size of that output quantization; the format's default when omitted (32, and
+        16 for nvfp4).
     scale_mode : {"floor", "rceil"}
-        Scale rule of the output quantization.
+        Scale rule of the output quantization (MX formats only).
     rounding : {"rne", "rna", "rtz"}
-        Element rounding of the output quantization.
+        Element rounding of the output quantization (MX formats only).
+    accumulation : str
+        ``"exact"`` (one RNE per block pair, docs/numerics.md section 5) or a GPU mode of
+        :mod:`golden.gpu_accumulation` (``"tcgen05.mxf8f6f4"``, ``"tcgen05.mxf4"``,
+        ``"tcgen05.mxf4nvf4"``), validated with the formats and block size exactly as
+        :func:`golden.dot` validates it.
 
     Returns
     -------
@@ -201,20 +214,29 @@ def matmul(a: MXArray, b: MXArray, *, acc=None, out_format=None, out_block_size=
     ``out_format`` is given.  Batch axes broadcast like numpy's ``matmul``.
     """
     batch, M, _, N = _check_operands(a, b)
-    out_fmt = _check_out(out_format, out_block_size, scale_mode, rounding)
-    out = _acc_array(acc, batch + (M, N))
+    check_accumulation(accumulation, a.fmt, b.fmt, a.block_size, a.scale_format.name)
+    out_fmt, out_k = _check_out(out_format, out_block_size, scale_mode, rounding)
+    out = accumulator(acc, batch + (M, N))
     a_codes = np.broadcast_to(a.codes, batch + a.codes.shape[-2:])
     a_scales = np.broadcast_to(a.scales, batch + a.scales.shape[-2:])
     b_codes = np.broadcast_to(b.codes, batch + b.codes.shape[-2:])
     b_scales = np.broadcast_to(b.scales, batch + b.scales.shape[-2:])
-    product = _PATHS[matmul_path(a.fmt, b.fmt, a.block_size)]
+    nvfp4 = a.scale_format == UE4M3
+    if accumulation == "exact":
+        product = _product_nvfp4 if nvfp4 else _PATHS[matmul_path(a.fmt, b.fmt, a.block_size)]
+    else:
+        product = functools.partial(_product_gpu, accumulation, a.scale_format.name)
     with one_blas_thread():  # many small BLAS calls: golden.blas_threads
         for idx in np.ndindex(*batch):
             product(a_codes[idx], a_scales[idx], b_codes[idx], b_scales[idx], out[idx],
                     a.fmt, b.fmt, a.block_size)
+    if nvfp4:
+        out = epilogue(out, tensor_alpha(a, b), _QNAN if accumulation == "exact" else _GPU_NAN)
     if out_fmt is None:
         return out
-    return quantize(out, out_fmt, block_size=out_block_size, axis=-1, scale_mode=scale_mode,
+    if out_fmt == NVFP4:
+        return quantize(out, NVFP4, block_size=out_k, axis=-1)
+    return quantize(out, out_fmt, block_size=out_k, axis=-1, scale_mode=scale_mode,
                     rounding=rounding)
 
 
@@ -282,6 +304,38 @@ def _product_wide(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
                              np.broadcast_to(asc[sl, None], (m,) + bsc.shape),
                              np.broadcast_to(bb, (m,) + bb.shape),
                              np.broadcast_to(bsc, (m,) + bsc.shape), fa, fb, out[sl])
+
+
+def _product_nvfp4(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
+    """One nvfp4 x nvfp4 product, exact: per K block the exact sums (BLAS on e2m1 values,
+    multiples of 2^-2 far below 2^53) times the exact UE4M3 scale products, then one fp32 RNE
+    into each accumulator (:func:`golden.nvfp4_dot.rne_f32_sum`), blocks in K order."""
+    table = decode_table(FP4_E2M1)
+    av, bv = table[a_codes], table[b_codes]
+    sa, sb = UE4M3.decode(a_scales), UE4M3.decode(b_scales)
+    acc = np.ascontiguousarray(out)
+    for j in range(sa.shape[1]):
+        blk = slice(j * k, (j + 1) * k)
+        with np.errstate(invalid="ignore"):
+            t = (av[:, blk] @ bv[blk]) * (sa[:, j, None] * sb[None, j, :])
+        acc = rne_f32_sum(acc, t)
+    out[...] = acc
+
+
+def _product_gpu(kind, scale_format, a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
+    """One product in a GPU accumulation mode: :func:`accumulate_rows` on chunks of rows,
+    every (row, column) pair one chain."""
+    ab, asc, bb, bsc = _blocked(a_codes, a_scales, b_codes, b_scales, k)
+    M, N = out.shape
+    rows = max(1, _WIDE_CHUNK // max(1, N * ab.shape[1] * k))
+    for r in range(0, M, rows):
+        sl = slice(r, min(M, r + rows))
+        m = sl.stop - sl.start
+        c = np.ascontiguousarray(out[sl]).view(np.uint32).astype(np.int64).reshape(-1)
+        res = accumulate_rows(kind, np.repeat(ab[sl], N, axis=0), np.repeat(asc[sl], N, axis=0),
+                              np.tile(bb, (m, 1, 1)), np.tile(bsc, (m, 1)), c, fa, fb,
+                              scale_format)
+        out[sl] = res.astype(np.uint32).view(np.float32).reshape(m, N)
 
 
 _PATHS = {"blas": _product_blas, "blas-split": _product_blas, "exact": _product_exact,

@@ -17,7 +17,8 @@ from .jitcache import njit
 from .scale_format import E8M0, scale_format
 from .seed_compat import int8_codes, needs_seed_path
 
-__all__ = ["MXArray", "quantize", "dequantize", "check_block_size"]
+__all__ = ["MXArray", "quantize", "dequantize", "check_block_size", "default_block_size",
+           "DEFAULT_BLOCK_SIZE"]
 
 _OUT_DTYPES = {
     np.dtype(np.float32): None,
@@ -34,6 +35,14 @@ def check_block_size(block_size) -> int:
         raise ValueError(f"block_size must be a power of two >= 2 (2, 4, 8, 16, 32, 64, ...; "
                          f"the RTL supports 2..64), got {k}")
     return k
+
+
+def default_block_size(fmt) -> int:
+    """The block size :func:`quantize` takes for ``fmt`` when given none: 16 for ``"nvfp4"``,
+    :data:`DEFAULT_BLOCK_SIZE` (32) for every MX element format."""
+    from .nvfp4 import is_nvfp4  # builds on this module
+
+    return 16 if is_nvfp4(fmt) else DEFAULT_BLOCK_SIZE
 
 
 def _blocked_shapes(shape, axis, k):
@@ -156,10 +165,13 @@ class MXArray:
         return pack_codes(codes.reshape(-1), self.fmt)
 
     @classmethod
-    def unpack(cls, packed, scales, fmt, shape, *, block_size=32, axis=-1, scale_format=E8M0,
-               tensor_scale=None) -> MXArray:
+    def unpack(cls, packed, scales, fmt, shape, *, block_size=None, axis=-1,
+               scale_format=E8M0, tensor_scale=None) -> MXArray:
         """Rebuild an MXArray from :meth:`pack` bytes and the scale array (NVFP4: ``fmt``
-        ``"nvfp4"`` or fp4_e2m1 with ``scale_format="ue4m3"``, and its ``tensor_scale``)."""
+        ``"nvfp4"`` or fp4_e2m1 with ``scale_format="ue4m3"``, and its ``tensor_scale``);
+        ``block_size`` None is ``fmt``'s default, as in :func:`quantize`."""
+        if block_size is None:
+            block_size = default_block_size(fmt)
         if isinstance(fmt, str) and fmt.strip().lower() == "nvfp4":
             fmt, scale_format = "fp4_e2m1", "ue4m3"
         fmt = element_format(fmt)
@@ -253,14 +265,11 @@ def _as_input(x) -> np.ndarray:
     return a
 
 
-class _BlockSizeDefault(int):
-    """``quantize``'s default block size: 32, or 16 for nvfp4 (prints as 32)."""
+#: The block size of an MX format when none is given (nvfp4's is 16: golden.nvfp4).
+DEFAULT_BLOCK_SIZE = 32
 
 
-_DEFAULT_K = _BlockSizeDefault(32)
-
-
-def quantize(x, fmt, *, block_size=_DEFAULT_K, axis=-1, scale_mode="floor", rounding="rne",
+def quantize(x, fmt, *, block_size=None, axis=-1, scale_mode="floor", rounding="rne",
              random=None, random_bits=8, int8_range="symmetric", tensor_scale=None,
              recipe=None) -> MXArray:
     """Quantize an array to an MX format, per docs/numerics.md section 3.
@@ -274,9 +283,10 @@ def quantize(x, fmt, *, block_size=_DEFAULT_K, axis=-1, scale_mode="floor", roun
         ``fp6_e2m3``, ``fp4_e2m1``, ``int8``, an alias, ``int4``, ``e3m3``, ... (see
         :func:`golden.element_format`), or ``"nvfp4"`` (:mod:`golden.nvfp4`: e2m1 codes, UE4M3
         scales; takes only ``block_size``, ``axis``, ``tensor_scale`` and ``recipe``).
-    block_size : int
-        Power of two >= 2 (the RTL supports 2..64); 32 when omitted (nvfp4: 16).  A trailing
-        partial block is padded with +0.
+    block_size : int or None
+        Power of two >= 2 (the RTL supports 2..64); None (the default) means the format's
+        default block size: 32 for the MX formats, 16 for nvfp4.  A trailing partial block is
+        padded with +0.
     axis : int
         The axis the blocks run along.
     scale_mode : {"floor", "rceil"}
@@ -298,12 +308,14 @@ def quantize(x, fmt, *, block_size=_DEFAULT_K, axis=-1, scale_mode="floor", roun
     """
     from .nvfp4 import is_nvfp4, quantize_nvfp4  # builds on this module
 
+    if block_size is None:
+        block_size = default_block_size(fmt)
     if is_nvfp4(fmt):
         if (scale_mode, rounding, int8_range) != ("floor", "rne", "symmetric") or \
                 random is not None:
             raise ValueError("nvfp4 takes block_size, axis, tensor_scale and recipe only (no "
                              "scale_mode, rounding, random or int8_range)")
-        return quantize_nvfp4(x, block_size=16 if block_size is _DEFAULT_K else block_size,
+        return quantize_nvfp4(x, block_size=block_size,
                               axis=axis, tensor_scale=tensor_scale,
                               recipe="torchao" if recipe is None else recipe)
     if tensor_scale is not None or recipe is not None:

@@ -24,7 +24,7 @@ import golden
 from . import stimulus as S
 from .codec import rounding_mode
 from .formats import element_format, float_format
-from .mx import MXArray, check_block_size
+from .mx import MXArray, check_block_size, default_block_size
 from .scale_format import E8M0
 
 UNITS = ("quantizer", "dequantizer", "dot")
@@ -233,16 +233,19 @@ def read_formats(out_dir) -> dict:
     return {k: element_format(v) for k, v in manifest.get("element_formats", {}).items()}
 
 
-def generate(unit: str, out_dir, *, count: int, seed: int, fmt, fmt_b=None, block_size=32,
+def generate(unit: str, out_dir, *, count: int, seed: int, fmt, fmt_b=None, block_size=None,
              input_format="fp32", output_format="fp32", rounding="rne", scale_mode="floor",
              random_bits=8, command: str | None = None, tensor_scale=None,
              recipe="torchao") -> Path:
     """Generate and write one vector set; returns the folder (``command``: the command line
-    recorded in the manifest; ``tensor_scale`` and ``recipe``: nvfp4 only)."""
+    recorded in the manifest; ``block_size`` None: the format's default, 32 or nvfp4's 16;
+    ``tensor_scale`` and ``recipe``: nvfp4 only)."""
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}; expected one of {', '.join(UNITS)}")
     if not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be a positive integer, got {count!r}")
+    if block_size is None:
+        block_size = default_block_size(fmt)
     check_block_size(block_size)
     rng = np.random.default_rng(seed)
     from .nvfp4 import is_nvfp4

@@ -776,3 +776,44 @@ def matmul(fa, a_codes, a_scales, fb, b_codes, b_scales, block_size, c_bits=None
                              fb, [col[j * k:(j + 1) * k] for j in range(nb)],
                              b_scales[bi + (slice(None), n)].tolist(), int(c[idx]))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# NVFP4 in a GPU accumulation mode: the tcgen05.mxf4nvf4 chain on UE4M3 scales (the MMA's
+# block scales only), then the tensor scales once on the final sum, f(f(Pa * Pb) * sum).
+# ---------------------------------------------------------------------------------------------
+def nvfp4_tcgen05_dot(a_codes, a_scales, pa, b_codes, b_scales, pb, c_bits=0,
+                      block_size=16) -> int:
+    """fp32 bits of one nvfp4 x nvfp4 dot product (one row) in tcgen05.mxf4nvf4 steps."""
+    a_codes, b_codes = [int(x) for x in a_codes], [int(x) for x in b_codes]
+    n = len(a_codes) // block_size
+    blocks = [(a_codes[j * block_size:(j + 1) * block_size],
+               b_codes[j * block_size:(j + 1) * block_size]) for j in range(n)]
+    acc = tcgen05_chain("tcgen05.mxf4nvf4", "fp4_e2m1", [x for x, _ in blocks],
+                        [int(s) for s in a_scales], "fp4_e2m1", [y for _, y in blocks],
+                        [int(s) for s in b_scales], int(c_bits), "ue4m3")
+    value = fp32_bits_value(acc)
+    if value is NAN:
+        return GPU_NAN
+    if (pa is None and pb is None) or isinstance(value, str):
+        return acc  # no tensor scale, or an Inf (alpha > 0 keeps it)
+    alpha = f32(Fraction(1 if pa is None else pa) * Fraction(1 if pb is None else pb))
+    return rne_fp32_bits(alpha * value)
+
+
+def nvfp4_matmul(a_codes, a_scales, pa, b_codes, b_scales, pb, c_bits=None, block_size=16,
+                 accumulation="exact"):
+    """fp32 bits (uint32, (M, N)) of an nvfp4 x nvfp4 matrix product: every output the NVFP4
+    dot (:func:`nvfp4_dot`, or :func:`nvfp4_tcgen05_dot`) of row m of A ``(M, K')`` with
+    scales ``(M, n)`` and column n of B ``(K', N)`` with scales ``(n, N)``."""
+    dot_fn = nvfp4_dot if accumulation == "exact" else nvfp4_tcgen05_dot
+    a_codes, b_codes = np.asarray(a_codes), np.asarray(b_codes)
+    a_scales, b_scales = np.asarray(a_scales), np.asarray(b_scales)
+    m_rows, n_cols = a_codes.shape[0], b_codes.shape[1]
+    c = np.zeros((m_rows, n_cols), np.uint32) if c_bits is None else c_bits
+    out = np.zeros((m_rows, n_cols), np.uint32)
+    for i in range(m_rows):
+        for j in range(n_cols):
+            out[i, j] = dot_fn(a_codes[i], a_scales[i], pa, b_codes[:, j], b_scales[:, j], pb,
+                               int(c[i, j]), block_size)
+    return out

@@ -361,7 +361,10 @@ def test_nvfp4_input_and_array_errors():
     with pytest.raises(ValueError, match="matching MX arrays"):
         golden.dot(nv, nv2)
     with pytest.raises(TypeError, match="acc must be float32"):
-        golden.dot(nv, nv, np.zeros(1))
+        golden.dot(nv, nv, np.zeros(1, bool))
+    with pytest.raises(ValueError, match="exactly representable"):
+        golden.dot(nv, nv, np.full(1, 0.1))  # float64 0.1 is not an fp32 value
+    assert golden.dot(nv, nv, np.full(1, 0.5)).dtype == np.float32  # exact: accepted, as MX
     with pytest.raises(ValueError, match="does not broadcast"):
         golden.dot(nv, nv, np.zeros(3, np.float32))
 

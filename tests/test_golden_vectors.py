@@ -125,3 +125,11 @@ def test_wide_mixed_dot_vectors_match_oracle(tmp_path, seed):
                                 oracle.int_spec(4), [int(x) for x in cb[i]], int(sb[i]),
                                 int(c[i]))
         assert int(res[i]) == want, f"block {i}"
+
+
+def test_generate_defaults_to_the_formats_block_size(tmp_path):
+    for fmt, k in (("nvfp4", 16), ("fp8_e4m3", 32)):
+        out = V.generate("quantizer", tmp_path / fmt, count=4, seed=1, fmt=fmt)
+        manifest = json.loads((out / "vectors.json").read_text())
+        assert manifest["parameters"]["block_size"] == k, manifest["parameters"]
+        assert V.read_field(out, "expected_codes").shape[1] == k
