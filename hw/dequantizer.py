@@ -16,10 +16,10 @@ import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
 from .arith import leading_zeros
-from .dot.sections import Estimate
 from .elements import block_layout, decode_element, element_binade
 from .params import check_block_size, check_choice
 from .pipeline import default_stages, registered_boundaries
+from .placement import Estimate
 from .registry import UnitSpec, format_help
 from .rounding import RNE, Grid, overflows, round_aligned
 from .unit import Unit

@@ -16,8 +16,8 @@ from golden.formats import FP32, SCALE_BIAS, SCALE_NAN, ElementFormat
 __all__ = ["GUARD", "CHUNK_BITS", "DotGeometry", "units_max", "width_table"]
 
 #: Guard bits of the alignment window below the lowest bit of T: the fewest for which one sticky
-#: bit keeps ``c + T`` exact to round (docs/dot.md, "The exact c + T"; 26 was one more than
-#: needed, shown by an equivalent mutant, docs/verification.md).
+#: bit keeps ``c + T`` exact to round (docs/dot.md, "The exact c + T", proves 25 enough; a
+#: wider guard is an equivalent mutant, docs/verification.md).
 GUARD = 25
 
 #: Normalization reads the window sum in chunks of this many bits from the top

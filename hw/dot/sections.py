@@ -1,8 +1,8 @@
 """The fused step's sections: their names in datapath order, their estimated delays, and the
 splits a format pair's widths call for.
 
-* :class:`Estimate`, :data:`ESTIMATES` -- each section's estimated delay with its one-line
-  provenance (what it was measured on).
+* :data:`ESTIMATES` -- each section's estimated delay (:class:`hw.placement.Estimate`) with
+  its one-line provenance (what it was measured on).
 * :data:`DOT_SECTIONS` and :func:`dot_sections` -- the sections of a geometry, with delays.
 * :func:`tree_levels`, :func:`tree_sections`, :func:`tree_split_bits` -- the block sum's
   adder tree over its sections.
@@ -12,32 +12,13 @@ splits a format pair's widths call for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..placement import Estimate
 from .geometry import DotGeometry
 
 __all__ = ["DOT_SECTIONS", "ESTIMATES", "FORWARD_DELAY", "FRAME_STEPS", "SIGN_COPY_BITS",
            "SPLIT_ADD_BITS", "SPLIT_LANE_SHIFT_BITS", "SPLIT_MULTIPLY_BITS", "SPLIT_TREE_BITS",
            "TREE_FRAME_DELAY", "MULTIPLIERS", "PRIMITIVES", "Estimate", "dot_sections",
            "lane_shift_bits", "tree_levels", "tree_sections", "tree_split_bits"]
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """An estimated section delay and what it was measured on.
-
-    Attributes
-    ----------
-    ns : float
-        The section's own delay on ECP5 speed 8, in ns, as
-        :func:`hw.pipeline.place_registers` weighs it.
-    provenance : str
-        One line: the configuration, depth and nextpnr seeds of the measurement the value
-        comes from.
-    """
-
-    ns: float
-    provenance: str
 
 
 #: What a section cut to the 5 ns class measures: on ECP5 a LUT level and its route cost

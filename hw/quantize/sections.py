@@ -19,8 +19,7 @@ from amaranth.utils import bits_for
 import golden
 from golden.formats import SCALE_BIAS, SCALE_EMIN
 
-from ..dot.sections import Estimate
-from ..placement import critical_stage, stage_sections
+from ..placement import Estimate, critical_stage, stage_sections
 
 __all__ = ["quantizer_sections", "max_tree_radices", "max_tree_split", "exponent_field_tree",
            "subnormal_shift_bits", "ESTIMATES", "NORM_SHIFT_BITS", "TREE_LEVEL_DELAY",
