@@ -6,10 +6,12 @@ Shared by its cocotb testbench (:mod:`tb.nvfp4_dequantizer`) and its Amaranth-si
 every block), bit for bit.
 
 Directed P values (:data:`DIRECTED_P`, fp32 bits): 1; the ends of the quantizer's range
-(2^-120, 2^119); a P with every mantissa bit set (``f(P * s)`` rounds); a normal P so small
-that ``f(P * s)`` is subnormal for every scale and rounds to zero for the small ones; a
-subnormal P; a P so large that ``f(P * s)`` overflows to Inf for the large scales (a zero
-code then gives NaN); FLT_MAX.
+(2^-120, 2^119); a P with every mantissa bit set (``f(P * s)`` rounds); small normal Ps
+(1.3 * 2^-126, 1.7 * 2^-135: ``f(P * s)`` subnormal for all but the largest scales, rounded);
+subnormal Ps (12345 * 2^-149; 2^-149 itself: ``f(P * s)`` is zero for the scales below 0.5,
+and 0.5 * 2^-149 a tie to +-0; 1.5 * 2^-140: a tie in ``f(P * s)`` at the smallest scale); a
+P so large that ``f(P * s)`` overflows to Inf for the large scales (a zero code then gives
+NaN); FLT_MAX.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ _F32 = np.float32
 DIRECTED_P = tuple(int(b) for b in np.array([
     1.0, 2.0 ** -120, 2.0 ** 119, float(_F32(1.9999999)), float(_F32(1.3) * _F32(2.0 ** -126)),
     float(_F32(1.7) * _F32(2.0 ** -135)), float(_F32(2.0 ** -149) * 12345),
+    float(_F32(2.0 ** -149)), float(_F32(1.5) * _F32(2.0 ** -140)),
     float(_F32(1.5) * _F32(2.0 ** 124)), float(np.finfo(np.float32).max),
 ], dtype=np.float32).view(np.uint32))
 
