@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from hw.nvfp4_dequantizer import NVFP4Dequantizer
+from hw.sidecar import validate
 from tb import nvfp4_stimulus as stim
 
 
@@ -114,6 +115,29 @@ def test_directed_values():
     assert got.tolist() == want
 
 
+def test_outside_goldens_domain():
+    """P values golden's MXArray refuses (NaN, Inf, negative, zero) give IEEE arithmetic, and
+    a scale byte with bit 7 set reads as NaN, as docs/nvfp4.md states (hand-worked)."""
+    dut = NVFP4Dequantizer(2, "fp32", 2, stages=1)
+    scales = np.array([0x38, 0x38, 0x00, 0x38, 0x38, 0xB8], np.uint8)
+    codes = np.array([[0x2, 0x0], [0x2, 0x0], [0x2, 0xA], [0x2, 0x8], [0xA, 0x3], [0x2, 0x0]],
+                     np.uint8)
+    p_bits = np.array([0x7FC00000, 0x7F800000, 0x7F800000, 0xBF800000, 0x00000000,
+                       0x3F800000], np.uint32)
+    nan, inf = 0x7FC00000, 0x7F800000
+    want = [[nan, nan],  # NaN P
+            [inf, nan],  # Inf P: 1 * Inf, 0 * Inf
+            [nan, nan],  # Inf P * scale 0 = NaN
+            [0xBF800000, 0x00000000],  # P = -1: -1.0 and -0 * -1 = +0
+            [0x80000000, 0x00000000],  # P = +0: -1 * 0 = -0, 1.5 * 0 = +0
+            [nan, nan]]  # scale byte 0xB8: bit 7 set
+    assert _run(dut, scales, codes, p_bits).tolist() == want
+    one = NVFP4Dequantizer(2, "bf16", 1, stages=2)
+    assert _run(one, np.array([0xB8, 0x38], np.uint8), np.array([[0x2, 0x0], [0x2, 0xF]],
+                                                                  np.uint8), None).tolist() \
+        == [[0x7FC0, 0x7FC0], [0x3F80, 0xC0C0]]
+
+
 def test_parameters_checked():
     with pytest.raises(ValueError, match="levels must be 1 or 2"):
         NVFP4Dequantizer(16, "fp32", 3)
@@ -143,6 +167,7 @@ def test_cli_generates_and_rejects(tmp_path):
     fields = {f["name"]: f for p in meta["ports"] if p["role"] == "i.payload"
               for f in p["fields"]}
     assert fields["tensor_scale"]["width"] == 32 and fields["scale"]["width"] == 8
+    validate(meta)  # schema 1, unit nvfp4-dequantizer
     r = subprocess.run([sys.executable, "-m", "hw", "generate", "nvfp4-dequantizer",
                         "--levels", "3", "-o", str(out)], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr
