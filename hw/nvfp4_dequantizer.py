@@ -307,7 +307,7 @@ def _add_arguments(p):
                    help=f"output format: {', '.join(OUTPUTS)}")
     p.add_argument("--levels", type=int, choices=LEVELS, default=2,
                    help="1: single level; 2: two level, the fp32 tensor scale P is the input "
-                        "field tensor_scale (default)")
+                        "field tensor_scale")
     p.add_argument("--stages", type=int, default=None,
                    help="pipeline registers = latency in cycles (default: the estimates')")
 
