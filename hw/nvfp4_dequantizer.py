@@ -32,8 +32,8 @@ from .registry import UnitSpec
 from .rounding import RNE, Grid, overflows, round_aligned
 from .unit import Unit
 
-__all__ = ["NVFP4Dequantizer", "nvfp4_dequantize_step", "nvfp4_layout", "TENSOR_ESTIMATES",
-           "BLOCK_ESTIMATES", "LANE_ESTIMATES", "LEVELS", "cli_units"]
+__all__ = ["NVFP4Dequantizer", "nvfp4_dequantize_step", "nvfp4_layout", "nvfp4_sections",
+           "TENSOR_ESTIMATES", "BLOCK_ESTIMATES", "LANE_ESTIMATES", "LEVELS", "cli_units"]
 
 #: The element format: fp4_e2m1.
 FMT = golden.element_format("fp4_e2m1")
@@ -77,7 +77,8 @@ LANE_ESTIMATES = {
 }
 
 
-def _sections(levels: int) -> dict[str, float]:
+def nvfp4_sections(levels: int) -> dict[str, float]:
+    """The sections (name -> estimated delay, ns, in datapath order) of a ``levels`` build."""
     estimates = {**(TENSOR_ESTIMATES if levels == 2 else {}), **BLOCK_ESTIMATES,
                  **LANE_ESTIMATES}
     return {name: e.ns for name, e in estimates.items()}
@@ -134,7 +135,7 @@ class NVFP4Dequantizer(Unit):
         if levels not in LEVELS or isinstance(levels, bool):
             raise ValueError(f"levels must be 1 or 2, got {levels!r}")
         self.levels = levels
-        self._sections = _sections(levels)
+        self._sections = nvfp4_sections(levels)
         self._choose_stages(stages, self._sections)
         super().__init__(nvfp4_layout(self.block_size, levels), data.StructLayout({
             "data": data.ArrayLayout(self.output_format.bits, self.block_size),
