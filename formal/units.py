@@ -18,6 +18,7 @@ from amaranth.back import rtlil
 from hw.dequantizer import DEQUANTIZER_SECTIONS, MXDequantizer
 from hw.dot import MXDot, MXDotGeneral
 from hw.dsp import MULT18X18D_REGISTERS
+from hw.nvfp4_dequantizer import NVFP4Dequantizer, nvfp4_sections
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
@@ -254,6 +255,9 @@ def _dot_general(fmt_a: str, fmt_b: str, name: str = "dot-general",
 UNITS = (
     _quantizer("fp8_e4m3"),
     _dequantizer("fp8_e4m3"),
+    FormalUnit("nvfp4-dequantizer", "two level, to fp16",
+               lambda k, s: NVFP4Dequantizer(k, "fp16", 2, stages=s),
+               lambda k, stages: nvfp4_sections(2), "d"),
     _dot("fp4_e2m1", "fp4_e2m1"),
     _dot_general("fp4_e2m1", "fp4_e2m1"),
 )
@@ -319,7 +323,7 @@ def default_configurations() -> list[tuple[FormalUnit, int]]:
                 extra["sections"] = (
                     lambda k_, stages, a=a: quantizer_sections(
                         a.format, k_, stages, a.input, a.scale_mode != "floor"))
-            if spec.name in ("dot", "dot-general"):  # sections of this configuration
+            if spec.name in ("dot", "dot-general", "nvfp4-dequantizer"):  # this build's
                 built = spec.build_from(argv)
                 extra["sections"] = lambda k_, stages, s=built.sections: s
                 if "MULT18X18D" in built.primitives:

@@ -24,7 +24,7 @@ from .registry import UnitSpec, format_help
 from .rounding import RNE, Grid, overflows, round_aligned
 from .unit import Unit
 
-__all__ = ["MXDequantizer", "dequantize_step", "ESTIMATES", "DEQUANTIZER_SECTIONS",
+__all__ = ["MXDequantizer", "dequantize_step", "output_lanes", "ESTIMATES", "DEQUANTIZER_SECTIONS",
            "DEFAULT_STAGES", "cli_units"]
 
 OUTPUTS = ("fp32", "bf16", "fp16")
@@ -165,17 +165,35 @@ def dequantize_step(scope, fmt, output_format, block_size: int, payload):
                       "nan": el.nan | payload.nan, "inf": el.inf})
     lanes = scope.cross(lanes, "decode")
 
-    # -- position on the output grid: top - emin_out in both signs, then the shift amount
-    # (non-zero only for a subnormal result) and the binade as a select on its sign -----
+    # -- position on the output grid (the lane's binade added to the block's part) ------
     grid = Grid(sig_width=len(lanes[0].sig), emin=emin_out,
                 mbits=output_format.mbits, top_min=fmt.lsb_exp - SCALE_BIAS)
+    placed = [{"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf, "sig": ln.sig,
+               "above": ln.above + ln.binade, "below": ln.below - ln.binade} for ln in lanes]
+    return output_lanes(scope, grid, output_format, placed)
+
+
+def output_lanes(scope, grid, output_format, lanes):
+    """The ``position``, ``align``, ``round`` and ``output`` sections of a dequantizer: each
+    lane's normalized significand onto ``output_format``'s grid (``grid``, a
+    :class:`hw.rounding.Grid`), rounded once (RNE), with overflow to Inf, zeros and the
+    canonical quiet NaN.
+
+    ``lanes`` are dicts (or views) of ``neg``, ``zero``, ``nan``, ``inf``, ``sig`` (top bit
+    set unless ``zero``) and ``above``/``below`` (``top - emin_out`` and its negation,
+    ``top = floor(log2(|value|))``), computed in the ``position`` section; returns the view
+    after the ``output`` boundary: ``data``, the values in ``output_format``.
+    """
+    m, k = scope.module, len(lanes)
+
+    # -- position: the shift amount (non-zero only for a subnormal result) and the binade
+    # as a select on the sign of top - emin_out -------------------------------------------
     placed = []
     for i in range(k):
         ln = lanes[i]
-        placed.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
-                       "sig": ln.sig,
-                       "position": grid.position(m, ln.above + ln.binade,
-                                                 ln.below - ln.binade,
+        placed.append({"neg": ln["neg"], "zero": ln["zero"], "nan": ln["nan"],
+                       "inf": ln["inf"], "sig": ln["sig"],
+                       "position": grid.position(m, ln["above"], ln["below"],
                                                  name=scope.name(f"lane{i}_rnd"))})
     lanes = scope.cross(placed, "position")
 

@@ -165,7 +165,7 @@ def sidecar(component, unit: str, verilog: str | None = None) -> dict:
         "flow_control": {"i_ready": "registered" if component.i_ready_registered
                          else "combinational"},
     })
-    if unit == "dequantizer":  # the contract's NaN and Inf patterns (docs/numerics.md)
+    if unit in ("dequantizer", "nvfp4-dequantizer"):  # the contract's NaN and Inf patterns
         out["parameters"] = {**out["parameters"],
                              **special_bits(out["parameters"]["output"])}
     if component.primitives:  # vendor cells: simulation needs their models (hw.dsp)

@@ -38,11 +38,12 @@ __all__ = ["CheckError", "TESTBENCHES", "MODELS", "VERILOG_SUFFIXES", "load_side
 
 #: The cocotb testbench module of each unit.
 TESTBENCHES = {"quantizer": "tb.quantizer", "dequantizer": "tb.dequantizer", "dot": "tb.dot",
-               "dot-general": "tb.dot", "gemm": "tb.gemm"}
+               "dot-general": "tb.dot", "gemm": "tb.gemm",
+               "nvfp4-dequantizer": "tb.nvfp4_dequantizer"}
 
 #: The testbench model class of each unit, in its :data:`TESTBENCHES` module.
 MODELS = {"quantizer": "QuantizerModel", "dequantizer": "DequantizerModel", "dot": "DotModel",
-          "dot-general": "DotModel", "gemm": "GemmModel"}
+          "dot-general": "DotModel", "gemm": "GemmModel", "nvfp4-dequantizer": "NVFP4Model"}
 
 #: Default blocks budget (``MX_BLOCKS``) of a check.
 DEFAULT_BLOCKS = 200

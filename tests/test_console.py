@@ -32,7 +32,8 @@ def test_generate_help_shows_every_default_and_the_formats(unit, tmp_path):
     assert defaults  # every unit has defaulted options (block size, stages, ...)
     for option, default in defaults.items():
         assert option in text and f"(default: {default})" in text
-    assert ", ".join(golden.FORMATS) in text
+    if unit != "nvfp4-dequantizer":  # its one format is fixed: no format option
+        assert ", ".join(golden.FORMATS) in text
 
 
 def test_option_defaults_are_the_parsed_defaults():

@@ -1,0 +1,49 @@
+"""Bit-exact simulation of the NVFP4 dequantizer (cocotb on Verilator) against golden.
+
+Default (``make sim``): two level k = 16 -> fp32 at the default depth and single level
+k = 16 -> bf16 at 3 stages, each on every code at every scale byte (under each directed P)
+plus random traffic, reset in traffic and backpressure; ``SIM_FULL=1`` adds every output
+format x level x block sizes 16 and 32 x a spread of depths.  The cocotb module
+``tb.nvfp4_dequantizer`` runs the standard tests (:mod:`tb.standard_tests`).  Knobs: SEED,
+BLOCKS, WAVES and SIM_FULL (:mod:`tb.options`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tb.options import env_flag, env_int
+from tb.runner import run_unit
+
+pytestmark = pytest.mark.sim
+
+FULL = env_flag("SIM_FULL")
+
+# (levels, output format, block size, stages; None: the default depth)
+DEFAULT = [(2, "fp32", 16, None), (1, "bf16", 16, 3)]
+FULL_CONFIGS = [(levels, out, k, st)
+                for levels, depths in ((1, (1, 4, 7)), (2, (2, 6, 12)))
+                for out in ("fp32", "bf16", "fp16") for k in (16, 32) for st in depths]
+
+CONFIGS = DEFAULT + FULL_CONFIGS if FULL else DEFAULT
+
+
+def config_id(c):
+    levels, out, k, st = c
+    return f"l{levels}-{out}-k{k}-s{'default' if st is None else st}"
+
+
+def unit_args(config) -> tuple[str, list[str]]:
+    """The unit and its ``python -m hw generate`` arguments for a configuration."""
+    levels, out, k, stages = config
+    argv = ["--levels", str(levels), "--output-format", out, "--block-size", str(k)]
+    return "nvfp4-dequantizer", argv + ([] if stages is None else ["--stages", str(stages)])
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+def test_nvfp4_dequantizer_sim(config, seed, sim_record, sim_coverage):
+    unit, argv = unit_args(config)
+    run_unit(unit, argv, test_module="tb.nvfp4_dequantizer",
+             name=f"nvfp4_dequantizer_{config_id(config)}", seed=seed,
+             label=f"nvfp4-dequantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
+             full=FULL, record=sim_record, coverage=sim_coverage)
