@@ -51,8 +51,8 @@ KNOWN_EQUIVALENTS = (
         "still w places from the top, so every count is the same (issue 12)"),
     KnownEquivalent(
         "hw/dot/window.py",
-        'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), "c_win")',
-        'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 0)), "c_win")',
+        'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 1)), step.name("c_win"))',
+        'c_win = wire(m, Cat(Const(0, n - 25), c_sig, Const(0, 0)), step.name("c_win"))',
         "the dropped top bit of c's window (the carry bit) is a constant 0: the narrower wire "
         "zero-extends to the same value in the window sum"),
     KnownEquivalent(
