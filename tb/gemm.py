@@ -1,9 +1,11 @@
 """cocotb testbench of the MX GEMM tile (``hw.gemm.MXGemm``), checked bit for bit against
-golden: each output ``C[r][c]`` of a run of K blocks is ``golden.dot_blocks`` of row r's and
-column c's K blocks from +0, one fp32 rounding per block (MXDotGeneral's chaining).
+golden: the R x C outputs of a run of K blocks are ``golden.matmul`` of the run's R x Kk
+A (blocked along K) and Kk x C B (blocked along K), from +0: one fp32 rounding per block
+pair, blocks in K order (MXDotGeneral's chaining, ``docs/numerics.md`` section 9).
 
 With an MX output (the sidecar's ``out_format``), each row's C results are expected as
-``golden.quantize`` of golden's fp32 results in one block along N (the floor scale, RNE).
+``golden.matmul(..., out_format=fmt, out_block_size=C)``: one block along N, at matmul's
+defaults (``scale_mode="floor"``, ``rounding="rne"``), the output quantizers' rules.
 
 The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
 
@@ -41,31 +43,37 @@ from .dot import interleave
 class GemmRun:
     """One tile job: K blocks of R rows of A (``ca`` (K, R, k), ``sa`` (K, R)) and of C
     columns of B (``cb`` (K, C, k), ``sb`` (K, C)), with golden's R x C results and whether
-    each output has a non-zero product."""
+    each output has a non-zero product.
+
+    The expected results are :func:`golden.matmul` of the tile's operands: A the R x Kk
+    MXArray blocked along its rows (:meth:`operands`), B the Kk x C one blocked along its
+    columns; fp32, and with an MX output ``golden.matmul(..., out_format=..,
+    out_block_size=cols)`` at its defaults (the floor scale, RNE), the rules the tile's
+    output quantizers apply."""
 
     def __init__(self, model: GemmModel, ca, sa, cb, sb, label: str):
         self.ca, self.sa, self.cb, self.sb, self.label = ca, sa, cb, sb, label
-        r, c = model.rows, model.cols
-        shape = (r, c, *ca.shape[:1], model.k)
-
-        def per_output(x, rows):  # (K, R|C, k) -> (R, C, K, k)
-            x = np.moveaxis(x, 1, 0)[:, None] if rows else np.moveaxis(x, 1, 0)[None]
-            return np.broadcast_to(x, shape)
-
-        xa, xb = per_output(ca, True), per_output(cb, False)
-        scale_shape = shape[:3]
-        ya = np.broadcast_to(np.moveaxis(sa, 1, 0)[:, None], scale_shape)
-        yb = np.broadcast_to(np.moveaxis(sb, 1, 0)[None], scale_shape)
-        self.results = golden.dot_blocks(xa, ya, xb, yb, model.fmt_a,
-                                         model.fmt_b).view(np.uint32)  # (R, C)
+        a, b = self.operands(model)
+        self.results = golden.matmul(a, b).view(np.uint32)  # (R, C)
         nz_a = (golden.decode(ca, model.fmt_a) != 0).astype(np.int64)  # NaN counts as non-zero
         nz_b = (golden.decode(cb, model.fmt_b) != 0).astype(np.int64)
         self.products_nonzero = np.einsum("krl,kcl->rc", nz_a, nz_b) > 0
         self.mx = None
         if model.out_fmt is not None:  # (codes (R, C), scales (R,)) of each row's block
-            codes, scales = golden.quantize(self.results.view(np.float32), model.out_fmt,
-                                            block_size=model.cols, axis=-1).blocks()
-            self.mx = codes[:, 0], scales[:, 0]
+            out = golden.matmul(a, b, out_format=model.out_fmt, out_block_size=model.cols)
+            self.mx = out.codes, out.scales[:, 0]
+
+    def operands(self, model: GemmModel):
+        """The run's A (R x Kk, blocked along axis 1) and B (Kk x C, blocked along axis 0) as
+        :class:`golden.MXArray`."""
+        n, k = self.sa.shape[0], model.k
+        a_codes = np.ascontiguousarray(np.moveaxis(self.ca, 1, 0)).reshape(model.rows, n * k)
+        b_codes = np.ascontiguousarray(np.moveaxis(self.cb, 2, 1)).reshape(n * k, model.cols)
+        a = golden.MXArray(np.ascontiguousarray(self.sa.T), a_codes, model.fmt_a, k, 1,
+                           (model.rows, n * k))
+        b = golden.MXArray(np.ascontiguousarray(self.sb), b_codes, model.fmt_b, k, 0,
+                           (n * k, model.cols))
+        return a, b
 
     def __len__(self) -> int:
         return self.sa.shape[0]
