@@ -43,7 +43,8 @@ from .dot import interleave
 class GemmRun:
     """One tile job: K blocks of R rows of A (``ca`` (K, R, k), ``sa`` (K, R)) and of C
     columns of B (``cb`` (K, C, k), ``sb`` (K, C)), with golden's R x C results and whether
-    each output has a non-zero product.
+    each output has a non-zero product; ``c0`` (R, C) the fp32 bits of the outputs'
+    accumulator starts (+0 when None).
 
     The expected results are :func:`golden.matmul` of the tile's operands: A the R x Kk
     MXArray blocked along its rows (:meth:`operands`), B the Kk x C one blocked along its
@@ -51,16 +52,20 @@ class GemmRun:
     out_block_size=cols)`` at its defaults (the floor scale, RNE), the rules the tile's
     output quantizers apply."""
 
-    def __init__(self, model: GemmModel, ca, sa, cb, sb, label: str):
+    def __init__(self, model: GemmModel, ca, sa, cb, sb, label: str, c0=None):
         self.ca, self.sa, self.cb, self.sb, self.label = ca, sa, cb, sb, label
+        self.c0 = (np.zeros((model.rows, model.cols), np.uint32) if c0 is None
+                   else np.asarray(c0, np.uint32).reshape(model.rows, model.cols))
         a, b = self.operands(model)
-        self.results = golden.matmul(a, b).view(np.uint32)  # (R, C)
+        acc = self.c0.view(np.float32)
+        self.results = golden.matmul(a, b, acc=acc).view(np.uint32)  # (R, C)
         nz_a = (golden.decode(ca, model.fmt_a) != 0).astype(np.int64)  # NaN counts as non-zero
         nz_b = (golden.decode(cb, model.fmt_b) != 0).astype(np.int64)
         self.products_nonzero = np.einsum("krl,kcl->rc", nz_a, nz_b) > 0
         self.mx = None
         if model.out_fmt is not None:  # (codes (R, C), scales (R,)) of each row's block
-            out = golden.matmul(a, b, out_format=model.out_fmt, out_block_size=model.cols)
+            out = golden.matmul(a, b, acc=acc, out_format=model.out_fmt,
+                                out_block_size=model.cols)
             self.mx = out.codes, out.scales[:, 0]
 
     def operands(self, model: GemmModel):
@@ -94,6 +99,13 @@ class GemmBatch(Batch):
             fields[f"b.col{c}.scale"] = np.array([runs[j].sb[b, c] for j, b, _ in order])
             fields[f"b.col{c}.codes"] = np.stack([runs[j].cb[b, c] for j, b, _ in order])
         first = np.array([b == 0 for _, b, _ in order], np.uint8)
+        # c0 on a run's first beat; other beats carry garbage (the tile ignores it)
+        noise = np.random.default_rng(n).integers(0, 1 << 32, (n, model.rows, model.cols),
+                                                  dtype=np.uint32)
+        c0 = np.stack([runs[j].c0 if b == 0 else noise[t]
+                       for t, (j, b, _) in enumerate(order)])
+        for r in range(model.rows):
+            fields[f"c0.row{r}"] = c0[:, r]
         last = np.array([b == len(runs[j]) - 1 for j, b, _ in order], np.uint8)
         ctx = np.array([s for _, _, s in order], np.uint8)
         fields.update(first=first, last=last)
@@ -169,8 +181,8 @@ class GemmModel(standard_tests.UnitModel):
 
     def interface(self):
         """docs/gemm.md, Interface: ``a.row<r>`` and ``b.col<c>`` blocks (scale, codes),
-        ``first``, ``last``, ``ctx``; out ``result.row<r>`` (C fp32 each, or with an MX output
-        a block: scale, C codes) and ``ctx``."""
+        ``c0.row<r>`` (C fp32 starts), ``first``, ``last``, ``ctx``; out ``result.row<r>``
+        (C fp32 each, or with an MX output a block: scale, C codes) and ``ctx``."""
         k = self.k
         blocks = [(f"a.row{r}.{f}", w) for r in range(self.rows)
                   for f, w in (("scale", 8), ("codes", k * self.fmt_a.bits))]
@@ -182,7 +194,8 @@ class GemmModel(standard_tests.UnitModel):
         else:
             out = [(f"result.row{r}.{f}", w) for r in range(self.rows)
                    for f, w in (("scale", 8), ("codes", self.cols * self.out_fmt.bits))]
-        return [*blocks, ("first", 1), ("last", 1), *ctx], [*out, *ctx]
+        c0 = [(f"c0.row{r}", 32 * self.cols) for r in range(self.rows)]
+        return [*blocks, *c0, ("first", 1), ("last", 1), *ctx], [*out, *ctx]
 
     def coverage_model(self):
         return gemm_model(self.fmt_a, self.fmt_b, self.contexts, self.out_fmt)
@@ -193,14 +206,29 @@ class GemmModel(standard_tests.UnitModel):
         codes, scales, _, _ = random_blocks(rng, fmt, fmt, n * width, self.k, specials=specials)
         return codes.reshape(n, width, self.k), scales.reshape(n, width)
 
+    def random_c0(self, rng, specials: bool) -> np.ndarray:
+        """R x C random fp32 starts (bits): a quarter +0, the rest finite values of about the
+        products' size (2^-30..2^30, either sign); with ``specials`` some NaN, +-Inf and -0."""
+        shape = (self.rows, self.cols)
+        x = (rng.standard_normal(shape) * np.exp2(rng.integers(-30, 31, shape)))
+        c0 = np.where(rng.random(shape) < 0.25, 0.0, x).astype(np.float32).view(np.uint32)
+        if specials:
+            pick = rng.random(shape)
+            for lo, value in ((0.0, np.nan), (0.04, np.inf), (0.08, -np.inf), (0.12, -0.0)):
+                special = np.float32(value).view(np.uint32)
+                c0 = np.where((pick >= lo) & (pick < lo + 0.04), special, c0)
+        return c0.astype(np.uint32)
+
     def random_run(self, rng, n, label="random") -> GemmRun:
-        """A run of ``n`` random blocks; long runs stay finite and in range."""
+        """A run of ``n`` random blocks from a random ``c0``; long runs stay finite and in
+        range."""
         specials = 0.01 if n <= 40 else 0.0
         ca, sa = self._blocks(rng, n, self.rows, self.fmt_a, specials)
         cb, sb = self._blocks(rng, n, self.cols, self.fmt_b, specials)
         if n > 16:
             sa, sb = np.clip(sa, 110, 140), np.clip(sb, 110, 140)
-        return GemmRun(self, ca, sa.astype(np.uint8), cb, sb.astype(np.uint8), label)
+        return GemmRun(self, ca, sa.astype(np.uint8), cb, sb.astype(np.uint8), label,
+                       self.random_c0(rng, n <= 40))
 
     def random_runs(self, rng, count, max_len) -> list[GemmRun]:
         return [self.random_run(rng, int(rng.integers(1, max_len + 1))) for _ in range(count)]
@@ -211,7 +239,8 @@ class GemmModel(standard_tests.UnitModel):
         scale in row 0 (that row's outputs NaN), the largest codes at scales 254 (fp32
         overflow to +Inf), and random blocks at scales near 0 (results below fp32's
         subnormals: +-0) and near 55 (subnormal fp32 results: an MX output's scale clamps
-        at 0)."""
+        at 0), all from +0; and runs from NaN, +-Inf and -0 starts (``c0``), of zero
+        products and of random ones."""
         k, fa, fb = self.k, self.fmt_a, self.fmt_b
         ta, tb = golden.decode_table(fa), golden.decode_table(fb)
         pos_a = np.flatnonzero(np.isfinite(ta) & (ta > 0))
@@ -242,6 +271,13 @@ class GemmModel(standard_tests.UnitModel):
             sa = (lo + rng.integers(0, 4, run.sa.shape)).astype(np.uint8)
             sb = (lo + rng.integers(0, 4, run.sb.shape)).astype(np.uint8)
             runs.append(GemmRun(self, run.ca, sa, run.cb, sb, label))
+        specials = np.array([np.nan, np.inf, -np.inf, -0.0], np.float32).view(np.uint32)
+        starts = np.resize(specials, self.rows * self.cols)
+        for zero in (True, False):  # zero products (the start alone), and random ones
+            run = self.random_run(rng, 2)
+            ca = np.zeros_like(run.ca) if zero else run.ca
+            runs.append(GemmRun(self, ca, run.sa, run.cb, run.sb, "NaN, Inf, -0 starts",
+                                rng.permutation(starts)))
         return runs
 
     # -- the standard tests' sets ------------------------------------------------------------
