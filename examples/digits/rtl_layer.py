@@ -130,9 +130,10 @@ def main(argv=None) -> int:
                         help="test images to run (even, at most 450; default 450)")
     parser.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     args = parser.parse_args(argv)
+    if not 2 <= args.images <= 450 or args.images % 2:
+        print(f"error: --images must be even, 2..450; got {args.images}", file=sys.stderr)
+        return 2
     net = train(seed=args.seed)
-    if not 2 <= args.images <= len(net.x_test) or args.images % 2:
-        parser.error(f"--images must be even, 2..{len(net.x_test)}; got {args.images}")
     res = run_layer(net, net.x_test[:args.images])
     n = res.got.size
     print(f"digits layer 1 (64 -> 64, fp8_e4m3 blocks of 32, bias as c0) on a 2 x 2, k = 32 "
