@@ -1,7 +1,8 @@
 """cocotb testbench of the MX GEMM tile (``hw.gemm.MXGemm``), checked bit for bit against
 golden: the R x C outputs of a run of K blocks are ``golden.matmul`` of the run's R x Kk
-A (blocked along K) and Kk x C B (blocked along K), from +0: one fp32 rounding per block
-pair, blocks in K order (MXDotGeneral's chaining, ``docs/numerics.md`` section 9).
+A (blocked along K) and Kk x C B (blocked along K), ``acc`` the run's ``c0`` (each
+output's fp32 start): one fp32 rounding per block pair, blocks in K order (MXDotGeneral's
+chaining, ``docs/numerics.md`` section 9).
 
 With an MX output (the sidecar's ``out_format``), each row's C results are expected as
 ``golden.matmul(..., out_format=fmt, out_block_size=C)``: one block along N, at matmul's
@@ -12,9 +13,10 @@ The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
 * a **run** is one tile job: K blocks of R rows of A and of C columns of B, with one output
   beat of R x C fp32 results; runs are interleaved round-robin over the contexts
   (:func:`tb.dot.interleave`);
-* the stream test sends random runs of 1 to 12 blocks and directed runs (exact cancellation
-  to +0 across the K blocks, a NaN scale, overflow to Inf, results below fp32's subnormals
-  and subnormal results), each under no, random and bursty idle/backpressure; the reset
+* the stream test sends random runs of 1 to 12 blocks from random ``c0`` (+0, finite, NaN,
+  +-Inf, -0; the other beats carry random ``c0`` bits the tile ignores) and directed runs
+  (exact cancellation to +0 across the K blocks, a NaN scale, overflow to Inf, results below
+  fp32's subnormals and subnormal results, NaN, Inf and -0 starts), each under no, random and bursty idle/backpressure; the reset
   test resets with runs in flight;
 * bulk: the throughput check (one long run alone takes a block every latency; with at least
   ``latency`` contexts, interleaved long runs take a block per clock, no bubbles), then
