@@ -16,8 +16,8 @@ The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
 * the stream test sends random runs of 1 to 12 blocks from random ``c0`` (+0, finite, NaN,
   +-Inf, -0; the other beats carry random ``c0`` bits the tile ignores) and directed runs
   (exact cancellation to +0 across the K blocks, a NaN scale, overflow to Inf, results below
-  fp32's subnormals and subnormal results, NaN, Inf and -0 starts), each under no, random and bursty idle/backpressure; the reset
-  test resets with runs in flight;
+  fp32's subnormals and subnormal results, NaN, Inf and -0 starts), each under no, random
+  and bursty idle/backpressure; the reset test resets with runs in flight;
 * bulk: the throughput check (one long run alone takes a block every latency; with at least
   ``latency`` contexts, interleaved long runs take a block per clock, no bubbles), then
   interleaved runs of 1 to 40 blocks under random idle/stall.
