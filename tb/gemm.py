@@ -1,19 +1,23 @@
 """cocotb testbench of the MX GEMM tile (``hw.gemm.MXGemm``), checked bit for bit against
-golden: each output ``C[r][c]`` of a run of K blocks is ``golden.dot_blocks`` of row r's and
-column c's K blocks from +0, one fp32 rounding per block (MXDotGeneral's chaining).
+golden: the R x C outputs of a run of K blocks are ``golden.matmul`` of the run's R x Kk
+A (blocked along K) and Kk x C B (blocked along K), ``acc`` the run's ``c0`` (each
+output's fp32 start): one fp32 rounding per block pair, blocks in K order (MXDotGeneral's
+chaining, ``docs/numerics.md`` section 9).
 
 With an MX output (the sidecar's ``out_format``), each row's C results are expected as
-``golden.quantize`` of golden's fp32 results in one block along N (the floor scale, RNE).
+``golden.matmul(..., out_format=fmt, out_block_size=C)``: one block along N, at matmul's
+defaults (``scale_mode="floor"``, ``rounding="rne"``), the output quantizers' rules.
 
 The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
 
 * a **run** is one tile job: K blocks of R rows of A and of C columns of B, with one output
   beat of R x C fp32 results; runs are interleaved round-robin over the contexts
   (:func:`tb.dot.interleave`);
-* the stream test sends random runs of 1 to 12 blocks and directed runs (exact cancellation
-  to +0 across the K blocks, a NaN scale, overflow to Inf, results below fp32's subnormals
-  and subnormal results), each under no, random and bursty idle/backpressure; the reset
-  test resets with runs in flight;
+* the stream test sends random runs of 1 to 12 blocks from random ``c0`` (+0, finite, NaN,
+  +-Inf, -0; the other beats carry random ``c0`` bits the tile ignores) and directed runs
+  (exact cancellation to +0 across the K blocks, a NaN scale, overflow to Inf, results below
+  fp32's subnormals and subnormal results, NaN, Inf and -0 starts), each under no, random
+  and bursty idle/backpressure; the reset test resets with runs in flight;
 * bulk: the throughput check (one long run alone takes a block every latency; with at least
   ``latency`` contexts, interleaved long runs take a block per clock, no bubbles), then
   interleaved runs of 1 to 40 blocks under random idle/stall.
@@ -41,31 +45,42 @@ from .dot import interleave
 class GemmRun:
     """One tile job: K blocks of R rows of A (``ca`` (K, R, k), ``sa`` (K, R)) and of C
     columns of B (``cb`` (K, C, k), ``sb`` (K, C)), with golden's R x C results and whether
-    each output has a non-zero product."""
+    each output has a non-zero product; ``c0`` (R, C) the fp32 bits of the outputs'
+    accumulator starts (+0 when None).
 
-    def __init__(self, model: GemmModel, ca, sa, cb, sb, label: str):
+    The expected results are :func:`golden.matmul` of the tile's operands: A the R x Kk
+    MXArray blocked along its rows (:meth:`operands`), B the Kk x C one blocked along its
+    columns; fp32, and with an MX output ``golden.matmul(..., out_format=..,
+    out_block_size=cols)`` at its defaults (the floor scale, RNE), the rules the tile's
+    output quantizers apply."""
+
+    def __init__(self, model: GemmModel, ca, sa, cb, sb, label: str, c0=None):
         self.ca, self.sa, self.cb, self.sb, self.label = ca, sa, cb, sb, label
-        r, c = model.rows, model.cols
-        shape = (r, c, *ca.shape[:1], model.k)
-
-        def per_output(x, rows):  # (K, R|C, k) -> (R, C, K, k)
-            x = np.moveaxis(x, 1, 0)[:, None] if rows else np.moveaxis(x, 1, 0)[None]
-            return np.broadcast_to(x, shape)
-
-        xa, xb = per_output(ca, True), per_output(cb, False)
-        scale_shape = shape[:3]
-        ya = np.broadcast_to(np.moveaxis(sa, 1, 0)[:, None], scale_shape)
-        yb = np.broadcast_to(np.moveaxis(sb, 1, 0)[None], scale_shape)
-        self.results = golden.dot_blocks(xa, ya, xb, yb, model.fmt_a,
-                                         model.fmt_b).view(np.uint32)  # (R, C)
+        self.c0 = (np.zeros((model.rows, model.cols), np.uint32) if c0 is None
+                   else np.asarray(c0, np.uint32).reshape(model.rows, model.cols))
+        a, b = self.operands(model)
+        acc = self.c0.view(np.float32)
+        self.results = golden.matmul(a, b, acc=acc).view(np.uint32)  # (R, C)
         nz_a = (golden.decode(ca, model.fmt_a) != 0).astype(np.int64)  # NaN counts as non-zero
         nz_b = (golden.decode(cb, model.fmt_b) != 0).astype(np.int64)
         self.products_nonzero = np.einsum("krl,kcl->rc", nz_a, nz_b) > 0
         self.mx = None
         if model.out_fmt is not None:  # (codes (R, C), scales (R,)) of each row's block
-            codes, scales = golden.quantize(self.results.view(np.float32), model.out_fmt,
-                                            block_size=model.cols, axis=-1).blocks()
-            self.mx = codes[:, 0], scales[:, 0]
+            out = golden.matmul(a, b, acc=acc, out_format=model.out_fmt,
+                                out_block_size=model.cols)
+            self.mx = out.codes, out.scales[:, 0]
+
+    def operands(self, model: GemmModel):
+        """The run's A (R x Kk, blocked along axis 1) and B (Kk x C, blocked along axis 0) as
+        :class:`golden.MXArray`."""
+        n, k = self.sa.shape[0], model.k
+        a_codes = np.ascontiguousarray(np.moveaxis(self.ca, 1, 0)).reshape(model.rows, n * k)
+        b_codes = np.ascontiguousarray(np.moveaxis(self.cb, 2, 1)).reshape(n * k, model.cols)
+        a = golden.MXArray(np.ascontiguousarray(self.sa.T), a_codes, model.fmt_a, k, 1,
+                           (model.rows, n * k))
+        b = golden.MXArray(np.ascontiguousarray(self.sb), b_codes, model.fmt_b, k, 0,
+                           (n * k, model.cols))
+        return a, b
 
     def __len__(self) -> int:
         return self.sa.shape[0]
@@ -86,6 +101,13 @@ class GemmBatch(Batch):
             fields[f"b.col{c}.scale"] = np.array([runs[j].sb[b, c] for j, b, _ in order])
             fields[f"b.col{c}.codes"] = np.stack([runs[j].cb[b, c] for j, b, _ in order])
         first = np.array([b == 0 for _, b, _ in order], np.uint8)
+        # c0 on a run's first beat; other beats carry garbage (the tile ignores it)
+        noise = np.random.default_rng(n).integers(0, 1 << 32, (n, model.rows, model.cols),
+                                                  dtype=np.uint32)
+        c0 = np.stack([runs[j].c0 if b == 0 else noise[t]
+                       for t, (j, b, _) in enumerate(order)])
+        for r in range(model.rows):
+            fields[f"c0.row{r}"] = c0[:, r]
         last = np.array([b == len(runs[j]) - 1 for j, b, _ in order], np.uint8)
         ctx = np.array([s for _, _, s in order], np.uint8)
         fields.update(first=first, last=last)
@@ -161,8 +183,8 @@ class GemmModel(standard_tests.UnitModel):
 
     def interface(self):
         """docs/gemm.md, Interface: ``a.row<r>`` and ``b.col<c>`` blocks (scale, codes),
-        ``first``, ``last``, ``ctx``; out ``result.row<r>`` (C fp32 each, or with an MX output
-        a block: scale, C codes) and ``ctx``."""
+        ``c0.row<r>`` (C fp32 starts), ``first``, ``last``, ``ctx``; out ``result.row<r>``
+        (C fp32 each, or with an MX output a block: scale, C codes) and ``ctx``."""
         k = self.k
         blocks = [(f"a.row{r}.{f}", w) for r in range(self.rows)
                   for f, w in (("scale", 8), ("codes", k * self.fmt_a.bits))]
@@ -174,7 +196,8 @@ class GemmModel(standard_tests.UnitModel):
         else:
             out = [(f"result.row{r}.{f}", w) for r in range(self.rows)
                    for f, w in (("scale", 8), ("codes", self.cols * self.out_fmt.bits))]
-        return [*blocks, ("first", 1), ("last", 1), *ctx], [*out, *ctx]
+        c0 = [(f"c0.row{r}", 32 * self.cols) for r in range(self.rows)]
+        return [*blocks, *c0, ("first", 1), ("last", 1), *ctx], [*out, *ctx]
 
     def coverage_model(self):
         return gemm_model(self.fmt_a, self.fmt_b, self.contexts, self.out_fmt)
@@ -185,14 +208,29 @@ class GemmModel(standard_tests.UnitModel):
         codes, scales, _, _ = random_blocks(rng, fmt, fmt, n * width, self.k, specials=specials)
         return codes.reshape(n, width, self.k), scales.reshape(n, width)
 
+    def random_c0(self, rng, specials: bool) -> np.ndarray:
+        """R x C random fp32 starts (bits): a quarter +0, the rest finite values of about the
+        products' size (2^-30..2^30, either sign); with ``specials`` some NaN, +-Inf and -0."""
+        shape = (self.rows, self.cols)
+        x = (rng.standard_normal(shape) * np.exp2(rng.integers(-30, 31, shape)))
+        c0 = np.where(rng.random(shape) < 0.25, 0.0, x).astype(np.float32).view(np.uint32)
+        if specials:
+            pick = rng.random(shape)
+            for lo, value in ((0.0, np.nan), (0.04, np.inf), (0.08, -np.inf), (0.12, -0.0)):
+                special = np.float32(value).view(np.uint32)
+                c0 = np.where((pick >= lo) & (pick < lo + 0.04), special, c0)
+        return c0.astype(np.uint32)
+
     def random_run(self, rng, n, label="random") -> GemmRun:
-        """A run of ``n`` random blocks; long runs stay finite and in range."""
+        """A run of ``n`` random blocks from a random ``c0``; long runs stay finite and in
+        range."""
         specials = 0.01 if n <= 40 else 0.0
         ca, sa = self._blocks(rng, n, self.rows, self.fmt_a, specials)
         cb, sb = self._blocks(rng, n, self.cols, self.fmt_b, specials)
         if n > 16:
             sa, sb = np.clip(sa, 110, 140), np.clip(sb, 110, 140)
-        return GemmRun(self, ca, sa.astype(np.uint8), cb, sb.astype(np.uint8), label)
+        return GemmRun(self, ca, sa.astype(np.uint8), cb, sb.astype(np.uint8), label,
+                       self.random_c0(rng, n <= 40))
 
     def random_runs(self, rng, count, max_len) -> list[GemmRun]:
         return [self.random_run(rng, int(rng.integers(1, max_len + 1))) for _ in range(count)]
@@ -203,7 +241,8 @@ class GemmModel(standard_tests.UnitModel):
         scale in row 0 (that row's outputs NaN), the largest codes at scales 254 (fp32
         overflow to +Inf), and random blocks at scales near 0 (results below fp32's
         subnormals: +-0) and near 55 (subnormal fp32 results: an MX output's scale clamps
-        at 0)."""
+        at 0), all from +0; and runs from NaN, +-Inf and -0 starts (``c0``), of zero
+        products and of random ones."""
         k, fa, fb = self.k, self.fmt_a, self.fmt_b
         ta, tb = golden.decode_table(fa), golden.decode_table(fb)
         pos_a = np.flatnonzero(np.isfinite(ta) & (ta > 0))
@@ -234,6 +273,13 @@ class GemmModel(standard_tests.UnitModel):
             sa = (lo + rng.integers(0, 4, run.sa.shape)).astype(np.uint8)
             sb = (lo + rng.integers(0, 4, run.sb.shape)).astype(np.uint8)
             runs.append(GemmRun(self, run.ca, sa, run.cb, sb, label))
+        specials = np.array([np.nan, np.inf, -np.inf, -0.0], np.float32).view(np.uint32)
+        starts = np.resize(specials, self.rows * self.cols)
+        for zero in (True, False):  # zero products (the start alone), and random ones
+            run = self.random_run(rng, 2)
+            ca = np.zeros_like(run.ca) if zero else run.ca
+            runs.append(GemmRun(self, ca, run.sa, run.cb, run.sb, "NaN, Inf, -0 starts",
+                                rng.permutation(starts)))
         return runs
 
     # -- the standard tests' sets ------------------------------------------------------------

@@ -58,3 +58,25 @@ def test_reduced_accuracy_table(net):
     assert table["fp32"] > 0.9
     assert table["MXFP8 (e4m3)"] >= table["fp32"] - 0.02
     assert all(0.5 < v <= 1 for v in table.values()), table
+
+
+@pytest.mark.sim
+def test_first_layer_through_the_rtl_tile_is_golden_matmuls(net, seed):
+    """The first layer (64 -> 64, fp8_e4m3 blocks of 32, the bias as c0) on 8 test images
+    through a 2 x 2, k = 32 MXGemm in Verilator: every fp32 output bit for bit golden.matmul's
+    of the same operands, a beat per clock (back to back: beats + latency + 1 cycles), and
+    the outputs are the layer's (within MXFP8's error of the fp32 layer)."""
+    from examples.digits import rtl_layer
+    from hw.gemm import MXGemm
+
+    images = net.x_test[:8]
+    res = rtl_layer.run_layer(net, images, seed=seed)
+    assert res.got.shape == res.expected.shape == (8, 64)
+    np.testing.assert_array_equal(res.got.view(np.uint32), res.expected.view(np.uint32))
+    assert res.mismatches == 0
+    assert res.beats == (8 // 2) * (64 // 2) * 2  # 2 x 2 output tiles, K = 2 blocks each
+    latency = MXGemm("fp8_e4m3", rows=2, cols=2, block_size=32).latency
+    assert res.cycles == res.beats + latency + 1
+    fp32 = images @ net.w1 + net.b1
+    assert np.abs(res.got - fp32).max() < 0.05 * np.abs(fp32).max()
+    assert np.count_nonzero(res.got) > 0.9 * res.got.size

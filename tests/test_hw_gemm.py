@@ -64,7 +64,7 @@ def test_ports_are_typed_and_the_sidecar_describes_every_field():
     assert i == [("a.row0.scale", 8), ("a.row0.codes", 24), ("a.row1.scale", 8),
                  ("a.row1.codes", 24), *[(f"b.col{c}.{f}", w) for c in range(3)
                                          for f, w in (("scale", 8), ("codes", 32))],
-                 ("first", 1), ("last", 1), ("ctx", 2)]
+                 ("c0.row0", 96), ("c0.row1", 96), ("first", 1), ("last", 1), ("ctx", 2)]
     assert o == [("result.row0", 96), ("result.row1", 96), ("ctx", 2)]
     mx = MXGemm("fp6_e2m3", "int8", rows=2, cols=4, block_size=4, contexts=4, stages=2,
                 out_format="fp4_e2m1")

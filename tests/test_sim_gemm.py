@@ -2,15 +2,15 @@
 
 One Verilator build per configuration runs the standard tests of ``tb.gemm`` (stream, reset
 in traffic, bulk with the throughput check); every output of a run of K blocks is compared
-bit for bit with ``golden.dot_blocks`` of its row's and column's blocks, and the run's
+bit for bit with ``golden.matmul`` of its rows' and columns' blocks, and the run's
 coverage must hit every defined bin of the tile's points (K of one block, long K,
 cancellation to +0, NaN, Inf, interleaved contexts); the MX output's quantizer bins
 (``mx.*``) are reported in the coverage table.
 
 ``make sim``: one small tile (2 x 2 lanes, k = 4, fp8_e4m3); ``SIM_FULL=1`` adds others
 (mixed formats, one row or one column, fewer stages, fewer contexts, MX outputs: each row's
-results quantized as one block, expected from ``golden.quantize``).  Knobs: SEED, BLOCKS,
-WAVES, SIM_FULL (:mod:`tb.options`).
+results quantized as one block, expected from ``golden.matmul`` with ``out_format``).
+Knobs: SEED, BLOCKS, WAVES, SIM_FULL (:mod:`tb.options`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ each, as MXDotGeneral's runs do, with the same interleaved contexts
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, unsigned
+from amaranth.hdl import Module, unsigned
 from amaranth.lib import data, stream
 
 import golden
@@ -45,10 +45,11 @@ class MXGemm(Unit):
     Each input beat is the block at one K position of R rows of A (``a.row<r>``) and of C
     columns of B (``b.col<c>``), of run ``ctx``: lane ``(r, c)`` adds ``a_r . b_c`` to its
     accumulator, one fp32 RNE per block pair (exactly :class:`hw.dot.MXDotGeneral`'s
-    chaining).  ``first`` starts a run from +0; blocks of one run arrive in K order; ``last``
-    ends it, and the run's R x C results leave in one output beat with its ``ctx``.  A run of
-    one block sets both.  The result of ``C[r][c]`` over K blocks is ``golden.dot_blocks``
-    of row r's and column c's blocks from +0.
+    chaining).  ``first`` starts a run, output ``(r, c)`` from the fp32 ``c0.row<r>[c]``
+    (ignored on other beats); blocks of one run arrive in K order; ``last`` ends it, and the
+    run's R x C results leave in one output beat with its ``ctx``.  A run of one block sets
+    both.  The results over K blocks are ``golden.matmul`` of the R rows' and C columns'
+    blocks with ``acc`` the ``c0`` of the run's first beat.
 
     Schedule: a block enters when its context has no block in the pipeline, or in the cycle
     that block leaves (:class:`hw.dot.contexts.AccumulatorContexts`).  One run alone takes a
@@ -85,7 +86,9 @@ class MXGemm(Unit):
     -------
     i : In(stream.Signature(StructLayout))
         ``a``: ``row0..row<R-1>``, ``b``: ``col0..col<C-1>``, each a block
-        (:func:`hw.elements.block_layout`: scale, codes); ``first``, ``last``: run markers;
+        (:func:`hw.elements.block_layout`: scale, codes); ``c0``: ``row0..row<R-1>``, each
+        an array of C fp32 accumulator starts (``c0.row<r>[c]`` for output ``(r, c)``, used
+        with ``first``); ``first``, ``last``: run markers;
         ``ctx``: context id (``log2(contexts)`` bits).
     o : Out(stream.Signature(StructLayout))
         ``result``: ``row0..row<R-1>``, each an array of C fp32 results (``result.row<r>[c]``
@@ -146,9 +149,11 @@ class MXGemm(Unit):
                                             "ctx": unsigned(self.ctx_bits)})
         row_blocks = {f"row{r}": block_layout(self.fmt_a, block_size) for r in range(rows)}
         col_blocks = {f"col{c}": block_layout(self.fmt_b, block_size) for c in range(cols)}
+        starts = {f"row{r}": data.ArrayLayout(unsigned(32), cols) for r in range(rows)}
         super().__init__(data.StructLayout({
             "a": data.StructLayout(row_blocks),
             "b": data.StructLayout(col_blocks),
+            "c0": data.StructLayout(starts),
             "first": unsigned(1),
             "last": unsigned(1),
             "ctx": unsigned(self.ctx_bits),
@@ -180,7 +185,7 @@ class MXGemm(Unit):
         lanes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
         names = [f"r{r}c{c}" for r, c in lanes]
         contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first,
-                                       [Const(0, 32)] * len(lanes), names)
+                                       [p.c0[f"row{r}"][c] for r, c in lanes], names)
         # the run's markers ride along with lane (0, 0) alone (one hold flag per pipeline)
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
         outs = []
