@@ -130,10 +130,10 @@ class FlowHarness(_Harness):
     1. Stream rules: while ``i.valid & ~i.ready`` the input keeps ``valid`` and its payload
        (assumed); while ``o.valid & ~o.ready`` the output does (asserted).
     2. Scoreboard: ``inflight`` counts accepted blocks (MXDotGeneral and MXGemm: accepted
-       ``last`` blocks, one output per run) minus taken outputs.  Asserted: no output while ``inflight`` is 0
-       (no duplication, nothing from nothing); ``inflight`` never exceeds the capacity; after
-       ``drain`` cycles of ``o.ready`` high with nothing accepted, ``inflight`` is 0 (no
-       loss) and ``i.ready`` is high (no deadlock); with ``o.ready`` high for the last
+       ``last`` blocks, one output per run) minus taken outputs. Asserted: no output while
+       ``inflight`` is 0 (no duplication, nothing from nothing); ``inflight`` never exceeds the
+       capacity; after ``drain`` cycles of ``o.ready`` high with nothing accepted, ``inflight``
+       is 0 (no loss) and ``i.ready`` is high (no deadlock); with ``o.ready`` high for the last
        ``drain`` cycles, ``o.valid`` now equals "a block was accepted ``latency`` cycles ago"
        (exact latency; ``latency``, ``capacity`` and ``drain`` count a unit's
        :attr:`formal.units.FormalUnit.tail` pipeline too).
