@@ -122,16 +122,16 @@ def _depth_equivalence_jobs(unit: FormalUnit, k: int, depths, *, chain: bool = T
 def _gemm_jobs(full: bool) -> list[Job]:
     """MXGemm's jobs (:data:`formal.units.GEMM_UNITS`), at k = 2: flow and order at 1, the
     middle and the deepest setting (its MX output's too: the tile's pipeline, then the output
-    quantizers' at their depth); the fp32 tile's chain and register-bypass jobs at the same
-    depths (the MX output's tail pipeline is not in the bypass proof, and its output is not
-    the accumulators' fp32, so it has neither)."""
+    quantizers' at their depth); the fp32 tile's chain and register-bypass jobs at every
+    depth, as MXDotGeneral's (the MX output has neither: its output is not the accumulators'
+    fp32, and its second pipeline is not in the bypass proof)."""
     jobs = []
     for unit in GEMM_UNITS:
         settings = unit.stage_settings(2)
         for stages in settings:
             jobs += [j for j in _jobs_for(unit, 2, stages) if j.prop != "miter" or full]
         if not unit.tail:
-            jobs += _depth_equivalence_jobs(unit, 2, settings)
+            jobs += _depth_equivalence_jobs(unit, 2, range(1, unit.max_stages(2) + 1))
     return jobs
 
 
