@@ -83,7 +83,8 @@ class FormalUnit:
         one fused step per output); ``(None,)`` for a unit of one datapath.  The first lane
         crosses the pipeline's boundaries (registers ``<prefix>_<boundary>``), each other
         beside it in registers of its own (``<prefix>_<lane>_<boundary>``, on enable copies
-        of the stage numbered after the first lane's, :meth:`hw.pipeline.Pipeline.beside`).
+        of the stage numbered after the first lane's, :meth:`hw.pipeline.Pipeline.beside`);
+        a named lane's replicas, the first's too, are ``<prefix>_<lane>_<boundary>_r<c>``.
         With runs, each lane's accumulator nets are ``<lane>_step_c`` and
         ``<lane>_leave_result`` (:class:`hw.dot.contexts.AccumulatorContexts`).
     tail : tuple
@@ -141,11 +142,6 @@ class FormalUnit:
         with a :attr:`tail` the unit's pipeline sees the tail's ``i.ready`` a cycle later)."""
         return self.capacity(stages)
 
-    @property
-    def beside(self) -> tuple[str, ...]:
-        """The lanes after the first (:attr:`lanes`)."""
-        return tuple(self.lanes[1:])
-
     def net(self, lane: str | None, name: str) -> str:
         """The name of lane ``lane``'s net ``name`` (``<lane>_<name>``, or ``name``)."""
         return name if lane is None else f"{lane}_{name}"
@@ -161,20 +157,24 @@ class FormalUnit:
             text = rtlil.convert(self.build(k, stages), name="top")
         boundaries = registered_boundaries(sections, stages)
         copies = enable_copies(text, self.prefix, boundaries)
+        named = [lane for lane in self.lanes if lane is not None]
+        lane_replicas = (replicas(text, f"{self.prefix}_{named[0]}", boundaries) if named
+                         else {})
         return pipeline_probes(sections, stages, self.prefix, scope=scope, data=data,
                                copies=copies, hold_when=self.runs,
-                               replicas=replicas(text, self.prefix, boundaries, self.beside),
-                               beside=self.beside)
+                               replicas=replicas(text, self.prefix, boundaries, named),
+                               lanes=self.lanes, lane_replicas=lane_replicas)
 
 
-def replicas(text: str, prefix: str, boundaries, beside=()) -> dict[str, int]:
+def replicas(text: str, prefix: str, boundaries, lanes=()) -> dict[str, int]:
     """How many replicas (:meth:`hw.pipeline.Pipeline.replicate`) of a value each registered
     boundary of a :class:`hw.pipeline.Pipeline` named ``prefix`` carries (those with any),
     read off the unit's RTLIL ``text``: the registers ``<prefix>_<boundary>_r<c>``, numbered
-    from 0 (the first lane's; each lane in ``beside`` has as many,
-    ``<prefix>_<lane>_<boundary>_r<c>``)."""
+    from 0; those of the named ``lanes`` (``<prefix>_<lane>_<boundary>_r<c>``, a lane's
+    replicas beside the boundary's register, :meth:`hw.scope.PipelineScope.replicate`) left
+    out (their count: ``replicas(text, "<prefix>_<lane>", boundaries)``)."""
     counts = _numbered_wires(text, prefix, boundaries, r"_r(\d+)", 0, "replicas",
-                             skip=tuple(f"{prefix}_{lane}_" for lane in beside))
+                             skip=tuple(f"{prefix}_{lane}_" for lane in lanes))
     return {boundary: n for boundary, n in counts.items() if n}
 
 
@@ -215,7 +215,8 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
                     copies: Mapping[str, int] | None = None,
                     hold_when: bool = False,
                     replicas: Mapping[str, int] | None = None,
-                    beside=()) -> dict[str, list[str]]:
+                    lanes=(None,),
+                    lane_replicas: Mapping[str, int] | None = None) -> dict[str, list[str]]:
     """Names, in the flattened netlist, of the registers of a :class:`hw.pipeline.Pipeline`
     named ``prefix`` (as its ``name``) built in the module at ``scope`` (``"dut."``, or ``""``
     for the top module).
@@ -227,11 +228,13 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     stage's data register), ``skid`` (the skid register after the last stage) and ``replicas``
     (with ``replicas``, boundary -> number, :func:`replicas`: each boundary's replica
     registers, in order; their enables are the stage's enable copies after its own parts) and
-    ``beside`` (the registers of each lane of ``beside`` beside the first,
-    ``<prefix>_<lane>_<boundary>`` and its replicas, lane by lane, with
-    ``beside_stages`` the boundary's register each stands beside: they load on the stage's
-    enable copies after the first lane's, in this order; at the last boundary each has its
-    skid register ``..._skid`` on the same copies).
+    ``beside``: with several ``lanes`` (:attr:`FormalUnit.lanes`), the registers beside the
+    boundary's, lane by lane: a named first lane's replicas, each other lane's register
+    ``<prefix>_<lane>_<boundary>`` and its replicas ``..._r<c>`` (``lane_replicas``,
+    boundary -> number, as many per lane), with ``beside_stages`` the boundary's register
+    each stands beside; they load on the stage's enable copies after the first lane's own, in
+    this order, and at the last boundary a lane's register has its skid register
+    ``..._skid`` on the same copies.
     The names follow :class:`Pipeline`'s naming; a name that does not exist makes the Yosys
     script fail.
     """
@@ -249,9 +252,11 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
         probes["skid"] = [f"{tags[-1]}_skid"]
         probes["replicas"] = [f"{t}_r{c}" for b, t in zip(boundaries, tags, strict=True)
                               for c in range((replicas or {}).get(b, 0))]
-        lane_regs = [(f"{scope}{prefix}_{lane}_{b}{r}", t) for lane in beside
+        lane_regs = [(f"{scope}{prefix}_{lane}_{b}{r}", t)
+                     for j, lane in enumerate(lanes) if lane is not None
                      for b, t in zip(boundaries, tags, strict=True)
-                     for r in ["", *(f"_r{c}" for c in range((replicas or {}).get(b, 0)))]]
+                     for r in [""] * (j > 0)
+                     + [f"_r{c}" for c in range((lane_replicas or {}).get(b, 0))]]
         probes["beside"] = [reg for reg, _ in lane_regs]
         probes["beside_stages"] = [t for _, t in lane_regs]
     return probes

@@ -619,13 +619,22 @@ def test_matrix_proves_gemm_at_k2():
 
 
 def test_gemm_lanes_beside_the_first_are_checked(tmp_path):
-    """MXGemm's register bypass at k = 2, 3 stages against 1, passes with its second lane's
-    registers (beside the first's, on enable copies of their own) declared, and is an error
-    naming them when they are not (a lane the proof would not see)."""
+    """MXGemm's register bypass at k = 2, deepest against 1, passes with its second lane's
+    registers (beside the first's, on enable copies of their own) and both lanes' replicas
+    (``gemm_r0c0_<boundary>_r<c>``: the first lane is a named scope) declared, and is an
+    error naming the second lane's registers when that lane is not (a lane the proof would
+    not see; at the deepest setting its replicas stop the probes already)."""
     unit = unit_by_name("gemm")
-    res = prove_same_datapath(unit, 2, 3, tmp_path / "lanes")
+    top = unit.max_stages(2)
+    beside = unit.control_probes(2, top, data=True)["beside"]
+    assert any(re.fullmatch(r"dut\.gemm_r0c0_\w+_r0", r) for r in beside), beside
+    assert any(re.fullmatch(r"dut\.gemm_r0c1_\w+_r0", r) for r in beside), beside
+    res = prove_same_datapath(unit, 2, top, tmp_path / "lanes")
     assert res.status == "PASS", res.failed
-    res = prove_same_datapath(replace(unit, lanes=("r0c0",)), 2, 3, tmp_path / "one")
+    one_lane = replace(unit, lanes=("r0c0",))
+    with pytest.raises(ValueError, match="gemm_r0c1_"):
+        prove_same_datapath(one_lane, 2, top, tmp_path / "deepest")
+    res = prove_same_datapath(one_lane, 2, 3, tmp_path / "one")
     assert res.status == "ERROR"
     assert any("outside the pipeline" in p and "gemm_r0c1_" in p for p in res.failed), \
         res.failed
