@@ -193,12 +193,11 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     for reg in probes.get("replicas", []):  # in order, after their stage's own parts
         stage = reg.rsplit("_r", 1)[0]
         used[stage] = loads_on(reg, stage, used[stage])
-    last = probes["data"][-1] if probes["data"] else None
     for reg, stage in zip(probes.get("beside", []), probes.get("beside_stages", []),
                           strict=True):  # the other lanes', after the first lane's copies
         first = used[stage]
         used[stage] = loads_on(reg, stage, first)
-        if stage == last:  # (no replica at the last boundary)
+        if f"{stage}_skid" in probes["skid"]:  # a last stage (no replica there)
             loads_on(f"{reg}_skid", stage, first)
     for pattern, reg in blocks:
         enable = bits(f"{reg}_en")

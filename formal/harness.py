@@ -357,7 +357,7 @@ class OrderHarness(_Harness):
                      o_ready=pipe_ready if unit.tail else self.o_ready)
         o_valid = pipe.hold if unit.runs else pipe_valid
         if unit.tail:  # the second pipeline (MXGemm's output quantizers), the tags through it
-            sections, depth = unit.tail
+            sections, depth = unit.tail[:2]
             tail = Pipeline(m, dict(sections), depth, name="u")
             for name in dict(sections):
                 tag = tail.boundary(tag, name)

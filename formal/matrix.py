@@ -19,8 +19,8 @@ Property groups (the harnesses of :mod:`formal.harness`):
 Each unit also runs, at k = 2, in an element format beyond OCP's six
 (:data:`formal.units.CUSTOM_UNITS`), with the same property groups at the same depths.
 MXGemm (:data:`formal.units.GEMM_UNITS`, k = 2, not in ``--quick``) has MXDotGeneral's
-groups: flow and order bounded, chain and register bypass for its fp32 tile, its miter
-with ``--all`` only.
+groups: flow and order bounded, register bypass (with its MX output too), chain for its
+fp32 tile, its miter with ``--all`` only.
 """
 
 from __future__ import annotations
@@ -122,16 +122,16 @@ def _depth_equivalence_jobs(unit: FormalUnit, k: int, depths, *, chain: bool = T
 def _gemm_jobs(full: bool) -> list[Job]:
     """MXGemm's jobs (:data:`formal.units.GEMM_UNITS`), at k = 2: flow and order at 1, the
     middle and the deepest setting (its MX output's too: the tile's pipeline, then the output
-    quantizers' at their depth); the fp32 tile's chain and register-bypass jobs at every
-    depth, as MXDotGeneral's (the MX output has neither: its output is not the accumulators'
-    fp32, and its second pipeline is not in the bypass proof)."""
+    quantizers' at their depth); the register-bypass jobs of both and the fp32 tile's chain
+    jobs at every depth, as MXDotGeneral's (the MX output's result is not the accumulators'
+    fp32: no chain job; its tile is the fp32 build's)."""
     jobs = []
     for unit in GEMM_UNITS:
         settings = unit.stage_settings(2)
         for stages in settings:
             jobs += [j for j in _jobs_for(unit, 2, stages) if j.prop != "miter" or full]
-        if not unit.tail:
-            jobs += _depth_equivalence_jobs(unit, 2, range(1, unit.max_stages(2) + 1))
+        jobs += _depth_equivalence_jobs(unit, 2, range(1, unit.max_stages(2) + 1),
+                                        chain=not unit.tail)
     return jobs
 
 

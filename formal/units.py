@@ -88,9 +88,12 @@ class FormalUnit:
         With runs, each lane's accumulator nets are ``<lane>_step_c`` and
         ``<lane>_leave_result`` (:class:`hw.dot.contexts.AccumulatorContexts`).
     tail : tuple
-        ``(sections, stages)`` of a second pipeline after the unit's, at a fixed depth (MXGemm's
-        output quantizers; ``sections`` as (name, delay) pairs), or empty.  Its depth adds to
-        the latency, and it holds blocks of its own (:meth:`capacity`).
+        ``(sections, stages, prefix, lanes)`` of a second pipeline after the unit's, at a fixed
+        depth (MXGemm's output quantizers, ``gq``; ``sections`` as (name, delay) pairs,
+        ``lanes`` as :attr:`lanes`: the row's quantize step ``q0`` and the run's ``ctx``
+        beside it), or empty.  Its depth adds to the latency, it holds blocks of its own
+        (:meth:`capacity`), and its registers are probed with the unit's
+        (:meth:`control_probes`).
     """
 
     name: str
@@ -157,13 +160,29 @@ class FormalUnit:
             text = rtlil.convert(self.build(k, stages), name="top")
         boundaries = registered_boundaries(sections, stages)
         copies = enable_copies(text, self.prefix, boundaries)
-        named = [lane for lane in self.lanes if lane is not None]
-        lane_replicas = (replicas(text, f"{self.prefix}_{named[0]}", boundaries) if named
-                         else {})
-        return pipeline_probes(sections, stages, self.prefix, scope=scope, data=data,
-                               copies=copies, hold_when=self.runs,
-                               replicas=replicas(text, self.prefix, boundaries, named),
-                               lanes=self.lanes, lane_replicas=lane_replicas)
+        probes = _lane_probes(text, sections, stages, self.prefix, self.lanes, scope=scope,
+                              data=data, copies=copies, hold_when=self.runs)
+        if self.tail:  # the second pipeline's, after the unit's
+            tail_sections, tail_stages, prefix, lanes = self.tail
+            tail_sections = dict(tail_sections)
+            tail_copies = enable_copies(
+                text, prefix, registered_boundaries(tail_sections, tail_stages))
+            for key, names in _lane_probes(text, tail_sections, tail_stages, prefix, lanes,
+                                           scope=scope, data=data,
+                                           copies=tail_copies).items():
+                probes[key] = probes.get(key, []) + names
+        return probes
+
+
+def _lane_probes(text: str, sections, stages: int, prefix: str, lanes, **options):
+    """:func:`pipeline_probes` of a pipeline with ``lanes`` (:attr:`FormalUnit.lanes`), the
+    replicas read off the unit's RTLIL ``text``."""
+    boundaries = registered_boundaries(sections, stages)
+    named = [lane for lane in lanes if lane is not None]
+    lane_replicas = replicas(text, f"{prefix}_{named[0]}", boundaries) if named else {}
+    return pipeline_probes(sections, stages, prefix, **options,
+                           replicas=replicas(text, prefix, boundaries, named), lanes=lanes,
+                           lane_replicas=lane_replicas)
 
 
 def replicas(text: str, prefix: str, boundaries, lanes=()) -> dict[str, int]:
@@ -324,7 +343,7 @@ def _gemm(fmt: str, out_format: str | None = None, name: str = "gemm",
     tail = ()
     if out_format is not None:
         q = output_quantizer(out_format, cols)
-        tail = (tuple(q.sections.items()), q.stages)
+        tail = (tuple(q.sections.items()), q.stages, "gq", ("q0", "ctx"))
     return FormalUnit(name, f"{fmt} x {fmt}, {rows} x {cols} lanes, 2 contexts, "
                       + (f"{out_format} output" if out_format else "fp32 output"),
                       build, lambda k, s: build(k, None).sections, "gemm", runs=True,

@@ -592,9 +592,9 @@ def test_state_in_cone_stops_at_free_control_registers_only():
 
 def test_matrix_proves_gemm_at_k2():
     """MXGemm (issue 51) at k = 2, 1 x 2 lanes, with fp32 and with MX output: flow and order
-    at 1, the middle and the deepest setting; the fp32 tile's chain at every depth and its
-    register bypass at every depth above 1; the miters only with ``--all``; none in
-    ``--quick``.  The MX output's latency, capacity and drain count its quantizers."""
+    at 1, the middle and the deepest setting; the register bypass of both at every depth
+    above 1 and the fp32 tile's chain at every depth; the miters only with ``--all``; none
+    in ``--quick``.  The MX output's latency, capacity and drain count its quantizers."""
     jobs, full = proof_jobs(), proof_jobs(full=True)
     assert not {j.unit.kind for j in proof_jobs(quick=True)} & {"gemm"}
     fp32, mx = unit_by_name("gemm"), unit_by_name("gemm-mx")
@@ -611,8 +611,9 @@ def test_matrix_proves_gemm_at_k2():
         assert not shape(jobs, unit.name, "miter")
         assert shape(full, unit.name, "miter") == set(unit.stage_settings(2)) - {1}
     assert shape(jobs, "gemm", "chain") == set(range(1, top + 1))
-    assert shape(jobs, "gemm", "datapath") == set(range(2, top + 1))
-    assert not shape(jobs, "gemm-mx", "chain") | shape(jobs, "gemm-mx", "datapath")
+    for name in ("gemm", "gemm-mx"):
+        assert shape(jobs, name, "datapath") == set(range(2, top + 1))
+    assert not shape(jobs, "gemm-mx", "chain")
     built = mx.build(2, 5)
     assert mx.latency(5) == built.latency == 5 + built.quantizer_stages
     assert mx.capacity(5) == fp32.capacity(5) + built.quantizer_stages + 1
@@ -637,4 +638,20 @@ def test_gemm_lanes_beside_the_first_are_checked(tmp_path):
     res = prove_same_datapath(one_lane, 2, 3, tmp_path / "one")
     assert res.status == "ERROR"
     assert any("outside the pipeline" in p and "gemm_r0c1_" in p for p in res.failed), \
+        res.failed
+
+
+def test_gemm_mx_output_pipeline_is_checked(tmp_path):
+    """MXGemm with MX output: the register bypass at k = 2, 3 stages against 1, reads the
+    output quantizers' pipeline too (``gq``: the row's step and the run's ``ctx`` beside it)
+    and passes; with ``ctx`` left out of that pipeline's lanes it is an error naming its
+    registers."""
+    unit = unit_by_name("gemm-mx")
+    res = prove_same_datapath(unit, 2, 3, tmp_path / "mx")
+    assert res.status == "PASS", res.failed
+    sections, stages, prefix, _ = unit.tail
+    res = prove_same_datapath(replace(unit, tail=(sections, stages, prefix, ("q0",))), 2, 3,
+                              tmp_path / "no_ctx")
+    assert res.status == "ERROR"
+    assert any("outside the pipeline" in p and "gq_ctx_" in p for p in res.failed), \
         res.failed
