@@ -9,7 +9,8 @@ part the flow proofs already own, and proves the first two for all inputs:
    is either a pipeline control register (a stage's ``valid`` or ``en_advance``,
    ``en<c>_advance`` for each further enable copy, and with ``hold_when`` ``hold0``) or a bit of
    a registered boundary's data register (or the skid register, or a replica ``..._r<c>``
-   of a value at that boundary), a ``$dffe`` that loads on its stage's enable net
+   of a value at that boundary, or another lane's register beside it,
+   ``<prefix>_<lane>_<boundary>``), a ``$dffe`` that loads on its stage's enable net
    ``<prefix>_<boundary>_en`` (the skid register: the last stage's; with the pipeline's
    ``enable_load``, part ``c`` of the register on copy ``..._en<c>``; a replica's parts on
    the copies after those).  Any
@@ -154,7 +155,9 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
         stage's data register (:func:`hw.pipeline.enable_parts`) must load on the stage's
         enable copy ``c`` (``<stage>_en``, ``<stage>_en1``, ...), and the parts of its
         replicas (``probes["replicas"]``, :meth:`hw.pipeline.Pipeline.replicate`) on the
-        copies after those, in order.
+        copies after those, in order; the other lanes' registers (``probes["beside"]``,
+        :attr:`formal.units.FormalUnit.lanes`) on the copies after the first lane's, lane
+        by lane.
 
     Returns
     -------
@@ -190,6 +193,12 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
     for reg in probes.get("replicas", []):  # in order, after their stage's own parts
         stage = reg.rsplit("_r", 1)[0]
         used[stage] = loads_on(reg, stage, used[stage])
+    for reg, stage in zip(probes.get("beside", []), probes.get("beside_stages", []),
+                          strict=True):  # the other lanes', after the first lane's copies
+        first = used[stage]
+        used[stage] = loads_on(reg, stage, first)
+        if f"{stage}_skid" in probes["skid"]:  # a last stage (no replica there)
+            loads_on(f"{reg}_skid", stage, first)
     for pattern, reg in blocks:
         enable = bits(f"{reg}_en")
         inside = [name for name in nets if fnmatch.fnmatchcase(name, pattern)]

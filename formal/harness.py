@@ -129,13 +129,14 @@ class FlowHarness(_Harness):
 
     1. Stream rules: while ``i.valid & ~i.ready`` the input keeps ``valid`` and its payload
        (assumed); while ``o.valid & ~o.ready`` the output does (asserted).
-    2. Scoreboard: ``inflight`` counts accepted blocks (MXDotGeneral: accepted ``last`` blocks,
-       one output per run) minus taken outputs.  Asserted: no output while ``inflight`` is 0
-       (no duplication, nothing from nothing); ``inflight`` never exceeds the capacity; after
-       ``drain`` cycles of ``o.ready`` high with nothing accepted, ``inflight`` is 0 (no
-       loss) and ``i.ready`` is high (no deadlock); with ``o.ready`` high for the last
+    2. Scoreboard: ``inflight`` counts accepted blocks (MXDotGeneral and MXGemm: accepted
+       ``last`` blocks, one output per run) minus taken outputs. Asserted: no output while
+       ``inflight`` is 0 (no duplication, nothing from nothing); ``inflight`` never exceeds the
+       capacity; after ``drain`` cycles of ``o.ready`` high with nothing accepted, ``inflight``
+       is 0 (no loss) and ``i.ready`` is high (no deadlock); with ``o.ready`` high for the last
        ``drain`` cycles, ``o.valid`` now equals "a block was accepted ``latency`` cycles ago"
-       (exact latency).
+       (exact latency; ``latency``, ``capacity`` and ``drain`` count a unit's
+       :attr:`formal.units.FormalUnit.tail` pipeline too).
     3. Reset: in the cycle after a reset ``o.valid`` is low and ``i.ready`` high; the
        scoreboard restarts at 0, so every later output must come from a block accepted after
        the reset (nothing was held over).
@@ -176,7 +177,7 @@ class FlowHarness(_Harness):
     def elaborate(self, platform):
         m = Module()
         m.submodules.dut = dut = self.dut
-        unit, latency = self.unit, self.stages
+        unit, latency = self.unit, self.unit.latency(self.stages)
         rst, started, past_rst = self._reset_control(m)
         _drive_free(m, self, dut, past_rst)  # 1. stream rules: the input's, assumed
         accept = dut.i.valid & dut.i.ready
@@ -190,7 +191,7 @@ class FlowHarness(_Harness):
             m.d.comb += Assert(Value.cast(dut.o.payload) == o_prev, "stream_o_payload_held")
 
         # 2. scoreboard
-        capacity, drain = unit.capacity(latency), unit.drain_cycles(latency)
+        capacity, drain = unit.capacity(self.stages), unit.drain_cycles(self.stages)
         inflight = Signal(bits_for(capacity + 1), reset_less=True)
         quiet = _quiet_cycles(m, rst, self.o_ready, accept, drain)
         ready_run = Signal(range(drain + 1), reset_less=True)  # o.ready high
@@ -298,7 +299,9 @@ class OrderHarness(_Harness):
     The tag of each accepted block is the number of blocks accepted before it (modulo
     ``2^w``, ``w`` wide enough for every block in flight); asserted: each output's tag is
     the number of outputs taken before it, i.e. outputs leave in acceptance order, none lost
-    or repeated.  For MXDotGeneral the pipeline waits only for ``last`` blocks
+    or repeated.  With a :attr:`formal.units.FormalUnit.tail` (MXGemm's MX output) the
+    tags then cross a second pipeline of the tail's sections and depth.  For MXDotGeneral
+    and MXGemm the (first) pipeline waits only for ``last`` blocks
     (:meth:`Pipeline.hold_when`): a free ``last`` bit rides with the tag, only ``last`` blocks
     are numbered and emitted, and the others leave without waiting.  Legitimate because every
     unit's data registers load on the same enables as these valid bits: the unit's ordering is
@@ -349,10 +352,19 @@ class OrderHarness(_Harness):
                 pipe.hold_when(x[self.tag_bits])
             x = pipe.boundary(x, name)
         tag = x[:self.tag_bits]
-        i_ready, pipe_valid = Signal(), Signal()
+        i_ready, pipe_valid, pipe_ready = Signal(), Signal(), Signal()
         pipe.connect(i_valid=self.i_valid, i_ready=i_ready, o_valid=pipe_valid,
-                     o_ready=self.o_ready)
+                     o_ready=pipe_ready if unit.tail else self.o_ready)
         o_valid = pipe.hold if unit.runs else pipe_valid
+        if unit.tail:  # the second pipeline (MXGemm's output quantizers), the tags through it
+            sections, depth = unit.tail[:2]
+            tail = Pipeline(m, dict(sections), depth, name="u")
+            for name in dict(sections):
+                tag = tail.boundary(tag, name)
+            tail_valid = Signal()
+            tail.connect(i_valid=o_valid, i_ready=pipe_ready, o_valid=tail_valid,
+                         o_ready=self.o_ready)
+            o_valid = tail_valid
         accept = self.i_valid & i_ready
         produce = o_valid & self.o_ready
         with m.If(rst):
@@ -385,10 +397,25 @@ class OrderHarness(_Harness):
             m.d.comb += checks
 
 
+def _lane_value(payload, field: str, lane: str | None, default=None):
+    """A lane's part of a payload's ``field``: the field itself for a unit of one lane
+    (``lane`` None), ``field.row<r>[c]`` for MXGemm's lane ``r<r>c<c>``; ``default`` where
+    the payload has no such field (MXGemm's runs start from +0: no ``c0``)."""
+    if not hasattr(payload, field):
+        return default
+    value = getattr(payload, field)
+    if lane is None:
+        return value
+    r, c = lane[1:].split("c")
+    return value[f"row{r}"][int(c)]
+
+
 class ChainHarness(_Harness):
     """MXDotGeneral's chaining: each block's accumulator input is its run's ``c0`` or the
     result of the block of its context that left the fused step last, and results leave
-    once each.
+    once each.  For MXGemm (fp32 results) the same, lane by lane at once: ``step_c`` and
+    ``leave_result`` are the lanes' (:attr:`formal.units.FormalUnit.lanes`), compared
+    together, ``c0`` is +0 and an output beat carries every lane's result.
 
     The register-bypass proof (:mod:`formal.datapath`) cuts MXDotGeneral at ``step_c``, the
     accumulator input entering the fused step, and proves the fused step the same function
@@ -424,14 +451,18 @@ class ChainHarness(_Harness):
 
     def __init__(self, unit: FormalUnit, k: int, stages: int):
         super().__init__()
-        if not unit.runs:
-            raise ValueError(f"the chain harness is for units with runs, not {unit.name}")
+        if not unit.runs or unit.tail:
+            raise ValueError(f"the chain harness is for units with runs and fp32 results, "
+                             f"not {unit.name}")
         self.unit, self.stages = unit, stages
         self.dut = unit.build(k, stages)
         self.i_payload = Signal(len(Value.cast(self.dut.i.payload)))
         ctx_bits = self.dut.ctx_bits
-        self.probe_names = {"step_c": ["dut.step_c"], "leave": ["dut.leave"],
-                            "leave_result": ["dut.leave_result"],
+        lanes = unit.lanes
+        self.probe_names = {"step_c": [f"dut.{unit.net(ln, 'step_c')}" for ln in lanes],
+                            "leave": ["dut.leave"],
+                            "leave_result": [f"dut.{unit.net(ln, 'leave_result')}"
+                                             for ln in lanes],
                             "pipe_valid": ["dut.pipe_valid"]}
         self.widths = {"step_c": 32, "leave_result": 32}
         if ctx_bits:
@@ -454,7 +485,7 @@ class ChainHarness(_Harness):
         rst, started, past_rst = self._reset_control(m)
         _drive_free(m, self, dut, past_rst)
         f = _probe_fields(self.probe, self.probe_names, self.widths)
-        step_c, leave, leave_result = f["step_c"][0], f["leave"][0], f["leave_result"][0]
+        step_c, leave, leave_result = f["step_c"], f["leave"][0], f["leave_result"]
         pipe_valid = f["pipe_valid"][0]
         leave_ctx = f["leave_ctx"][0] if "leave_ctx" in f else Const(0, 1)
         p = dut.i.payload
@@ -463,8 +494,12 @@ class ChainHarness(_Harness):
         produce = dut.o.valid & dut.o.ready
         out_ctx = dut.o.payload.ctx if dut.ctx_bits else Const(0, 1)
 
+        c0 = [_lane_value(p, "c0", lane, Const(0, 32)) for lane in self.unit.lanes]
+        lane_results = [_lane_value(dut.o.payload, "result", lane) for lane in self.unit.lanes]
+        lanes_c = Cat(*step_c)
+        first_c0 = lanes_c == Cat(*c0)
         checks = [Assert(~leave | pipe_valid, "chain_leave_at_pipeline_output"),
-                  Assert(~(accept & p.first) | (step_c == p.c0), "chain_first_takes_c0")]
+                  Assert(~(accept & p.first) | first_c0, "chain_first_takes_c0")]
         pending_any = []
         drain = self.unit.drain_cycles(self.stages)
         quiet = _quiet_cycles(m, rst, self.o_ready, accept, drain)
@@ -472,7 +507,7 @@ class ChainHarness(_Harness):
             pending = Signal(name=f"pending{j}", reset_less=True)
             last = Signal(name=f"last{j}", reset_less=True)
             known = Signal(name=f"known{j}", reset_less=True)
-            result = Signal(32, name=f"result{j}", reset_less=True)
+            result = Signal(32 * len(step_c), name=f"result{j}", reset_less=True)
             leave_j = leave & (leave_ctx == j)
             accept_j = accept & (ctx == j)
             with m.If(rst):
@@ -482,16 +517,16 @@ class ChainHarness(_Harness):
                 with m.If(accept_j):
                     m.d.sync += last.eq(p.last)
                 with m.If(leave_j):
-                    m.d.sync += [result.eq(leave_result), known.eq(1)]
+                    m.d.sync += [result.eq(Cat(*leave_result)), known.eq(1)]
             # (each Assert with its message on one line: formal.sby reads the names from there)
             chained = accept_j & ~p.first & (known | leave_j)
-            previous = Mux(leave_j, leave_result, result)
+            previous = Mux(leave_j, Cat(*leave_result), result)
             output_j = produce & (out_ctx == j)
-            emitted = leave_j & pending & last & (dut.o.payload.result == leave_result)
+            emitted = leave_j & pending & last & (Cat(*lane_results) == Cat(*leave_result))
             checks += [
                 Assert(~accept_j | ~pending | leave_j, "chain_one_block_per_context"),
                 Assert(~leave_j | pending, "chain_leave_only_pending"),
-                Assert(~chained | (step_c == previous), "chain_next_takes_previous_result"),
+                Assert(~chained | (lanes_c == previous), "chain_next_takes_previous_result"),
                 Assert(~(leave_j & pending & last) | produce, "chain_last_result_is_output"),
                 Assert(~output_j | emitted, "chain_output_is_last_result"),
             ]

@@ -18,6 +18,9 @@ Property groups (the harnesses of :mod:`formal.harness`):
 
 Each unit also runs, at k = 2, in an element format beyond OCP's six
 (:data:`formal.units.CUSTOM_UNITS`), with the same property groups at the same depths.
+MXGemm (:data:`formal.units.GEMM_UNITS`, k = 2, not in ``--quick``) has MXDotGeneral's
+groups: flow and order bounded, register bypass (with its MX output too), chain for its
+fp32 tile, its miter with ``--all`` only.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 from .datapath import prove_same_datapath
 from .harness import ChainHarness, FlowHarness, MiterHarness, OrderHarness
 from .sby import SbyResult, run_sby
-from .units import CUSTOM_UNITS, UNITS, FormalUnit, default_configurations
+from .units import CUSTOM_UNITS, GEMM_UNITS, UNITS, FormalUnit, default_configurations
 
 __all__ = ["Job", "proof_jobs", "report_table", "PROPERTIES", "SLOW_MITERS"]
 
@@ -39,7 +42,7 @@ PROPERTIES = {
     "order": "2 in order (tags, pipeline skeleton)",
     "miter": "4 same outputs as stages=1",
     "datapath": "4 same datapath function as stages=1 (register bypass, all inputs)",
-    "chain": "4 per-context chaining of the accumulator (MXDotGeneral)",
+    "chain": "4 per-context chaining of the accumulators (MXDotGeneral, MXGemm)",
 }
 
 #: Extra BMC steps beyond the pipeline depth: enough for a reset, a block through the
@@ -50,7 +53,7 @@ BMC_MARGIN = {"flow": 10, "order": 8, "miter": 4, "chain": 10}
 #: Units whose miter the SMT solver does not settle in minutes (the dot units' fused step:
 #: two copies of the alignment and normalization shifters, and no SAT sweeping in the
 #: smtbmc flow): only with ``--all``.  Names of :data:`formal.units.UNITS` (``FormalUnit.kind``).
-SLOW_MITERS = ("dot", "dot-general")
+SLOW_MITERS = ("dot", "dot-general", "gemm")
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,22 @@ def _depth_equivalence_jobs(unit: FormalUnit, k: int, depths, *, chain: bool = T
     return jobs + [Job(unit, k, s, "datapath", "equiv", 1) for s in depths if s > 1]
 
 
+def _gemm_jobs(full: bool) -> list[Job]:
+    """MXGemm's jobs (:data:`formal.units.GEMM_UNITS`), at k = 2: flow and order at 1, the
+    middle and the deepest setting (its MX output's too: the tile's pipeline, then the output
+    quantizers' at their depth); the register-bypass jobs of both and the fp32 tile's chain
+    jobs at every depth, as MXDotGeneral's (the MX output's result is not the accumulators'
+    fp32: no chain job; its tile is the fp32 build's)."""
+    jobs = []
+    for unit in GEMM_UNITS:
+        settings = unit.stage_settings(2)
+        for stages in settings:
+            jobs += [j for j in _jobs_for(unit, 2, stages) if j.prop != "miter" or full]
+        jobs += _depth_equivalence_jobs(unit, 2, range(1, unit.max_stages(2) + 1),
+                                        chain=not unit.tail)
+    return jobs
+
+
 def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = None,
                block_sizes=(2, 4)) -> list[Job]:
     """The jobs of the matrix.
@@ -147,6 +166,7 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
                 jobs.append(job)
         jobs += _depth_equivalence_jobs(unit, k, range(1, unit.max_stages(k) + 1))
     if not quick:
+        jobs += _gemm_jobs(full)
         # The full-size rows: the datapath at each default configuration's depths, and the
         # pipeline skeleton's order proof at any (sections, depth) the small units do not
         # already have (the quantizer's sections grow with log2 k).

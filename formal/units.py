@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The units under proof: how to build each at a block size and depth, and where its pipeline's
 control registers are (the probes of the induction invariants, :mod:`formal.harness`).
 
@@ -18,11 +19,14 @@ from amaranth.back import rtlil
 from hw.dequantizer import DEQUANTIZER_SECTIONS, MXDequantizer
 from hw.dot import MXDot, MXDotGeneral
 from hw.dsp import MULT18X18D_REGISTERS
+from hw.gemm import MXGemm
+from hw.gemm.output import output_quantizer
 from hw.nvfp4_dequantizer import NVFP4Dequantizer, nvfp4_sections
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "unit_by_name", "pipeline_probes",
+__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "GEMM_UNITS", "SMALL_ONLY", "unit_by_name",
+           "pipeline_probes",
            "enable_copies", "replicas", "default_configurations", "EXTRA_CONFIGURATIONS",
            "MULT18X18D_BLOCKS"]
 
@@ -75,6 +79,22 @@ class FormalUnit:
     base : str
         The :data:`UNITS` entry this is a configuration of (:data:`CUSTOM_UNITS`, the
         full-size rows); empty for the entries themselves (see :attr:`kind`).
+    lanes : tuple of (str or None)
+        The prefixes of the unit's datapath lanes on its one pipeline (MXGemm: ``r<r>c<c>``,
+        one fused step per output); ``(None,)`` for a unit of one datapath.  The first lane
+        crosses the pipeline's boundaries (registers ``<prefix>_<boundary>``), each other
+        beside it in registers of its own (``<prefix>_<lane>_<boundary>``, on enable copies
+        of the stage numbered after the first lane's, :meth:`hw.pipeline.Pipeline.beside`);
+        a named lane's replicas, the first's too, are ``<prefix>_<lane>_<boundary>_r<c>``.
+        With runs, each lane's accumulator nets are ``<lane>_step_c`` and
+        ``<lane>_leave_result`` (:class:`hw.dot.contexts.AccumulatorContexts`).
+    tail : tuple
+        ``(sections, stages, prefix, lanes)`` of a second pipeline after the unit's, at a fixed
+        depth (MXGemm's output quantizers, ``gq``; ``sections`` as (name, delay) pairs,
+        ``lanes`` as :attr:`lanes`: the row's quantize step ``q0`` and the run's ``ctx``
+        beside it), or empty.  Its depth adds to the latency, it holds blocks of its own
+        (:meth:`capacity`), and its registers are probed with the unit's
+        (:meth:`control_probes`).
     """
 
     name: str
@@ -88,6 +108,8 @@ class FormalUnit:
     state: tuple[str, ...] = ()
     blocks: tuple[tuple[str, str], ...] = ()
     base: str = ""
+    lanes: tuple[str | None, ...] = (None,)
+    tail: tuple = ()
 
     @property
     def kind(self) -> str:
@@ -104,14 +126,29 @@ class FormalUnit:
         top = self.max_stages(k)
         return tuple(sorted({1, (1 + top) // 2, top}))
 
+    @property
+    def tail_stages(self) -> int:
+        """The depth of the second pipeline (:attr:`tail`), 0 without one."""
+        return self.tail[1] if self.tail else 0
+
+    def latency(self, stages: int) -> int:
+        """Cycles from a block's acceptance to its output, without backpressure."""
+        return stages + self.tail_stages
+
     def capacity(self, stages: int) -> int:
-        """Blocks the unit can hold at once: one per register stage, plus the skid register."""
-        return stages + 1
+        """Blocks the unit can hold at once: one per register stage, plus the skid register
+        (of each pipeline, with a :attr:`tail`)."""
+        return stages + 1 + (self.tail_stages + 1 if self.tail else 0)
 
     def drain_cycles(self, stages: int) -> int:
         """Cycles of ``o.ready`` high after which a block accepted before them has left (and
-        the ``latency`` window: the registered stall sees ``o.ready`` one cycle late)."""
-        return stages + 1
+        the ``latency`` window: the registered stall sees ``o.ready`` one cycle late, and
+        with a :attr:`tail` the unit's pipeline sees the tail's ``i.ready`` a cycle later)."""
+        return self.capacity(stages)
+
+    def net(self, lane: str | None, name: str) -> str:
+        """The name of lane ``lane``'s net ``name`` (``<lane>_<name>``, or ``name``)."""
+        return name if lane is None else f"{lane}_{name}"
 
     def control_probes(self, k: int, stages: int, *, text: str | None = None,
                        scope: str = "dut.", data: bool = False) -> dict[str, list[str]]:
@@ -124,17 +161,40 @@ class FormalUnit:
             text = rtlil.convert(self.build(k, stages), name="top")
         boundaries = registered_boundaries(sections, stages)
         copies = enable_copies(text, self.prefix, boundaries)
-        return pipeline_probes(sections, stages, self.prefix, scope=scope, data=data,
-                               copies=copies, hold_when=self.runs,
-                               replicas=replicas(text, self.prefix, boundaries))
+        probes = _lane_probes(text, sections, stages, self.prefix, self.lanes, scope=scope,
+                              data=data, copies=copies, hold_when=self.runs)
+        if self.tail:  # the second pipeline's, after the unit's
+            tail_sections, tail_stages, prefix, lanes = self.tail
+            tail_sections = dict(tail_sections)
+            tail_copies = enable_copies(
+                text, prefix, registered_boundaries(tail_sections, tail_stages))
+            for key, names in _lane_probes(text, tail_sections, tail_stages, prefix, lanes,
+                                           scope=scope, data=data,
+                                           copies=tail_copies).items():
+                probes[key] = probes.get(key, []) + names
+        return probes
 
 
-def replicas(text: str, prefix: str, boundaries) -> dict[str, int]:
+def _lane_probes(text: str, sections, stages: int, prefix: str, lanes, **options):
+    """:func:`pipeline_probes` of a pipeline with ``lanes`` (:attr:`FormalUnit.lanes`), the
+    replicas read off the unit's RTLIL ``text``."""
+    boundaries = registered_boundaries(sections, stages)
+    named = [lane for lane in lanes if lane is not None]
+    lane_replicas = replicas(text, f"{prefix}_{named[0]}", boundaries) if named else {}
+    return pipeline_probes(sections, stages, prefix, **options,
+                           replicas=replicas(text, prefix, boundaries, named), lanes=lanes,
+                           lane_replicas=lane_replicas)
+
+
+def replicas(text: str, prefix: str, boundaries, lanes=()) -> dict[str, int]:
     """How many replicas (:meth:`hw.pipeline.Pipeline.replicate`) of a value each registered
     boundary of a :class:`hw.pipeline.Pipeline` named ``prefix`` carries (those with any),
     read off the unit's RTLIL ``text``: the registers ``<prefix>_<boundary>_r<c>``, numbered
-    from 0."""
-    counts = _numbered_wires(text, prefix, boundaries, r"_r(\d+)", 0, "replicas")
+    from 0; those of the named ``lanes`` (``<prefix>_<lane>_<boundary>_r<c>``, a lane's
+    replicas beside the boundary's register, :meth:`hw.scope.PipelineScope.replicate`) left
+    out (their count: ``replicas(text, "<prefix>_<lane>", boundaries)``)."""
+    counts = _numbered_wires(text, prefix, boundaries, r"_r(\d+)", 0, "replicas",
+                             skip=tuple(f"{prefix}_{lane}_" for lane in lanes))
     return {boundary: n for boundary, n in counts.items() if n}
 
 
@@ -150,12 +210,14 @@ def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
 
 
 def _numbered_wires(text: str, prefix: str, boundaries, suffix: str, first: int,
-                    what: str) -> dict[str, int]:
+                    what: str, skip: tuple[str, ...] = ()) -> dict[str, int]:
     """Per boundary, how many wires ``<prefix>_<boundary>`` + ``suffix`` (a pattern with one
     number group) the RTLIL ``text`` has, numbered from ``first`` without a gap; any other
-    such wire is an error."""
-    found = set(re.findall(rf"^\s*wire .*\\({re.escape(prefix)}_\w+){suffix}$", text,
-                           flags=re.MULTILINE))
+    such wire (except those starting with one of ``skip``) is an error."""
+    found = {(tag, n) for tag, n in
+             re.findall(rf"^\s*wire .*\\({re.escape(prefix)}_\w+){suffix}$", text,
+                        flags=re.MULTILINE)
+             if not tag.startswith(skip)}
     counts = {}
     for boundary in boundaries:
         tag, n = f"{prefix}_{boundary}", first
@@ -172,7 +234,9 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
                     *, scope: str = "", data: bool = False,
                     copies: Mapping[str, int] | None = None,
                     hold_when: bool = False,
-                    replicas: Mapping[str, int] | None = None) -> dict[str, list[str]]:
+                    replicas: Mapping[str, int] | None = None,
+                    lanes=(None,),
+                    lane_replicas: Mapping[str, int] | None = None) -> dict[str, list[str]]:
     """Names, in the flattened netlist, of the registers of a :class:`hw.pipeline.Pipeline`
     named ``prefix`` (as its ``name``) built in the module at ``scope`` (``"dut."``, or ``""``
     for the top module).
@@ -183,7 +247,14 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     register saying whether the last stage's block waits); with ``data``, also ``data`` (each
     stage's data register), ``skid`` (the skid register after the last stage) and ``replicas``
     (with ``replicas``, boundary -> number, :func:`replicas`: each boundary's replica
-    registers, in order; their enables are the stage's enable copies after its own parts).
+    registers, in order; their enables are the stage's enable copies after its own parts) and
+    ``beside``: with several ``lanes`` (:attr:`FormalUnit.lanes`), the registers beside the
+    boundary's, lane by lane: a named first lane's replicas, each other lane's register
+    ``<prefix>_<lane>_<boundary>`` and its replicas ``..._r<c>`` (``lane_replicas``,
+    boundary -> number, as many per lane), with ``beside_stages`` the boundary's register
+    each stands beside; they load on the stage's enable copies after the first lane's own, in
+    this order, and at the last boundary a lane's register has its skid register
+    ``..._skid`` on the same copies.
     The names follow :class:`Pipeline`'s naming; a name that does not exist makes the Yosys
     script fail.
     """
@@ -201,6 +272,13 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
         probes["skid"] = [f"{tags[-1]}_skid"]
         probes["replicas"] = [f"{t}_r{c}" for b, t in zip(boundaries, tags, strict=True)
                               for c in range((replicas or {}).get(b, 0))]
+        lane_regs = [(f"{scope}{prefix}_{lane}_{b}{r}", t)
+                     for j, lane in enumerate(lanes) if lane is not None
+                     for b, t in zip(boundaries, tags, strict=True)
+                     for r in [""] * (j > 0)
+                     + [f"_r{c}" for c in range((lane_replicas or {}).get(b, 0))]]
+        probes["beside"] = [reg for reg, _ in lane_regs]
+        probes["beside_stages"] = [t for _, t in lane_regs]
     return probes
 
 
@@ -252,6 +330,29 @@ def _dot_general(fmt_a: str, fmt_b: str, name: str = "dot-general",
                       state=("acc[0-9]*", "busy"), base=base)
 
 
+def _gemm(fmt: str, out_format: str | None = None, name: str = "gemm",
+          base: str = "") -> FormalUnit:
+    """MXGemm at its smallest tile that keeps its structure: 1 x 2 lanes (a lane beside the
+    first, B blocks per column, A's shared along the row), 2 contexts; with ``out_format``
+    its MX output, the quantize step of the row after the tile's pipeline (:attr:`tail`)."""
+    rows, cols, lanes = 1, 2, ("r0c0", "r0c1")
+
+    def build(k, s):
+        return MXGemm(fmt, rows=rows, cols=cols, block_size=k, contexts=2, stages=s,
+                      out_format=out_format)
+
+    tail = ()
+    if out_format is not None:
+        q = output_quantizer(out_format, cols)
+        tail = (tuple(q.sections.items()), q.stages, "gq", ("q0", "ctx"))
+    return FormalUnit(name, f"{fmt} x {fmt}, {rows} x {cols} lanes, 2 contexts, "
+                      + (f"{out_format} output" if out_format else "fp32 output"),
+                      build, lambda k, s: build(k, None).sections, "gemm", runs=True,
+                      cuts=tuple(f"{lane}_step_c" for lane in lanes),
+                      compared=tuple(f"{lane}_leave_result" for lane in lanes),
+                      state=("r*c*_acc[0-9]*", "busy"), base=base, lanes=lanes, tail=tail)
+
+
 UNITS = (
     _quantizer("fp8_e4m3"),
     _dequantizer("fp8_e4m3"),
@@ -276,13 +377,26 @@ CUSTOM_UNITS = (
 )
 
 
+#: MXGemm (issue 51), proven at k = 2 only: with fp32 results, and with its MX output
+#: (fp4_e2m1 blocks of the row's 2 results).  Not among :data:`UNITS`' full-size rows
+#: (:data:`SMALL_ONLY`).
+GEMM_UNITS = (
+    _gemm("fp4_e2m1"),
+    _gemm("fp4_e2m1", "fp4_e2m1", "gemm-mx", "gemm"),
+)
+
+#: ``python -m hw generate`` units proven at a small configuration only (no full-size rows
+#: in :func:`default_configurations`).
+SMALL_ONLY = ("gemm",)
+
+
 def unit_by_name(name: str) -> FormalUnit:
-    """The :data:`UNITS` entry called ``name``."""
-    for unit in UNITS:
+    """The :data:`UNITS` (or :data:`GEMM_UNITS`) entry called ``name``."""
+    for unit in UNITS + GEMM_UNITS:
         if unit.name == name:
             return unit
     raise ValueError(f"unknown unit {name!r}; expected one of "
-                     f"{', '.join(u.name for u in UNITS)}")
+                     f"{', '.join(u.name for u in UNITS + GEMM_UNITS)}")
 
 
 #: Configurations proven at full size besides ``python -m hw generate``'s defaults: the dot
@@ -306,6 +420,8 @@ def default_configurations() -> list[tuple[FormalUnit, int]]:
 
     found = []
     for spec in units().values():
+        if spec.name in SMALL_ONLY:
+            continue
         base = unit_by_name(spec.name)
         for argv in spec.defaults + EXTRA_CONFIGURATIONS.get(spec.name, []):
             k = spec.parser().parse_args(argv).block_size

@@ -24,6 +24,7 @@ from formal.matrix import BMC_MARGIN, SLOW_MITERS, Job, proof_jobs, report_table
 from formal.sby import SbyResult, run_sby, sby_available
 from formal.units import (
     CUSTOM_UNITS,
+    GEMM_UNITS,
     MULT18X18D_BLOCKS,
     UNITS,
     FormalUnit,
@@ -247,42 +248,52 @@ def test_dsp_block_registers_on_another_enable_or_undeclared_are_reported(tmp_pa
         res.failed
 
 
-def _replaced(cls, scope: dict, old: str, new: str, names):
-    """``(name, function)``: ``cls``'s method (of ``names``) whose source holds ``old``, with
-    ``old`` replaced by ``new`` and compiled with the globals ``scope``; None if no method
-    holds it."""
-    for name in names:
-        source = textwrap.dedent(inspect.getsource(getattr(cls, name)))
-        if old in source:
-            namespace = {}
-            exec(compile(source.replace(old, new), "<planted>", "exec"), dict(scope), namespace)
-            return name, namespace[name]
-    return None
+def _replace_in(function, old: str, new: str, namespace: dict, where: str):
+    """``function`` (a method) recompiled from its source with ``old`` replaced by ``new``, in
+    ``namespace`` (its module's names, with any overrides)."""
+    source = textwrap.dedent(inspect.getsource(function))
+    assert old in source, (
+        f"cannot plant the bug: {old!r} is no longer in {where}; plant it again on the code "
+        "that now does what the bug's comment in PLANTED_CHAIN_BUGS says, and check the bug "
+        "still fails its assertion")
+    found = {}
+    exec(compile(source.replace(old, new), "<planted>", "exec"), namespace, found)
+    return found[function.__name__]
 
 
-def _planted_dot_general(old: str, new: str):
-    """MXDotGeneral with one line replaced (a planted wrapper bug): a line of its
-    ``elaborate`` or of its accumulation contexts (:class:`hw.dot.contexts.AccumulatorContexts`,
-    ``__init__`` or ``connect``)."""
+def _planted_contexts(method: str, old: str, new: str):
+    """:class:`hw.dot.contexts.AccumulatorContexts` with one line of ``method`` replaced."""
     import hw.dot.contexts as contexts
-    import hw.dot.units as units
 
-    namespace = dict(vars(units))
-    in_contexts = _replaced(contexts.AccumulatorContexts, vars(contexts), old, new,
-                            ("__init__", "connect"))
-    if in_contexts is not None:
-        namespace["AccumulatorContexts"] = type(
-            "PlantedContexts", (contexts.AccumulatorContexts,), dict([in_contexts]))
-        old = new = ""  # elaborate unchanged, but compiled where it sees the planted contexts
-    elaborate = _replaced(units.MXDotGeneral, namespace, old, new, ("elaborate",))
-    assert elaborate is not None, (
-        f"cannot plant the bug: {old!r} is no longer in MXDotGeneral.elaborate "
-        f"({units.__file__}) or AccumulatorContexts ({contexts.__file__}); plant it again on "
-        "the code that now does what the bug's comment in PLANTED_CHAIN_BUGS says, and check "
-        "the bug still fails its assertion")
-    planted = type("PlantedDotGeneral", (units.MXDotGeneral,), dict([elaborate]))
-    return replace(unit_by_name("dot-general"),
-                   build=lambda k, s: planted("fp4_e2m1", block_size=k, contexts=2, stages=s))
+    cls = contexts.AccumulatorContexts
+    planted = _replace_in(getattr(cls, method), old, new, dict(vars(contexts)),
+                          f"AccumulatorContexts.{method} ({contexts.__file__})")
+    return type("PlantedContexts", (cls,), {method: planted})
+
+
+def _planted_unit(name: str, old: str, new: str, method: str | None = None):
+    """The proofs' MXDotGeneral (``dot-general``) or MXGemm (``gemm``) with a planted bug: one
+    line of ``method`` of their shared :class:`hw.dot.contexts.AccumulatorContexts`
+    replaced, or (``method`` None) one line of the unit's own ``elaborate``."""
+    import hw.dot.units as dot_units
+    import hw.gemm.tile as gemm_tile
+
+    module, cls = {"dot-general": (dot_units, dot_units.MXDotGeneral),
+                   "gemm": (gemm_tile, gemm_tile.MXGemm)}[name]
+    namespace = dict(vars(module))
+    if method is None:
+        elaborate = _replace_in(cls.elaborate, old, new, namespace,
+                                f"{cls.__name__}.elaborate ({module.__file__})")
+    else:
+        namespace["AccumulatorContexts"] = _planted_contexts(method, old, new)
+        elaborate = _replace_in(cls.elaborate, "", "", namespace, cls.__name__)
+    planted = type(f"Planted{cls.__name__}", (cls,), {"elaborate": elaborate})
+    base = unit_by_name(name)
+    if name == "dot-general":
+        return replace(base, build=lambda k, s: planted("fp4_e2m1", block_size=k, contexts=2,
+                                                        stages=s))
+    return replace(base, build=lambda k, s: planted("fp4_e2m1", rows=1, cols=2, block_size=k,
+                                                    contexts=2, stages=s))
 
 
 def test_dot_general_fused_step_same_and_chain_bounded(tmp_path):
@@ -297,38 +308,42 @@ def test_dot_general_fused_step_same_and_chain_bounded(tmp_path):
     assert res.status == "PASS", (res.failed, (res.workdir / "sby.out").read_text()[-3000:])
 
 
-#: Planted MXDotGeneral wrapper bugs and the chain assertion each must fail.
+#: Planted wrapper bugs in the accumulation contexts MXDotGeneral and MXGemm share
+#: (:class:`hw.dot.contexts.AccumulatorContexts`): (method, old line, new line, the chain
+#: assertion each must fail).
 PLANTED_CHAIN_BUGS = {
     # a result leaving in the cycle the next block of its context enters is not forwarded
-    "no_forwarding": ("current = Mux(forward, result,", "current = Mux(0, result,",
+    "no_forwarding": ("__init__", "current = Mux(forward, result,", "current = Mux(0, result,",
                       "chain_next_takes_previous_result"),
     # a context's second block enters while its first is still in the fused step
-    "busy_ignored": ("self._free = ~(busy & self._onehot).any() | handoff",
+    "busy_ignored": ("__init__", "self._free = ~(busy & self._onehot).any() | handoff",
                      "self._free = Const(1, 1)", "chain_one_block_per_context"),
     # a last block's result is emitted but never leaves into the accumulator
-    "last_never_leaves": ("leave.eq(self._pipe_valid & (~last | o.ready))",
-                          "leave.eq(self._pipe_valid & ~last)",
-                          "chain_output_is_last_result"),
+    "last_never_leaves": ("connect", "leave.eq(self._pipe_valid & (~last | o.ready))",
+                          "leave.eq(self._pipe_valid & ~last)", "chain_output_is_last_result"),
 }
 
 
+@pytest.mark.parametrize("unit", ["dot-general", "gemm"])
 @pytest.mark.parametrize("bug", list(PLANTED_CHAIN_BUGS))
-def test_every_planted_chain_bug_still_applies(bug):
-    """Without a proof (so that a change of MXDotGeneral's code fails fast and by name, also
+def test_every_planted_chain_bug_still_applies(bug, unit):
+    """Without a proof (so that a change of the contexts' code fails fast and by name, also
     for the bugs ``make test`` does not prove): each planted line is still in the source."""
-    old, new, _ = PLANTED_CHAIN_BUGS[bug]
-    _planted_dot_general(old, new)
+    method, old, new, _ = PLANTED_CHAIN_BUGS[bug]
+    _planted_unit(unit, old, new, method).build(2, 3)
 
 
+@pytest.mark.parametrize("unit", ["dot-general", "gemm"])
 @pytest.mark.parametrize("bug", [pytest.param(b, marks=[] if b == "no_forwarding"
                                               else pytest.mark.slow)
                                  for b in PLANTED_CHAIN_BUGS])
-def test_planted_chain_bug_fails(tmp_path, bug):
+def test_planted_chain_bug_fails(tmp_path, bug, unit):
     """Each planted wrapper bug fails the chain proof with a counterexample, in the assertion
-    that states what it breaks (``make test`` runs the first; ``make sim-full`` all)."""
-    old, new, assertion = PLANTED_CHAIN_BUGS[bug]
-    unit = _planted_dot_general(old, new)
-    job = Job(unit, 2, 3, "chain", "bmc", unit.drain_cycles(3) + BMC_MARGIN["chain"])
+    that states what it breaks, on MXDotGeneral and on MXGemm's two lanes (``make test``
+    runs the first; ``make sim-full`` all)."""
+    method, old, new, assertion = PLANTED_CHAIN_BUGS[bug]
+    planted = _planted_unit(unit, old, new, method)
+    job = Job(planted, 2, 3, "chain", "bmc", planted.drain_cycles(3) + BMC_MARGIN["chain"])
     res = job.run(tmp_path, 600)
     assert res.status == "FAIL", res.failed
     assert assertion in res.failed, res.failed
@@ -338,8 +353,8 @@ def test_planted_chain_bug_fails(tmp_path, bug):
 def test_depth_dependent_write_back_fails_the_fused_step_proof(tmp_path):
     """The accumulators' ``leave_result`` is compared too (not only ``o.payload``): a write
     back that differs at depth 3 from depth 1 fails the register-bypass proof."""
-    unit = _planted_dot_general("results=[out.result],",
-                                "results=[out.result ^ (self.stages > 1)],")
+    unit = _planted_unit("dot-general", "results=[out.result],",
+                         "results=[out.result ^ (self.stages > 1)],")
     res = prove_same_datapath(unit, 2, 3, tmp_path / "write_back")
     assert (res.status, res.failed) == ("FAIL", ["same_datapath_given_cut_nets"])
 
@@ -487,7 +502,8 @@ def test_matrix_has_datapath_proofs_at_every_depth():
                 range(2, u.max_stages(k) + 1))
     assert chain == {("dot-general", k, s) for k in (2, 4)
                      for s in range(1, unit_by_name("dot-general").max_stages(k) + 1)} | {
-        (u.name, 2, s) for u in CUSTOM_UNITS if u.runs for s in range(1, u.max_stages(2) + 1)}
+        (u.name, 2, s) for u in CUSTOM_UNITS + GEMM_UNITS if u.runs and not u.tail
+        for s in range(1, u.max_stages(2) + 1)}
     configs = default_configurations()
     assert len(configs) >= 24
     for unit, k in configs:
@@ -574,3 +590,70 @@ def test_state_in_cone_stops_at_free_control_registers_only():
     assert state_in_cone(netlist, "top", ["busy", "acc"]) == ["acc", "busy"]
     assert state_in_cone(netlist, "top", ["busy", "acc"], free=["advance"]) == ["acc"]
     assert state_in_cone(netlist, "top", ["busy", "acc"], free=["advance", "mid"]) == []
+
+
+def test_matrix_proves_gemm_at_k2():
+    """MXGemm (issue 51) at k = 2, 1 x 2 lanes, with fp32 and with MX output: flow and order
+    at 1, the middle and the deepest setting; the register bypass of both at every depth
+    above 1 and the fp32 tile's chain at every depth; the miters only with ``--all``; none
+    in ``--quick``.  The MX output's latency, capacity and drain count its quantizers."""
+    jobs, full = proof_jobs(), proof_jobs(full=True)
+    assert not {j.unit.kind for j in proof_jobs(quick=True)} & {"gemm"}
+    fp32, mx = unit_by_name("gemm"), unit_by_name("gemm-mx")
+    top = fp32.max_stages(2)
+    assert fp32.stage_settings(2) == mx.stage_settings(2) == (1, (1 + top) // 2, top)
+
+    def shape(js, name, prop):
+        return {j.stages for j in js if j.unit.name == name and j.prop == prop and j.k == 2}
+
+    for unit in (fp32, mx):
+        assert {j.k for j in jobs if j.unit.name == unit.name} == {2}
+        for prop in ("flow", "order"):
+            assert shape(jobs, unit.name, prop) == set(unit.stage_settings(2))
+        assert not shape(jobs, unit.name, "miter")
+        assert shape(full, unit.name, "miter") == set(unit.stage_settings(2)) - {1}
+    assert shape(jobs, "gemm", "chain") == set(range(1, top + 1))
+    for name in ("gemm", "gemm-mx"):
+        assert shape(jobs, name, "datapath") == set(range(2, top + 1))
+    assert not shape(jobs, "gemm-mx", "chain")
+    built = mx.build(2, 5)
+    assert mx.latency(5) == built.latency == 5 + built.quantizer_stages
+    assert mx.capacity(5) == fp32.capacity(5) + built.quantizer_stages + 1
+
+
+def test_gemm_lanes_beside_the_first_are_checked(tmp_path):
+    """MXGemm's register bypass at k = 2, deepest against 1, passes with its second lane's
+    registers (beside the first's, on enable copies of their own) and both lanes' replicas
+    (``gemm_r0c0_<boundary>_r<c>``: the first lane is a named scope) declared, and is an
+    error naming the second lane's registers when that lane is not (a lane the proof would
+    not see; at the deepest setting its replicas stop the probes already)."""
+    unit = unit_by_name("gemm")
+    top = unit.max_stages(2)
+    beside = unit.control_probes(2, top, data=True)["beside"]
+    assert any(re.fullmatch(r"dut\.gemm_r0c0_\w+_r0", r) for r in beside), beside
+    assert any(re.fullmatch(r"dut\.gemm_r0c1_\w+_r0", r) for r in beside), beside
+    res = prove_same_datapath(unit, 2, top, tmp_path / "lanes")
+    assert res.status == "PASS", res.failed
+    one_lane = replace(unit, lanes=("r0c0",))
+    with pytest.raises(ValueError, match="gemm_r0c1_"):
+        prove_same_datapath(one_lane, 2, top, tmp_path / "deepest")
+    res = prove_same_datapath(one_lane, 2, 3, tmp_path / "one")
+    assert res.status == "ERROR"
+    assert any("outside the pipeline" in p and "gemm_r0c1_" in p for p in res.failed), \
+        res.failed
+
+
+def test_gemm_mx_output_pipeline_is_checked(tmp_path):
+    """MXGemm with MX output: the register bypass at k = 2, 3 stages against 1, reads the
+    output quantizers' pipeline too (``gq``: the row's step and the run's ``ctx`` beside it)
+    and passes; with ``ctx`` left out of that pipeline's lanes it is an error naming its
+    registers."""
+    unit = unit_by_name("gemm-mx")
+    res = prove_same_datapath(unit, 2, 3, tmp_path / "mx")
+    assert res.status == "PASS", res.failed
+    sections, stages, prefix, _ = unit.tail
+    res = prove_same_datapath(replace(unit, tail=(sections, stages, prefix, ("q0",))), 2, 3,
+                              tmp_path / "no_ctx")
+    assert res.status == "ERROR"
+    assert any("outside the pipeline" in p and "gq_ctx_" in p for p in res.failed), \
+        res.failed
