@@ -125,6 +125,15 @@ def control_registers(probes: dict[str, list[str]]) -> list[str]:
     return [name for key in ("valid", "hold", "advance") for name in probes.get(key, [])]
 
 
+def _wire_cell(d: list, q: list) -> dict:
+    """A Yosys ``$pos`` cell driving ``q`` from ``d``: a data register replaced by a wire."""
+    width = format(len(q), "032b")
+    return {"hide_name": 1, "type": "$pos", "attributes": {},
+            "parameters": {"A_SIGNED": "0", "A_WIDTH": width, "Y_WIDTH": width},
+            "port_directions": {"A": "input", "Y": "output"},
+            "connections": {"A": d, "Y": q}}
+
+
 def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str]],
                           state=(), compared=(), blocks=(), enable_load=None) -> list[str]:
     """Check the structure of ``module`` in a Yosys JSON ``netlist`` and replace its pipeline
@@ -235,13 +244,7 @@ def bypass_data_registers(netlist: dict, module: str, probes: dict[str, list[str
             problems.append(f"data register {reg} is a {cell['type']} not loading on its "
                             f"stage enable")
             continue
-        width = len(q)
-        mod["cells"][cname] = {
-            "hide_name": 1, "type": "$pos", "attributes": {},
-            "parameters": {"A_SIGNED": "0", "A_WIDTH": format(width, "032b"),
-                           "Y_WIDTH": format(width, "032b")},
-            "port_directions": {"A": "input", "Y": "output"},
-            "connections": {"A": cell["connections"]["D"], "Y": q}}
+        mod["cells"][cname] = _wire_cell(cell["connections"]["D"], q)
     for name, port in list(mod["ports"].items()):
         if port["direction"] == "output" and name != "o__payload":
             del mod["ports"][name]  # o.valid, i.ready: the flow proofs' business
