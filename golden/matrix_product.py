@@ -292,13 +292,19 @@ def _product_exact(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
     out[...] = bits.view(np.float32)
 
 
+def _row_chunks(shape, k_padded):
+    """Slices of the ``M`` output rows of an ``M x N`` product over ``k_padded`` elements of K,
+    each row chunk's broadcast blocks about :data:`_WIDE_CHUNK` elements."""
+    M, N = shape
+    rows = max(1, _WIDE_CHUNK // max(1, N * k_padded))
+    for r in range(0, M, rows):
+        yield slice(r, min(M, r + rows))
+
+
 def _product_wide(a_codes, a_scales, b_codes, b_scales, out, fa, fb, k):
     """One product on the wide path: :func:`golden.dot_blocks` on chunks of rows."""
     ab, asc, bb, bsc = _blocked(a_codes, a_scales, b_codes, b_scales, k)
-    M, N = out.shape
-    rows = max(1, _WIDE_CHUNK // max(1, N * ab.shape[1] * k))
-    for r in range(0, M, rows):
-        sl = slice(r, min(M, r + rows))
+    for sl in _row_chunks(out.shape, ab.shape[1] * k):
         m = sl.stop - sl.start
         out[sl] = dot_blocks(np.broadcast_to(ab[sl, None], (m,) + bb.shape),
                              np.broadcast_to(asc[sl, None], (m,) + bsc.shape),
@@ -326,10 +332,8 @@ def _product_gpu(kind, scale_format, a_codes, a_scales, b_codes, b_scales, out, 
     """One product in a GPU accumulation mode: :func:`accumulate_rows` on chunks of rows,
     every (row, column) pair one chain."""
     ab, asc, bb, bsc = _blocked(a_codes, a_scales, b_codes, b_scales, k)
-    M, N = out.shape
-    rows = max(1, _WIDE_CHUNK // max(1, N * ab.shape[1] * k))
-    for r in range(0, M, rows):
-        sl = slice(r, min(M, r + rows))
+    N = out.shape[1]
+    for sl in _row_chunks(out.shape, ab.shape[1] * k):
         m = sl.stop - sl.start
         c = np.ascontiguousarray(out[sl]).view(np.uint32).astype(np.int64).reshape(-1)
         res = accumulate_rows(kind, np.repeat(ab[sl], N, axis=0), np.repeat(asc[sl], N, axis=0),
