@@ -382,13 +382,20 @@ def test_directed_ue4m3_against_mmasim(mmasim, name):
     assert got == want, f"MMA-Sim {got:#010x}, expected {want:#010x}"
 
 
-def test_against_mmasim(mmasim, rng):
-    """10^4 vectors per kind, one step each, every configuration."""
-    vectors = _compare_with_mmasim(mmasim, rng, CONFIGS[:25], 200, 1)
-    vectors.update(_compare_with_mmasim(mmasim, rng, CONFIGS[25:26], 5000, 1))
+def _compare_every_kind(mmasim, rng, scale: int, steps: int) -> dict:
+    """Vectors per kind compared with MMA-Sim: ``scale`` x (200 per mxf8f6f4 pair, 5,000 mxf4,
+    2,000 per mxf4nvf4 scale setting), chains of ``steps`` steps."""
+    vectors = _compare_with_mmasim(mmasim, rng, CONFIGS[:25], 200 * scale, steps)
+    vectors.update(_compare_with_mmasim(mmasim, rng, CONFIGS[25:26], 5000 * scale, steps))
     vectors[_NV] = 0
     for config in CONFIGS[26:]:
-        vectors[_NV] += _compare_with_mmasim(mmasim, rng, [config], 2000, 1)[_NV]
+        vectors[_NV] += _compare_with_mmasim(mmasim, rng, [config], 2000 * scale, steps)[_NV]
+    return vectors
+
+
+def test_against_mmasim(mmasim, rng):
+    """10^4 vectors per kind, one step each, every configuration."""
+    vectors = _compare_every_kind(mmasim, rng, 1, 1)
     print(f"MMA-Sim, one step: {vectors} vectors, 0 mismatches")
     assert vectors == {_M8: 10000, _M4: 10000, _NV: 12000}
 
@@ -396,10 +403,6 @@ def test_against_mmasim(mmasim, rng):
 @pytest.mark.slow
 def test_against_mmasim_chains_slow(mmasim, rng):
     """10^5 vectors per kind, chains of 3 steps."""
-    vectors = _compare_with_mmasim(mmasim, rng, CONFIGS[:25], 2000, 3)
-    vectors.update(_compare_with_mmasim(mmasim, rng, CONFIGS[25:26], 50000, 3))
-    vectors[_NV] = 0
-    for config in CONFIGS[26:]:
-        vectors[_NV] += _compare_with_mmasim(mmasim, rng, [config], 20000, 3)[_NV]
+    vectors = _compare_every_kind(mmasim, rng, 10, 3)
     print(f"MMA-Sim, chains of 3 steps: {vectors} vectors, 0 mismatches")
     assert vectors == {_M8: 100000, _M4: 100000, _NV: 120000}
