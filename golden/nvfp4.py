@@ -189,8 +189,8 @@ def dequantize_nvfp4(mx: MXArray, dt) -> np.ndarray:
     scale gives the canonical quiet NaN."""
     codes, scales = mx.blocks()
     sv = UE4M3.decode(scales).astype(np.float32)
-    ps = sv if mx.tensor_scale is None else (sv * mx.tensor_scale).astype(np.float32)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # f(P * s) may overflow to Inf
+        ps = sv if mx.tensor_scale is None else (sv * mx.tensor_scale).astype(np.float32)
         v = decode_table(FP4_E2M1)[codes] * ps.astype(np.float64)[..., None]  # exact
     out = round_to_output(v, dt)
     out[np.isnan(v)] = np.nan  # numpy's NaN is the canonical quiet NaN of each type

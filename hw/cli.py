@@ -72,10 +72,11 @@ def units_summary(specs: dict[str, UnitSpec], command: str = "python -m hw") -> 
     import golden
 
     lines = [f"units ({command} generate UNIT --help for every option):"]
+    width = max(len(name) for name in specs)
     for spec in specs.values():
-        lines.append(f"  {spec.name:13s} {spec.help}")
+        lines.append(f"  {spec.name:{width}s} {spec.help}")
         defaults = " ".join(f"{k} {v}" for k, v in option_defaults(spec).items())
-        lines.append(f"  {'':13s} defaults: {defaults}")
+        lines.append(f"  {'':{width}s} defaults: {defaults}")
     lines.append(f"element formats: {', '.join(golden.FORMATS)}")
     return "\n".join(lines)
 
