@@ -56,11 +56,15 @@ TENSOR_ESTIMATES = {
     "pposition": Estimate(3.0, "the product's fp32 binade and shift amount (estimate)"),
     "palign": Estimate(3.5, "the shift onto the fp32 grid and its sticky OR (estimate)"),
     "pround": Estimate(3.5, "the increment of f(P * s), its overflow beside it (estimate)"),
+    "bnorm": Estimate(3.5, "f(P * s)'s fields and the leading-zero count of its 24-bit "
+                      "significand (a subnormal f(P * s)); with the shift in one section it "
+                      "was the unit's critical path, 7.9-8.6 ns over 16-19 cells (3 seeds)"),
 }
 #: The block's sections, both levels: its significand S (normalized) and 3 * S.
 BLOCK_ESTIMATES = {
-    "block": Estimate(3.5, "f(P * s)'s fields (single level: the scale's), its leading-zero "
-                      "count and shift, and the block's binade (estimate)"),
+    "block": Estimate(3.5, "the normalizing shift of f(P * s) (single level: the scale's "
+                      "fields, its 4-bit leading-zero count and shift) and the block's binade "
+                      "(estimate)"),
     "triple": Estimate(3.0, "3 * S (one carry chain of 26 bits) and its one-bit "
                        "normalization (estimate)"),
 }
@@ -106,7 +110,7 @@ class NVFP4Dequantizer(Unit):
         1: single level, ``e2m1(code) * s``; 2: two level, the fp32 tensor scale P is the
         input field ``tensor_scale``, given with every block (it changes per tensor).
     stages : int, optional
-        Pipeline registers, ``1..len(sections)`` (7 single level, 12 two level); default
+        Pipeline registers, ``1..len(sections)`` (7 single level, 13 two level); default
         :func:`hw.pipeline.default_stages` of the estimates (:data:`TENSOR_ESTIMATES`,
         :data:`BLOCK_ESTIMATES`, :data:`LANE_ESTIMATES`).
 
@@ -241,9 +245,9 @@ def tensor_scale_product(scope, payload):
 
 def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, payload):
     """Place the NVFP4 dequantizer's sections through ``scope`` (a
-    :class:`hw.pipeline.PipelineScope`): ``scale`` to ``pround`` (two level only), ``block``,
-    ``triple``, ``decode`` and :func:`hw.dequantizer.output_lanes`' ``position`` to
-    ``output``.
+    :class:`hw.pipeline.PipelineScope`): ``scale`` to ``pround`` and ``bnorm`` (two level
+    only), ``block``, ``triple``, ``decode`` and :func:`hw.dequantizer.output_lanes`'
+    ``position`` to ``output``.
 
     ``payload`` is the input block (:func:`nvfp4_layout`); returns the view after ``output``:
     ``data``, the values in ``output_format``.
@@ -260,15 +264,19 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
         lsb = _signed(Mux(fe.any(), fe, 1)) - (_FP32.bias + _FP32.mbits)
         flags = {"zero": blk.zero | ~sig.any(), "nan": blk.nan, "inf": blk.inf,
                  "neg": blk.neg}
+        blk = scope.cross({**flags, "codes": blk.codes, "sig": sig, "lsb": lsb,
+                           "lz": leading_zeros(m, sig, name=scope.name("b_lz"))}, "bnorm")
+        flags = {f: getattr(blk, f) for f in flags}
+        sig, lsb, lz = blk.sig, blk.lsb, blk.lz
         top_min = _FP32_EMIN - _FP32.mbits
     else:
         blk = payload
         s = _ue4m3(m, payload.scale, scope.name("s"))
         sig, lsb = s.sig, s.lsb
         flags = {"zero": ~sig.any(), "nan": s.nan, "inf": Const(0, 1), "neg": Const(0, 1)}
+        lz = leading_zeros(m, sig, name=scope.name("b_lz"))
         top_min = -9
     w = len(sig)
-    lz = leading_zeros(m, sig, name=scope.name("b_lz"))
     top1 = lsb + (w - 1) - lz
     blk = scope.cross({**flags, "codes": blk.codes, "sig": (sig << lz)[:w],
                        "above": top1 - emin_out, "below": emin_out - top1}, "block")

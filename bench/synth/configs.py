@@ -31,6 +31,8 @@ CONFIGS = (
     + [("quantizer", ["--format", f, "--input", "bf16", *K])
        for f in ("fp8_e4m3", "fp4_e2m1", "int8")]
     + [("dequantizer", ["--format", "fp8_e4m3", *K])]
+    # NVFP4 (issue #50): blocks of 16, UE4M3 scale, the fp32 tensor scale as a run-time field
+    + [("nvfp4-dequantizer", ["--levels", "2", "--block-size", "16"])]
     + [("dot", ["--format", f, *K]) for f in FORMATS]
     + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
        ("dot", ["--format-a", "int8", "--format-b", "fp6_e2m3", *K]),
