@@ -130,8 +130,8 @@ class NVFP4Dequantizer(Unit):
 
     Latency is ``stages`` cycles, one block per clock; flow control is
     :class:`hw.pipeline.Pipeline`'s (``i.ready`` a register, a skid register at the output).
-    Two level, k = 16, fp32, default 11 stages: 4,549 LUT4, 4,165 FF (yosys ``synth_ecp5``
-    alone, not placed; docs/nvfp4.md).
+    Two level, k = 16, fp32, default 13 stages: 4,628 LUT4, 4,387 FF, 147.0 MHz on ECP5
+    (median of 3 seeds; docs/performance.md).
     """
 
     def __init__(self, block_size=16, output_format="fp32", levels=2, *, stages=None):

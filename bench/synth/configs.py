@@ -171,4 +171,8 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
+    "nvfp4-dequantizer": "the lanes shift a 26-bit significand (S or 3S) onto the output grid in "
+                         "one `align` section (the MX dequantizer's shift is 9 bits): split it "
+                         "into a coarse and a fine shift with the sticky OR of each, then the "
+                         "24 x 4-bit scale product (`scale`, 149 MHz on one seed)",
 }
