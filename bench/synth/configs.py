@@ -172,7 +172,9 @@ NEXT_STEPS: dict[str, str] = {
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
     "nvfp4-dequantizer": "the lanes shift a 26-bit significand (S or 3S) onto the output grid in "
-                         "one `align` section (the MX dequantizer's shift is 9 bits): split it "
-                         "into a coarse and a fine shift with the sticky OR of each, then the "
-                         "24 x 4-bit scale product (`scale`, 149 MHz on one seed)",
+                         "one `align` section (the MX dequantizer's shift is 9 bits): take the "
+                         "sticky bit from S's and 3S's trailing-zero counts, formed once per "
+                         "block (a compare per lane instead of an OR of the shifted-out bits), "
+                         "and split the shift in two; then the 24 x 4-bit scale product "
+                         "(`scale`, 149 MHz on one seed)",
 }
