@@ -173,7 +173,7 @@ def dequantize_step(scope, fmt, output_format, block_size: int, payload):
     return output_lanes(scope, grid, output_format, placed)
 
 
-def output_lanes(scope, grid, output_format, lanes):
+def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = False):
     """The ``position``, ``align``, ``round`` and ``output`` sections of a dequantizer: each
     lane's normalized significand onto ``output_format``'s grid (``grid``, a
     :class:`hw.rounding.Grid`), rounded once (RNE), with overflow to Inf, zeros and the
@@ -183,6 +183,8 @@ def output_lanes(scope, grid, output_format, lanes):
     set unless ``zero``) and ``above``/``below`` (``top - emin_out`` and its negation,
     ``top = floor(log2(|value|))``), computed in the ``position`` section; returns the view
     after the ``output`` boundary: ``data``, the values in ``output_format``.
+    ``trailing_zeros``: the lanes also carry ``tz``, ``sig``'s trailing-zero count, and the
+    sticky bit comes from it (:meth:`hw.rounding.Grid.align`).
     """
     m, k = scope.module, len(lanes)
 
@@ -195,6 +197,8 @@ def output_lanes(scope, grid, output_format, lanes):
                        "inf": ln["inf"], "sig": ln["sig"],
                        "position": grid.position(m, ln["above"], ln["below"],
                                                  name=scope.name(f"lane{i}_rnd"))})
+        if trailing_zeros:
+            placed[-1]["tz"] = ln["tz"]
     lanes = scope.cross(placed, "position")
 
     # -- align onto the output grid ----------------------------------------------------------
@@ -203,7 +207,8 @@ def output_lanes(scope, grid, output_format, lanes):
         ln = lanes[i]
         aligned.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
                         "grid": grid.align(m, ln.sig, ln.position,
-                                           name=scope.name(f"lane{i}_rnd"))})
+                                           name=scope.name(f"lane{i}_rnd"),
+                                           trailing_zeros=ln.tz if trailing_zeros else None)})
     lanes = scope.cross(aligned, "align")
 
     # -- round to the output format (exact for fp32), and overflow beside it -------------

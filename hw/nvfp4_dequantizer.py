@@ -288,12 +288,15 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     blk = scope.cross({**flags, "codes": blk.codes, "sig": (sig << lz)[:w],
                        "above": top1 - emin_out, "below": emin_out - top1}, "block")
 
-    # -- triple: 3 * S, normalized (its top bit is S's plus 1 or 2) ------------------------
+    # -- triple: 3 * S, normalized (its top bit is S's plus 1 or 2), and the trailing zeros
+    # of S and 3 * S (3 is odd: 3 * S has S's), from which every lane takes its sticky bit --
     flags = {f: getattr(blk, f) for f in ("zero", "nan", "inf", "neg")}
     t = (blk.sig + (blk.sig << 1))[:w + 2]
     carry = t[w + 1]
+    tz = leading_zeros(m, blk.sig[::-1], name=scope.name("b_tz"))
     blk = scope.cross({**flags, "codes": blk.codes, "s1": Cat(Const(0, 2), blk.sig),
                        "s3": Mux(carry, t, t << 1)[:w + 2],
+                       "tz1": tz + 2, "tz3": tz + ~carry,
                        "above1": blk.above, "below1": blk.below,
                        "above3": blk.above + carry, "below3": blk.below - carry}, "triple")
 
@@ -305,6 +308,7 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
         lanes.append({"neg": el.neg ^ blk.neg, "zero": el.zero | blk.zero,
                       "nan": blk.nan | (blk.inf & el.zero), "inf": blk.inf,
                       "sig": Mux(three, blk.s3, blk.s1),
+                      "tz": Mux(three, blk.tz3, blk.tz1),
                       "above": Mux(three, blk.above3, blk.above1),
                       "below": Mux(three, blk.below3, blk.below1),
                       "binade": element_binade(m, el.mag, FMT, scope.name(f"lane{i}_binade"))})
@@ -313,8 +317,9 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     grid = Grid(sig_width=w + 2, emin=emin_out, mbits=output_format.mbits,
                 top_min=top_min + FMT.lsb_exp)
     placed = [{"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf, "sig": ln.sig,
-               "above": ln.above + ln.binade, "below": ln.below - ln.binade} for ln in lanes]
-    return output_lanes(scope, grid, output_format, placed)
+               "tz": ln.tz, "above": ln.above + ln.binade, "below": ln.below - ln.binade}
+              for ln in lanes]
+    return output_lanes(scope, grid, output_format, placed, trailing_zeros=True)
 
 
 def _add_arguments(p):

@@ -150,8 +150,17 @@ class Grid:
             "binade": Mux(under, 0, above).as_unsigned()[:len(above) - 1],
         }, f"{name}_position")
 
-    def align(self, m: Module, sig, position, name: str = "rnd"):
+    def align(self, m: Module, sig, position, name: str = "rnd", trailing_zeros=None):
         """Shift ``sig`` by ``position.drop`` (from :meth:`position`) onto the grid.
+
+        ``trailing_zeros``, if given, is ``sig``'s count of trailing zero bits (``len(sig)``
+        or more for zero), computed where it is cheaper than here (once per block for a
+        significand that many lanes share): the sticky bit is then ``trailing_zeros <
+        drop - frac_bits``, a comparison beside the shifter, and the shifter only forms the
+        kept bits (for a zero ``sig`` the sticky bit is then unspecified, which no rounding of
+        a zero kept part and fraction turns into an increment under RNE; the callers' zero
+        flags decide such lanes).  Without it the sticky bit is the OR of the shifted-out
+        bits.
 
         Returns
         -------
@@ -167,7 +176,15 @@ class Grid:
                              f"not {len(sig)}-bit")
         p, f = self.padded_width, self.frac_bits
         w = p + f
-        sig = Cat(Const(0, p - len(sig)), sig)
+        pad = p - len(sig)
+        sig = Cat(Const(0, pad), sig)
+        if trailing_zeros is not None:
+            # the bits shifted out are sig's below bit drop - f: some is non-zero exactly when
+            # the lowest set bit (at trailing_zeros + pad) lies below it
+            tz = Value.cast(trailing_zeros) + pad + f
+            kept = wire(m, (Cat(Const(0, f), sig) >> position.drop)[:w], f"{name}_kept")
+            return wire(m, {"n": kept[f:], "frac": kept[:f], "sticky": tz < position.drop,
+                            "binade": position.binade}, f"{name}_aligned")
         # One shifter gives the kept bits (upper half) and everything shifted out (lower half).
         ext = Cat(Const(0, w), Const(0, f), sig)
         shifted = wire(m, (ext >> position.drop)[:2 * w], f"{name}_shifted")
