@@ -171,10 +171,9 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "nvfp4-dequantizer": "the lanes shift a 26-bit significand (S or 3S) onto the output grid in "
-                         "one `align` section (the MX dequantizer's shift is 9 bits): take the "
-                         "sticky bit from S's and 3S's trailing-zero counts, formed once per "
-                         "block (a compare per lane instead of an OR of the shifted-out bits), "
-                         "and split the shift in two; then the 24 x 4-bit scale product "
-                         "(`scale`, 149 MHz on one seed)",
+    "nvfp4-dequantizer": "routing-bound sections of 7-12 cells: 3 * S and its normalization "
+                         "(`block` -> `triple`) and the alignment of f(P * s) (`pposition` -> "
+                         "`palign`, whose sticky bit can come from trailing-zero counts as "
+                         "the lanes' does: tz(P's significand) + tz(s's)); each needs a "
+                         "section boundary inside it",
 }
