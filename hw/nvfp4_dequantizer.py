@@ -211,7 +211,10 @@ def tensor_scale_product(scope, payload):
     special = pe.all()
     p_nan, p_inf = special & pf.any(), special & ~pf.any()
     s_zero = ~s.sig.any()
-    blk = scope.cross({"codes": payload.codes, "q": q,
+    # q's trailing zeros are its factors' (their sum): the sticky bit of f(P * s)'s alignment
+    tz_p = leading_zeros(m, psig[::-1], name=scope.name("p_tz"))
+    tz_s = leading_zeros(m, s.sig[::-1], name=scope.name("s_tz"))
+    blk = scope.cross({"codes": payload.codes, "q": q, "tz": tz_p + tz_s,
                        "lsb": _signed(Mux(p_normal, pe, 1)) - (_FP32.bias + _FP32.mbits)
                        + s.lsb,
                        "nan": s.nan | p_nan | (p_inf & s_zero), "inf": p_inf,
@@ -219,14 +222,14 @@ def tensor_scale_product(scope, payload):
 
     # -- pcount, pnorm: normalize the product, its binade above fp32's lowest normal one ---
     width = _P_BITS + _S_BITS
-    flags = {"codes": blk.codes, "lsb": blk.lsb, "nan": blk.nan, "inf": blk.inf,
-             "neg": blk.neg}
+    flags = {"codes": blk.codes, "lsb": blk.lsb, "tz": blk.tz, "nan": blk.nan,
+             "inf": blk.inf, "neg": blk.neg}
     blk = scope.cross({**flags, "q": blk.q, "lz": leading_zeros(m, blk.q,
                                                                   name=scope.name("p_lz"))},
                       "pcount")
     lz = blk.lz
     above = blk.lsb + (width - 1 - _FP32_EMIN) - lz
-    blk = scope.cross({"codes": blk.codes, "sig": (blk.q << lz)[:width],
+    blk = scope.cross({"codes": blk.codes, "sig": (blk.q << lz)[:width], "tz": blk.tz + lz,
                        "above": above, "below": lz - (width - 1 - _FP32_EMIN) - blk.lsb,
                        "zero": ~blk.q.any(), "nan": blk.nan, "inf": blk.inf, "neg": blk.neg},
                       "pnorm")
@@ -236,11 +239,12 @@ def tensor_scale_product(scope, payload):
                 top_min=(_FP32_EMIN - _FP32.mbits) - 9)
     flags = {"codes": blk.codes, "zero": blk.zero, "nan": blk.nan, "inf": blk.inf,
              "neg": blk.neg}
-    blk = scope.cross({**flags, "sig": blk.sig, "position": grid.position(
+    blk = scope.cross({**flags, "sig": blk.sig, "tz": blk.tz, "position": grid.position(
         m, blk.above, blk.below, name=scope.name("p_rnd"))}, "pposition")
     flags = {f: getattr(blk, f) for f in flags}
     blk = scope.cross({**flags, "grid": grid.align(m, blk.sig, blk.position,
-                                                   name=scope.name("p_rnd"))}, "palign")
+                                                   name=scope.name("p_rnd"),
+                                                   trailing_zeros=blk.tz)}, "palign")
     flags = {f: getattr(blk, f) for f in flags}
     ebits = _FP32.bits - 1 - _FP32.mbits
     overflow = overflows(m, blk.grid.binade, ebits=ebits, name=scope.name("p_overflow"))
@@ -298,7 +302,9 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
                        "s3": Mux(carry, t, t << 1)[:w + 2],
                        "tz1": tz + 2, "tz3": tz + ~carry,
                        "above1": blk.above, "below1": blk.below,
-                       "above3": blk.above + carry, "below3": blk.below - carry}, "triple")
+                       # both candidates beside the carry chain, the carry selects
+                       "above3": Mux(carry, blk.above + 1, blk.above),
+                       "below3": Mux(carry, blk.below - 1, blk.below)}, "triple")
 
     # -- decode: per lane, e2m1 value = 2^b (S) or 1.5 * 2^b (3 * S, one binade down) ------
     lanes = []
