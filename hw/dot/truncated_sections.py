@@ -1,0 +1,92 @@
+"""The truncating step's sections (``accumulation="tcgen05.mxf8f6f4"``): their names in
+datapath order, their estimated delays, and the constants of the mode.
+
+* :data:`ACCUMULATIONS` -- the ``accumulation=`` values of the dot units.
+* :data:`FRACTION_BITS`, :data:`ZERO_EXPONENT`, :data:`TERM_BITS`, :data:`SUM_BITS` -- the
+  mode's fixed widths (``docs/numerics.md`` section 8).
+* :data:`ESTIMATES` and :func:`truncated_sections` -- the sections, with delays.
+* :func:`truncated_tree_levels` -- the levels of the terms' adder tree.
+"""
+
+from __future__ import annotations
+
+from ..placement import Estimate
+from .geometry import DotGeometry
+from .sections import FORWARD_DELAY
+
+__all__ = ["ACCUMULATIONS", "TRUNCATING", "FRACTION_BITS", "ZERO_EXPONENT", "TERM_BITS",
+           "SUM_BITS", "EXPONENT_BITS", "ESTIMATES", "TRUNCATED_SECTIONS",
+           "truncated_sections", "truncated_tree_levels", "truncated_terms"]
+
+#: The ``accumulation=`` values the dot units build: the exact step, or the truncating one.
+TRUNCATING = ("tcgen05.mxf8f6f4",)
+ACCUMULATIONS = ("exact",) + TRUNCATING
+
+#: Fraction bits kept below the largest exponent of a step: each term is truncated toward
+#: zero to a multiple of ``2^(e_max - FRACTION_BITS)``.
+FRACTION_BITS = 25
+#: The alignment exponent of a zero product and of ``c = +-0``.
+ZERO_EXPONENT = -133
+#: Bits of a truncated term's magnitude in units of ``2^(e_max - 25)``: a product's
+#: significand is below 4 (``2^27`` units), ``c``'s below 2 (``2^26``).
+TERM_BITS = FRACTION_BITS + 2
+#: Bits of the magnitude of the sum of 32 products and ``c``: below ``32 * 2^27 + 2^26``.
+SUM_BITS = 33
+#: Bits of the signed exponent integers (``e_max``, the scales' exponent sum, distances):
+#: every one lies within +-1024.
+EXPONENT_BITS = 12
+
+_ANALOGY = "estimate by analogy with the exact step's sections (not yet measured placed): "
+
+#: The estimates the truncating step's registers are placed on (ns, ECP5 speed 8).
+ESTIMATES = {
+    "decode": Estimate(3.5, _ANALOGY + "the element fields, as the exact step's decode"),
+    "multiply": Estimate(4.5, _ANALOGY + "the unsigned significand products (two levels of "
+                         "pair sums at most) beside the first radix-4 level of the maximum "
+                         "tree of the lane exponents"),
+    "emax": Estimate(4, _ANALOGY + "the maximum tree's last levels (radix 4, then 2)"),
+    "frame": Estimate(4.5, _ANALOGY + "e_max from the products', c's and the -133 floor's "
+                      "exponents: two compares and their selects, then the distances"),
+    "distance": Estimate(3, _ANALOGY + "a short chain per lane, d = G - (shift_a + shift_b)"),
+    "align": Estimate(4, _ANALOGY + "a 27-bit right shift per lane, five mux levels"),
+    "tree": Estimate(3.25, _ANALOGY + "one level of the adder tree, as the exact step's tree"),
+    "magnitude": Estimate(4, _ANALOGY + "|sum|, a 34-bit negation chain"),
+    "lzc": Estimate(4, _ANALOGY + "a 33-bit leading-zero count"),
+    "normalize": Estimate(4, _ANALOGY + "the normalizing left shift, the grid position beside "
+                          "it"),
+    "shift": Estimate(4, _ANALOGY + "the subnormal right shift onto fp32's grid"),
+    "finish": Estimate(5, _ANALOGY + "as the exact step's finish: the code's chain, overflow "
+                       "and the special cases"),
+}
+
+
+def truncated_terms(block_size: int) -> int:
+    """Terms of the adder tree: the lanes, ``c`` and the count of negated terms (each is
+    added as its ones' complement, :mod:`hw.dot.truncated_step`)."""
+    return block_size + 2
+
+
+def truncated_tree_levels(block_size: int) -> int:
+    """Levels of the adder tree over :func:`truncated_terms` (one section each)."""
+    return (truncated_terms(block_size) - 1).bit_length()
+
+
+#: The truncating step's sections in datapath order, ``tree`` standing for one section per
+#: level of the adder tree (:func:`truncated_sections`).
+TRUNCATED_SECTIONS = tuple(ESTIMATES)
+
+
+def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False) -> dict:
+    """The truncating step's sections for ``geometry`` (name -> estimated delay, ns), one
+    ``tree<j>`` per level of the adder tree; with ``forwarded_c`` (MXDotGeneral) ``decode``
+    weighs :data:`hw.dot.sections.FORWARD_DELAY` more, as in :func:`hw.dot.sections.
+    dot_sections`."""
+    sections = {}
+    for name, estimate in ESTIMATES.items():
+        if name == "tree":
+            sections.update({f"tree{j}": estimate.ns
+                             for j in range(truncated_tree_levels(geometry.block_size))})
+            continue
+        delay = estimate.ns + (FORWARD_DELAY if name == "decode" and forwarded_c else 0)
+        sections[name] = delay
+    return sections
