@@ -184,7 +184,8 @@ def test_mxdot_general_chains_steps_like_the_oracle():
     fa = fb = "fp8_e5m2"
     rng = np.random.default_rng(7)
     blocks_a = [rng.integers(0, 0x7B, 32).astype(np.uint8) for _ in range(3)]
-    blocks_b = [rng.integers(0, 0xFB, 32).astype(np.uint8) for _ in range(3)]
+    blocks_b = [(rng.integers(0, 0x7B, 32) | rng.integers(0, 2, 32) << 7).astype(np.uint8)
+                for _ in range(3)]  # finite codes of both signs
     sa, sb, c0 = [127, 120, 131], [126, 127, 129], 0xC1200000
     beats = [(blocks_a[j], sa[j], blocks_b[j], sb[j], c0, int(j == 0), int(j == 2))
              for j in range(3)]
