@@ -195,3 +195,17 @@ def test_mxdot_general_chains_steps_like_the_oracle():
                                 [list(x) for x in blocks_b], sb, c0)
     assert want & 0x7F800000 not in (0, 0x7F800000)  # a finite normal result
     assert got == [want]
+
+
+def test_fusesoc_generator_takes_the_accumulation(tmp_path, monkeypatch):
+    """The FuseSoC generator passes ``accumulation`` on as ``--accumulation``."""
+    from hw.fusesoc import generator_main
+
+    spec = tmp_path / "in.yml"
+    spec.write_text(json.dumps({"vlnv": "::dot_gpu:0", "parameters": {
+        "unit": "dot", "format": "fp4_e2m1", "block_size": 32, "stages": 2,
+        "accumulation": MODE}}))
+    monkeypatch.chdir(tmp_path)
+    assert generator_main([str(spec)]) == 0
+    name = "mx_dot_fp4_e2m1_fp4_e2m1_k32_s2_tcgen05_mxf8f6f4"
+    assert f"module {name}" in (tmp_path / f"{name}.v").read_text()
