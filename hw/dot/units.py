@@ -158,6 +158,14 @@ class MXDot(Unit):
         instantiated ECP5 MULT18X18D per lane with its own input and output registers
         (``"mult18x18d"``, :mod:`hw.dsp`: two sections more, the routes to and from the DSP
         column).  Same function; the module name gets ``_dsp`` or ``_mult18x18d``.
+    accumulation : {"exact", "tcgen05.mxf8f6f4"}
+        The block step's numerics (``docs/numerics.md`` section 8, ``docs/dot.md``,
+        "Accumulation modes"): ``"exact"`` (the default, this fused step) or NVIDIA
+        Blackwell's truncating step (:mod:`hw.dot.truncated_step`: OCP fp8/fp6/fp4 formats,
+        ``block_size`` 32, ``multipliers`` ``"lut"`` or ``"dsp"``; every term truncated
+        below the step's largest exponent, the sum rounded toward zero, NaN 0x7FFFFFFF).
+        Checked with golden's ``check_accumulation`` (its one-line errors); the module name
+        gets ``_tcgen05_mxf8f6f4``.
 
     Members
     -------
@@ -262,6 +270,9 @@ class MXDotGeneral(Unit):
         Pipeline registers of the fused step (= ``latency``), as for :class:`MXDot`.
     multipliers : {"lut", "dsp", "mult18x18d"}
         As for :class:`MXDot` (so is the ``primitives`` attribute).
+    accumulation : {"exact", "tcgen05.mxf8f6f4"}
+        As for :class:`MXDot`: in the GPU mode each block is one tcgen05 step, its fp32
+        result the next block's ``c``, as ``golden.dot_blocks`` chains them.
 
     Members
     -------
