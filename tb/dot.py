@@ -89,9 +89,11 @@ class DotBatch(Batch):
 
     def coverage_counts(self):
         ca, sa, cb, sb, c = self.blocks_in
-        classify = classify_dot if self.model.accumulation == "exact" else classify_dot_gpu
-        return classify(ca, sa, cb, sb, c, self.results, fmt_a=self.model.fmt_a,
-                        fmt_b=self.model.fmt_b)
+        m = self.model
+        if m.accumulation == "exact":
+            return classify_dot(ca, sa, cb, sb, c, self.results, fmt_a=m.fmt_a, fmt_b=m.fmt_b)
+        return classify_dot_gpu(ca, sa, cb, sb, c, self.results, fmt_a=m.fmt_a, fmt_b=m.fmt_b,
+                                accumulation=m.accumulation)
 
     def describe(self, row, got):
         ca, sa, cb, sb, c = self.blocks_in
@@ -189,7 +191,7 @@ class DotModel(standard_tests.UnitModel):
     def directed_batch(self) -> DotBatch:
         cases = directed_blocks(self.fmt_a, self.fmt_b, self.k)
         if self.accumulation != "exact":  # and what distinguishes the mode (tb.dot_gpu)
-            cases += gpu_directed_blocks(self.fmt_a, self.fmt_b, self.k)
+            cases += gpu_directed_blocks(self.fmt_a, self.fmt_b, self.k, self.accumulation)
         ca = np.stack([x[0] for x in cases])
         sa = np.array([x[1] for x in cases], np.uint8)
         cb = np.stack([x[2] for x in cases])

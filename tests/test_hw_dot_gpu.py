@@ -1,7 +1,8 @@
-"""The dot units' GPU accumulation mode ``tcgen05.mxf8f6f4`` at the Amaranth level: its
-parameters (golden's names and one-line errors), module names, sidecar and sections, the
-command line, and the truncating step in Amaranth's simulator against the independent
-Fraction model of ``tests/oracle.py`` (``tcgen05_f8f6f4_step``, ``tcgen05_chain``) and golden.
+"""The dot units' GPU accumulation modes ``tcgen05.mxf8f6f4`` and ``tcgen05.mxf4`` at the
+Amaranth level: their parameters (golden's names and one-line errors), module names, sidecar
+and sections, the command line and FuseSoC, and the truncating steps in Amaranth's simulator
+against the independent Fraction model of ``tests/oracle.py`` (``tcgen05_f8f6f4_step``,
+``tcgen05_chain``) and golden.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tb.dot_gpu import gpu_directed_blocks
 from tb.runner import ROOT
 
 MODE = "tcgen05.mxf8f6f4"
+F4 = "tcgen05.mxf4"
 
 
 def _golden_error(*args) -> str:
@@ -36,6 +38,8 @@ def _golden_error(*args) -> str:
     ("fp8_e4m3", "e3m3", 32, MODE),
     ("fp8_e4m3", "fp8_e4m3", 16, MODE),
     ("fp4_e2m1", "fp4_e2m1", 32, "tcgen05.mxfp8"),
+    ("fp8_e4m3", "fp4_e2m1", 32, F4),
+    ("fp4_e2m1", "fp4_e2m1", 16, F4),
 ])
 def test_bad_formats_and_block_sizes_raise_goldens_error(fmt_a, fmt_b, k, accumulation):
     expected = _golden_error(accumulation, golden.element_format(fmt_a),
@@ -46,14 +50,15 @@ def test_bad_formats_and_block_sizes_raise_goldens_error(fmt_a, fmt_b, k, accumu
         assert str(e.value) == expected
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"accumulation": "tcgen05.mxf4"}, "not built in hardware"),
-    ({"accumulation": "tcgen05.mxf4nvf4"}, "not built in hardware"),
-    ({"accumulation": MODE, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
+@pytest.mark.parametrize("cls, kwargs, message", [
+    (MXDot, {"accumulation": "tcgen05.mxf4nvf4"}, "not built in hardware"),
+    (MXDot, {"accumulation": MODE, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
+    (MXDot, {"accumulation": F4, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
+    (MXDotGeneral, {"accumulation": F4}, "built in MXDot only"),
 ])
-def test_modes_not_built_raise(kwargs, message):
+def test_modes_not_built_raise(cls, kwargs, message):
     with pytest.raises(ValueError, match=message):
-        MXDot("fp4_e2m1", "fp4_e2m1", block_size=32, **kwargs)
+        cls("fp4_e2m1", "fp4_e2m1", block_size=32, **kwargs)
 
 
 def test_module_names_sidecar_and_sections():
@@ -77,6 +82,12 @@ def test_module_names_sidecar_and_sections():
     forwarded = truncated_sections(dot.geometry, forwarded_c=True)
     assert forwarded["decode"] > dot.sections["decode"]
     assert gen.sections["decode"] == forwarded["decode"]
+    f4 = MXDot("fp4_e2m1", accumulation=F4)
+    assert f4.module_name == f"mx_dot_fp4_e2m1_fp4_e2m1_k32_s{f4.stages}_tcgen05_mxf4"
+    assert list(f4.sections) == ["decode", "multiply", "group0", "group1", "group2", "group3",
+                                 "emax", "align", "tree0", "tree1", "magnitude", "lzc",
+                                 "normalize", "shift", "finish"]
+    assert f4.parameters["sum_bits"] == 48 and f4.parameters["accumulation"] == F4
 
 
 def _cli(*args):
@@ -262,3 +273,28 @@ def test_mxgemm_lanes_chain_steps_like_the_oracle():
                                  [list(x) for x, _ in b[col]], [s for _, s in b[col]], c0[col])
             for col in range(2)]
     assert got == [want]
+
+
+def test_mxdot_mxf4_matches_the_oracle():
+    """tcgen05.mxf4 in MXDot (one block per step: the step of that block and an all-zero
+    second one, as golden steps a single block): the directed vectors of the mode and random
+    blocks against the Fraction model and golden."""
+    from golden.stimulus import dot_accumulators, dot_random_blocks
+
+    fmt, seed = "fp4_e2m1", 4
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    ca, sa, cb, sb = dot_random_blocks(rng, fmt, fmt, 16, 32)
+    c = dot_accumulators(rng, fmt, fmt, ca, sa, cb, sb)
+    cases = [(ca[j], int(sa[j]), cb[j], int(sb[j]), int(c[j])) for j in range(16)]
+    cases += [x[:5] for x in gpu_directed_blocks(fmt, fmt, 32, F4)]
+    got = _simulate(MXDot(fmt, stages=5, accumulation=F4), cases)
+    want = [oracle.tcgen05_chain(F4, fmt, [list(x[0])], [x[1]], fmt, [list(x[2])], [x[3]], x[4])
+            for x in cases]
+    a, s_a, b, s_b, acc = (np.array(v) for v in zip(*cases, strict=True))
+    gold = golden.dot_blocks(a[:, None].astype(np.uint8), s_a[:, None].astype(np.uint8),
+                             b[:, None].astype(np.uint8), s_b[:, None].astype(np.uint8), fmt,
+                             fmt, acc=acc.astype(np.uint32).view(np.float32),
+                             accumulation=F4).view(np.uint32)
+    assert [hex(x) for x in want] == [hex(x) for x in gold]
+    assert [hex(x) for x in got] == [hex(x) for x in want]

@@ -1,25 +1,32 @@
-"""The truncating step's sections (``accumulation="tcgen05.mxf8f6f4"``): their names in
-datapath order, their estimated delays, and the constants of the mode.
+"""The truncating steps' sections (``accumulation="tcgen05.mxf8f6f4"`` and
+``"tcgen05.mxf4"``): their names in datapath order, their estimated delays, and the constants
+of the modes.
 
 * :data:`ACCUMULATIONS` -- the ``accumulation=`` values of the dot units.
+* :class:`TruncatedKind`, :data:`KINDS` -- each mode's fraction bits, floor and sum width.
 * :data:`FRACTION_BITS`, :data:`ZERO_EXPONENT`, :data:`TERM_BITS`, :data:`SUM_BITS` -- the
-  mode's fixed widths (``docs/numerics.md`` section 8).
+  mxf8f6f4 mode's fixed widths (``docs/numerics.md`` section 8).
 * :data:`ESTIMATES` and :func:`truncated_sections` -- the sections, with delays.
 * :func:`truncated_tree_levels` -- the levels of the terms' adder tree.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..placement import Estimate
 from .geometry import DotGeometry
 from .sections import FORWARD_DELAY
 
 __all__ = ["ACCUMULATIONS", "TRUNCATING", "FRACTION_BITS", "ZERO_EXPONENT", "TERM_BITS",
-           "SUM_BITS", "EXPONENT_BITS", "ESTIMATES", "TRUNCATED_SECTIONS",
-           "truncated_sections", "truncated_tree_levels", "truncated_terms"]
+           "SUM_BITS", "EXPONENT_BITS", "ESTIMATES", "TRUNCATED_SECTIONS", "F4_SECTIONS",
+           "F4_GROUP", "F4_GROUP_BITS", "F4_FRACTION_BITS", "F4_ZERO_EXPONENT", "F4_TERM_BITS",
+           "F4_SUM_BITS", "KINDS", "TruncatedKind", "truncated_sections",
+           "truncated_tree_levels", "truncated_terms"]
 
-#: The ``accumulation=`` values the dot units build: the exact step, or the truncating one.
-TRUNCATING = ("tcgen05.mxf8f6f4",)
+#: The ``accumulation=`` values the dot units build: the exact step, or a truncating one
+#: (``"tcgen05.mxf4"`` in MXDot only: one step per block, :mod:`hw.dot.truncated_f4`).
+TRUNCATING = ("tcgen05.mxf8f6f4", "tcgen05.mxf4")
 ACCUMULATIONS = ("exact",) + TRUNCATING
 
 #: Fraction bits kept below the largest exponent of a step: each term is truncated toward
@@ -32,6 +39,27 @@ ZERO_EXPONENT = -133
 TERM_BITS = FRACTION_BITS + 2
 #: Bits of the magnitude of the sum of 32 products and ``c``: below ``32 * 2^27 + 2^26``.
 SUM_BITS = 33
+#: tcgen05.mxf4: elements per group summed exactly; bits of a group's exact sum's magnitude
+#: (16 products of at most 36, in units of 2^-2); fraction bits, floor; bits of a truncated
+#: group term (the group sum at ``2^(e_max - 35)`` units) and of the sum of two groups and c.
+F4_GROUP = 16
+F4_GROUP_BITS = 12
+F4_FRACTION_BITS, F4_ZERO_EXPONENT = 35, -139
+F4_TERM_BITS = F4_GROUP_BITS + F4_FRACTION_BITS - 2
+F4_SUM_BITS = F4_TERM_BITS + 2
+
+
+@dataclass(frozen=True)
+class TruncatedKind:
+    """What the back end of a truncating step (:mod:`hw.dot.truncated_sum`) needs of its
+    mode: terms truncated to multiples of ``2^(e_max - fraction_bits)``, ``e_max`` at least
+    ``zero_exponent``, the magnitude of their sum below ``2^sum_bits``."""
+
+    fraction_bits: int
+    zero_exponent: int
+    sum_bits: int
+
+
 #: Bits of the signed exponent integers (``e_max``, the scales' exponent sum, distances):
 #: every one lies within +-1024.
 EXPONENT_BITS = 12
@@ -50,6 +78,11 @@ ESTIMATES = {
     "distance": Estimate(3, _ANALOGY + "a short chain per lane, d = G - (shift_a + shift_b)"),
     "align": Estimate(4, _ANALOGY + "a 27-bit right shift per lane, five mux levels"),
     "tree": Estimate(3.25, _ANALOGY + "one level of the adder tree, as the exact step's tree"),
+    "group": Estimate(3.25, _ANALOGY + "mxf4: one level of a group's exact sum of 16 products"),
+    "f4_emax": Estimate(4.5, _ANALOGY + "mxf4: e_max of the groups, c and -139, and the "
+                        "distances"),
+    "f4_align": Estimate(4.5, _ANALOGY + "mxf4: a 45-bit right shift per group, six mux "
+                         "levels"),
     "magnitude": Estimate(4, _ANALOGY + "|sum|, a 34-bit negation chain"),
     "lzc": Estimate(4, _ANALOGY + "a 33-bit leading-zero count"),
     "normalize": Estimate(4, _ANALOGY + "the normalizing left shift, the grid position beside "
@@ -71,22 +104,38 @@ def truncated_tree_levels(block_size: int) -> int:
     return (truncated_terms(block_size) - 1).bit_length()
 
 
-#: The truncating step's sections in datapath order, ``tree`` standing for one section per
+#: The truncating steps' kinds by ``accumulation``.
+KINDS = {"tcgen05.mxf8f6f4": TruncatedKind(FRACTION_BITS, ZERO_EXPONENT, SUM_BITS),
+         "tcgen05.mxf4": TruncatedKind(F4_FRACTION_BITS, F4_ZERO_EXPONENT, F4_SUM_BITS)}
+
+#: The mxf8f6f4 step's sections in datapath order, ``tree`` standing for one section per
 #: level of the adder tree (:func:`truncated_sections`).
-TRUNCATED_SECTIONS = tuple(ESTIMATES)
+TRUNCATED_SECTIONS = ("decode", "multiply", "emax", "frame", "distance", "align", "tree",
+                      "magnitude", "lzc", "normalize", "shift", "finish")
+
+#: The mxf4 step's sections (one block of 32: two groups of 16): ``group<j>`` one level of the
+#: groups' exact sums each, ``tree<j>`` the levels over the two groups, c and the count.
+F4_SECTIONS = ("decode", "multiply", "group", "f4_emax", "f4_align", "tree", "magnitude",
+               "lzc", "normalize", "shift", "finish")
 
 
-def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False) -> dict:
-    """The truncating step's sections for ``geometry`` (name -> estimated delay, ns), one
-    ``tree<j>`` per level of the adder tree; with ``forwarded_c`` (MXDotGeneral) ``decode``
-    weighs :data:`hw.dot.sections.FORWARD_DELAY` more, as in :func:`hw.dot.sections.
-    dot_sections`."""
+def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
+                       accumulation: str = "tcgen05.mxf8f6f4") -> dict:
+    """The truncating step's sections for ``geometry`` and ``accumulation`` (name ->
+    estimated delay, ns), one ``tree<j>`` per level of the adder tree (and for mxf4 one
+    ``group<j>`` per level of the groups' sums); with ``forwarded_c`` (MXDotGeneral)
+    ``decode`` weighs :data:`hw.dot.sections.FORWARD_DELAY` more, as in
+    :func:`hw.dot.sections.dot_sections`."""
+    f4 = accumulation == "tcgen05.mxf4"
+    names = F4_SECTIONS if f4 else TRUNCATED_SECTIONS
+    levels = {"tree": 2 if f4 else truncated_tree_levels(geometry.block_size),
+              "group": (F4_GROUP - 1).bit_length()}
     sections = {}
-    for name, estimate in ESTIMATES.items():
-        if name == "tree":
-            sections.update({f"tree{j}": estimate.ns
-                             for j in range(truncated_tree_levels(geometry.block_size))})
+    for name in names:
+        estimate = ESTIMATES[name]
+        if name in levels:
+            sections.update({f"{name}{j}": estimate.ns for j in range(levels[name])})
             continue
         delay = estimate.ns + (FORWARD_DELAY if name == "decode" and forwarded_c else 0)
-        sections[name] = delay
+        sections[name.removeprefix("f4_")] = delay
     return sections

@@ -24,17 +24,19 @@ the units the maximum tree (:mod:`hw.maxtree`) and the rounder (:mod:`hw.roundin
 from __future__ import annotations
 
 from ..pipeline import Pipeline, PipelineScope
+from . import truncated_f4 as F4
 from . import truncated_sum as S
 from . import truncated_terms as T
 from .geometry import DotGeometry
 from .step import FusedStep
-from .truncated_sections import truncated_sections
+from .truncated_sections import KINDS, truncated_sections
 
 __all__ = ["build_truncated_step", "truncated_sections"]
 
 
 def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry, a, b, c,
-                         side=None, *, multipliers: str = "lut"):
+                         side=None, *, multipliers: str = "lut",
+                         accumulation: str = "tcgen05.mxf8f6f4"):
     """Build the truncating step through ``scope``, crossing every boundary of
     :func:`hw.dot.truncated_sections.truncated_sections` in it; the arguments and the result
     are :func:`hw.dot.fused_step.build_fused_step`'s.
@@ -53,6 +55,9 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
         output.
     multipliers : {"lut", "dsp"}
         The significand products as sums of partial products in LUTs, or as ``*``.
+    accumulation : {"tcgen05.mxf8f6f4", "tcgen05.mxf4"}
+        The mode: its terms are :mod:`hw.dot.truncated_terms`' or (mxf4, fp4_e2m1 x
+        fp4_e2m1, one block per step) :mod:`hw.dot.truncated_f4`'s.
 
     Returns
     -------
@@ -65,8 +70,14 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
         raise TypeError(f"scope must be a PipelineScope or a Pipeline, not "
                         f"{type(scope).__name__}")
     step = FusedStep(scope, geometry, multipliers, has_side=bool(side))
-    s = T.decode(step, a, b, c, side)
-    s = T.align(step, T.distance(step, T.frame(step, T.emax(step, T.multiply(step, s)))))
-    s = S.sum_terms(step, s)
-    s = S.shift(step, S.normalize(step, S.lzc(step, S.magnitude(step, s))))
+    kind = KINDS[accumulation]
+    if accumulation == "tcgen05.mxf4":
+        s = F4.multiply(step, F4.decode(step, a, b, c, side))
+        s = F4.align(step, F4.emax(step, F4.group_sums(step, s)))
+    else:
+        s = T.decode(step, a, b, c, side)
+        s = T.align(step, T.distance(step, T.frame(step, T.emax(step, T.multiply(step, s)))))
+    s = S.sum_terms(step, s, kind)
+    s = S.magnitude(step, s, kind)
+    s = S.shift(step, S.normalize(step, S.lzc(step, s), kind), kind)
     return S.finish(step, s, hold_last=bool(side) and "last" in side)

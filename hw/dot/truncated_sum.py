@@ -1,13 +1,15 @@
-"""The truncating step's sum and result (``accumulation="tcgen05.mxf8f6f4"``): sections
+"""The truncating steps' sum and result (``accumulation="tcgen05.mxf8f6f4"``,
+``"tcgen05.mxf4"``; the mode's :class:`hw.dot.truncated_sections.TruncatedKind`): sections
 ``tree0``... (the truncated terms added exactly, one adder-tree level per section),
 ``magnitude``, ``lzc``, ``normalize``, ``shift`` and ``finish``.
 
-The sum ``S`` is in units of ``2^(e_max - 25)``; it is rounded toward zero to fp32 by the
-units' rounder (:class:`hw.rounding.Grid` and :func:`hw.rounding.round_aligned` in RTZ mode):
-``|S|`` normalized (a leading-zero count and a left shift), then placed on fp32's grid, whose
-subnormals keep their spacing.  A magnitude ``>= 2^128`` is Inf
-(:func:`hw.rounding.overflows`: RTZ adds no carry, so the test on the binade alone is exact);
-every zero result is +0; NaN results are 0x7FFFFFFF; the special cases override the sum.
+The sum ``S`` is in units of ``2^(e_max - F)`` (F = 25, or 35 for mxf4); it is rounded
+toward zero to fp32 by the units' rounder (:class:`hw.rounding.Grid` and
+:func:`hw.rounding.round_aligned` in RTZ mode): ``|S|`` normalized (a leading-zero count and a
+left shift), then placed on fp32's grid, whose subnormals keep their spacing.  A magnitude
+``>= 2^128`` is Inf (:func:`hw.rounding.overflows`: RTZ adds no carry, so the test on the
+binade alone is exact); every zero result is +0; NaN results are 0x7FFFFFFF; the special
+cases override the sum.
 """
 
 from __future__ import annotations
@@ -21,29 +23,32 @@ from golden.formats import FP32
 from ..arith import leading_zeros, wire
 from ..rounding import RTZ, Grid, overflows, round_aligned
 from .step import FusedStep
-from .truncated_sections import SUM_BITS, truncated_tree_levels
+from .truncated_sections import TruncatedKind
 
 __all__ = ["GPU_NAN", "sum_terms", "magnitude", "lzc", "normalize", "shift", "finish"]
 
 #: The NaN of every truncating step.
 GPU_NAN = 0x7FFFFFFF
 
-#: fp32's grid: normalized ``SUM_BITS``-bit significands onto 23 fraction bits, subnormals
-#: kept; the smallest non-zero sum, one unit at ``e_max = -133``, has its top at ``2^-158``.
-_GRID = dict(sig_width=SUM_BITS, emin=1 - FP32.bias, mbits=FP32.mbits, frac_bits=1,
-             top_min=-158)
+
+def _grid(kind: TruncatedKind) -> Grid:
+    """fp32's grid: normalized ``sum_bits``-bit significands onto 23 fraction bits,
+    subnormals kept; the smallest non-zero sum, one unit at the floor, has its top at
+    ``2^(zero_exponent - fraction_bits)``."""
+    return Grid(sig_width=kind.sum_bits, emin=1 - FP32.bias, mbits=FP32.mbits, frac_bits=1,
+                top_min=kind.zero_exponent - kind.fraction_bits)
 
 
 def _specials(s) -> dict:
     return {"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg}
 
 
-def sum_terms(step: FusedStep, s):
+def sum_terms(step: FusedStep, s, kind: TruncatedKind):
     """Sections ``tree0``, ``tree1``, ...: the signed terms added in pairs, one level per
-    section (an odd last term passes the level), ``SUM_BITS + 1`` bits signed at most."""
+    section (an odd last term passes the level), ``sum_bits + 1`` bits signed at most."""
     level = [s.terms[i] for i in range(len(s.terms))]
-    width = SUM_BITS + 1
-    for j in range(truncated_tree_levels(step.block_size)):
+    width = kind.sum_bits + 1
+    for j in range((len(level) - 1).bit_length()):
         level = [(level[i] + level[i + 1]) if i + 1 < len(level) else level[i]
                  for i in range(0, len(level), 2)]
         level = [v.as_signed()[:width].as_signed() for v in level]
@@ -55,11 +60,11 @@ def sum_terms(step: FusedStep, s):
     return s
 
 
-def magnitude(step: FusedStep, s):
+def magnitude(step: FusedStep, s, kind: TruncatedKind):
     """Section ``magnitude``: ``|S|`` and its sign."""
     total = s.terms[0]
     neg = total[-1]
-    mag = Mux(neg, -total, total).as_unsigned()[:SUM_BITS]
+    mag = Mux(neg, -total, total).as_unsigned()[:kind.sum_bits]
     return step.cross({**_specials(s), "e_top": s.e_top, "neg": neg, "mag": mag,
                        "side": step.side(s)}, "magnitude")
 
@@ -71,21 +76,21 @@ def lzc(step: FusedStep, s):
                        "lz": lz, "side": step.side(s)}, "lzc")
 
 
-def normalize(step: FusedStep, s):
+def normalize(step: FusedStep, s, kind: TruncatedKind):
     """Section ``normalize``: ``|S| << lz``, and beside it the position on fp32's grid
     (:meth:`hw.rounding.Grid.position`) from ``top + 126 = e_top - lz``."""
     m = step.m
-    grid = Grid(**_GRID)
-    norm = wire(m, (s.mag << s.lz)[:SUM_BITS], step.name("norm"))
+    grid = _grid(kind)
+    norm = wire(m, (s.mag << s.lz)[:kind.sum_bits], step.name("norm"))
     pos = grid.position(m, (s.e_top - s.lz).as_signed(), name=step.name("rz"))
     return step.cross({**_specials(s), "neg": s.neg, "norm": norm, "drop": pos.drop,
                        "binade": pos.binade, "side": step.side(s)}, "normalize")
 
 
-def shift(step: FusedStep, s):
+def shift(step: FusedStep, s, kind: TruncatedKind):
     """Section ``shift``: the normalized magnitude shifted onto fp32's grid
     (:meth:`hw.rounding.Grid.align`)."""
-    grid = Grid(**_GRID)
+    grid = _grid(kind)
     aligned = grid.align(step.m, s.norm, SimpleNamespace(drop=s.drop, binade=s.binade),
                          name=step.name("rz"))
     return step.cross({**_specials(s), "neg": s.neg, "n": aligned.n,

@@ -41,8 +41,7 @@ from ..unit import Unit
 from .contexts import AccumulatorContexts
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
-from .truncated_sections import ACCUMULATIONS, TRUNCATING
-from .truncated_sections import SUM_BITS as TRUNCATED_SUM_BITS
+from .truncated_sections import ACCUMULATIONS, KINDS, TRUNCATING
 from .truncated_step import build_truncated_step, truncated_sections
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
@@ -62,13 +61,18 @@ def multipliers_suffix(multipliers: str) -> str:
     return "" if multipliers == "lut" else f"_{multipliers}"
 
 
-def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers) -> str:
+def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers,
+                        forwarded_c) -> str:
     """``accumulation`` checked with golden's rules (its names, formats and block sizes, the
     same one-line errors), then against the modes built in hardware."""
     check_accumulation(accumulation, fmt_a, fmt_b, block_size)
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation {accumulation!r} is not built in hardware; the dot "
                          f"units build {', '.join(map(repr, ACCUMULATIONS))}")
+    if accumulation == "tcgen05.mxf4" and forwarded_c:
+        raise ValueError("accumulation 'tcgen05.mxf4' steps over two blocks of 32 where a run "
+                         "has them; MXDotGeneral and MXGemm chain one block per step: it is "
+                         "built in MXDot only (one block per step)")
     if accumulation in TRUNCATING and multipliers == "mult18x18d":
         raise ValueError(f"accumulation {accumulation!r} builds its products in LUTs or as `*` "
                          f"(multipliers 'lut' or 'dsp'), not 'mult18x18d'")
@@ -83,8 +87,11 @@ def accumulation_suffix(accumulation: str) -> str:
 def build_step(unit, scope, a, b, c, side=None):
     """The block step of ``unit``'s accumulation (:func:`hw.dot.fused_step.build_fused_step`
     or :func:`hw.dot.truncated_step.build_truncated_step`) through ``scope``."""
-    build = build_fused_step if unit.accumulation == "exact" else build_truncated_step
-    return build(scope, unit.geometry, a, b, c, side, multipliers=unit.multipliers)
+    if unit.accumulation == "exact":
+        return build_fused_step(scope, unit.geometry, a, b, c, side,
+                                multipliers=unit.multipliers)
+    return build_truncated_step(scope, unit.geometry, a, b, c, side,
+                                multipliers=unit.multipliers, accumulation=unit.accumulation)
 
 
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
@@ -100,12 +107,13 @@ def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *
     unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
     unit.multipliers = _check_multipliers(multipliers)
     unit.accumulation = _check_accumulation(accumulation, fmt_a, fmt_b, block_size,
-                                            multipliers)
+                                            multipliers, forwarded_c)
     unit.primitives = PRIMITIVES[multipliers]
     if accumulation == "exact":
         unit.sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)
     else:
-        unit.sections = truncated_sections(unit.geometry, forwarded_c=forwarded_c)
+        unit.sections = truncated_sections(unit.geometry, forwarded_c=forwarded_c,
+                                           accumulation=accumulation)
     # max_stages: every boundary (bench.synth sweeps 1..max_stages); the default depth is
     # every boundary too, for every pair so far
     stages = unit._choose_stages(stages, unit.sections)
@@ -114,7 +122,7 @@ def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *
         widths = {"sum_bits": unit.geometry.sum_bits + 1,
                   "window_bits": unit.geometry.window_bits}
     else:  # the truncated terms' signed sum; no window
-        widths = {"sum_bits": TRUNCATED_SUM_BITS + 1}
+        widths = {"sum_bits": KINDS[accumulation].sum_bits + 1}
     return {"format_a": fmt_a.name, "format_b": fmt_b.name, "block_size": block_size,
             "stages": stages, **widths, "multipliers": multipliers,
             "accumulation": accumulation}
