@@ -80,7 +80,8 @@ def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers,
 
 
 def accumulation_suffix(accumulation: str) -> str:
-    """Module name suffix: none for the exact step, ``_tcgen05_mxf8f6f4`` for that mode."""
+    """Module name suffix: none for the exact step, ``_tcgen05_mxf8f6f4`` (or
+    ``_tcgen05_mxf4``) for a GPU mode."""
     return "" if accumulation == "exact" else "_" + accumulation.replace(".", "_")
 
 
@@ -166,14 +167,16 @@ class MXDot(Unit):
         instantiated ECP5 MULT18X18D per lane with its own input and output registers
         (``"mult18x18d"``, :mod:`hw.dsp`: two sections more, the routes to and from the DSP
         column).  Same function; the module name gets ``_dsp`` or ``_mult18x18d``.
-    accumulation : {"exact", "tcgen05.mxf8f6f4"}
+    accumulation : {"exact", "tcgen05.mxf8f6f4", "tcgen05.mxf4"}
         The block step's numerics (``docs/numerics.md`` section 8, ``docs/dot.md``,
-        "Accumulation modes"): ``"exact"`` (the default, this fused step) or NVIDIA
-        Blackwell's truncating step (:mod:`hw.dot.truncated_step`: OCP fp8/fp6/fp4 formats,
-        ``block_size`` 32, ``multipliers`` ``"lut"`` or ``"dsp"``; every term truncated
-        below the step's largest exponent, the sum rounded toward zero, NaN 0x7FFFFFFF).
-        Checked with golden's ``check_accumulation`` (its one-line errors); the module name
-        gets ``_tcgen05_mxf8f6f4``.
+        "Accumulation modes"): ``"exact"`` (the default, this fused step) or an NVIDIA
+        Blackwell truncating step (:mod:`hw.dot.truncated_step`, ``block_size`` 32,
+        ``multipliers`` ``"lut"`` or ``"dsp"``; every term truncated below the step's largest
+        exponent, the sum rounded toward zero, NaN 0x7FFFFFFF): ``"tcgen05.mxf8f6f4"`` (OCP
+        fp8/fp6/fp4 formats, a step per block) or ``"tcgen05.mxf4"`` (fp4_e2m1 x fp4_e2m1,
+        MXDot only: a step per block, which is golden's step of that block and an all-zero
+        second one).  Checked with golden's ``check_accumulation`` (its one-line errors); the
+        module name gets ``_tcgen05_mxf8f6f4`` or ``_tcgen05_mxf4``.
 
     Members
     -------
@@ -280,7 +283,8 @@ class MXDotGeneral(Unit):
         As for :class:`MXDot` (so is the ``primitives`` attribute).
     accumulation : {"exact", "tcgen05.mxf8f6f4"}
         As for :class:`MXDot`: in the GPU mode each block is one tcgen05 step, its fp32
-        result the next block's ``c``, as ``golden.dot_blocks`` chains them.
+        result the next block's ``c``, as ``golden.dot_blocks`` chains them (not
+        ``"tcgen05.mxf4"``, whose steps take two blocks of a run).
 
     Members
     -------
@@ -381,9 +385,10 @@ def add_fused_step_options(p: argparse.ArgumentParser):
 def add_accumulation_option(p: argparse.ArgumentParser):
     """The ``--accumulation`` option of MXDot and MXDotGeneral."""
     p.add_argument("--accumulation", default="exact",
-                   help="the block step's numerics: exact (one RNE per block, default) or "
+                   help="the block step's numerics: exact (one RNE per block, default), "
                         "tcgen05.mxf8f6f4 (NVIDIA Blackwell's truncating steps: fp8/fp6/fp4, "
-                        "k = 32; docs/numerics.md section 8)")
+                        "k = 32) or tcgen05.mxf4 (fp4_e2m1, k = 32, dot only); "
+                        "docs/numerics.md section 8")
 
 
 def _add_dot(p):

@@ -81,8 +81,8 @@ class MXGemm(Unit):
         floor scale and RNE (:mod:`hw.gemm.output`: R quantize steps side by side on a
         pipeline after the tile's, ``quantizer_stages`` more latency).
     accumulation : {"exact", "tcgen05.mxf8f6f4"}
-        Every lane's block step, as for :class:`hw.dot.MXDot` (``_tcgen05_mxf8f6f4`` ends
-        the module name).
+        Every lane's block step, as for :class:`hw.dot.MXDotGeneral` (``_tcgen05_mxf8f6f4``
+        ends the module name).
 
     Members
     -------
