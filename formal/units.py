@@ -386,12 +386,18 @@ GEMM_UNITS = (
     _gemm("fp4_e2m1", "fp4_e2m1", "gemm-mx", "gemm"),
 )
 
-#: The dot units' GPU accumulation mode (``accumulation="tcgen05.mxf8f6f4"``, the truncating
-#: step of :mod:`hw.dot.truncated_step`), which takes blocks of 32 only: proven at k = 32,
-#: fp4_e2m1 x fp4_e2m1 (the narrowest products), stream/no-loss/reset (``flow``) and order;
-#: named ``<unit>-tcgen05``.  Not in :data:`UNITS` (their block sizes are 2 and 4).
+#: The dot units' GPU accumulation modes (``accumulation="tcgen05.mxf8f6f4"`` and, MXDot
+#: only, ``"tcgen05.mxf4"``: the truncating steps of :mod:`hw.dot.truncated_step`), which take
+#: blocks of 32 only: proven at k = 32, fp4_e2m1 x fp4_e2m1 (the narrowest products),
+#: stream/no-loss/reset (``flow``) and order; named ``<unit>-tcgen05[-mxf4]``.  Not in
+#: :data:`UNITS` (their block sizes are 2 and 4).
 GPU_MODE = "tcgen05.mxf8f6f4"
 GPU_UNITS = (
+    FormalUnit("dot-tcgen05-mxf4", "fp4_e2m1 x fp4_e2m1, fp32 accumulator, tcgen05.mxf4",
+               lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s,
+                                  accumulation="tcgen05.mxf4"),
+               lambda k, s: MXDot("fp4_e2m1", block_size=k,
+                                  accumulation="tcgen05.mxf4").sections, "dot", base="dot"),
     FormalUnit("dot-tcgen05", f"fp4_e2m1 x fp4_e2m1, fp32 accumulator, {GPU_MODE}",
                lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s, accumulation=GPU_MODE),
                lambda k, s: MXDot("fp4_e2m1", block_size=k, accumulation=GPU_MODE).sections,
