@@ -32,7 +32,7 @@ def _fp32(x: float) -> int:
 
 
 #: Fraction bits kept below the largest exponent, per mode.
-FRACTION_BITS = {"tcgen05.mxf8f6f4": 25, "tcgen05.mxf4": 35}
+FRACTION_BITS = {"tcgen05.mxf8f6f4": 25, "tcgen05.mxf4": 35, "tcgen05.mxf4nvf4": 35}
 
 
 def gpu_directed_blocks(fmt_a, fmt_b, k: int = 32,

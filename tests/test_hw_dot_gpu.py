@@ -51,7 +51,7 @@ def test_bad_formats_and_block_sizes_raise_goldens_error(fmt_a, fmt_b, k, accumu
 
 
 @pytest.mark.parametrize("cls, kwargs, message", [
-    (MXDot, {"accumulation": "tcgen05.mxf4nvf4"}, "not built in hardware"),
+    (MXDotGeneral, {"accumulation": "tcgen05.mxf4nvf4"}, "built in MXDot only"),
     (MXDot, {"accumulation": MODE, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
     (MXDot, {"accumulation": F4, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
     (MXDotGeneral, {"accumulation": F4}, "built in MXDot only"),
@@ -134,7 +134,7 @@ def _simulate(dut, beats, general=False):
             ca, sa, cb, sb, c, *flags = beat
             ctx.set(p.a.scale, sa)
             ctx.set(p.b.scale, sb)
-            for j in range(32):
+            for j in range(dut.block_size):
                 ctx.set(p.a.codes[j], int(ca[j]))
                 ctx.set(p.b.codes[j], int(cb[j]))
             ctx.set(p.c0 if general else p.c, c)
@@ -275,26 +275,28 @@ def test_mxgemm_lanes_chain_steps_like_the_oracle():
     assert got == [want]
 
 
-def test_mxdot_mxf4_matches_the_oracle():
-    """tcgen05.mxf4 in MXDot (one block per step: the step of that block and an all-zero
-    second one, as golden steps a single block): the directed vectors of the mode and random
-    blocks against the Fraction model and golden."""
+@pytest.mark.parametrize("mode, k", [(F4, 32), ("tcgen05.mxf4nvf4", 16)])
+def test_mxdot_mxf4_matches_the_oracle(mode, k):
+    """tcgen05.mxf4 (and mxf4nvf4 with E8M0 scales, k = 16) in MXDot (one block per step: the
+    step of that block and all-zero others, as golden steps a single block): the directed
+    vectors of the mode and random blocks against the Fraction model and golden."""
     from golden.stimulus import dot_accumulators, dot_random_blocks
 
     fmt, seed = "fp4_e2m1", 4
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
-    ca, sa, cb, sb = dot_random_blocks(rng, fmt, fmt, 16, 32)
+    ca, sa, cb, sb = dot_random_blocks(rng, fmt, fmt, 16, k)
     c = dot_accumulators(rng, fmt, fmt, ca, sa, cb, sb)
     cases = [(ca[j], int(sa[j]), cb[j], int(sb[j]), int(c[j])) for j in range(16)]
-    cases += [x[:5] for x in gpu_directed_blocks(fmt, fmt, 32, F4)]
-    got = _simulate(MXDot(fmt, stages=5, accumulation=F4), cases)
-    want = [oracle.tcgen05_chain(F4, fmt, [list(x[0])], [x[1]], fmt, [list(x[2])], [x[3]], x[4])
+    cases += [x[:5] for x in gpu_directed_blocks(fmt, fmt, k, mode)]
+    got = _simulate(MXDot(fmt, block_size=k, stages=5, accumulation=mode), cases)
+    want = [oracle.tcgen05_chain(mode, fmt, [list(x[0])], [x[1]], fmt, [list(x[2])], [x[3]],
+                                 x[4])
             for x in cases]
     a, s_a, b, s_b, acc = (np.array(v) for v in zip(*cases, strict=True))
     gold = golden.dot_blocks(a[:, None].astype(np.uint8), s_a[:, None].astype(np.uint8),
                              b[:, None].astype(np.uint8), s_b[:, None].astype(np.uint8), fmt,
                              fmt, acc=acc.astype(np.uint32).view(np.float32),
-                             accumulation=F4).view(np.uint32)
+                             accumulation=mode).view(np.uint32)
     assert [hex(x) for x in want] == [hex(x) for x in gold]
     assert [hex(x) for x in got] == [hex(x) for x in want]

@@ -21,12 +21,14 @@ from .sections import FORWARD_DELAY
 __all__ = ["ACCUMULATIONS", "TRUNCATING", "FRACTION_BITS", "ZERO_EXPONENT", "TERM_BITS",
            "SUM_BITS", "EXPONENT_BITS", "ESTIMATES", "TRUNCATED_SECTIONS", "F4_SECTIONS",
            "F4_GROUP", "F4_GROUP_BITS", "F4_FRACTION_BITS", "F4_ZERO_EXPONENT", "F4_TERM_BITS",
-           "F4_SUM_BITS", "KINDS", "TruncatedKind", "truncated_sections",
+           "F4_SUM_BITS", "F4_MODES", "KINDS", "TruncatedKind", "truncated_sections",
            "truncated_tree_levels", "truncated_terms"]
 
 #: The ``accumulation=`` values the dot units build: the exact step, or a truncating one
-#: (``"tcgen05.mxf4"`` in MXDot only: one step per block, :mod:`hw.dot.truncated_f4`).
-TRUNCATING = ("tcgen05.mxf8f6f4", "tcgen05.mxf4")
+#: (``"tcgen05.mxf4"`` and, with E8M0 scales, ``"tcgen05.mxf4nvf4"`` in MXDot only: one step
+#: per block, :mod:`hw.dot.truncated_f4`).
+F4_MODES = ("tcgen05.mxf4", "tcgen05.mxf4nvf4")
+TRUNCATING = ("tcgen05.mxf8f6f4", *F4_MODES)
 ACCUMULATIONS = ("exact",) + TRUNCATING
 
 #: Fraction bits kept below the largest exponent of a step: each term is truncated toward
@@ -106,7 +108,8 @@ def truncated_tree_levels(block_size: int) -> int:
 
 #: The truncating steps' kinds by ``accumulation``.
 KINDS = {"tcgen05.mxf8f6f4": TruncatedKind(FRACTION_BITS, ZERO_EXPONENT, SUM_BITS),
-         "tcgen05.mxf4": TruncatedKind(F4_FRACTION_BITS, F4_ZERO_EXPONENT, F4_SUM_BITS)}
+         **dict.fromkeys(F4_MODES, TruncatedKind(F4_FRACTION_BITS, F4_ZERO_EXPONENT,
+                                                 F4_SUM_BITS))}
 
 #: The mxf8f6f4 step's sections in datapath order, ``tree`` standing for one section per
 #: level of the adder tree (:func:`truncated_sections`).
@@ -126,7 +129,7 @@ def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
     ``group<j>`` per level of the groups' sums); with ``forwarded_c`` (MXDotGeneral)
     ``decode`` weighs :data:`hw.dot.sections.FORWARD_DELAY` more, as in
     :func:`hw.dot.sections.dot_sections`."""
-    f4 = accumulation == "tcgen05.mxf4"
+    f4 = accumulation in F4_MODES
     names = F4_SECTIONS if f4 else TRUNCATED_SECTIONS
     levels = {"tree": 2 if f4 else truncated_tree_levels(geometry.block_size),
               "group": (F4_GROUP - 1).bit_length()}

@@ -29,7 +29,7 @@ from . import truncated_sum as S
 from . import truncated_terms as T
 from .geometry import DotGeometry
 from .step import FusedStep
-from .truncated_sections import KINDS, truncated_sections
+from .truncated_sections import F4_MODES, KINDS, truncated_sections
 
 __all__ = ["build_truncated_step", "truncated_sections"]
 
@@ -55,9 +55,9 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
         output.
     multipliers : {"lut", "dsp"}
         The significand products as sums of partial products in LUTs, or as ``*``.
-    accumulation : {"tcgen05.mxf8f6f4", "tcgen05.mxf4"}
-        The mode: its terms are :mod:`hw.dot.truncated_terms`' or (mxf4, fp4_e2m1 x
-        fp4_e2m1, one block per step) :mod:`hw.dot.truncated_f4`'s.
+    accumulation : {"tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
+        The mode: its terms are :mod:`hw.dot.truncated_terms`' or (mxf4, and mxf4nvf4 with
+        E8M0 scales: fp4_e2m1 x fp4_e2m1, one block per step) :mod:`hw.dot.truncated_f4`'s.
 
     Returns
     -------
@@ -71,7 +71,7 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
                         f"{type(scope).__name__}")
     step = FusedStep(scope, geometry, multipliers, has_side=bool(side))
     kind = KINDS[accumulation]
-    if accumulation == "tcgen05.mxf4":
+    if accumulation in F4_MODES:
         s = F4.multiply(step, F4.decode(step, a, b, c, side))
         s = F4.align(step, F4.emax(step, F4.group_sums(step, s)))
     else:

@@ -41,7 +41,7 @@ from ..unit import Unit
 from .contexts import AccumulatorContexts
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
-from .truncated_sections import ACCUMULATIONS, KINDS, TRUNCATING
+from .truncated_sections import ACCUMULATIONS, F4_MODES, KINDS, TRUNCATING
 from .truncated_step import build_truncated_step, truncated_sections
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
@@ -69,10 +69,10 @@ def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers,
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation {accumulation!r} is not built in hardware; the dot "
                          f"units build {', '.join(map(repr, ACCUMULATIONS))}")
-    if accumulation == "tcgen05.mxf4" and forwarded_c:
-        raise ValueError("accumulation 'tcgen05.mxf4' steps over two blocks of 32 where a run "
-                         "has them; MXDotGeneral and MXGemm chain one block per step: it is "
-                         "built in MXDot only (one block per step)")
+    if accumulation in F4_MODES and forwarded_c:
+        raise ValueError(f"accumulation {accumulation!r} steps over 64 elements (several "
+                         f"blocks) where a run has them; MXDotGeneral and MXGemm chain one "
+                         f"block per step: it is built in MXDot only (one block per step)")
     if accumulation in TRUNCATING and multipliers == "mult18x18d":
         raise ValueError(f"accumulation {accumulation!r} builds its products in LUTs or as `*` "
                          f"(multipliers 'lut' or 'dsp'), not 'mult18x18d'")
@@ -167,7 +167,7 @@ class MXDot(Unit):
         instantiated ECP5 MULT18X18D per lane with its own input and output registers
         (``"mult18x18d"``, :mod:`hw.dsp`: two sections more, the routes to and from the DSP
         column).  Same function; the module name gets ``_dsp`` or ``_mult18x18d``.
-    accumulation : {"exact", "tcgen05.mxf8f6f4", "tcgen05.mxf4"}
+    accumulation : {"exact", "tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
         The block step's numerics (``docs/numerics.md`` section 8, ``docs/dot.md``,
         "Accumulation modes"): ``"exact"`` (the default, this fused step) or an NVIDIA
         Blackwell truncating step (:mod:`hw.dot.truncated_step`, ``block_size`` 32,
@@ -175,8 +175,10 @@ class MXDot(Unit):
         exponent, the sum rounded toward zero, NaN 0x7FFFFFFF): ``"tcgen05.mxf8f6f4"`` (OCP
         fp8/fp6/fp4 formats, a step per block) or ``"tcgen05.mxf4"`` (fp4_e2m1 x fp4_e2m1,
         MXDot only: a step per block, which is golden's step of that block and an all-zero
-        second one).  Checked with golden's ``check_accumulation`` (its one-line errors); the
-        module name gets ``_tcgen05_mxf8f6f4`` or ``_tcgen05_mxf4``.
+        second one), or ``"tcgen05.mxf4nvf4"`` with E8M0 scales (its UE4M3 form is not
+        built), the same at ``block_size`` 16 or 32, MXDot only.  Checked with golden's
+        ``check_accumulation`` (its one-line errors); the module name gets
+        ``_tcgen05_mxf8f6f4``, ``_tcgen05_mxf4`` or ``_tcgen05_mxf4nvf4``.
 
     Members
     -------
@@ -284,7 +286,8 @@ class MXDotGeneral(Unit):
     accumulation : {"exact", "tcgen05.mxf8f6f4"}
         As for :class:`MXDot`: in the GPU mode each block is one tcgen05 step, its fp32
         result the next block's ``c``, as ``golden.dot_blocks`` chains them (not
-        ``"tcgen05.mxf4"``, whose steps take two blocks of a run).
+        ``"tcgen05.mxf4"`` or ``"tcgen05.mxf4nvf4"``, whose steps take several blocks of a
+        run).
 
     Members
     -------
@@ -387,7 +390,8 @@ def add_accumulation_option(p: argparse.ArgumentParser):
     p.add_argument("--accumulation", default="exact",
                    help="the block step's numerics: exact (one RNE per block, default), "
                         "tcgen05.mxf8f6f4 (NVIDIA Blackwell's truncating steps: fp8/fp6/fp4, "
-                        "k = 32) or tcgen05.mxf4 (fp4_e2m1, k = 32, dot only); "
+                        "k = 32), tcgen05.mxf4 (fp4_e2m1, k = 32, dot only) or "
+                        "tcgen05.mxf4nvf4 (fp4_e2m1, E8M0 scales, k = 16 or 32, dot only); "
                         "docs/numerics.md section 8")
 
 

@@ -40,7 +40,8 @@ GPU_BINS = ("term_truncated_away", "negative_term_up", "zero_floor", "cancellati
 #: The NaN of the GPU modes.
 GPU_NAN = 0x7FFFFFFF
 #: Per mode: fraction bits below e_max, the exponent of a zero term.
-_MODES = {"tcgen05.mxf8f6f4": (25, -133), "tcgen05.mxf4": (35, -139)}
+_MODES = {"tcgen05.mxf8f6f4": (25, -133), "tcgen05.mxf4": (35, -139),
+          "tcgen05.mxf4nvf4": (35, -139)}
 #: tcgen05.mxf4: products per group.
 _GROUP = 16
 #: Where RNE to fp32 overflows.
@@ -67,7 +68,8 @@ def _terms(xa, xb, scale, fa, fb, accumulation, floor):
     product or an all-zero group), and which are of non-zero products."""
     prod = xa * xb
     nz = prod != 0
-    if accumulation == "tcgen05.mxf4":  # groups of 16 summed exactly, at the scales' exponent
+    if accumulation != "tcgen05.mxf8f6f4":  # groups of 16 summed exactly, at the scales'
+        # exponent (mxf4, and mxf4nvf4 with E8M0 scales)
         n, k = prod.shape
         nz = nz.reshape(n, k // _GROUP, _GROUP).any(axis=2)
         values = np.ldexp(prod.reshape(n, k // _GROUP, _GROUP).sum(axis=2), scale)
