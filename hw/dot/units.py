@@ -388,7 +388,7 @@ def add_fused_step_options(p: argparse.ArgumentParser):
 def add_accumulation_option(p: argparse.ArgumentParser):
     """The ``--accumulation`` option of MXDot and MXDotGeneral."""
     p.add_argument("--accumulation", default="exact",
-                   help="the block step's numerics: exact (one RNE per block, default), "
+                   help="the block step's numerics: exact (one RNE per block), "
                         "tcgen05.mxf8f6f4 (NVIDIA Blackwell's truncating steps: fp8/fp6/fp4, "
                         "k = 32), tcgen05.mxf4 (fp4_e2m1, k = 32, dot only) or "
                         "tcgen05.mxf4nvf4 (fp4_e2m1, E8M0 scales, k = 16 or 32, dot only); "
