@@ -80,6 +80,9 @@ def gpu_directed_blocks(fmt_a, fmt_b, k: int = 32,
     block([(one_a, one_b)], 127 + 104, 127, _FLT_MAX, "Inf at 2^128")
     block([(minus_a, one_b)], 127 + 104, 127, _FLT_MAX | (1 << 31), "-Inf at -2^128")
     block([(neg_tiny_a, tiny_b)], 0, 0, _NEG_ZERO, "negative sum truncated to +0")
+    # +1 and -1 cancel at e_max 254 (mxf8f6f4; mxf4 x_s 254): +0, where the binade of the
+    # zero sum lies beyond fp32's
+    block([(one_a, one_b), (minus_a, one_b)], 254, 254, 0, "cancellation at the top scales")
     block([], 127, 127, _NEG_ZERO, "c = -0, no products: +0")
     block([(one_a, one_b)], 255, 127, _fp32(1.0), "NaN scale: 0x7FFFFFFF")
     block([(one_a, one_b)], 127, 127, _NAN, "NaN c: 0x7FFFFFFF")

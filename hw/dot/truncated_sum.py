@@ -99,8 +99,8 @@ def shift(step: FusedStep, s, kind: TruncatedKind):
 
 def finish(step: FusedStep, s, *, hold_last: bool = False):
     """Section ``finish``: the code rounded toward zero (:func:`hw.rounding.round_aligned`,
-    RTZ), Inf from ``2^128`` (:func:`hw.rounding.overflows`), then the special cases in order
-    (NaN 0x7FFFFFFF, +-Inf, every zero +0).  With ``hold_last`` (MXDotGeneral) only blocks
+    RTZ), then the special cases in order (NaN 0x7FFFFFFF, +-Inf, every zero +0, Inf from
+    ``2^128``, :func:`hw.rounding.overflows`).  With ``hold_last`` (MXDotGeneral) only blocks
     whose side field ``last`` is set wait for the output."""
     m = step.m
     aligned = SimpleNamespace(n=s.n, frac=Const(0, 1), sticky=Const(0, 1))
@@ -112,12 +112,13 @@ def finish(step: FusedStep, s, *, hold_last: bool = False):
         m.d.comb += result.eq(GPU_NAN)
     with m.Elif(s.inf):
         m.d.comb += result.eq(Cat(Const(FP32.inf_bits, 31), s.inf_neg))
-    with m.Elif(overflow):
-        m.d.comb += result.eq(Cat(Const(FP32.inf_bits, 31), s.neg))
     # n = 0: a zero sum, or one truncated to nothing below 2^-149 (a non-zero normal result
-    # has n's hidden bit); every zero is +0
+    # has n's hidden bit); every zero is +0.  Before the overflow: a zero sum's binade is
+    # e_max's, which at large scales lies beyond fp32's
     with m.Elif(s.n == 0):
         m.d.comb += result.eq(0)
+    with m.Elif(overflow):
+        m.d.comb += result.eq(Cat(Const(FP32.inf_bits, 31), s.neg))
     with m.Else():
         m.d.comb += result.eq(Cat(code[:31], s.neg))
     if hold_last:
