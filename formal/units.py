@@ -25,7 +25,8 @@ from hw.nvfp4_dequantizer import NVFP4Dequantizer, nvfp4_sections
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "GEMM_UNITS", "SMALL_ONLY", "unit_by_name",
+__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "GEMM_UNITS", "GPU_UNITS", "GPU_MODE",
+           "SMALL_ONLY", "unit_by_name",
            "pipeline_probes",
            "enable_copies", "replicas", "default_configurations", "EXTRA_CONFIGURATIONS",
            "MULT18X18D_BLOCKS"]
@@ -385,18 +386,43 @@ GEMM_UNITS = (
     _gemm("fp4_e2m1", "fp4_e2m1", "gemm-mx", "gemm"),
 )
 
+#: The dot units' GPU accumulation modes (``accumulation="tcgen05.mxf8f6f4"`` and, MXDot
+#: only, ``"tcgen05.mxf4"``: the truncating steps of :mod:`hw.dot.truncated_step`), which take
+#: blocks of 32 only: proven at k = 32, fp4_e2m1 x fp4_e2m1 (the narrowest products),
+#: stream/no-loss/reset (``flow``) and order; named ``<unit>-tcgen05[-mxf4]``.  Not in
+#: :data:`UNITS` (their block sizes are 2 and 4).
+GPU_MODE = "tcgen05.mxf8f6f4"
+GPU_UNITS = (
+    FormalUnit("dot-tcgen05-mxf4", "fp4_e2m1 x fp4_e2m1, fp32 accumulator, tcgen05.mxf4",
+               lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s,
+                                  accumulation="tcgen05.mxf4"),
+               lambda k, s: MXDot("fp4_e2m1", block_size=k,
+                                  accumulation="tcgen05.mxf4").sections, "dot", base="dot"),
+    FormalUnit("dot-tcgen05", f"fp4_e2m1 x fp4_e2m1, fp32 accumulator, {GPU_MODE}",
+               lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s, accumulation=GPU_MODE),
+               lambda k, s: MXDot("fp4_e2m1", block_size=k, accumulation=GPU_MODE).sections,
+               "dot", base="dot"),
+    FormalUnit("dot-general-tcgen05", f"fp4_e2m1 x fp4_e2m1, 2 contexts, {GPU_MODE}",
+               lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2, stages=s,
+                                         accumulation=GPU_MODE),
+               lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2,
+                                         accumulation=GPU_MODE).sections,
+               "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
+               state=("acc[0-9]*", "busy"), base="dot-general"),
+)
+
 #: ``python -m hw generate`` units proven at a small configuration only (no full-size rows
 #: in :func:`default_configurations`).
 SMALL_ONLY = ("gemm",)
 
 
 def unit_by_name(name: str) -> FormalUnit:
-    """The :data:`UNITS` (or :data:`GEMM_UNITS`) entry called ``name``."""
-    for unit in UNITS + GEMM_UNITS:
+    """The :data:`UNITS` (or :data:`GEMM_UNITS`, :data:`GPU_UNITS`) entry called ``name``."""
+    for unit in UNITS + GEMM_UNITS + GPU_UNITS:
         if unit.name == name:
             return unit
     raise ValueError(f"unknown unit {name!r}; expected one of "
-                     f"{', '.join(u.name for u in UNITS + GEMM_UNITS)}")
+                     f"{', '.join(u.name for u in UNITS + GEMM_UNITS + GPU_UNITS)}")
 
 
 #: Configurations proven at full size besides ``python -m hw generate``'s defaults: the dot

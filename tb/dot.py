@@ -34,7 +34,9 @@ from . import standard_tests
 from .batch import Batch
 from .bulk import DEPTH, BulkJob
 from .coverage.dot import classify_dot, classify_runs, dot_general_model, dot_model
+from .coverage.dot_gpu import classify_dot_gpu, gpu_dot_model
 from .describe import describe_float
+from .dot_gpu import gpu_directed_blocks
 
 #: Non-zero lanes of a block shown in a mismatch report.
 MAX_SHOWN_LANES = 8
@@ -80,15 +82,18 @@ class DotBatch(Batch):
         self.model, self.blocks_in = model, (ca, sa, cb, sb, c)
         self.labels = [labels] * len(sa) if isinstance(labels, str) else list(labels)
         results = golden.dot_blocks(ca[:, None], sa[:, None], cb[:, None], sb[:, None],
-                                    model.fmt_a, model.fmt_b,
-                                    acc=c.view(np.float32)).view(np.uint32)
+                                    model.fmt_a, model.fmt_b, acc=c.view(np.float32),
+                                    accumulation=model.accumulation).view(np.uint32)
         self.results = results
         super().__init__(model.pack(ca, sa, cb, sb, c), model.expected_rows(results))
 
     def coverage_counts(self):
         ca, sa, cb, sb, c = self.blocks_in
-        return classify_dot(ca, sa, cb, sb, c, self.results, fmt_a=self.model.fmt_a,
-                            fmt_b=self.model.fmt_b)
+        m = self.model
+        if m.accumulation == "exact":
+            return classify_dot(ca, sa, cb, sb, c, self.results, fmt_a=m.fmt_a, fmt_b=m.fmt_b)
+        return classify_dot_gpu(ca, sa, cb, sb, c, self.results, fmt_a=m.fmt_a, fmt_b=m.fmt_b,
+                                accumulation=m.accumulation)
 
     def describe(self, row, got):
         ca, sa, cb, sb, c = self.blocks_in
@@ -121,6 +126,8 @@ class DotModel(standard_tests.UnitModel):
         self.fmt_a, self.fmt_b = self.formats["format_a"], self.formats["format_b"]
         self.general = config.sidecar["unit"] == "dot-general"
         self.contexts = p.get("contexts", 1)
+        # the block step's numerics (docs/numerics.md section 8): golden's results in it
+        self.accumulation = p.get("accumulation", "exact")
         self.drain = 4 * self.latency + 8  # an extra output would come within a few latencies
         self.throughput_blocks = min(config.blocks, 4096) or 256  # MXDot back to back
         self.long_k = 8192 if config.full else 1024
@@ -140,6 +147,8 @@ class DotModel(standard_tests.UnitModel):
     def coverage_model(self):
         if self.general:
             return dot_general_model(self.fmt_a, self.fmt_b, self.contexts)
+        if self.accumulation != "exact":
+            return gpu_dot_model(self.fmt_a, self.fmt_b, self.accumulation)
         return dot_model(self.fmt_a, self.fmt_b)
 
     # -- payloads --------------------------------------------------------------------------
@@ -181,6 +190,8 @@ class DotModel(standard_tests.UnitModel):
 
     def directed_batch(self) -> DotBatch:
         cases = directed_blocks(self.fmt_a, self.fmt_b, self.k)
+        if self.accumulation != "exact":  # and what distinguishes the mode (tb.dot_gpu)
+            cases += gpu_directed_blocks(self.fmt_a, self.fmt_b, self.k, self.accumulation)
         ca = np.stack([x[0] for x in cases])
         sa = np.array([x[1] for x in cases], np.uint8)
         cb = np.stack([x[2] for x in cases])
@@ -225,7 +236,8 @@ class DotModel(standard_tests.UnitModel):
             if last[j]:
                 res = golden.dot_blocks(xa[None], xsa[None], xb[None], xsb[None], self.fmt_a,
                                         self.fmt_b, acc=np.array([c_init], np.uint32)
-                                        .view(np.float32)).view(np.uint32)[0]
+                                        .view(np.float32),
+                                        accumulation=self.accumulation).view(np.uint32)[0]
                 results.append((res, s, f"run {r} ({len(xsa)} blocks, c0 "
                                         f"{describe_float(c_init, FP32)}, ctx {s})"))
         exp = self.expected_rows(np.array([x[0] for x in results], np.uint32),

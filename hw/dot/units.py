@@ -32,6 +32,7 @@ from amaranth.hdl import Module, unsigned
 from amaranth.lib import data
 
 import golden
+from golden.gpu_accumulation import check_accumulation
 
 from ..elements import block_layout
 from ..params import check_block_size, check_choice, check_power_of_two
@@ -40,9 +41,12 @@ from ..unit import Unit
 from .contexts import AccumulatorContexts
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
+from .truncated_sections import ACCUMULATIONS, F4_MODES, KINDS, TRUNCATING
+from .truncated_step import build_truncated_step, truncated_sections
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
-           "add_fused_step_options", "formats_from_args"]
+           "accumulation_suffix", "add_fused_step_options", "add_accumulation_option",
+           "formats_from_args", "build_step"]
 
 
 def _check_multipliers(multipliers) -> str:
@@ -57,26 +61,72 @@ def multipliers_suffix(multipliers: str) -> str:
     return "" if multipliers == "lut" else f"_{multipliers}"
 
 
+def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers,
+                        forwarded_c) -> str:
+    """``accumulation`` checked with golden's rules (its names, formats and block sizes, the
+    same one-line errors), then against the modes built in hardware."""
+    check_accumulation(accumulation, fmt_a, fmt_b, block_size)
+    if accumulation not in ACCUMULATIONS:
+        raise ValueError(f"accumulation {accumulation!r} is not built in hardware; the dot "
+                         f"units build {', '.join(map(repr, ACCUMULATIONS))}")
+    if accumulation in F4_MODES and forwarded_c:
+        raise ValueError(f"accumulation {accumulation!r} steps over 64 elements (several "
+                         f"blocks) where a run has them; MXDotGeneral and MXGemm chain one "
+                         f"block per step: it is built in MXDot only (one block per step)")
+    if accumulation in TRUNCATING and multipliers == "mult18x18d":
+        raise ValueError(f"accumulation {accumulation!r} builds its products in LUTs or as `*` "
+                         f"(multipliers 'lut' or 'dsp'), not 'mult18x18d'")
+    return accumulation
+
+
+def accumulation_suffix(accumulation: str) -> str:
+    """Module name suffix: none for the exact step, ``_tcgen05_mxf8f6f4`` (or
+    ``_tcgen05_mxf4``) for a GPU mode."""
+    return "" if accumulation == "exact" else "_" + accumulation.replace(".", "_")
+
+
+def build_step(unit, scope, a, b, c, side=None):
+    """The block step of ``unit``'s accumulation (:func:`hw.dot.fused_step.build_fused_step`
+    or :func:`hw.dot.truncated_step.build_truncated_step`) through ``scope``."""
+    if unit.accumulation == "exact":
+        return build_fused_step(scope, unit.geometry, a, b, c, side,
+                                multipliers=unit.multipliers)
+    return build_truncated_step(scope, unit.geometry, a, b, c, side,
+                                multipliers=unit.multipliers, accumulation=unit.accumulation)
+
+
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
-                          forwarded_c=False) -> dict:
+                          forwarded_c=False, accumulation="exact") -> dict:
     """Validate the parameters the fused step's units share (MXDot, MXDotGeneral,
     :class:`hw.gemm.MXGemm`), set them on ``unit`` (formats, block size, geometry, sections,
-    stages, multipliers, primitives) and return them as sidecar parameters.
+    stages, multipliers, primitives, accumulation) and return them as sidecar parameters.
     ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
-    (:func:`hw.dot.fused_step.dot_sections`)."""
+    (:func:`hw.dot.fused_step.dot_sections`).  ``accumulation``: ``"exact"`` (the fused
+    step) or ``"tcgen05.mxf8f6f4"`` (the truncating step, :mod:`hw.dot.truncated_step`)."""
     fmt_a = golden.element_format(fmt_a)
     fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
     unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
     unit.multipliers = _check_multipliers(multipliers)
+    unit.accumulation = _check_accumulation(accumulation, fmt_a, fmt_b, block_size,
+                                            multipliers, forwarded_c)
     unit.primitives = PRIMITIVES[multipliers]
-    unit.sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)
+    if accumulation == "exact":
+        unit.sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)
+    else:
+        unit.sections = truncated_sections(unit.geometry, forwarded_c=forwarded_c,
+                                           accumulation=accumulation)
     # max_stages: every boundary (bench.synth sweeps 1..max_stages); the default depth is
     # every boundary too, for every pair so far
     stages = unit._choose_stages(stages, unit.sections)
     unit.fmt_a, unit.fmt_b, unit.block_size = fmt_a, fmt_b, block_size
+    if accumulation == "exact":
+        widths = {"sum_bits": unit.geometry.sum_bits + 1,
+                  "window_bits": unit.geometry.window_bits}
+    else:  # the truncated terms' signed sum; no window
+        widths = {"sum_bits": KINDS[accumulation].sum_bits + 1}
     return {"format_a": fmt_a.name, "format_b": fmt_b.name, "block_size": block_size,
-            "stages": stages, "sum_bits": unit.geometry.sum_bits + 1,
-            "window_bits": unit.geometry.window_bits, "multipliers": multipliers}
+            "stages": stages, **widths, "multipliers": multipliers,
+            "accumulation": accumulation}
 
 
 class MXDot(Unit):
@@ -117,6 +167,18 @@ class MXDot(Unit):
         instantiated ECP5 MULT18X18D per lane with its own input and output registers
         (``"mult18x18d"``, :mod:`hw.dsp`: two sections more, the routes to and from the DSP
         column).  Same function; the module name gets ``_dsp`` or ``_mult18x18d``.
+    accumulation : {"exact", "tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
+        The block step's numerics (``docs/numerics.md`` section 8, ``docs/dot.md``,
+        "Accumulation modes"): ``"exact"`` (the default, this fused step) or an NVIDIA
+        Blackwell truncating step (:mod:`hw.dot.truncated_step`, ``block_size`` 32,
+        ``multipliers`` ``"lut"`` or ``"dsp"``; every term truncated below the step's largest
+        exponent, the sum rounded toward zero, NaN 0x7FFFFFFF): ``"tcgen05.mxf8f6f4"`` (OCP
+        fp8/fp6/fp4 formats, a step per block) or ``"tcgen05.mxf4"`` (fp4_e2m1 x fp4_e2m1,
+        MXDot only: a step per block, which is golden's step of that block and an all-zero
+        second one), or ``"tcgen05.mxf4nvf4"`` with E8M0 scales (its UE4M3 form is not
+        built), the same at ``block_size`` 16 or 32, MXDot only.  Checked with golden's
+        ``check_accumulation`` (its one-line errors); the module name gets
+        ``_tcgen05_mxf8f6f4``, ``_tcgen05_mxf4`` or ``_tcgen05_mxf4nvf4``.
 
     Members
     -------
@@ -161,9 +223,10 @@ class MXDot(Unit):
     enable_load = 256
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
-                 stages: int | None = None, multipliers: str = "lut"):
+                 stages: int | None = None, multipliers: str = "lut",
+                 accumulation: str = "exact"):
         self._parameters = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
-                                                 multipliers)
+                                                 multipliers, accumulation=accumulation)
         super().__init__(data.StructLayout({
             "a": block_layout(self.fmt_a, block_size),
             "b": block_layout(self.fmt_b, block_size),
@@ -173,7 +236,7 @@ class MXDot(Unit):
     @property
     def module_name(self) -> str:
         return (f"mx_dot_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}_s{self.stages}"
-                + multipliers_suffix(self.multipliers))
+                + multipliers_suffix(self.multipliers) + accumulation_suffix(self.accumulation))
 
     @property
     def parameters(self) -> dict:
@@ -183,8 +246,7 @@ class MXDot(Unit):
         m = Module()
         pipe = self.pipeline(m, "dot")
         p = self.i.payload
-        out = build_fused_step(pipe, self.geometry, p.a, p.b, p.c,
-                               multipliers=self.multipliers)
+        out = build_step(self, pipe, p.a, p.b, p.c)
         m.d.comb += self.o.payload.result.eq(out.result)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready, o_valid=self.o.valid,
                      o_ready=self.o.ready)
@@ -221,6 +283,11 @@ class MXDotGeneral(Unit):
         Pipeline registers of the fused step (= ``latency``), as for :class:`MXDot`.
     multipliers : {"lut", "dsp", "mult18x18d"}
         As for :class:`MXDot` (so is the ``primitives`` attribute).
+    accumulation : {"exact", "tcgen05.mxf8f6f4"}
+        As for :class:`MXDot`: in the GPU mode each block is one tcgen05 step, its fp32
+        result the next block's ``c``, as ``golden.dot_blocks`` chains them (not
+        ``"tcgen05.mxf4"`` or ``"tcgen05.mxf4nvf4"``, whose steps take several blocks of a
+        run).
 
     Members
     -------
@@ -257,9 +324,10 @@ class MXDotGeneral(Unit):
     enable_load = MXDot.enable_load
 
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
-                 stages: int | None = None, multipliers: str = "lut"):
+                 stages: int | None = None, multipliers: str = "lut",
+                 accumulation: str = "exact"):
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
-                                       forwarded_c=True)
+                                       forwarded_c=True, accumulation=accumulation)
         check_power_of_two("contexts", contexts, 1, 64)
         self.contexts = contexts
         self.ctx_bits = (contexts - 1).bit_length()
@@ -276,7 +344,8 @@ class MXDotGeneral(Unit):
     @property
     def module_name(self) -> str:
         return (f"mx_dot_general_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}"
-                f"_c{self.contexts}_s{self.stages}" + multipliers_suffix(self.multipliers))
+                f"_c{self.contexts}_s{self.stages}" + multipliers_suffix(self.multipliers)
+                + accumulation_suffix(self.accumulation))
 
     @property
     def parameters(self) -> dict:
@@ -288,8 +357,7 @@ class MXDotGeneral(Unit):
         pipe = self.pipeline(m, "dotg")
         contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first, [p.c0], [None])
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
-        out = build_fused_step(pipe, self.geometry, p.a, p.b, contexts.c[0], side,
-                               multipliers=self.multipliers)
+        out = build_step(self, pipe, p.a, p.b, contexts.c[0], side)
         contexts.connect(pipe, i=self.i, o=self.o, last=out.side.last,
                          ctx=out.side.ctx if self.ctx_bits else None, results=[out.result],
                          payload=[self.o.payload.result.eq(out.result)])
@@ -317,6 +385,21 @@ def add_fused_step_options(p: argparse.ArgumentParser):
                         "needs hw/models/MULT18X18D.v)")
 
 
+def add_accumulation_option(p: argparse.ArgumentParser):
+    """The ``--accumulation`` option of MXDot and MXDotGeneral."""
+    p.add_argument("--accumulation", default="exact",
+                   help="the block step's numerics: exact (one RNE per block), "
+                        "tcgen05.mxf8f6f4 (NVIDIA Blackwell's truncating steps: fp8/fp6/fp4, "
+                        "k = 32), tcgen05.mxf4 (fp4_e2m1, k = 32, dot only) or "
+                        "tcgen05.mxf4nvf4 (fp4_e2m1, E8M0 scales, k = 16 or 32, dot only); "
+                        "docs/numerics.md section 8")
+
+
+def _add_dot(p):
+    add_fused_step_options(p)
+    add_accumulation_option(p)
+
+
 def formats_from_args(args) -> tuple[str, str]:
     """``(format_a, format_b)`` from the options of :func:`add_fused_step_options`."""
     fmt_a, fmt_b = args.format_a or args.format, args.format_b or args.format
@@ -332,11 +415,11 @@ def formats_from_args(args) -> tuple[str, str]:
 def _build_dot(args):
     fmt_a, fmt_b = formats_from_args(args)
     return MXDot(fmt_a, fmt_b, block_size=args.block_size, stages=args.stages,
-                 multipliers=args.multipliers)
+                 multipliers=args.multipliers, accumulation=args.accumulation)
 
 
 def _add_general(p):
-    add_fused_step_options(p)
+    _add_dot(p)
     p.add_argument("--contexts", type=int, default=4,
                    help="accumulation contexts (power of two, 1..64)")
 
@@ -344,7 +427,8 @@ def _add_general(p):
 def _build_general(args):
     fmt_a, fmt_b = formats_from_args(args)
     return MXDotGeneral(fmt_a, fmt_b, block_size=args.block_size, contexts=args.contexts,
-                        stages=args.stages, multipliers=args.multipliers)
+                        stages=args.stages, multipliers=args.multipliers,
+                        accumulation=args.accumulation)
 
 
 def cli_units() -> list[UnitSpec]:
@@ -353,7 +437,7 @@ def cli_units() -> list[UnitSpec]:
              ["--format-a", "int8", "--format-b", "fp6_e2m3", "--block-size", "32"]]
     return [
         UnitSpec("dot", "fused MX block dot product: RNE_fp32(c + sum a*b) per block pair",
-                 add_fused_step_options, _build_dot, same + mixed),
+                 _add_dot, _build_dot, same + mixed),
         UnitSpec("dot-general", "MX DotGeneral: runs of blocks chained, interleaved contexts",
                  _add_general, _build_general,
                  [["--format", "fp8_e4m3", "--block-size", "32"]]),

@@ -20,8 +20,7 @@ from amaranth.lib import data, stream
 import golden
 
 from ..dot.contexts import AccumulatorContexts
-from ..dot.fused_step import build_fused_step
-from ..dot.units import fused_step_parameters, multipliers_suffix
+from ..dot.units import accumulation_suffix, build_step, fused_step_parameters, multipliers_suffix
 from ..elements import block_layout
 from ..params import check_int, check_power_of_two
 from ..unit import Unit
@@ -81,6 +80,9 @@ class MXGemm(Unit):
         one MX block of that format (``cols`` a power of two in 2..16), quantized with the
         floor scale and RNE (:mod:`hw.gemm.output`: R quantize steps side by side on a
         pipeline after the tile's, ``quantizer_stages`` more latency).
+    accumulation : {"exact", "tcgen05.mxf8f6f4"}
+        Every lane's block step, as for :class:`hw.dot.MXDotGeneral` (``_tcgen05_mxf8f6f4``
+        ends the module name).
 
     Members
     -------
@@ -119,11 +121,12 @@ class MXGemm(Unit):
 
     def __init__(self, fmt_a, fmt_b=None, *, rows: int = 2, cols: int = 2,
                  block_size: int = 32, contexts: int | None = None,
-                 stages: int | None = None, multipliers: str = "lut", out_format=None):
+                 stages: int | None = None, multipliers: str = "lut", out_format=None,
+                 accumulation: str = "exact"):
         self.rows = check_int("rows", rows, 1, MAX_SIDE)
         self.cols = check_int("cols", cols, 1, MAX_SIDE)
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
-                                       forwarded_c=True)
+                                       forwarded_c=True, accumulation=accumulation)
         if contexts is None:
             contexts = default_contexts(self.stages)
         self.contexts = check_power_of_two("contexts", contexts, 1, 64)
@@ -172,7 +175,8 @@ class MXGemm(Unit):
         return (f"mx_gemm_{self.fmt_a.name}_{self.fmt_b.name}_r{self.rows}x{self.cols}"
                 f"_k{self.block_size}_c{self.contexts}_s{self.stages}"
                 + multipliers_suffix(self.multipliers)
-                + (f"_o{self.out_fmt.name}" if self.out_fmt else ""))
+                + (f"_o{self.out_fmt.name}" if self.out_fmt else "")
+                + accumulation_suffix(self.accumulation))
 
     @property
     def parameters(self) -> dict:
@@ -191,9 +195,8 @@ class MXGemm(Unit):
         outs = []
         for (r, c), name, acc in zip(lanes, names, contexts.c, strict=True):
             scope = pipe.scope(name, sections=None)  # beside the first lane's registers
-            outs.append(build_fused_step(scope, self.geometry, p.a[f"row{r}"],
-                                         p.b[f"col{c}"], acc, None if outs else side,
-                                         multipliers=self.multipliers))
+            outs.append(build_step(self, scope, p.a[f"row{r}"], p.b[f"col{c}"], acc,
+                                   None if outs else side))
         lead = outs[0].side
         o = self.o if self.out_fmt is None else \
             stream.Signature(self.fp32_layout).create(path=("tile",))

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..dot.units import add_fused_step_options, formats_from_args
+from ..dot.units import add_accumulation_option, add_fused_step_options, formats_from_args
 from ..registry import UnitSpec, format_help
 from .tile import MAX_SIDE, MXGemm
 
@@ -12,6 +12,7 @@ __all__ = ["cli_units"]
 
 def _add_options(p):
     add_fused_step_options(p)
+    add_accumulation_option(p)
     p.add_argument("--rows", type=int, default=2, help=f"rows of A per tile (1..{MAX_SIDE})")
     p.add_argument("--cols", type=int, default=2,
                    help=f"columns of B per tile (1..{MAX_SIDE})")
@@ -27,7 +28,7 @@ def _build(args):
     fmt_a, fmt_b = formats_from_args(args)
     return MXGemm(fmt_a, fmt_b, rows=args.rows, cols=args.cols, block_size=args.block_size,
                   contexts=args.contexts, stages=args.stages, multipliers=args.multipliers,
-                  out_format=args.out_format)
+                  out_format=args.out_format, accumulation=args.accumulation)
 
 
 def cli_units() -> list[UnitSpec]:

@@ -1,0 +1,151 @@
+"""The terms of the ``tcgen05.mxf4`` step (``docs/numerics.md`` section 8), one block of 32
+fp4_e2m1 pairs per step (MXDot): sections ``decode``, ``multiply``, ``group0``...,
+``emax`` and ``align``; the sum and result are :mod:`hw.dot.truncated_sum`'s.
+
+The block's 32 products form two groups of 16, each summed exactly (``S_g``, in units of
+``2^(lsb_a + lsb_b)``); a group's exponent is the scales' alone, ``x_s = sa + sb - 254``
+(-139 for a group of zero products; a group that cancels to zero keeps ``x_s``).  ``e_max`` is
+the largest of the groups', ``c``'s and -139; each group's magnitude ``|S_g| << (35 + lsb_a +
+lsb_b)`` is shifted right by ``e_max - x_s`` (truncated), ``c``'s significand ``<< 12`` by
+``e_max - x_c``; a negative term enters the sum as its ones' complement, and the count of those
+is one more term.  A step of one block equals golden's step of that block and an all-zero
+second block (zero groups sit at the floor), which is how ``golden.dot_blocks`` steps a single
+block (an odd last block).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Mux
+
+from golden.formats import SCALE_BIAS, SCALE_NAN
+
+from ..arith import partial_product_sum, wire
+from ..elements import decode_element
+from .step import FusedStep
+from .truncated_sections import (
+    EXPONENT_BITS,
+    F4_FRACTION_BITS,
+    F4_GROUP,
+    F4_GROUP_BITS,
+    F4_SUM_BITS,
+    F4_TERM_BITS,
+    F4_ZERO_EXPONENT,
+)
+
+__all__ = ["decode", "multiply", "group_sums", "emax", "align"]
+
+
+def _exp(value):
+    return value.as_signed()[:EXPONENT_BITS].as_signed()
+
+
+def decode(step: FusedStep, a, b, c, side):
+    """Section ``decode``: per lane the two significands, the sum of their shifts, the
+    product's sign and whether it is non-zero; the scales' sum and whether one is NaN."""
+    m, g = step.m, step.geometry
+    lanes = []
+    for i in range(step.block_size):
+        x = decode_element(m, a.codes[i], g.fmt_a, step.name(f"a{i}"))
+        y = decode_element(m, b.codes[i], g.fmt_b, step.name(f"b{i}"))
+        lanes.append({"sig_a": x.sig, "sig_b": y.sig, "shift": x.shift + y.shift,
+                      "neg": x.neg ^ y.neg, "nz": ~x.zero & ~y.zero})
+    return step.cross({"lanes": lanes, "scale_sum": a.scale + b.scale,
+                       "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN),
+                       "c": c, "side": side}, "decode")
+
+
+def multiply(step: FusedStep, s):
+    """Section ``multiply``: each lane's exact signed product in units of
+    ``2^(lsb_a + lsb_b)``; per group whether a product is non-zero; ``c``'s fields and the
+    specials (NaN: a NaN scale or ``c``; Inf: ``c``)."""
+    m, k = step.m, step.block_size
+    terms = []
+    for i in range(k):
+        ln = s.lanes[i]
+        if step.multipliers == "lut":
+            p = partial_product_sum(m, Cat(ln.sig_a, Const(0, 1)).as_signed(), ln.sig_b,
+                                    step.name(f"sig_prod{i}"))
+        else:
+            p = ln.sig_a * ln.sig_b
+        p = (p.as_unsigned()[:len(ln.sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned()
+        terms.append(Mux(ln.neg, -p, p).as_signed())
+    cbits, c_exp = s.c, s.c[23:31]
+    c_nan = (c_exp == 0xFF) & cbits[:23].any()
+    c_inf = (c_exp == 0xFF) & ~cbits[:23].any()
+    return step.cross({
+        "terms": terms,
+        "group_nz": Cat(*(Cat(*(s.lanes[i].nz for i in range(j, j + F4_GROUP))).any()
+                          for j in range(0, k, F4_GROUP))),
+        "nan": s.scale_nan | c_nan, "inf": c_inf, "inf_neg": c_inf & cbits[31],
+        "c_neg": cbits[31], "c_nz": cbits[:31].any(),
+        "c_sig": Cat(cbits[:23], c_exp.any()),
+        "c_x": _exp(Mux(c_exp == 0, 1 - 127, c_exp - 127)),
+        "x_s": _exp(s.scale_sum - 2 * SCALE_BIAS), "side": step.side(s),
+    }, "multiply")
+
+
+def _carried(step: FusedStep, s) -> dict:
+    return {"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "c_neg": s.c_neg,
+            "c_sig": s.c_sig, "side": step.side(s)}
+
+
+def group_sums(step: FusedStep, s):
+    """Sections ``group0``...: each group's 16 products added in pairs, one level per
+    section (``F4_GROUP_BITS + 1`` bits signed at the end)."""
+    k = step.block_size
+    groups = [[s.terms[i] for i in range(j, j + F4_GROUP)] for j in range(0, k, F4_GROUP)]
+    for level in range((F4_GROUP - 1).bit_length()):
+        groups = [[(grp[i] + grp[i + 1]).as_signed() for i in range(0, len(grp), 2)]
+                  for grp in groups]
+        s = step.cross({**_carried(step, s), "group_nz": s.group_nz, "c_nz": s.c_nz,
+                        "c_x": s.c_x, "x_s": s.x_s, "terms": groups}, f"group{level}")
+        groups = [[s.terms[j][i] for i in range(len(groups[0]))] for j in range(len(groups))]
+    return s
+
+
+def emax(step: FusedStep, s):
+    """Section ``emax``: ``e_max`` (the non-zero groups' ``x_s``, ``c``'s exponent and -139),
+    the groups' distance ``e_max - x_s`` and ``c``'s, each clamped where its term vanishes;
+    ``e_top = e_max + F4_SUM_BITS - 1 - 35 + 126`` for the result's exponent."""
+    floor = Const(F4_ZERO_EXPONENT, EXPONENT_BITS).as_signed()
+    e1 = Mux(s.group_nz.any() & (s.x_s > floor), s.x_s, floor)
+    e1 = wire(step.m, _exp(e1), step.name("emax_groups"))
+    e_max = wire(step.m, _exp(Mux(s.c_nz & (s.c_x > e1), s.c_x, e1)), step.name("emax_value"))
+    d, dc = _exp(e_max - s.x_s), _exp(e_max - s.c_x)
+    sums = [s.terms[j][0] for j in range(len(s.terms))]
+    return step.cross({
+        **_carried(step, s), "sums": sums,
+        "dist": Mux(d > 63, 63, d[:6])[:6], "c_dist": Mux(dc > 63, 63, dc[:6])[:6],
+        "e_top": _exp(e_max + (F4_SUM_BITS - 1 - F4_FRACTION_BITS + 126)),
+    }, "emax")
+
+
+def align(step: FusedStep, s):
+    """Section ``align``: each group's magnitude placed at ``2^(e_max - 35)`` units and
+    truncated, ``c``'s likewise; signed terms (a negative one as its ones' complement) and
+    the count of negative ones."""
+    m, g = step.m, step.geometry
+    left = F4_FRACTION_BITS + g.lsb_exp  # |S_g| * 2^(lsb_a + lsb_b) at 2^(x_s - 35) units
+    width = F4_TERM_BITS + 1
+    terms, negs = [], []
+    for j in range(len(s.sums)):
+        total = s.sums[j]
+        neg = total[-1]
+        mag = Mux(neg, -total, total).as_unsigned()[:F4_GROUP_BITS]
+        placed = Cat(Const(0, left), mag)
+        t = wire(m, (placed >> s.dist)[:F4_TERM_BITS], step.name(f"group_term{j}"))
+        t = Cat(t, Const(0, 1))
+        terms.append(Mux(neg, ~t, t).as_signed())
+        negs.append(neg)
+    c_left = F4_FRACTION_BITS - 23
+    c_mag = wire(m, (Cat(Const(0, c_left), s.c_sig) >> s.c_dist)[:23 + 1 + c_left],
+                 step.name("term_c"))
+    c_term = Cat(c_mag, Const(0, width - len(c_mag)))
+    terms.append(Mux(s.c_neg, ~c_term, c_term).as_signed())
+    negs.append(s.c_neg)
+    count = negs[0]
+    for n in negs[1:]:
+        count = count + n
+    terms.append(Cat(count, Const(0, width - len(count))).as_signed())
+    return step.cross({"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "e_top": s.e_top,
+                       "terms": terms, "side": step.side(s)}, "align")

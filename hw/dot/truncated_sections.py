@@ -1,0 +1,144 @@
+"""The truncating steps' sections (``accumulation="tcgen05.mxf8f6f4"`` and
+``"tcgen05.mxf4"``): their names in datapath order, their estimated delays, and the constants
+of the modes.
+
+* :data:`ACCUMULATIONS` -- the ``accumulation=`` values of the dot units.
+* :class:`TruncatedKind`, :data:`KINDS` -- each mode's fraction bits, floor and sum width.
+* :data:`FRACTION_BITS`, :data:`ZERO_EXPONENT`, :data:`TERM_BITS`, :data:`SUM_BITS` -- the
+  mxf8f6f4 mode's fixed widths (``docs/numerics.md`` section 8).
+* :data:`ESTIMATES` and :func:`truncated_sections` -- the sections, with delays.
+* :func:`truncated_tree_levels` -- the levels of the terms' adder tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..placement import Estimate
+from .geometry import DotGeometry
+from .sections import FORWARD_DELAY
+
+__all__ = ["ACCUMULATIONS", "TRUNCATING", "FRACTION_BITS", "ZERO_EXPONENT", "TERM_BITS",
+           "SUM_BITS", "EXPONENT_BITS", "ESTIMATES", "TRUNCATED_SECTIONS", "F4_SECTIONS",
+           "F4_GROUP", "F4_GROUP_BITS", "F4_FRACTION_BITS", "F4_ZERO_EXPONENT", "F4_TERM_BITS",
+           "F4_SUM_BITS", "F4_MODES", "KINDS", "TruncatedKind", "truncated_sections",
+           "truncated_tree_levels", "truncated_terms"]
+
+#: The ``accumulation=`` values the dot units build: the exact step, or a truncating one
+#: (``"tcgen05.mxf4"`` and, with E8M0 scales, ``"tcgen05.mxf4nvf4"`` in MXDot only: one step
+#: per block, :mod:`hw.dot.truncated_f4`).
+F4_MODES = ("tcgen05.mxf4", "tcgen05.mxf4nvf4")
+TRUNCATING = ("tcgen05.mxf8f6f4", *F4_MODES)
+ACCUMULATIONS = ("exact",) + TRUNCATING
+
+#: Fraction bits kept below the largest exponent of a step: each term is truncated toward
+#: zero to a multiple of ``2^(e_max - FRACTION_BITS)``.
+FRACTION_BITS = 25
+#: The alignment exponent of a zero product and of ``c = +-0``.
+ZERO_EXPONENT = -133
+#: Bits of a truncated term's magnitude in units of ``2^(e_max - 25)``: a product's
+#: significand is below 4 (``2^27`` units), ``c``'s below 2 (``2^26``).
+TERM_BITS = FRACTION_BITS + 2
+#: Bits of the magnitude of the sum of 32 products and ``c``: below ``32 * 2^27 + 2^26``.
+SUM_BITS = 33
+#: tcgen05.mxf4: elements per group summed exactly; bits of a group's exact sum's magnitude
+#: (16 products of at most 36, in units of 2^-2); fraction bits, floor; bits of a truncated
+#: group term (the group sum at ``2^(e_max - 35)`` units) and of the sum of two groups and c.
+F4_GROUP = 16
+F4_GROUP_BITS = 12
+F4_FRACTION_BITS, F4_ZERO_EXPONENT = 35, -139
+F4_TERM_BITS = F4_GROUP_BITS + F4_FRACTION_BITS - 2
+F4_SUM_BITS = F4_TERM_BITS + 2
+
+
+@dataclass(frozen=True)
+class TruncatedKind:
+    """What the back end of a truncating step (:mod:`hw.dot.truncated_sum`) needs of its
+    mode: terms truncated to multiples of ``2^(e_max - fraction_bits)``, ``e_max`` at least
+    ``zero_exponent``, the magnitude of their sum below ``2^sum_bits``."""
+
+    fraction_bits: int
+    zero_exponent: int
+    sum_bits: int
+
+
+#: Bits of the signed exponent integers (``e_max``, the scales' exponent sum, distances):
+#: every one lies within +-1024.
+EXPONENT_BITS = 12
+
+_ANALOGY = "estimate by analogy with the exact step's sections (not yet measured placed): "
+
+#: The estimates the truncating step's registers are placed on (ns, ECP5 speed 8).
+ESTIMATES = {
+    "decode": Estimate(3.5, _ANALOGY + "the element fields, as the exact step's decode"),
+    "multiply": Estimate(4.5, _ANALOGY + "the unsigned significand products (two levels of "
+                         "pair sums at most) beside the first radix-4 level of the maximum "
+                         "tree of the lane exponents"),
+    "emax": Estimate(4, _ANALOGY + "the maximum tree's last levels (radix 4, then 2)"),
+    "frame": Estimate(4.5, _ANALOGY + "e_max from the products', c's and the -133 floor's "
+                      "exponents: two compares and their selects, then the distances"),
+    "distance": Estimate(3, _ANALOGY + "a short chain per lane, d = G - (shift_a + shift_b)"),
+    "align": Estimate(4, _ANALOGY + "a 27-bit right shift per lane, five mux levels"),
+    "tree": Estimate(3.25, _ANALOGY + "one level of the adder tree, as the exact step's tree"),
+    "group": Estimate(3.25, _ANALOGY + "mxf4: one level of a group's exact sum of 16 products"),
+    "f4_emax": Estimate(4.5, _ANALOGY + "mxf4: e_max of the groups, c and -139, and the "
+                        "distances"),
+    "f4_align": Estimate(4.5, _ANALOGY + "mxf4: a 45-bit right shift per group, six mux "
+                         "levels"),
+    "magnitude": Estimate(4, _ANALOGY + "|sum|, a 34-bit negation chain"),
+    "lzc": Estimate(4, _ANALOGY + "a 33-bit leading-zero count"),
+    "normalize": Estimate(4, _ANALOGY + "the normalizing left shift, the grid position beside "
+                          "it"),
+    "shift": Estimate(4, _ANALOGY + "the subnormal right shift onto fp32's grid"),
+    "finish": Estimate(5, _ANALOGY + "as the exact step's finish: the code's chain, overflow "
+                       "and the special cases"),
+}
+
+
+def truncated_terms(block_size: int) -> int:
+    """Terms of the adder tree: the lanes, ``c`` and the count of negated terms (each is
+    added as its ones' complement, :mod:`hw.dot.truncated_step`)."""
+    return block_size + 2
+
+
+def truncated_tree_levels(block_size: int) -> int:
+    """Levels of the adder tree over :func:`truncated_terms` (one section each)."""
+    return (truncated_terms(block_size) - 1).bit_length()
+
+
+#: The truncating steps' kinds by ``accumulation``.
+KINDS = {"tcgen05.mxf8f6f4": TruncatedKind(FRACTION_BITS, ZERO_EXPONENT, SUM_BITS),
+         **dict.fromkeys(F4_MODES, TruncatedKind(F4_FRACTION_BITS, F4_ZERO_EXPONENT,
+                                                 F4_SUM_BITS))}
+
+#: The mxf8f6f4 step's sections in datapath order, ``tree`` standing for one section per
+#: level of the adder tree (:func:`truncated_sections`).
+TRUNCATED_SECTIONS = ("decode", "multiply", "emax", "frame", "distance", "align", "tree",
+                      "magnitude", "lzc", "normalize", "shift", "finish")
+
+#: The mxf4 step's sections (one block of 32: two groups of 16): ``group<j>`` one level of the
+#: groups' exact sums each, ``tree<j>`` the levels over the two groups, c and the count.
+F4_SECTIONS = ("decode", "multiply", "group", "f4_emax", "f4_align", "tree", "magnitude",
+               "lzc", "normalize", "shift", "finish")
+
+
+def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
+                       accumulation: str = "tcgen05.mxf8f6f4") -> dict:
+    """The truncating step's sections for ``geometry`` and ``accumulation`` (name ->
+    estimated delay, ns), one ``tree<j>`` per level of the adder tree (and for mxf4 one
+    ``group<j>`` per level of the groups' sums); with ``forwarded_c`` (MXDotGeneral)
+    ``decode`` weighs :data:`hw.dot.sections.FORWARD_DELAY` more, as in
+    :func:`hw.dot.sections.dot_sections`."""
+    f4 = accumulation in F4_MODES
+    names = F4_SECTIONS if f4 else TRUNCATED_SECTIONS
+    levels = {"tree": 2 if f4 else truncated_tree_levels(geometry.block_size),
+              "group": (F4_GROUP - 1).bit_length()}
+    sections = {}
+    for name in names:
+        estimate = ESTIMATES[name]
+        if name in levels:
+            sections.update({f"{name}{j}": estimate.ns for j in range(levels[name])})
+            continue
+        delay = estimate.ns + (FORWARD_DELAY if name == "decode" and forwarded_c else 0)
+        sections[name.removeprefix("f4_")] = delay
+    return sections

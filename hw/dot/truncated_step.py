@@ -1,0 +1,83 @@
+"""The truncating block step of the dot units' GPU accumulation mode ``"tcgen05.mxf8f6f4"``
+(``docs/numerics.md`` section 8, ``docs/dot.md``, "Accumulation modes"): the bit-level
+statement of golden's ``tcgen05.mxf8f6f4`` step, section by section over a pipeline.
+
+Per block of 32 element pairs with E8M0 scales and fp32 ``c``: every product and ``c`` at its
+alignment exponent (element exponents ``max(E, 1) - bias``, not renormalized, plus the scale
+exponents; -133 for a zero product and for ``c = +-0``), each term's magnitude truncated to a
+multiple of ``2^(e_max - 25)``, the terms summed exactly, the sum rounded toward zero to fp32
+(subnormals kept, every zero +0, ``>= 2^128`` +-Inf, NaN 0x7FFFFFFF).
+
+This is a different datapath from the exact step (:mod:`hw.dot.fused_step`): products aligned
+to the largest exponent and truncated, instead of an exact wide block sum placed beside
+``c``.  It shares with it the element decoder (:func:`hw.elements.decode_element`), the LUT
+products (:func:`hw.arith.partial_product_sum`), the pipeline mechanism
+(:class:`hw.dot.step.FusedStep` over a :class:`hw.scope.PipelineScope`), and with the rest of
+the units the maximum tree (:mod:`hw.maxtree`) and the rounder (:mod:`hw.rounding`, RTZ).
+
+1. :mod:`hw.dot.truncated_terms` -- ``decode``, ``multiply``, ``emax``, ``frame``,
+   ``distance``, ``align``: the truncated signed terms.
+2. :mod:`hw.dot.truncated_sum` -- ``tree0``..., ``magnitude``, ``lzc``, ``normalize``,
+   ``shift``, ``finish``: their sum rounded toward zero, and the special cases.
+"""
+
+from __future__ import annotations
+
+from ..pipeline import Pipeline, PipelineScope
+from . import truncated_f4 as F4
+from . import truncated_sum as S
+from . import truncated_terms as T
+from .geometry import DotGeometry
+from .step import FusedStep
+from .truncated_sections import F4_MODES, KINDS, truncated_sections
+
+__all__ = ["build_truncated_step", "truncated_sections"]
+
+
+def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry, a, b, c,
+                         side=None, *, multipliers: str = "lut",
+                         accumulation: str = "tcgen05.mxf8f6f4"):
+    """Build the truncating step through ``scope``, crossing every boundary of
+    :func:`hw.dot.truncated_sections.truncated_sections` in it; the arguments and the result
+    are :func:`hw.dot.fused_step.build_fused_step`'s.
+
+    Parameters
+    ----------
+    scope : PipelineScope or Pipeline
+    geometry : DotGeometry
+        Formats the mode takes (the OCP fp8/fp6/fp4 formats), block size 32.
+    a, b : View
+        One block of each operand (:func:`hw.elements.block_layout`).
+    c : Value
+        fp32 bits of the accumulator input.
+    side : dict of str to Value, optional
+        Values that ride along unchanged; a ``last`` field makes only last blocks wait at the
+        output.
+    multipliers : {"lut", "dsp"}
+        The significand products as sums of partial products in LUTs, or as ``*``.
+    accumulation : {"tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
+        The mode: its terms are :mod:`hw.dot.truncated_terms`' or (mxf4, and mxf4nvf4 with
+        E8M0 scales: fp4_e2m1 x fp4_e2m1, one block per step) :mod:`hw.dot.truncated_f4`'s.
+
+    Returns
+    -------
+    View
+        ``result`` (fp32 bits) and ``side`` (if given), after the last boundary.
+    """
+    if isinstance(scope, Pipeline):
+        scope = scope.scope()
+    elif not isinstance(scope, PipelineScope):
+        raise TypeError(f"scope must be a PipelineScope or a Pipeline, not "
+                        f"{type(scope).__name__}")
+    step = FusedStep(scope, geometry, multipliers, has_side=bool(side))
+    kind = KINDS[accumulation]
+    if accumulation in F4_MODES:
+        s = F4.multiply(step, F4.decode(step, a, b, c, side))
+        s = F4.align(step, F4.emax(step, F4.group_sums(step, s)))
+    else:
+        s = T.decode(step, a, b, c, side)
+        s = T.align(step, T.distance(step, T.frame(step, T.emax(step, T.multiply(step, s)))))
+    s = S.sum_terms(step, s, kind)
+    s = S.magnitude(step, s, kind)
+    s = S.shift(step, S.normalize(step, S.lzc(step, s), kind), kind)
+    return S.finish(step, s, hold_last=bool(side) and "last" in side)

@@ -1,0 +1,148 @@
+"""Coverage of the dot units' GPU accumulation modes (``tcgen05.mxf8f6f4``, ``tcgen05.mxf4``):
+what distinguishes them from the exact mode (``docs/numerics.md`` section 8), per MXDot block.
+A term is a product (mxf8f6f4) or a group of 16 products summed exactly (mxf4).
+
+Cover point ``gpu`` (configuration class: format pair and mode), bins:
+
+``term_truncated_away``   a non-zero term or ``c`` whose truncated term is 0;
+``negative_term_up``      a negative term that lost bits, and the result above ``c + T``;
+``zero_floor``            ``c = +-0`` and every non-zero term's exponent below the floor
+                          (-133, mxf4 -139): ``e_max`` is the floor;
+``cancellation_wipes_c``  a non-zero ``c`` truncated away and a +0 result (the products
+                          cancel);
+``flt_max_not_inf``       ``|c + T| >= 2^128 - 2^103`` (where RNE overflows) and a finite
+                          result (FLT_MAX);
+``overflow_at_2_128``     finite inputs and a +-Inf result;
+``negative_zero_plus``    a +0 result where ``c + T < 0`` or ``c = -0``;
+``gpu_nan``               a NaN result, 0x7FFFFFFF.
+
+The terms are computed from the decoded values in float64, exactly (products of at most
+8-bit significands scaled by powers of two); ``c + T`` exactly where a bin needs it
+(:func:`tb.coverage.dot.exact_sum`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+import golden
+from golden.formats import FP32, SCALE_BIAS, SCALE_NAN
+
+from .dot import classify_dot, dot_model, exact_sum
+from .model import CoverageModel, point
+
+__all__ = ["GPU_BINS", "GPU_NAN", "gpu_dot_model", "classify_gpu", "classify_dot_gpu"]
+
+GPU_BINS = ("term_truncated_away", "negative_term_up", "zero_floor", "cancellation_wipes_c",
+            "flt_max_not_inf", "overflow_at_2_128", "negative_zero_plus", "gpu_nan")
+#: The NaN of the GPU modes.
+GPU_NAN = 0x7FFFFFFF
+#: Per mode: fraction bits below e_max, the exponent of a zero term.
+_MODES = {"tcgen05.mxf8f6f4": (25, -133), "tcgen05.mxf4": (35, -139),
+          "tcgen05.mxf4nvf4": (35, -139)}
+#: tcgen05.mxf4: products per group.
+_GROUP = 16
+#: Where RNE to fp32 overflows.
+_RNE_OVERFLOW = Fraction(2 ** 128 - 2 ** 103)
+
+
+def gpu_dot_model(fmt_a, fmt_b, accumulation: str) -> CoverageModel:
+    """MXDot's cover points in a GPU mode: ``block`` (:func:`tb.coverage.dot.dot_model`'s
+    bins) and ``gpu``."""
+    block = dot_model(fmt_a, fmt_b)
+    mode = accumulation.replace(".", "_")
+    return CoverageModel("dot", f"{block.config_class}-{mode}",
+                         (*block.points, point("gpu", GPU_BINS, {})))
+
+
+def _exponents(v, fmt):
+    """Alignment exponents ``max(E, 1) - bias`` of decoded element values (finite, non-zero)."""
+    _, e = np.frexp(np.abs(v))
+    return np.maximum(e - 1, fmt.lsb_exp + fmt.mbits)
+
+
+def _terms(xa, xb, scale, fa, fb, accumulation, floor):
+    """Per block the terms' values (scaled) and alignment exponents (``floor`` for a zero
+    product or an all-zero group), and which are of non-zero products."""
+    prod = xa * xb
+    nz = prod != 0
+    if accumulation != "tcgen05.mxf8f6f4":  # groups of 16 summed exactly, at the scales'
+        # exponent (mxf4, and mxf4nvf4 with E8M0 scales)
+        n, k = prod.shape
+        nz = nz.reshape(n, k // _GROUP, _GROUP).any(axis=2)
+        values = np.ldexp(prod.reshape(n, k // _GROUP, _GROUP).sum(axis=2), scale)
+        return values, np.where(nz, scale, floor), nz
+    x = np.where(nz, _exponents(np.where(nz, xa, 1), fa)
+                 + _exponents(np.where(nz, xb, 1), fb) + scale, floor)
+    return np.ldexp(prod, scale), x, nz
+
+
+def classify_gpu(ca, sa, cb, sb, c_bits, results, *, fmt_a, fmt_b,
+                 accumulation: str = "tcgen05.mxf8f6f4") -> dict:
+    """Bin hit counts ``{"gpu": {bin: count}}`` of MXDot blocks in a GPU mode (arguments as
+    :func:`tb.coverage.dot.classify_dot`'s, ``results`` golden's in the mode)."""
+    f_bits, e_zero = _MODES[accumulation]
+    fa, fb = golden.element_format(fmt_a), golden.element_format(fmt_b)
+    ca, cb = np.asarray(ca).astype(np.int64), np.asarray(cb).astype(np.int64)
+    n = ca.shape[0]
+    sa, sb = (np.asarray(s).astype(np.int64).reshape(n) for s in (sa, sb))
+    c_bits = np.asarray(c_bits).astype(np.uint32).reshape(n)
+    res = np.asarray(results).astype(np.uint32).reshape(n)
+    c = c_bits.view(np.float32).astype(np.float64)
+    r = res.view(np.float32).astype(np.float64)
+    va, vb = golden.decode(ca, fa), golden.decode(cb, fb)
+    finite = ((sa != SCALE_NAN) & (sb != SCALE_NAN) & np.isfinite(va).all(axis=1)
+              & np.isfinite(vb).all(axis=1) & np.isfinite(c))
+    bins = {"gpu_nan": res == GPU_NAN,
+            "overflow_at_2_128": finite & np.isinf(r)}
+    fin = np.flatnonzero(finite)
+    for name in ("term_truncated_away", "negative_term_up", "zero_floor",
+                 "cancellation_wipes_c", "flt_max_not_inf", "negative_zero_plus"):
+        bins[name] = np.zeros(n, bool)
+    if fin.size:
+        scale = (sa[fin] + sb[fin] - 2 * SCALE_BIAS)[:, None]
+        values, x_prod, nz = _terms(va[fin], vb[fin], scale, fa, fb, accumulation, e_zero)
+        cf = c[fin]
+        _, ce = np.frexp(np.abs(cf))
+        x_c = np.where(cf != 0, np.maximum(ce - 1, -126), e_zero)
+        e_max = np.maximum(np.maximum(x_prod.max(axis=1), x_c), e_zero)
+        units = np.ldexp(values, f_bits - e_max[:, None])
+        trunc = np.trunc(units)
+        c_units = np.ldexp(cf, f_bits - e_max)
+        c_away = (cf != 0) & (np.trunc(c_units) == 0)
+        bins["term_truncated_away"][fin] = (((values != 0) & (trunc == 0)).any(axis=1)
+                                            | c_away)
+        bins["zero_floor"][fin] = ((cf == 0) & nz.any(axis=1)
+                                   & (np.where(nz, x_prod, e_zero - 1) < e_zero).all(axis=1))
+        plus_zero = res[fin] == 0
+        bins["cancellation_wipes_c"][fin] = c_away & plus_zero
+        lost_negative = ((units < 0) & (units != trunc)).any(axis=1) | ((c_units < 0) & (
+            c_units != np.trunc(c_units)))
+        big = np.abs(cf) + np.abs(values).sum(axis=1) >= 2.0 ** 127
+        rows = np.flatnonzero(lost_negative | big | plus_zero)
+        for j, (num, x) in zip(rows.tolist(),
+                               exact_sum(ca, sa, cb, sb, c_bits, fa, fb, fin[rows]),
+                               strict=True):
+            row = fin[j]
+            exact = Fraction(num) * Fraction(2) ** x
+            got = Fraction(float(r[row])) if np.isfinite(r[row]) else None
+            if lost_negative[j] and got is not None and got > exact:
+                bins["negative_term_up"][row] = True
+            if abs(exact) >= _RNE_OVERFLOW and got is not None:
+                bins["flt_max_not_inf"][row] = True
+            if plus_zero[j] and (exact < 0 or c_bits[row] == FP32.sign_mask):
+                bins["negative_zero_plus"][row] = True
+    return {"gpu": {b: int(m.sum()) for b, m in bins.items() if m.any()}}
+
+
+def classify_dot_gpu(ca, sa, cb, sb, c_bits, results, *, fmt_a, fmt_b,
+                     accumulation: str = "tcgen05.mxf8f6f4") -> dict:
+    """Both cover points of :func:`gpu_dot_model`: ``block`` and ``gpu``."""
+    counts = classify_dot(ca, sa, cb, sb, c_bits, results, fmt_a=fmt_a, fmt_b=fmt_b)
+    counts.setdefault("block", {})
+    counts.update(classify_gpu(ca, sa, cb, sb, c_bits, results, fmt_a=fmt_a, fmt_b=fmt_b,
+                               accumulation=accumulation))
+    return counts
+

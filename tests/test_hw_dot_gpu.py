@@ -1,0 +1,302 @@
+"""The dot units' GPU accumulation modes ``tcgen05.mxf8f6f4`` and ``tcgen05.mxf4`` at the
+Amaranth level: their parameters (golden's names and one-line errors), module names, sidecar
+and sections, the command line and FuseSoC, and the truncating steps in Amaranth's simulator
+against the independent Fraction model of ``tests/oracle.py`` (``tcgen05_f8f6f4_step``,
+``tcgen05_chain``) and golden.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import oracle
+import pytest
+
+import golden
+from golden.gpu_accumulation import check_accumulation
+from hw.dot import MXDot, MXDotGeneral
+from hw.dot.truncated_sections import ESTIMATES, truncated_sections, truncated_tree_levels
+from hw.sidecar import sidecar
+from tb.dot_gpu import gpu_directed_blocks
+from tb.runner import ROOT
+
+MODE = "tcgen05.mxf8f6f4"
+F4 = "tcgen05.mxf4"
+
+
+def _golden_error(*args) -> str:
+    with pytest.raises(ValueError) as e:
+        check_accumulation(*args)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("fmt_a, fmt_b, k, accumulation", [
+    ("int8", "fp8_e4m3", 32, MODE),
+    ("fp8_e4m3", "e3m3", 32, MODE),
+    ("fp8_e4m3", "fp8_e4m3", 16, MODE),
+    ("fp4_e2m1", "fp4_e2m1", 32, "tcgen05.mxfp8"),
+    ("fp8_e4m3", "fp4_e2m1", 32, F4),
+    ("fp4_e2m1", "fp4_e2m1", 16, F4),
+])
+def test_bad_formats_and_block_sizes_raise_goldens_error(fmt_a, fmt_b, k, accumulation):
+    expected = _golden_error(accumulation, golden.element_format(fmt_a),
+                             golden.element_format(fmt_b), k)
+    for cls in (MXDot, MXDotGeneral):
+        with pytest.raises(ValueError) as e:
+            cls(fmt_a, fmt_b, block_size=k, accumulation=accumulation)
+        assert str(e.value) == expected
+
+
+@pytest.mark.parametrize("cls, kwargs, message", [
+    (MXDotGeneral, {"accumulation": "tcgen05.mxf4nvf4"}, "built in MXDot only"),
+    (MXDot, {"accumulation": MODE, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
+    (MXDot, {"accumulation": F4, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
+    (MXDotGeneral, {"accumulation": F4}, "built in MXDot only"),
+])
+def test_modes_not_built_raise(cls, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        cls("fp4_e2m1", "fp4_e2m1", block_size=32, **kwargs)
+
+
+def test_module_names_sidecar_and_sections():
+    dot = MXDot("fp8_e4m3", "fp6_e2m3", accumulation=MODE)
+    assert dot.module_name == f"mx_dot_fp8_e4m3_fp6_e2m3_k32_s{dot.stages}_tcgen05_mxf8f6f4"
+    gen = MXDotGeneral("fp8_e4m3", contexts=2, stages=5, accumulation=MODE)
+    assert gen.module_name == "mx_dot_general_fp8_e4m3_fp8_e4m3_k32_c2_s5_tcgen05_mxf8f6f4"
+    assert sidecar(dot, "dot")["parameters"]["accumulation"] == MODE
+    assert "window_bits" not in dot.parameters and dot.parameters["sum_bits"] == 34
+    assert sidecar(MXDot("fp8_e4m3"), "dot")["parameters"]["accumulation"] == "exact"
+    exact = MXDot("fp8_e4m3")
+    assert exact.module_name == f"mx_dot_fp8_e4m3_fp8_e4m3_k32_s{exact.stages}"
+    # its own sections: one per tree level over 32 lanes, c and the count of negated terms
+    names = list(dot.sections)
+    assert truncated_tree_levels(32) == 6
+    assert names[:6] == ["decode", "multiply", "emax", "frame", "distance", "align"]
+    assert names[6:12] == [f"tree{j}" for j in range(6)]
+    assert names[12:] == ["magnitude", "lzc", "normalize", "shift", "finish"]
+    assert dot.max_stages == len(names) and 1 <= dot.stages <= dot.max_stages
+    assert all(e.provenance for e in ESTIMATES.values())
+    forwarded = truncated_sections(dot.geometry, forwarded_c=True)
+    assert forwarded["decode"] > dot.sections["decode"]
+    assert gen.sections["decode"] == forwarded["decode"]
+    f4 = MXDot("fp4_e2m1", accumulation=F4)
+    assert f4.module_name == f"mx_dot_fp4_e2m1_fp4_e2m1_k32_s{f4.stages}_tcgen05_mxf4"
+    assert list(f4.sections) == ["decode", "multiply", "group0", "group1", "group2", "group3",
+                                 "emax", "align", "tree0", "tree1", "magnitude", "lzc",
+                                 "normalize", "shift", "finish"]
+    assert f4.parameters["sum_bits"] == 48 and f4.parameters["accumulation"] == F4
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "hw", *args], capture_output=True, text=True,
+                          cwd=ROOT)
+
+
+def test_cli_takes_the_accumulation(tmp_path):
+    out = tmp_path / "g.v"
+    r = _cli("generate", "dot-general", "--format", "fp4_e2m1", "--block-size", "32",
+             "--contexts", "2", "--stages", "3", "--accumulation", MODE, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    name = "mx_dot_general_fp4_e2m1_fp4_e2m1_k32_c2_s3_tcgen05_mxf8f6f4"
+    assert f"module {name}" in out.read_text()
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["parameters"]["accumulation"] == MODE
+
+
+@pytest.mark.parametrize("args", [
+    ["--format", "int8", "--accumulation", MODE],
+    ["--format", "fp8_e4m3", "--block-size", "16", "--accumulation", MODE],
+    ["--format", "fp4_e2m1", "--accumulation", "rz"],
+])
+def test_cli_bad_accumulation_one_line_exit_2(args, tmp_path):
+    r = _cli("generate", "dot", *args, "-o", str(tmp_path / "x.v"))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "accumulation" in lines[0], r.stderr
+    assert not (tmp_path / "x.v").exists()
+
+
+def _simulate(dut, beats, general=False):
+    """Run ``beats`` (ca, sa, cb, sb, c[, first, last]) through ``dut`` one per clock in
+    Amaranth's simulator, ``o.ready`` high (MXDotGeneral: one context, each beat waiting for
+    the block before it); the fp32 results in order."""
+    from amaranth.sim import Simulator
+
+    results = []
+
+    async def bench(ctx):
+        ctx.set(dut.o.ready, 1)
+        p = dut.i.payload
+        for beat in beats:
+            ca, sa, cb, sb, c, *flags = beat
+            ctx.set(p.a.scale, sa)
+            ctx.set(p.b.scale, sb)
+            for j in range(dut.block_size):
+                ctx.set(p.a.codes[j], int(ca[j]))
+                ctx.set(p.b.codes[j], int(cb[j]))
+            ctx.set(p.c0 if general else p.c, c)
+            if general:
+                ctx.set(p.first, flags[0])
+                ctx.set(p.last, flags[1])
+            ctx.set(dut.i.valid, 1)
+            for _ in range(4 * dut.latency + 8):
+                taken = ctx.get(dut.i.ready)
+                if ctx.get(dut.o.valid):
+                    results.append(ctx.get(dut.o.payload.result))
+                await ctx.tick()
+                if taken:
+                    break
+            ctx.set(dut.i.valid, 0)
+        for _ in range(dut.latency + 2):
+            if ctx.get(dut.o.valid):
+                results.append(ctx.get(dut.o.payload.result))
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return results
+
+
+def test_mxdot_directed_vectors_match_the_oracle():
+    """The mode's directed vectors (tb.dot_gpu) and random blocks through MXDot (fp4_e2m1 x
+    fp6_e2m3, 5 stages): every result equals the Fraction model's and golden's."""
+    fa, fb = "fp4_e2m1", "fp6_e2m3"
+    seed = 52
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    cases = [x[:5] for x in gpu_directed_blocks(fa, fb)]
+    for _ in range(12):
+        ca = rng.integers(0, 16, 32).astype(np.uint8)
+        cb = rng.integers(0, 64, 32).astype(np.uint8)
+        c = int(np.array([rng.normal() * 2.0 ** rng.integers(-3, 8)], np.float32)
+                .view(np.uint32)[0])
+        cases.append((ca, int(rng.integers(120, 135)), cb, int(rng.integers(120, 135)), c))
+    got = _simulate(MXDot(fa, fb, stages=5, accumulation=MODE), cases)
+    want = [oracle.tcgen05_f8f6f4_step(fa, list(ca), sa, fb, list(cb), sb, c)
+            for ca, sa, cb, sb, c in cases]
+    ca, sa, cb, sb, c = (np.array(x) for x in zip(*cases, strict=True))
+    gold = golden.dot_blocks(ca[:, None].astype(np.uint8), sa[:, None].astype(np.uint8),
+                             cb[:, None].astype(np.uint8), sb[:, None].astype(np.uint8), fa, fb,
+                             acc=c.astype(np.uint32).view(np.float32),
+                             accumulation=MODE).view(np.uint32)
+    assert [hex(x) for x in want] == [hex(x) for x in gold]
+    assert [hex(x) for x in got] == [hex(x) for x in want]
+    assert 0x7FFFFFFF in got and 0 in got  # the NaN and +0 cases are among them
+
+
+def test_mxdot_general_chains_steps_like_the_oracle():
+    """A run of three blocks through MXDotGeneral (one context): each step's fp32 result is
+    the next step's c, as tcgen05_chain computes."""
+    fa = fb = "fp8_e5m2"
+    rng = np.random.default_rng(7)
+    blocks_a = [rng.integers(0, 0x7B, 32).astype(np.uint8) for _ in range(3)]
+    blocks_b = [(rng.integers(0, 0x7B, 32) | rng.integers(0, 2, 32) << 7).astype(np.uint8)
+                for _ in range(3)]  # finite codes of both signs
+    sa, sb, c0 = [127, 120, 131], [126, 127, 129], 0xC1200000
+    beats = [(blocks_a[j], sa[j], blocks_b[j], sb[j], c0, int(j == 0), int(j == 2))
+             for j in range(3)]
+    got = _simulate(MXDotGeneral(fa, fb, contexts=1, stages=4, accumulation=MODE), beats,
+                    general=True)
+    want = oracle.tcgen05_chain(MODE, fa, [list(x) for x in blocks_a], sa, fb,
+                                [list(x) for x in blocks_b], sb, c0)
+    assert want & 0x7F800000 not in (0, 0x7F800000)  # a finite normal result
+    assert got == [want]
+
+
+def test_fusesoc_generator_takes_the_accumulation(tmp_path, monkeypatch):
+    """The FuseSoC generator passes ``accumulation`` on as ``--accumulation``."""
+    from hw.fusesoc import generator_main
+
+    spec = tmp_path / "in.yml"
+    spec.write_text(json.dumps({"vlnv": "::dot_gpu:0", "parameters": {
+        "unit": "dot", "format": "fp4_e2m1", "block_size": 32, "stages": 2,
+        "accumulation": MODE}}))
+    monkeypatch.chdir(tmp_path)
+    assert generator_main([str(spec)]) == 0
+    name = "mx_dot_fp4_e2m1_fp4_e2m1_k32_s2_tcgen05_mxf8f6f4"
+    assert f"module {name}" in (tmp_path / f"{name}.v").read_text()
+
+
+def test_mxgemm_lanes_chain_steps_like_the_oracle():
+    """MXGemm (1 x 2 lanes, one context) in the mode: a run of two K blocks, each lane's
+    result the chain of tcgen05 steps of its row and column (tests/oracle.py)."""
+    from amaranth.sim import Simulator
+
+    from hw.gemm import MXGemm
+
+    fmt = "fp6_e3m2"
+    rng = np.random.default_rng(51)
+    dut = MXGemm(fmt, rows=1, cols=2, contexts=1, stages=3, accumulation=MODE)
+    assert dut.module_name.endswith("_tcgen05_mxf8f6f4")
+    a = [(rng.integers(0, 64, 32).astype(np.uint8), int(rng.integers(120, 135))) for _ in "kk"]
+    b = [[(rng.integers(0, 64, 32).astype(np.uint8), int(rng.integers(120, 135)))
+          for _ in "kk"] for _ in range(2)]
+    c0 = [0x3F800000, 0xC0400000]
+    got = []
+
+    async def bench(ctx):
+        p = dut.i.payload
+        ctx.set(dut.o.ready, 1)
+        for j in range(2):
+            ctx.set(p.a.row0.scale, a[j][1])
+            for col in range(2):
+                ctx.set(p.b[f"col{col}"].scale, b[col][j][1])
+                ctx.set(p.c0.row0[col], c0[col])
+            for i in range(32):
+                ctx.set(p.a.row0.codes[i], int(a[j][0][i]))
+                for col in range(2):
+                    ctx.set(p.b[f"col{col}"].codes[i], int(b[col][j][0][i]))
+            ctx.set(p.first, int(j == 0))
+            ctx.set(p.last, int(j == 1))
+            ctx.set(dut.i.valid, 1)
+            while True:
+                taken = ctx.get(dut.i.ready)
+                await ctx.tick()
+                if taken:
+                    break
+            ctx.set(dut.i.valid, 0)
+        for _ in range(4 * dut.latency + 8):
+            if ctx.get(dut.o.valid):
+                got.append([ctx.get(dut.o.payload.result.row0[col]) for col in range(2)])
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    want = [oracle.tcgen05_chain(MODE, fmt, [list(x) for x, _ in a], [s for _, s in a], fmt,
+                                 [list(x) for x, _ in b[col]], [s for _, s in b[col]], c0[col])
+            for col in range(2)]
+    assert got == [want]
+
+
+@pytest.mark.parametrize("mode, k", [(F4, 32), ("tcgen05.mxf4nvf4", 16)])
+def test_mxdot_mxf4_matches_the_oracle(mode, k):
+    """tcgen05.mxf4 (and mxf4nvf4 with E8M0 scales, k = 16) in MXDot (one block per step: the
+    step of that block and all-zero others, as golden steps a single block): the directed
+    vectors of the mode and random blocks against the Fraction model and golden."""
+    from golden.stimulus import dot_accumulators, dot_random_blocks
+
+    fmt, seed = "fp4_e2m1", 4
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    ca, sa, cb, sb = dot_random_blocks(rng, fmt, fmt, 16, k)
+    c = dot_accumulators(rng, fmt, fmt, ca, sa, cb, sb)
+    cases = [(ca[j], int(sa[j]), cb[j], int(sb[j]), int(c[j])) for j in range(16)]
+    cases += [x[:5] for x in gpu_directed_blocks(fmt, fmt, k, mode)]
+    got = _simulate(MXDot(fmt, block_size=k, stages=5, accumulation=mode), cases)
+    want = [oracle.tcgen05_chain(mode, fmt, [list(x[0])], [x[1]], fmt, [list(x[2])], [x[3]],
+                                 x[4])
+            for x in cases]
+    a, s_a, b, s_b, acc = (np.array(v) for v in zip(*cases, strict=True))
+    gold = golden.dot_blocks(a[:, None].astype(np.uint8), s_a[:, None].astype(np.uint8),
+                             b[:, None].astype(np.uint8), s_b[:, None].astype(np.uint8), fmt,
+                             fmt, acc=acc.astype(np.uint32).view(np.float32),
+                             accumulation=mode).view(np.uint32)
+    assert [hex(x) for x in want] == [hex(x) for x in gold]
+    assert [hex(x) for x in got] == [hex(x) for x in want]
