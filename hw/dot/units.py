@@ -32,6 +32,7 @@ from amaranth.hdl import Module, unsigned
 from amaranth.lib import data
 
 import golden
+from golden.nvfp4 import is_nvfp4
 
 from ..elements import block_layout
 from ..params import check_block_size, check_choice, check_power_of_two
@@ -40,9 +41,13 @@ from ..unit import Unit
 from .contexts import AccumulatorContexts
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
+from .nvfp4_scale import SCALE_FORMATS
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
-           "add_fused_step_options", "formats_from_args"]
+           "add_fused_step_options", "formats_from_args", "NVFP4_ELEMENTS"]
+
+#: The element format of nvfp4 (``--format nvfp4``: these codes with UE4M3 scales).
+NVFP4_ELEMENTS = "fp4_e2m1"
 
 
 def _check_multipliers(multipliers) -> str:
@@ -57,24 +62,49 @@ def multipliers_suffix(multipliers: str) -> str:
     return "" if multipliers == "lut" else f"_{multipliers}"
 
 
+def _scale_format(fmt_a, fmt_b, scale_formats) -> str:
+    """``"ue4m3"`` for nvfp4 x nvfp4 (``fmt_b`` None: as ``fmt_a``), else ``"e8m0"``; a
+    one-line error for nvfp4 against another format or in a unit without UE4M3 scales."""
+    nv_a, nv_b = is_nvfp4(fmt_a), is_nvfp4(fmt_a if fmt_b is None else fmt_b)
+    if not (nv_a or nv_b):
+        return "e8m0"
+    if not (nv_a and nv_b):
+        raise ValueError(f"nvfp4 goes with nvfp4 only (nvfp4 x nvfp4), not {fmt_a} x {fmt_b}")
+    if "ue4m3" not in scale_formats:
+        raise ValueError("this unit takes MX formats (E8M0 scales), not nvfp4")
+    return "ue4m3"
+
+
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
-                          forwarded_c=False) -> dict:
+                          forwarded_c=False, scale_formats=("e8m0",),
+                          extra_sections=None) -> dict:
     """Validate the parameters the fused step's units share (MXDot, MXDotGeneral,
-    :class:`hw.gemm.MXGemm`), set them on ``unit`` (formats, block size, geometry, sections,
-    stages, multipliers, primitives) and return them as sidecar parameters.
-    ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
-    (:func:`hw.dot.fused_step.dot_sections`)."""
+    :class:`hw.gemm.MXGemm`), set them on ``unit`` (formats, scale format, block size,
+    geometry, sections, stages, multipliers, primitives) and return them as sidecar
+    parameters.  ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
+    (:func:`hw.dot.fused_step.dot_sections`).  ``scale_formats``: those the unit takes;
+    with ``"ue4m3"``, ``"nvfp4"`` (on both sides) is fp4_e2m1 codes with UE4M3 scales
+    (:mod:`hw.dot.nvfp4_scale`).  ``block_size`` None: 16 for nvfp4, else 32.
+    ``extra_sections``: sections after the step's (name -> estimated delay)."""
+    scale_format = _scale_format(fmt_a, fmt_b, scale_formats)
+    if scale_format == "ue4m3":
+        fmt_a = fmt_b = NVFP4_ELEMENTS
+    if block_size is None:
+        block_size = 16 if scale_format == "ue4m3" else 32
     fmt_a = golden.element_format(fmt_a)
     fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
-    unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
+    unit.scale_format = scale_format
+    unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size), scale_format)
     unit.multipliers = _check_multipliers(multipliers)
     unit.primitives = PRIMITIVES[multipliers]
-    unit.sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)
+    unit.sections = {**dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c),
+                     **(extra_sections or {})}
     # max_stages: every boundary (bench.synth sweeps 1..max_stages); the default depth is
     # every boundary too, for every pair so far
     stages = unit._choose_stages(stages, unit.sections)
     unit.fmt_a, unit.fmt_b, unit.block_size = fmt_a, fmt_b, block_size
-    return {"format_a": fmt_a.name, "format_b": fmt_b.name, "block_size": block_size,
+    nv = {"scale_format": scale_format} if scale_format != "e8m0" else {}
+    return {"format_a": fmt_a.name, "format_b": fmt_b.name, **nv, "block_size": block_size,
             "stages": stages, "sum_bits": unit.geometry.sum_bits + 1,
             "window_bits": unit.geometry.window_bits, "multipliers": multipliers}
 
@@ -160,10 +190,10 @@ class MXDot(Unit):
     #: enable to the decode stage's 1,000 flip-flops was a worst path, 3.8-4.1 ns of routing).
     enable_load = 256
 
-    def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
+    def __init__(self, fmt_a, fmt_b=None, *, block_size: int | None = None,
                  stages: int | None = None, multipliers: str = "lut"):
         self._parameters = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
-                                                 multipliers)
+                                                 multipliers, scale_formats=SCALE_FORMATS)
         super().__init__(data.StructLayout({
             "a": block_layout(self.fmt_a, block_size),
             "b": block_layout(self.fmt_b, block_size),
@@ -172,6 +202,9 @@ class MXDot(Unit):
 
     @property
     def module_name(self) -> str:
+        if self.scale_format == "ue4m3":
+            return (f"nvfp4_dot_k{self.block_size}_s{self.stages}"
+                    + multipliers_suffix(self.multipliers))
         return (f"mx_dot_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}_s{self.stages}"
                 + multipliers_suffix(self.multipliers))
 
@@ -306,7 +339,8 @@ def add_fused_step_options(p: argparse.ArgumentParser):
     p.add_argument("--format-a", help=format_help("element format of A (default: --format)"))
     p.add_argument("--format-b", help=format_help("element format of B (default: --format)"))
     p.add_argument("--format", help=format_help("element format of both A and B"))
-    p.add_argument("--block-size", type=int, default=32, help="elements per block (2..64)")
+    p.add_argument("--block-size", type=int, default=32,
+                   help="elements per block (2..64; default 32, nvfp4 16)")
     p.add_argument("--stages", type=int, default=None,
                    help="pipeline registers = latency in cycles (default: every section "
                         "boundary, 18-21 at k = 32 with LUT products, mult18x18d two more)")
@@ -329,6 +363,11 @@ def formats_from_args(args) -> tuple[str, str]:
     return fmt_a, fmt_b
 
 
+def _add_dot(p):
+    add_fused_step_options(p)
+    p.set_defaults(block_size=None)  # 32, or 16 for nvfp4 (fused_step_parameters)
+
+
 def _build_dot(args):
     fmt_a, fmt_b = formats_from_args(args)
     return MXDot(fmt_a, fmt_b, block_size=args.block_size, stages=args.stages,
@@ -336,7 +375,7 @@ def _build_dot(args):
 
 
 def _add_general(p):
-    add_fused_step_options(p)
+    _add_dot(p)
     p.add_argument("--contexts", type=int, default=4,
                    help="accumulation contexts (power of two, 1..64)")
 
@@ -353,7 +392,7 @@ def cli_units() -> list[UnitSpec]:
              ["--format-a", "int8", "--format-b", "fp6_e2m3", "--block-size", "32"]]
     return [
         UnitSpec("dot", "fused MX block dot product: RNE_fp32(c + sum a*b) per block pair",
-                 add_fused_step_options, _build_dot, same + mixed),
+                 _add_dot, _build_dot, same + mixed + [["--format", "nvfp4"]]),
         UnitSpec("dot-general", "MX DotGeneral: runs of blocks chained, interleaved contexts",
                  _add_general, _build_general,
                  [["--format", "fp8_e4m3", "--block-size", "32"]]),
