@@ -39,6 +39,7 @@ from ..params import check_block_size, check_choice, check_power_of_two
 from ..registry import UnitSpec, format_help
 from ..unit import Unit
 from .contexts import AccumulatorContexts
+from .epilogue import build_epilogue, epilogue_sections
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
 from .nvfp4_scale import SCALE_FORMATS
@@ -195,8 +196,8 @@ class MXDot(Unit):
         self._parameters = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
                                                  multipliers, scale_formats=SCALE_FORMATS)
         super().__init__(data.StructLayout({
-            "a": block_layout(self.fmt_a, block_size),
-            "b": block_layout(self.fmt_b, block_size),
+            "a": block_layout(self.fmt_a, self.block_size),
+            "b": block_layout(self.fmt_b, self.block_size),
             "c": unsigned(32),
         }), data.StructLayout({"result": unsigned(32)}))
 
@@ -289,25 +290,35 @@ class MXDotGeneral(Unit):
     extract_reset = MXDot.extract_reset
     enable_load = MXDot.enable_load
 
-    def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
-                 stages: int | None = None, multipliers: str = "lut"):
+    def __init__(self, fmt_a, fmt_b=None, *, block_size: int | None = None, contexts: int = 4,
+                 stages: int | None = None, multipliers: str = "lut",
+                 levels: int | None = None):
+        self.levels = _check_levels(levels, _scale_format(fmt_a, fmt_b, SCALE_FORMATS))
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
-                                       forwarded_c=True)
+                                       forwarded_c=True, scale_formats=SCALE_FORMATS,
+                                       extra_sections=epilogue_sections()
+                                       if self.levels == 2 else None)
         check_power_of_two("contexts", contexts, 1, 64)
         self.contexts = contexts
         self.ctx_bits = (contexts - 1).bit_length()
-        self._parameters = {**shared, "contexts": contexts}
+        nv = {"levels": self.levels} if self.scale_format == "ue4m3" else {}
+        self._parameters = {**shared, "contexts": contexts, **nv}
+        alpha = {"alpha": unsigned(32)} if self.levels == 2 else {}
         super().__init__(data.StructLayout({
-            "a": block_layout(self.fmt_a, block_size),
-            "b": block_layout(self.fmt_b, block_size),
+            "a": block_layout(self.fmt_a, self.block_size),
+            "b": block_layout(self.fmt_b, self.block_size),
             "c0": unsigned(32),
             "first": unsigned(1),
             "last": unsigned(1),
             "ctx": unsigned(self.ctx_bits),
+            **alpha,
         }), data.StructLayout({"result": unsigned(32), "ctx": unsigned(self.ctx_bits)}))
 
     @property
     def module_name(self) -> str:
+        if self.scale_format == "ue4m3":
+            return (f"nvfp4_dot_general_l{self.levels}_k{self.block_size}_c{self.contexts}"
+                    f"_s{self.stages}" + multipliers_suffix(self.multipliers))
         return (f"mx_dot_general_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}"
                 f"_c{self.contexts}_s{self.stages}" + multipliers_suffix(self.multipliers))
 
@@ -320,6 +331,8 @@ class MXDotGeneral(Unit):
         p = self.i.payload
         pipe = self.pipeline(m, "dotg")
         contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first, [p.c0], [None])
+        if self.levels == 2:
+            return self._elaborate_epilogue(m, pipe, contexts)
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
         out = build_fused_step(pipe, self.geometry, p.a, p.b, contexts.c[0], side,
                                multipliers=self.multipliers)
@@ -327,6 +340,35 @@ class MXDotGeneral(Unit):
                          ctx=out.side.ctx if self.ctx_bits else None, results=[out.result],
                          payload=[self.o.payload.result.eq(out.result)])
         return m
+
+
+    def _elaborate_epilogue(self, m, pipe, contexts):
+        """``levels=2``: the fused step, then the epilogue ``f(alpha * sum)``
+        (:mod:`hw.dot.epilogue`) on the run's ``alpha``; the step's result is chained."""
+        p = self.i.payload
+        ctx = {"ctx": p.ctx} if self.ctx_bits else {}
+        out = build_fused_step(pipe, self.geometry, p.a, p.b, contexts.c[0],
+                               {**ctx, "end": p.last, "alpha": p.alpha},
+                               multipliers=self.multipliers)
+        ctx = {"ctx": out.side.ctx} if self.ctx_bits else {}
+        epi = build_epilogue(pipe.scope(), out.result, out.side.alpha,
+                             {**ctx, "last": out.side.end})
+        contexts.connect(pipe, i=self.i, o=self.o, last=epi.side.last,
+                         ctx=epi.side.ctx if self.ctx_bits else None, results=[epi.raw],
+                         payload=[self.o.payload.result.eq(epi.result)])
+        return m
+
+
+def _check_levels(levels, scale_format: str) -> int:
+    """MXDotGeneral's ``levels``: None -> 2 for nvfp4, else 1; 2 only for nvfp4."""
+    if levels is None:
+        return 2 if scale_format == "ue4m3" else 1
+    if isinstance(levels, bool) or levels not in (1, 2):
+        raise ValueError(f"levels must be 1 or 2, got {levels!r}")
+    if levels == 2 and scale_format != "ue4m3":
+        raise ValueError("levels=2 (the tensor scales' epilogue) is nvfp4's; MX formats have "
+                         "levels=1")
+    return levels
 
 
 # --------------------------------------------------------------------------------------------
@@ -378,12 +420,15 @@ def _add_general(p):
     _add_dot(p)
     p.add_argument("--contexts", type=int, default=4,
                    help="accumulation contexts (power of two, 1..64)")
+    p.add_argument("--levels", type=int, choices=(1, 2), default=None,
+                   help="nvfp4: 2 (default) applies the tensor scales' epilogue "
+                        "f(alpha * sum), alpha the input field of a run's last beat; 1 none")
 
 
 def _build_general(args):
     fmt_a, fmt_b = formats_from_args(args)
     return MXDotGeneral(fmt_a, fmt_b, block_size=args.block_size, contexts=args.contexts,
-                        stages=args.stages, multipliers=args.multipliers)
+                        stages=args.stages, multipliers=args.multipliers, levels=args.levels)
 
 
 def cli_units() -> list[UnitSpec]:
@@ -395,5 +440,5 @@ def cli_units() -> list[UnitSpec]:
                  _add_dot, _build_dot, same + mixed + [["--format", "nvfp4"]]),
         UnitSpec("dot-general", "MX DotGeneral: runs of blocks chained, interleaved contexts",
                  _add_general, _build_general,
-                 [["--format", "fp8_e4m3", "--block-size", "32"]]),
+                 [["--format", "fp8_e4m3", "--block-size", "32"], ["--format", "nvfp4"]]),
     ]
