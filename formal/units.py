@@ -25,8 +25,8 @@ from hw.nvfp4_dequantizer import NVFP4Dequantizer, nvfp4_sections
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "GEMM_UNITS", "SMALL_ONLY", "unit_by_name",
-           "pipeline_probes",
+__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "NVFP4_UNITS", "GEMM_UNITS", "SMALL_ONLY",
+           "unit_by_name", "pipeline_probes",
            "enable_copies", "replicas", "default_configurations", "EXTRA_CONFIGURATIONS",
            "MULT18X18D_BLOCKS"]
 
@@ -374,6 +374,15 @@ CUSTOM_UNITS = (
     _dequantizer("int4", "dequantizer-int4", "dequantizer"),
     _dot("e3m3", "int4", "dot-e3m3-int4", "dot"),
     _dot_general("e4m2", "e5m1", "dot-general-e4m2-e5m1", "dot-general"),
+)
+
+
+#: MXDot and MXDotGeneral with ``--format nvfp4`` (UE4M3 scales; MXDotGeneral with the
+#: tensor scales' epilogue, ``levels=2``), proven at k = 2 only, with the jobs of their unit
+#: there (:func:`formal.matrix.proof_jobs`).
+NVFP4_UNITS = (
+    _dot("nvfp4", "nvfp4", "nvfp4-dot", "dot"),
+    _dot_general("nvfp4", "nvfp4", "nvfp4-dot-general", "dot-general"),
 )
 
 

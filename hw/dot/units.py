@@ -437,8 +437,10 @@ def cli_units() -> list[UnitSpec]:
              ["--format-a", "int8", "--format-b", "fp6_e2m3", "--block-size", "32"]]
     return [
         UnitSpec("dot", "fused MX block dot product: RNE_fp32(c + sum a*b) per block pair",
-                 _add_dot, _build_dot, same + mixed + [["--format", "nvfp4"]]),
+                 _add_dot, _build_dot,
+                 same + mixed + [["--format", "nvfp4", "--block-size", "16"]]),
         UnitSpec("dot-general", "MX DotGeneral: runs of blocks chained, interleaved contexts",
                  _add_general, _build_general,
-                 [["--format", "fp8_e4m3", "--block-size", "32"], ["--format", "nvfp4"]]),
+                 [["--format", "fp8_e4m3", "--block-size", "32"],
+                  ["--format", "nvfp4", "--block-size", "16"]]),
     ]
