@@ -25,11 +25,16 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Mux, Value
 
 import golden
+from golden.nvfp4 import is_nvfp4
 
 from ..nets import wire
 
-__all__ = ["SCALE_FORMATS", "UE4M3_EXP_OFFSET", "scale_sig_max", "ue4m3_fields",
-           "scale_fields", "scaled_significand"]
+__all__ = ["SCALE_FORMATS", "NVFP4_ELEMENTS", "UE4M3_EXP_OFFSET", "scale_sig_max",
+           "ue4m3_fields", "scale_fields", "scaled_significand", "nvfp4_scale_format",
+           "check_levels"]
+
+#: The element format of nvfp4 (``--format nvfp4``: these codes with UE4M3 scales).
+NVFP4_ELEMENTS = "fp4_e2m1"
 
 #: The scale formats of the fused step: E8M0 (every MX format) and UE4M3 (NVFP4, fp4_e2m1
 #: codes on both sides).
@@ -83,3 +88,28 @@ def scaled_significand(sig, p1, p3):
     width = len(Value.cast(p3))
     return Mux(sig[1], Mux(sig[0], p3, Cat(Const(0, 1), p1)),
                Mux(sig[0], p1, 0))[:width]
+
+
+def nvfp4_scale_format(fmt_a, fmt_b, scale_formats) -> str:
+    """``"ue4m3"`` for nvfp4 x nvfp4 (``fmt_b`` None: as ``fmt_a``), else ``"e8m0"``; a
+    one-line error for nvfp4 against another format or in a unit without UE4M3 scales."""
+    nv_a, nv_b = is_nvfp4(fmt_a), is_nvfp4(fmt_a if fmt_b is None else fmt_b)
+    if not (nv_a or nv_b):
+        return "e8m0"
+    if not (nv_a and nv_b):
+        raise ValueError(f"nvfp4 goes with nvfp4 only (nvfp4 x nvfp4), not {fmt_a} x {fmt_b}")
+    if "ue4m3" not in scale_formats:
+        raise ValueError("this unit takes MX formats (E8M0 scales), not nvfp4")
+    return "ue4m3"
+
+
+def check_levels(levels, scale_format: str) -> int:
+    """MXDotGeneral's ``levels``: None -> 2 for nvfp4, else 1; 2 only for nvfp4."""
+    if levels is None:
+        return 2 if scale_format == "ue4m3" else 1
+    if isinstance(levels, bool) or levels not in (1, 2):
+        raise ValueError(f"levels must be 1 or 2, got {levels!r}")
+    if levels == 2 and scale_format != "ue4m3":
+        raise ValueError("levels=2 (the tensor scales' epilogue) is nvfp4's; MX formats have "
+                         "levels=1")
+    return levels

@@ -32,7 +32,6 @@ from amaranth.hdl import Module, unsigned
 from amaranth.lib import data
 
 import golden
-from golden.nvfp4 import is_nvfp4
 
 from ..elements import block_layout
 from ..params import check_block_size, check_choice, check_power_of_two
@@ -42,13 +41,10 @@ from .contexts import AccumulatorContexts
 from .epilogue import build_epilogue, epilogue_sections
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
-from .nvfp4_scale import SCALE_FORMATS
+from .nvfp4_scale import NVFP4_ELEMENTS, SCALE_FORMATS, check_levels, nvfp4_scale_format
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
-           "add_fused_step_options", "formats_from_args", "NVFP4_ELEMENTS"]
-
-#: The element format of nvfp4 (``--format nvfp4``: these codes with UE4M3 scales).
-NVFP4_ELEMENTS = "fp4_e2m1"
+           "add_fused_step_options", "formats_from_args"]
 
 
 def _check_multipliers(multipliers) -> str:
@@ -63,18 +59,6 @@ def multipliers_suffix(multipliers: str) -> str:
     return "" if multipliers == "lut" else f"_{multipliers}"
 
 
-def _scale_format(fmt_a, fmt_b, scale_formats) -> str:
-    """``"ue4m3"`` for nvfp4 x nvfp4 (``fmt_b`` None: as ``fmt_a``), else ``"e8m0"``; a
-    one-line error for nvfp4 against another format or in a unit without UE4M3 scales."""
-    nv_a, nv_b = is_nvfp4(fmt_a), is_nvfp4(fmt_a if fmt_b is None else fmt_b)
-    if not (nv_a or nv_b):
-        return "e8m0"
-    if not (nv_a and nv_b):
-        raise ValueError(f"nvfp4 goes with nvfp4 only (nvfp4 x nvfp4), not {fmt_a} x {fmt_b}")
-    if "ue4m3" not in scale_formats:
-        raise ValueError("this unit takes MX formats (E8M0 scales), not nvfp4")
-    return "ue4m3"
-
 
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
                           forwarded_c=False, scale_formats=("e8m0",),
@@ -87,7 +71,7 @@ def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *
     with ``"ue4m3"``, ``"nvfp4"`` (on both sides) is fp4_e2m1 codes with UE4M3 scales
     (:mod:`hw.dot.nvfp4_scale`).  ``block_size`` None: 16 for nvfp4, else 32.
     ``extra_sections``: sections after the step's (name -> estimated delay)."""
-    scale_format = _scale_format(fmt_a, fmt_b, scale_formats)
+    scale_format = nvfp4_scale_format(fmt_a, fmt_b, scale_formats)
     if scale_format == "ue4m3":
         fmt_a = fmt_b = NVFP4_ELEMENTS
     if block_size is None:
@@ -119,9 +103,12 @@ class MXDot(Unit):
     Parameters
     ----------
     fmt_a, fmt_b : str or ElementFormat
-        Element formats of A and B (any of the six; mixed pairs allowed).
+        Element formats of A and B (any of the six; mixed pairs allowed), or ``"nvfp4"``
+        for both: fp4_e2m1 codes with UE4M3 scale bytes, ``T = (sum a_i*b_i) * sa * sb``
+        (:mod:`hw.dot.nvfp4_scale`; 0x7F and bytes with bit 7 set are NaN; module
+        ``nvfp4_dot_k<k>_s<stages>``).
     block_size : int
-        Elements per block, a power of two in 2..64.
+        Elements per block, a power of two in 2..64; None (default): 32, nvfp4 16.
     stages : int
         Pipeline registers, 1..``max_stages`` (the latency); None (the default):
         :func:`hw.pipeline.default_stages`, which for every format pair registers every
@@ -247,20 +234,27 @@ class MXDotGeneral(Unit):
     Parameters
     ----------
     fmt_a, fmt_b : str or ElementFormat
+        As for :class:`MXDot` (``"nvfp4"`` on both sides: UE4M3 scales).
     block_size : int
-        A power of two in 2..64.
+        A power of two in 2..64; None (default): 32, nvfp4 16.
     contexts : int
         Accumulation contexts (simultaneously open runs), a power of two in 1..64.
     stages : int
         Pipeline registers of the fused step (= ``latency``), as for :class:`MXDot`.
     multipliers : {"lut", "dsp", "mult18x18d"}
         As for :class:`MXDot` (so is the ``primitives`` attribute).
+    levels : {1, 2}, optional
+        nvfp4 only: 2 (its default) applies the tensor scales' epilogue ``f(alpha * sum)``
+        to each run's result (:mod:`hw.dot.epilogue`: one fp32 RNE multiply, five sections
+        after the step's); 1 (MX formats: the only choice) none.
 
     Members
     -------
     i : In(stream.Signature(StructLayout))
         ``a``, ``b``: :func:`hw.elements.block_layout`; ``c0``: fp32 initial accumulator (used with
-        ``first``); ``first``, ``last``: run markers; ``ctx``: context id.
+        ``first``); ``first``, ``last``: run markers; ``ctx``: context id; with
+        ``levels=2``, ``alpha``: fp32 bits, read on the ``last`` beat (``f(Pa * Pb)``,
+        ignored on the others).
     o : Out(stream.Signature(StructLayout))
         ``result``: fp32 bits; ``ctx``: the run's context.  One beat per run (on ``last``).
 
@@ -293,7 +287,7 @@ class MXDotGeneral(Unit):
     def __init__(self, fmt_a, fmt_b=None, *, block_size: int | None = None, contexts: int = 4,
                  stages: int | None = None, multipliers: str = "lut",
                  levels: int | None = None):
-        self.levels = _check_levels(levels, _scale_format(fmt_a, fmt_b, SCALE_FORMATS))
+        self.levels = check_levels(levels, nvfp4_scale_format(fmt_a, fmt_b, SCALE_FORMATS))
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
                                        forwarded_c=True, scale_formats=SCALE_FORMATS,
                                        extra_sections=epilogue_sections()
@@ -358,17 +352,6 @@ class MXDotGeneral(Unit):
                          payload=[self.o.payload.result.eq(epi.result)])
         return m
 
-
-def _check_levels(levels, scale_format: str) -> int:
-    """MXDotGeneral's ``levels``: None -> 2 for nvfp4, else 1; 2 only for nvfp4."""
-    if levels is None:
-        return 2 if scale_format == "ue4m3" else 1
-    if isinstance(levels, bool) or levels not in (1, 2):
-        raise ValueError(f"levels must be 1 or 2, got {levels!r}")
-    if levels == 2 and scale_format != "ue4m3":
-        raise ValueError("levels=2 (the tensor scales' epilogue) is nvfp4's; MX formats have "
-                         "levels=1")
-    return levels
 
 
 # --------------------------------------------------------------------------------------------
