@@ -196,3 +196,15 @@ def test_cli_sidecar_and_errors(tmp_path):
         r = _cli("generate", *args, "-o", str(tmp_path / "x.v"))
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and "error" in lines[0], r.stderr
+
+
+def test_nvfp4_name_is_goldens():
+    """hw.dot reads "nvfp4" without importing golden.nvfp4 (which loads numba): the same
+    name and test as golden's."""
+    import golden.nvfp4
+    from hw.dot.nvfp4_scale import NVFP4_ELEMENTS, NVFP4_NAME, is_nvfp4
+
+    assert NVFP4_NAME == golden.nvfp4.NAME
+    assert golden.element_format(NVFP4_ELEMENTS) == stim.FP4
+    for name in ("nvfp4", " NVFP4", "fp4_e2m1", "mxfp4", None, 4):
+        assert is_nvfp4(name) == golden.nvfp4.is_nvfp4(name), name

@@ -25,16 +25,23 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Mux, Value
 
 import golden
-from golden.nvfp4 import is_nvfp4
 
 from ..nets import wire
 
-__all__ = ["SCALE_FORMATS", "NVFP4_ELEMENTS", "UE4M3_EXP_OFFSET", "scale_sig_max",
-           "ue4m3_fields", "scale_fields", "scaled_significand", "nvfp4_scale_format",
-           "check_levels"]
+__all__ = ["SCALE_FORMATS", "NVFP4_ELEMENTS", "NVFP4_NAME", "is_nvfp4", "UE4M3_EXP_OFFSET",
+           "scale_sig_max", "ue4m3_fields", "scale_fields", "scaled_significand",
+           "nvfp4_scale_format", "check_levels"]
 
 #: The element format of nvfp4 (``--format nvfp4``: these codes with UE4M3 scales).
 NVFP4_ELEMENTS = "fp4_e2m1"
+#: The format name of NVFP4 (any case), as ``golden.nvfp4.is_nvfp4`` reads it: that module
+#: imports golden's numba kernels, which generating Verilog does not load.
+NVFP4_NAME = "nvfp4"
+
+
+def is_nvfp4(fmt) -> bool:
+    """True when ``fmt`` names NVFP4 (``"nvfp4"``, any case)."""
+    return isinstance(fmt, str) and fmt.strip().lower() == NVFP4_NAME
 
 #: The scale formats of the fused step: E8M0 (every MX format) and UE4M3 (NVFP4, fp4_e2m1
 #: codes on both sides).
