@@ -32,7 +32,14 @@ from pathlib import Path
 from .datapath import prove_same_datapath
 from .harness import ChainHarness, FlowHarness, MiterHarness, OrderHarness
 from .sby import SbyResult, run_sby
-from .units import CUSTOM_UNITS, GEMM_UNITS, UNITS, FormalUnit, default_configurations
+from .units import (
+    CUSTOM_UNITS,
+    GEMM_UNITS,
+    NVFP4_UNITS,
+    UNITS,
+    FormalUnit,
+    default_configurations,
+)
 
 __all__ = ["Job", "proof_jobs", "report_table", "PROPERTIES", "SLOW_MITERS"]
 
@@ -153,7 +160,7 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
     """
     rows = [(unit, k) for unit in UNITS for k in ((2,) if quick else block_sizes)]
     if not quick:
-        rows += [(unit, 2) for unit in CUSTOM_UNITS]
+        rows += [(unit, 2) for unit in CUSTOM_UNITS + NVFP4_UNITS]
     jobs = []
     for unit, k in rows:
         settings = unit.stage_settings(k)

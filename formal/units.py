@@ -25,9 +25,8 @@ from hw.nvfp4_dequantizer import NVFP4Dequantizer, nvfp4_sections
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "GEMM_UNITS", "GPU_UNITS", "GPU_MODE",
-           "SMALL_ONLY", "unit_by_name",
-           "pipeline_probes",
+__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "NVFP4_UNITS", "GEMM_UNITS", "GPU_UNITS",
+           "GPU_MODE", "SMALL_ONLY", "unit_by_name", "pipeline_probes",
            "enable_copies", "replicas", "default_configurations", "EXTRA_CONFIGURATIONS",
            "MULT18X18D_BLOCKS"]
 
@@ -288,9 +287,10 @@ def _dot_sections(fmt_a: str, fmt_b: str):
     return lambda k, stages: MXDot(fmt_a, fmt_b, block_size=k).sections
 
 
-def _dot_general_sections(fmt_a: str, fmt_b: str):
+def _dot_general_sections(fmt_a: str, fmt_b: str, levels: int | None = None):
     # MXDot's, but for c from the accumulator's forwarding path (hw.dot.fused_step)
-    return lambda k, stages: MXDotGeneral(fmt_a, fmt_b, block_size=k, contexts=2).sections
+    return lambda k, stages: MXDotGeneral(fmt_a, fmt_b, block_size=k, contexts=2,
+                                          levels=levels).sections
 
 
 class QuantizerInParts(MXQuantizer):
@@ -322,11 +322,12 @@ def _dot(fmt_a: str, fmt_b: str, name: str = "dot", base: str = "") -> FormalUni
 
 
 def _dot_general(fmt_a: str, fmt_b: str, name: str = "dot-general",
-                 base: str = "") -> FormalUnit:
-    return FormalUnit(name, f"{fmt_a} x {fmt_b}, 2 contexts",
+                 base: str = "", levels: int | None = None) -> FormalUnit:
+    return FormalUnit(name, f"{fmt_a} x {fmt_b}, 2 contexts"
+                      + (f", levels={levels}" if levels else ""),
                       lambda k, s: MXDotGeneral(fmt_a, fmt_b, block_size=k, contexts=2,
-                                                stages=s),
-                      _dot_general_sections(fmt_a, fmt_b), "dotg", runs=True,
+                                                stages=s, levels=levels),
+                      _dot_general_sections(fmt_a, fmt_b, levels), "dotg", runs=True,
                       cuts=("step_c",), compared=("leave_result",),
                       state=("acc[0-9]*", "busy"), base=base)
 
@@ -375,6 +376,17 @@ CUSTOM_UNITS = (
     _dequantizer("int4", "dequantizer-int4", "dequantizer"),
     _dot("e3m3", "int4", "dot-e3m3-int4", "dot"),
     _dot_general("e4m2", "e5m1", "dot-general-e4m2-e5m1", "dot-general"),
+)
+
+
+#: MXDot and MXDotGeneral with ``--format nvfp4`` (UE4M3 scales), proven at k = 2 only, with
+#: the jobs of their unit there (:func:`formal.matrix.proof_jobs`).  MXDotGeneral without the
+#: tensor scales' epilogue (``levels=1``): the chain proof (:class:`formal.harness.ChainHarness`)
+#: asserts that an output beat is its run's chained result, which ``f(alpha * sum)`` is not;
+#: the epilogue is checked in simulation (docs/dot.md, NVFP4).
+NVFP4_UNITS = (
+    _dot("nvfp4", "nvfp4", "nvfp4-dot", "dot"),
+    _dot_general("nvfp4", "nvfp4", "nvfp4-dot-general", "dot-general", levels=1),
 )
 
 

@@ -26,6 +26,7 @@ from formal.units import (
     CUSTOM_UNITS,
     GEMM_UNITS,
     MULT18X18D_BLOCKS,
+    NVFP4_UNITS,
     UNITS,
     FormalUnit,
     default_configurations,
@@ -502,7 +503,8 @@ def test_matrix_has_datapath_proofs_at_every_depth():
                 range(2, u.max_stages(k) + 1))
     assert chain == {("dot-general", k, s) for k in (2, 4)
                      for s in range(1, unit_by_name("dot-general").max_stages(k) + 1)} | {
-        (u.name, 2, s) for u in CUSTOM_UNITS + GEMM_UNITS if u.runs and not u.tail
+        (u.name, 2, s) for u in CUSTOM_UNITS + NVFP4_UNITS + GEMM_UNITS
+        if u.runs and not u.tail
         for s in range(1, u.max_stages(2) + 1)}
     configs = default_configurations()
     assert len(configs) >= 24

@@ -13,6 +13,7 @@ from golden.formats import SCALE_NAN
 
 from ..arith import kept, pair_sums, partial_products
 from ..elements import decode_element, signed_significand
+from .nvfp4_scale import scale_fields, scaled_significand
 from .products import level_values
 from .step import FusedStep
 
@@ -96,12 +97,16 @@ def decode(step: FusedStep, a, b, c, side):
     # in one section were input -> decode's deepest path)
     split_frame = "factors" in step.scope.names
     frame_bits = step.geometry.frame_bits
-    e_t = a.scale + b.scale if split_frame else a.scale + b.scale + step.frame_offset
+    # UE4M3 scales (NVFP4): their E8M0-like exponents here, P = sig_a * sig_b for factors
+    nv = scale_fields(step.m, a.scale, b.scale, step.name("scale")) if step.ue4m3 else None
+    sa, sb = (nv["exp_a"], nv["exp_b"]) if nv else (a.scale, b.scale)
+    e_t = sa + sb if split_frame else sa + sb + step.frame_offset
     s = step.cross({
         "lanes": lanes,
-        "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN), "c": c,
+        "scale_nan": nv["nan"] if nv else (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN),
+        "c": c,
         "a_t": e_t[:frame_bits].as_signed() if not split_frame else e_t,
-        "side": side,
+        "side": side, "scale_sig": {"p1": nv["p1"], "p3": nv["p3"]} if nv else None,
     }, "decode")
     return s, wide_fmt
 
@@ -115,7 +120,9 @@ def factors(step: FusedStep, s, wide_fmt):
     def signed_wide(ln):  # wide_fmt: the wide factor's format, the same in every lane
         if wide_fmt.twos_complement:
             return signed_significand(ln.wide, wide_fmt, ln.negate)
-        mag = Cat(ln.wide, Const(0, 1)).as_signed()
+        wide = (scaled_significand(ln.wide, s.scale_sig.p1, s.scale_sig.p3) if step.ue4m3
+                else ln.wide)  # NVFP4: the wide factor times P (hw.dot.nvfp4_scale)
+        mag = Cat(wide, Const(0, 1)).as_signed()
         return Mux(ln.negate, -mag, mag)[:len(mag)].as_signed()
     # Beside the chain, the lane specials reduced in groups of 8 lanes and c's specials
     # (in multiply, the specials' OR over 32 lanes and c's tests were 4 LUT levels).

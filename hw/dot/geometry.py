@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import golden
 from golden.formats import FP32, SCALE_BIAS, SCALE_NAN, ElementFormat
 
+from .nvfp4_scale import scale_sig_max
+
 __all__ = ["GUARD", "CHUNK_BITS", "DotGeometry", "units_max", "width_table"]
 
 #: Guard bits of the alignment window below the lowest bit of T: the fewest for which one sticky
@@ -46,11 +48,14 @@ class DotGeometry:
     ----------
     fmt_a, fmt_b : ElementFormat
     block_size : int
+    scale_format : {"e8m0", "ue4m3"}
+        The block scales' format (:mod:`hw.dot.nvfp4_scale`): UE4M3 with fp4_e2m1 codes only.
     product_bits : int
-        Bits of the largest product magnitude ``units_max(a) * units_max(b)``.
+        Bits of the largest product magnitude ``units_max(a) * units_max(b)`` (UE4M3: times
+        ``P <= 225``, the scale significands' product).
     sum_bits : int
-        ``W``: bits of the largest block-sum magnitude ``k * units_max(a) * units_max(b)``;
-        the signed sum is ``W + 1`` bits.
+        ``W``: bits of the largest block-sum magnitude ``k * units_max(a) * units_max(b)``
+        (UE4M3: times 225); the signed sum is ``W + 1`` bits.
     window_bits : int
         ``N = W + GUARD + 2``: the exact alignment window of ``c + T`` (bit 0 is the sticky
         position, bit ``N - 1`` the carry).
@@ -69,14 +74,30 @@ class DotGeometry:
     fmt_a: ElementFormat
     fmt_b: ElementFormat
     block_size: int
+    scale_format: str = "e8m0"
+
+    def __post_init__(self):
+        if scale_sig_max(self.scale_format) > 1 and not (
+                self.fmt_a == golden.element_format("fp4_e2m1") == self.fmt_b):
+            raise ValueError(f"{self.scale_format} scales go with fp4_e2m1 codes on both sides "
+                             f"(NVFP4), not {self.fmt_a.name} x {self.fmt_b.name}")
+
+    @property
+    def scale_sig_max(self) -> int:
+        """The largest scale significand (:func:`hw.dot.nvfp4_scale.scale_sig_max`): 1 for
+        E8M0; 15 for UE4M3, whose significands' product ``P`` (<= 225) multiplies every
+        lane's product (NVFP4)."""
+        return scale_sig_max(self.scale_format)
 
     @property
     def product_bits(self) -> int:
-        return (units_max(self.fmt_a) * units_max(self.fmt_b)).bit_length()
+        return (units_max(self.fmt_a) * units_max(self.fmt_b)
+                * self.scale_sig_max ** 2).bit_length()
 
     @property
     def sum_bits(self) -> int:
-        return (self.block_size * units_max(self.fmt_a) * units_max(self.fmt_b)).bit_length()
+        return (self.block_size * units_max(self.fmt_a) * units_max(self.fmt_b)
+                * self.scale_sig_max ** 2).bit_length()
 
     @property
     def window_bits(self) -> int:

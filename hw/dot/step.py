@@ -65,6 +65,11 @@ class FusedStep:
         return self.geometry.fmt_a.twos_complement and self.geometry.fmt_b.twos_complement
 
     @property
+    def ue4m3(self) -> bool:
+        """UE4M3 block scales (NVFP4, :mod:`hw.dot.nvfp4_scale`)."""
+        return self.geometry.scale_format == "ue4m3"
+
+    @property
     def in_block(self) -> bool:
         """Lane products in instantiated MULT18X18D blocks (:mod:`hw.dsp`)."""
         return self.multipliers == "mult18x18d"

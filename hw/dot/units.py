@@ -32,101 +32,20 @@ from amaranth.hdl import Module, unsigned
 from amaranth.lib import data
 
 import golden
-from golden.gpu_accumulation import check_accumulation
 
 from ..elements import block_layout
-from ..params import check_block_size, check_choice, check_power_of_two
+from ..params import check_power_of_two
 from ..registry import UnitSpec, format_help
 from ..unit import Unit
 from .contexts import AccumulatorContexts
-from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
-from .geometry import DotGeometry
-from .truncated_sections import ACCUMULATIONS, F4_MODES, KINDS, TRUNCATING
-from .truncated_step import build_truncated_step, truncated_sections
+from .epilogue import build_epilogue, epilogue_sections
+from .fused_step import MULTIPLIERS
+from .nvfp4_scale import SCALE_FORMATS, check_levels, nvfp4_scale_format
+from .parameters import accumulation_suffix, build_step, fused_step_parameters, multipliers_suffix
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
            "accumulation_suffix", "add_fused_step_options", "add_accumulation_option",
            "formats_from_args", "build_step"]
-
-
-def _check_multipliers(multipliers) -> str:
-    if not isinstance(multipliers, str):
-        raise TypeError(f"multipliers must be a str, got {type(multipliers).__name__}")
-    return check_choice("multipliers", multipliers, MULTIPLIERS)
-
-
-def multipliers_suffix(multipliers: str) -> str:
-    """Module name suffix: none for the default LUT products, ``_dsp`` or ``_mult18x18d``
-    for DSP ones."""
-    return "" if multipliers == "lut" else f"_{multipliers}"
-
-
-def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers,
-                        forwarded_c) -> str:
-    """``accumulation`` checked with golden's rules (its names, formats and block sizes, the
-    same one-line errors), then against the modes built in hardware."""
-    check_accumulation(accumulation, fmt_a, fmt_b, block_size)
-    if accumulation not in ACCUMULATIONS:
-        raise ValueError(f"accumulation {accumulation!r} is not built in hardware; the dot "
-                         f"units build {', '.join(map(repr, ACCUMULATIONS))}")
-    if accumulation in F4_MODES and forwarded_c:
-        raise ValueError(f"accumulation {accumulation!r} steps over 64 elements (several "
-                         f"blocks) where a run has them; MXDotGeneral and MXGemm chain one "
-                         f"block per step: it is built in MXDot only (one block per step)")
-    if accumulation in TRUNCATING and multipliers == "mult18x18d":
-        raise ValueError(f"accumulation {accumulation!r} builds its products in LUTs or as `*` "
-                         f"(multipliers 'lut' or 'dsp'), not 'mult18x18d'")
-    return accumulation
-
-
-def accumulation_suffix(accumulation: str) -> str:
-    """Module name suffix: none for the exact step, ``_tcgen05_mxf8f6f4`` (or
-    ``_tcgen05_mxf4``) for a GPU mode."""
-    return "" if accumulation == "exact" else "_" + accumulation.replace(".", "_")
-
-
-def build_step(unit, scope, a, b, c, side=None):
-    """The block step of ``unit``'s accumulation (:func:`hw.dot.fused_step.build_fused_step`
-    or :func:`hw.dot.truncated_step.build_truncated_step`) through ``scope``."""
-    if unit.accumulation == "exact":
-        return build_fused_step(scope, unit.geometry, a, b, c, side,
-                                multipliers=unit.multipliers)
-    return build_truncated_step(scope, unit.geometry, a, b, c, side,
-                                multipliers=unit.multipliers, accumulation=unit.accumulation)
-
-
-def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
-                          forwarded_c=False, accumulation="exact") -> dict:
-    """Validate the parameters the fused step's units share (MXDot, MXDotGeneral,
-    :class:`hw.gemm.MXGemm`), set them on ``unit`` (formats, block size, geometry, sections,
-    stages, multipliers, primitives, accumulation) and return them as sidecar parameters.
-    ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
-    (:func:`hw.dot.fused_step.dot_sections`).  ``accumulation``: ``"exact"`` (the fused
-    step) or ``"tcgen05.mxf8f6f4"`` (the truncating step, :mod:`hw.dot.truncated_step`)."""
-    fmt_a = golden.element_format(fmt_a)
-    fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
-    unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size))
-    unit.multipliers = _check_multipliers(multipliers)
-    unit.accumulation = _check_accumulation(accumulation, fmt_a, fmt_b, block_size,
-                                            multipliers, forwarded_c)
-    unit.primitives = PRIMITIVES[multipliers]
-    if accumulation == "exact":
-        unit.sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)
-    else:
-        unit.sections = truncated_sections(unit.geometry, forwarded_c=forwarded_c,
-                                           accumulation=accumulation)
-    # max_stages: every boundary (bench.synth sweeps 1..max_stages); the default depth is
-    # every boundary too, for every pair so far
-    stages = unit._choose_stages(stages, unit.sections)
-    unit.fmt_a, unit.fmt_b, unit.block_size = fmt_a, fmt_b, block_size
-    if accumulation == "exact":
-        widths = {"sum_bits": unit.geometry.sum_bits + 1,
-                  "window_bits": unit.geometry.window_bits}
-    else:  # the truncated terms' signed sum; no window
-        widths = {"sum_bits": KINDS[accumulation].sum_bits + 1}
-    return {"format_a": fmt_a.name, "format_b": fmt_b.name, "block_size": block_size,
-            "stages": stages, **widths, "multipliers": multipliers,
-            "accumulation": accumulation}
 
 
 class MXDot(Unit):
@@ -138,9 +57,12 @@ class MXDot(Unit):
     Parameters
     ----------
     fmt_a, fmt_b : str or ElementFormat
-        Element formats of A and B (any of the six; mixed pairs allowed).
+        Element formats of A and B (any of the six; mixed pairs allowed), or ``"nvfp4"``
+        for both: fp4_e2m1 codes with UE4M3 scale bytes, ``T = (sum a_i*b_i) * sa * sb``
+        (:mod:`hw.dot.nvfp4_scale`; 0x7F and bytes with bit 7 set are NaN; module
+        ``nvfp4_dot_k<k>_s<stages>``).
     block_size : int
-        Elements per block, a power of two in 2..64.
+        Elements per block, a power of two in 2..64; None (default): 32, nvfp4 16.
     stages : int
         Pipeline registers, 1..``max_stages`` (the latency); None (the default):
         :func:`hw.pipeline.default_stages`, which for every format pair registers every
@@ -222,19 +144,23 @@ class MXDot(Unit):
     #: enable to the decode stage's 1,000 flip-flops was a worst path, 3.8-4.1 ns of routing).
     enable_load = 256
 
-    def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32,
+    def __init__(self, fmt_a, fmt_b=None, *, block_size: int | None = None,
                  stages: int | None = None, multipliers: str = "lut",
                  accumulation: str = "exact"):
         self._parameters = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages,
-                                                 multipliers, accumulation=accumulation)
+                                                 multipliers, accumulation=accumulation,
+                                                 scale_formats=SCALE_FORMATS)
         super().__init__(data.StructLayout({
-            "a": block_layout(self.fmt_a, block_size),
-            "b": block_layout(self.fmt_b, block_size),
+            "a": block_layout(self.fmt_a, self.block_size),
+            "b": block_layout(self.fmt_b, self.block_size),
             "c": unsigned(32),
         }), data.StructLayout({"result": unsigned(32)}))
 
     @property
     def module_name(self) -> str:
+        if self.scale_format == "ue4m3":
+            return (f"nvfp4_dot_k{self.block_size}_s{self.stages}"
+                    + multipliers_suffix(self.multipliers))
         return (f"mx_dot_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}_s{self.stages}"
                 + multipliers_suffix(self.multipliers) + accumulation_suffix(self.accumulation))
 
@@ -275,8 +201,9 @@ class MXDotGeneral(Unit):
     Parameters
     ----------
     fmt_a, fmt_b : str or ElementFormat
+        As for :class:`MXDot` (``"nvfp4"`` on both sides: UE4M3 scales).
     block_size : int
-        A power of two in 2..64.
+        A power of two in 2..64; None (default): 32, nvfp4 16.
     contexts : int
         Accumulation contexts (simultaneously open runs), a power of two in 1..64.
     stages : int
@@ -288,12 +215,18 @@ class MXDotGeneral(Unit):
         result the next block's ``c``, as ``golden.dot_blocks`` chains them (not
         ``"tcgen05.mxf4"`` or ``"tcgen05.mxf4nvf4"``, whose steps take several blocks of a
         run).
+    levels : {1, 2}, optional
+        nvfp4 only: 2 (its default) applies the tensor scales' epilogue ``f(alpha * sum)``
+        to each run's result (:mod:`hw.dot.epilogue`: one fp32 RNE multiply, five sections
+        after the step's); 1 (MX formats: the only choice) none.
 
     Members
     -------
     i : In(stream.Signature(StructLayout))
         ``a``, ``b``: :func:`hw.elements.block_layout`; ``c0``: fp32 initial accumulator (used with
-        ``first``); ``first``, ``last``: run markers; ``ctx``: context id.
+        ``first``); ``first``, ``last``: run markers; ``ctx``: context id; with
+        ``levels=2``, ``alpha``: fp32 bits, read on the ``last`` beat (``f(Pa * Pb)``,
+        ignored on the others).
     o : Out(stream.Signature(StructLayout))
         ``result``: fp32 bits; ``ctx``: the run's context.  One beat per run (on ``last``).
 
@@ -323,26 +256,36 @@ class MXDotGeneral(Unit):
     extract_reset = MXDot.extract_reset
     enable_load = MXDot.enable_load
 
-    def __init__(self, fmt_a, fmt_b=None, *, block_size: int = 32, contexts: int = 4,
+    def __init__(self, fmt_a, fmt_b=None, *, block_size: int | None = None, contexts: int = 4,
                  stages: int | None = None, multipliers: str = "lut",
-                 accumulation: str = "exact"):
+                 accumulation: str = "exact", levels: int | None = None):
+        self.levels = check_levels(levels, nvfp4_scale_format(fmt_a, fmt_b, SCALE_FORMATS))
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
-                                       forwarded_c=True, accumulation=accumulation)
+                                       forwarded_c=True, accumulation=accumulation,
+                                       scale_formats=SCALE_FORMATS,
+                                       extra_sections=epilogue_sections()
+                                       if self.levels == 2 else None)
         check_power_of_two("contexts", contexts, 1, 64)
         self.contexts = contexts
         self.ctx_bits = (contexts - 1).bit_length()
-        self._parameters = {**shared, "contexts": contexts}
+        nv = {"levels": self.levels} if self.scale_format == "ue4m3" else {}
+        self._parameters = {**shared, "contexts": contexts, **nv}
+        alpha = {"alpha": unsigned(32)} if self.levels == 2 else {}
         super().__init__(data.StructLayout({
-            "a": block_layout(self.fmt_a, block_size),
-            "b": block_layout(self.fmt_b, block_size),
+            "a": block_layout(self.fmt_a, self.block_size),
+            "b": block_layout(self.fmt_b, self.block_size),
             "c0": unsigned(32),
             "first": unsigned(1),
             "last": unsigned(1),
             "ctx": unsigned(self.ctx_bits),
+            **alpha,
         }), data.StructLayout({"result": unsigned(32), "ctx": unsigned(self.ctx_bits)}))
 
     @property
     def module_name(self) -> str:
+        if self.scale_format == "ue4m3":
+            return (f"nvfp4_dot_general_l{self.levels}_k{self.block_size}_c{self.contexts}"
+                    f"_s{self.stages}" + multipliers_suffix(self.multipliers))
         return (f"mx_dot_general_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}"
                 f"_c{self.contexts}_s{self.stages}" + multipliers_suffix(self.multipliers)
                 + accumulation_suffix(self.accumulation))
@@ -356,12 +299,31 @@ class MXDotGeneral(Unit):
         p = self.i.payload
         pipe = self.pipeline(m, "dotg")
         contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first, [p.c0], [None])
+        if self.levels == 2:
+            return self._elaborate_epilogue(m, pipe, contexts)
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
         out = build_step(self, pipe, p.a, p.b, contexts.c[0], side)
         contexts.connect(pipe, i=self.i, o=self.o, last=out.side.last,
                          ctx=out.side.ctx if self.ctx_bits else None, results=[out.result],
                          payload=[self.o.payload.result.eq(out.result)])
         return m
+
+
+    def _elaborate_epilogue(self, m, pipe, contexts):
+        """``levels=2``: the fused step, then the epilogue ``f(alpha * sum)``
+        (:mod:`hw.dot.epilogue`) on the run's ``alpha``; the step's result is chained."""
+        p = self.i.payload
+        ctx = {"ctx": p.ctx} if self.ctx_bits else {}
+        out = build_step(self, pipe, p.a, p.b, contexts.c[0],
+                         {**ctx, "end": p.last, "alpha": p.alpha})
+        ctx = {"ctx": out.side.ctx} if self.ctx_bits else {}
+        epi = build_epilogue(pipe.scope(), out.result, out.side.alpha,
+                             {**ctx, "last": out.side.end})
+        contexts.connect(pipe, i=self.i, o=self.o, last=epi.side.last,
+                         ctx=epi.side.ctx if self.ctx_bits else None, results=[epi.raw],
+                         payload=[self.o.payload.result.eq(epi.result)])
+        return m
+
 
 
 # --------------------------------------------------------------------------------------------
@@ -374,7 +336,8 @@ def add_fused_step_options(p: argparse.ArgumentParser):
     p.add_argument("--format-a", help=format_help("element format of A (default: --format)"))
     p.add_argument("--format-b", help=format_help("element format of B (default: --format)"))
     p.add_argument("--format", help=format_help("element format of both A and B"))
-    p.add_argument("--block-size", type=int, default=32, help="elements per block (2..64)")
+    p.add_argument("--block-size", type=int, default=32,
+                   help="elements per block (2..64; default 32, nvfp4 16)")
     p.add_argument("--stages", type=int, default=None,
                    help="pipeline registers = latency in cycles (default: every section "
                         "boundary, 18-21 at k = 32 with LUT products, mult18x18d two more)")
@@ -395,11 +358,6 @@ def add_accumulation_option(p: argparse.ArgumentParser):
                         "docs/numerics.md section 8")
 
 
-def _add_dot(p):
-    add_fused_step_options(p)
-    add_accumulation_option(p)
-
-
 def formats_from_args(args) -> tuple[str, str]:
     """``(format_a, format_b)`` from the options of :func:`add_fused_step_options`."""
     fmt_a, fmt_b = args.format_a or args.format, args.format_b or args.format
@@ -412,6 +370,12 @@ def formats_from_args(args) -> tuple[str, str]:
     return fmt_a, fmt_b
 
 
+def _add_dot(p):
+    add_fused_step_options(p)
+    add_accumulation_option(p)
+    p.set_defaults(block_size=None)  # 32, or 16 for nvfp4 (fused_step_parameters)
+
+
 def _build_dot(args):
     fmt_a, fmt_b = formats_from_args(args)
     return MXDot(fmt_a, fmt_b, block_size=args.block_size, stages=args.stages,
@@ -422,13 +386,16 @@ def _add_general(p):
     _add_dot(p)
     p.add_argument("--contexts", type=int, default=4,
                    help="accumulation contexts (power of two, 1..64)")
+    p.add_argument("--levels", type=int, choices=(1, 2), default=None,
+                   help="nvfp4: 2 (default) applies the tensor scales' epilogue "
+                        "f(alpha * sum), alpha the input field of a run's last beat; 1 none")
 
 
 def _build_general(args):
     fmt_a, fmt_b = formats_from_args(args)
     return MXDotGeneral(fmt_a, fmt_b, block_size=args.block_size, contexts=args.contexts,
                         stages=args.stages, multipliers=args.multipliers,
-                        accumulation=args.accumulation)
+                        accumulation=args.accumulation, levels=args.levels)
 
 
 def cli_units() -> list[UnitSpec]:
@@ -437,8 +404,10 @@ def cli_units() -> list[UnitSpec]:
              ["--format-a", "int8", "--format-b", "fp6_e2m3", "--block-size", "32"]]
     return [
         UnitSpec("dot", "fused MX block dot product: RNE_fp32(c + sum a*b) per block pair",
-                 _add_dot, _build_dot, same + mixed),
+                 _add_dot, _build_dot,
+                 same + mixed + [["--format", "nvfp4", "--block-size", "16"]]),
         UnitSpec("dot-general", "MX DotGeneral: runs of blocks chained, interleaved contexts",
                  _add_general, _build_general,
-                 [["--format", "fp8_e4m3", "--block-size", "32"]]),
+                 [["--format", "fp8_e4m3", "--block-size", "32"],
+                  ["--format", "nvfp4", "--block-size", "16"]]),
     ]

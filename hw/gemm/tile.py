@@ -20,7 +20,12 @@ from amaranth.lib import data, stream
 import golden
 
 from ..dot.contexts import AccumulatorContexts
-from ..dot.units import accumulation_suffix, build_step, fused_step_parameters, multipliers_suffix
+from ..dot.parameters import (
+    accumulation_suffix,
+    build_step,
+    fused_step_parameters,
+    multipliers_suffix,
+)
 from ..elements import block_layout
 from ..params import check_int, check_power_of_two
 from ..unit import Unit

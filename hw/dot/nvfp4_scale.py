@@ -1,0 +1,122 @@
+"""NVFP4's UE4M3 block scales in the fused step (``docs/numerics.md`` section 7, "Dot
+product"; ``docs/dot.md``, NVFP4).
+
+An E8M0 scale is a power of two: the step scales by an exponent add alone.  A UE4M3 byte
+``s`` (``e = s >> 3``, ``m = s & 7``) is ``sig * 2^(max(e, 1) - 10)`` with a 4-bit significand
+``sig = (e != 0) * 8 + m`` (not normalized for a subnormal scale 0x01..0x07; 0 for 0x00).  So
+
+``T = (sum_i a_i*b_i) * sa * sb = (P * sum_i a_i*b_i) * 2^(xa + xb - 254)``
+
+with ``P = sig_a * sig_b`` (at most 225, 8 bits) and ``x = max(e, 1) + 117``, an E8M0-like
+exponent (118..132): the step's frame is then the MX one unchanged
+(``aT = xa + xb + lsb - 254 - G``), and ``P`` enters as a factor of every lane's product.  The
+wide factor of an fp4_e2m1 lane is its 2-bit significand (0..3), so ``sig * P`` is one of
+``0, P, 2P, 3P``: ``P`` and ``3P`` once per block in ``decode`` (:func:`scale_fields`), the
+choice per lane in ``factors`` (:func:`scaled_significand`), where the lane's sign is applied
+to it; no multiplier per lane.  The block sum is then ``P`` times wider
+(:attr:`hw.dot.geometry.DotGeometry.scale_sig_max`), and the window with it.
+
+``0x7F`` is NaN (the result is 0x7FC00000); a byte with bit 7 set is not a UE4M3 code and
+reads as NaN too, as in golden's :meth:`golden.scale_format.ScaleFormat.table`.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Mux, Value
+
+import golden
+
+from ..nets import wire
+
+__all__ = ["SCALE_FORMATS", "NVFP4_ELEMENTS", "NVFP4_NAME", "is_nvfp4", "UE4M3_EXP_OFFSET",
+           "scale_sig_max", "ue4m3_fields", "scale_fields", "scaled_significand",
+           "nvfp4_scale_format", "check_levels"]
+
+#: The element format of nvfp4 (``--format nvfp4``: these codes with UE4M3 scales).
+NVFP4_ELEMENTS = "fp4_e2m1"
+#: The format name of NVFP4 (any case), as ``golden.nvfp4.is_nvfp4`` reads it: that module
+#: imports golden's numba kernels, which generating Verilog does not load.
+NVFP4_NAME = "nvfp4"
+
+
+def is_nvfp4(fmt) -> bool:
+    """True when ``fmt`` names NVFP4 (``"nvfp4"``, any case)."""
+    return isinstance(fmt, str) and fmt.strip().lower() == NVFP4_NAME
+
+#: The scale formats of the fused step: E8M0 (every MX format) and UE4M3 (NVFP4, fp4_e2m1
+#: codes on both sides).
+SCALE_FORMATS = ("e8m0", "ue4m3")
+
+#: ``x = max(e, 1) + UE4M3_EXP_OFFSET``: a UE4M3 scale's exponent as an E8M0 code, so that
+#: ``2^(max(e, 1) - 10) = 2^(x - 127) / 8`` and ``2^-3`` of each scale goes into ``P``'s lsb.
+UE4M3_EXP_OFFSET = 117
+
+_UE4M3 = golden.scale_format("ue4m3")
+_SIG_BITS = 4
+
+
+def scale_sig_max(scale_format: str) -> int:
+    """The largest scale significand: 1 (E8M0, a power of two) or 15 (UE4M3, ``1.111b``)."""
+    if scale_format not in SCALE_FORMATS:
+        raise ValueError(f"unknown scale format {scale_format!r}; expected one of "
+                         f"{', '.join(SCALE_FORMATS)}")
+    return 1 if scale_format == "e8m0" else (1 << _SIG_BITS) - 1
+
+
+def ue4m3_fields(scale) -> dict:
+    """One UE4M3 byte's ``sig`` (4 bits), ``exp`` (``max(e, 1) + 117``, 8 bits) and ``nan``
+    (0x7F, or bit 7 set)."""
+    scale = Value.cast(scale)
+    e = scale[3:7]
+    normal = e.any()
+    return {"sig": Cat(scale[:3], normal),
+            "exp": (Mux(normal, e, 1) + UE4M3_EXP_OFFSET)[:8],
+            "nan": (scale[:7] == _UE4M3.nan_code) | scale[7]}
+
+
+def scale_fields(m, a_scale, b_scale, name: str) -> dict:
+    """Per block, from the two UE4M3 bytes: their E8M0-like exponents ``exp_a``, ``exp_b``,
+    ``nan`` and the significand product's multiples ``p1 = P`` (8 bits) and ``p3 = 3 * P``
+    (10 bits), as sums of partial products (not ``*``, which yosys maps to a DSP block)."""
+    a, b = ue4m3_fields(a_scale), ue4m3_fields(b_scale)
+    rows = [Mux(b["sig"][j], a["sig"] << j, 0) for j in range(_SIG_BITS)]
+    p1 = wire(m, ((rows[0] + rows[1]) + (rows[2] + rows[3]))[:2 * _SIG_BITS], f"{name}_p1")
+    p3 = wire(m, (p1 + (p1 << 1))[:2 * _SIG_BITS + 2], f"{name}_p3")
+    return {"exp_a": a["exp"], "exp_b": b["exp"], "nan": a["nan"] | b["nan"],
+            "p1": p1, "p3": p3}
+
+
+def scaled_significand(sig, p1, p3):
+    """An fp4_e2m1 significand ``sig`` (2 bits, 0..3) times ``P``: ``0, P, 2P`` or ``3P``,
+    10 bits unsigned."""
+    sig = Value.cast(sig)
+    if len(sig) != 2:
+        raise ValueError(f"UE4M3 scales go with fp4_e2m1's 2-bit significands, not {len(sig)}")
+    width = len(Value.cast(p3))
+    return Mux(sig[1], Mux(sig[0], p3, Cat(Const(0, 1), p1)),
+               Mux(sig[0], p1, 0))[:width]
+
+
+def nvfp4_scale_format(fmt_a, fmt_b, scale_formats) -> str:
+    """``"ue4m3"`` for nvfp4 x nvfp4 (``fmt_b`` None: as ``fmt_a``), else ``"e8m0"``; a
+    one-line error for nvfp4 against another format or in a unit without UE4M3 scales."""
+    nv_a, nv_b = is_nvfp4(fmt_a), is_nvfp4(fmt_a if fmt_b is None else fmt_b)
+    if not (nv_a or nv_b):
+        return "e8m0"
+    if not (nv_a and nv_b):
+        raise ValueError(f"nvfp4 goes with nvfp4 only (nvfp4 x nvfp4), not {fmt_a} x {fmt_b}")
+    if "ue4m3" not in scale_formats:
+        raise ValueError("this unit takes MX formats (E8M0 scales), not nvfp4")
+    return "ue4m3"
+
+
+def check_levels(levels, scale_format: str) -> int:
+    """MXDotGeneral's ``levels``: None -> 2 for nvfp4, else 1; 2 only for nvfp4."""
+    if levels is None:
+        return 2 if scale_format == "ue4m3" else 1
+    if isinstance(levels, bool) or levels not in (1, 2):
+        raise ValueError(f"levels must be 1 or 2, got {levels!r}")
+    if levels == 2 and scale_format != "ue4m3":
+        raise ValueError("levels=2 (the tensor scales' epilogue) is nvfp4's; MX formats have "
+                         "levels=1")
+    return levels

@@ -1,0 +1,114 @@
+"""The parameters every unit built on the dot's block step shares (MXDot, MXDotGeneral,
+:class:`hw.gemm.MXGemm`): formats and scale format, block size, multipliers, the accumulation
+mode and its step (:func:`build_step`), checked once in :func:`fused_step_parameters`.
+"""
+
+from __future__ import annotations
+
+import golden
+from golden.gpu_accumulation import check_accumulation
+
+from ..params import check_block_size, check_choice
+from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
+from .geometry import DotGeometry
+from .nvfp4_scale import NVFP4_ELEMENTS, nvfp4_scale_format
+from .truncated_sections import ACCUMULATIONS, F4_MODES, KINDS, TRUNCATING
+from .truncated_step import build_truncated_step, truncated_sections
+
+__all__ = ["multipliers_suffix", "accumulation_suffix", "build_step", "fused_step_parameters"]
+
+
+def _check_multipliers(multipliers) -> str:
+    if not isinstance(multipliers, str):
+        raise TypeError(f"multipliers must be a str, got {type(multipliers).__name__}")
+    return check_choice("multipliers", multipliers, MULTIPLIERS)
+
+
+def multipliers_suffix(multipliers: str) -> str:
+    """Module name suffix: none for the default LUT products, ``_dsp`` or ``_mult18x18d``
+    for DSP ones."""
+    return "" if multipliers == "lut" else f"_{multipliers}"
+
+
+def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers,
+                        forwarded_c) -> str:
+    """``accumulation`` checked with golden's rules (its names, formats and block sizes, the
+    same one-line errors), then against the modes built in hardware."""
+    check_accumulation(accumulation, fmt_a, fmt_b, block_size)
+    if accumulation not in ACCUMULATIONS:
+        raise ValueError(f"accumulation {accumulation!r} is not built in hardware; the dot "
+                         f"units build {', '.join(map(repr, ACCUMULATIONS))}")
+    if accumulation in F4_MODES and forwarded_c:
+        raise ValueError(f"accumulation {accumulation!r} steps over 64 elements (several "
+                         f"blocks) where a run has them; MXDotGeneral and MXGemm chain one "
+                         f"block per step: it is built in MXDot only (one block per step)")
+    if accumulation in TRUNCATING and multipliers == "mult18x18d":
+        raise ValueError(f"accumulation {accumulation!r} builds its products in LUTs or as `*` "
+                         f"(multipliers 'lut' or 'dsp'), not 'mult18x18d'")
+    return accumulation
+
+
+def accumulation_suffix(accumulation: str) -> str:
+    """Module name suffix: none for the exact step, ``_tcgen05_mxf8f6f4`` (or
+    ``_tcgen05_mxf4``) for a GPU mode."""
+    return "" if accumulation == "exact" else "_" + accumulation.replace(".", "_")
+
+
+def build_step(unit, scope, a, b, c, side=None):
+    """The block step of ``unit``'s accumulation (:func:`hw.dot.fused_step.build_fused_step`
+    or :func:`hw.dot.truncated_step.build_truncated_step`) through ``scope``."""
+    if unit.accumulation == "exact":
+        return build_fused_step(scope, unit.geometry, a, b, c, side,
+                                multipliers=unit.multipliers)
+    return build_truncated_step(scope, unit.geometry, a, b, c, side,
+                                multipliers=unit.multipliers, accumulation=unit.accumulation)
+
+
+def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
+                          forwarded_c=False, accumulation="exact", scale_formats=("e8m0",),
+                          extra_sections=None) -> dict:
+    """Validate the parameters the fused step's units share (MXDot, MXDotGeneral,
+    :class:`hw.gemm.MXGemm`), set them on ``unit`` (formats, scale format, block size,
+    geometry, sections, stages, multipliers, primitives, accumulation) and return them as
+    sidecar parameters.  ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
+    (:func:`hw.dot.fused_step.dot_sections`).  ``accumulation``: ``"exact"`` (the fused
+    step) or a GPU mode (the truncating step, :mod:`hw.dot.truncated_step`).
+    ``scale_formats``: those the unit takes; with ``"ue4m3"``, ``"nvfp4"`` (on both sides)
+    is fp4_e2m1 codes with UE4M3 scales (:mod:`hw.dot.nvfp4_scale`).  ``block_size`` None:
+    16 for nvfp4, else 32.  ``extra_sections``: sections after the step's (name ->
+    estimated delay)."""
+    scale_format = nvfp4_scale_format(fmt_a, fmt_b, scale_formats)
+    if scale_format == "ue4m3":
+        fmt_a = fmt_b = NVFP4_ELEMENTS
+        if accumulation != "exact":
+            raise ValueError(f"accumulation {accumulation!r} with UE4M3 scales (nvfp4) is not "
+                             f"built in hardware; nvfp4 takes 'exact'")
+    if block_size is None:
+        block_size = 16 if scale_format == "ue4m3" else 32
+    fmt_a = golden.element_format(fmt_a)
+    fmt_b = fmt_a if fmt_b is None else golden.element_format(fmt_b)
+    unit.scale_format = scale_format
+    unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size), scale_format)
+    unit.multipliers = _check_multipliers(multipliers)
+    unit.accumulation = _check_accumulation(accumulation, fmt_a, fmt_b, block_size,
+                                            multipliers, forwarded_c)
+    unit.primitives = PRIMITIVES[multipliers]
+    if accumulation == "exact":
+        sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)
+    else:
+        sections = truncated_sections(unit.geometry, forwarded_c=forwarded_c,
+                                      accumulation=accumulation)
+    unit.sections = {**sections, **(extra_sections or {})}
+    # max_stages: every boundary (bench.synth sweeps 1..max_stages); the default depth is
+    # every boundary too, for every pair so far
+    stages = unit._choose_stages(stages, unit.sections)
+    unit.fmt_a, unit.fmt_b, unit.block_size = fmt_a, fmt_b, block_size
+    if accumulation == "exact":
+        widths = {"sum_bits": unit.geometry.sum_bits + 1,
+                  "window_bits": unit.geometry.window_bits}
+    else:  # the truncated terms' signed sum; no window
+        widths = {"sum_bits": KINDS[accumulation].sum_bits + 1}
+    nv = {"scale_format": scale_format} if scale_format != "e8m0" else {}
+    return {"format_a": fmt_a.name, "format_b": fmt_b.name, **nv, "block_size": block_size,
+            "stages": stages, **widths, "multipliers": multipliers,
+            "accumulation": accumulation}

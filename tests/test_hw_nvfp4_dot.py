@@ -1,0 +1,210 @@
+"""The NVFP4 dot units (MXDot and MXDotGeneral with ``--format nvfp4``) in the Amaranth
+simulator: every result bit-exact against golden and against exact Fractions
+(``tests/oracle.py``: ``nvfp4_dot``, ``rne_fp32_bits``), the widths against the oracle's
+decoder, the parameters, the sidecar and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import oracle
+import pytest
+
+from hw.dot import DotGeometry, MXDot, MXDotGeneral
+from tb import nvfp4_dot_stimulus as stim
+
+ROOT = Path(__file__).resolve().parents[1]
+QNAN = 0x7FC00000
+
+
+def _simulate(dut, beats, read, expected):
+    """Offer ``beats`` (lists of (signal, value)) one per accepted clock with ``o.ready``
+    high; return ``read(ctx)`` of every output (``expected`` of them), in order."""
+    from amaranth.sim import Simulator
+
+    out = []
+
+    async def bench(ctx):
+        ctx.set(dut.o.ready, 1)
+        pending = list(beats)
+        for _ in range((len(beats) + 2) * (dut.latency + 2)):
+            ctx.set(dut.i.valid, bool(pending))
+            for signal, value in pending[0] if pending else ():
+                ctx.set(signal, int(value))
+            taken = pending and ctx.get(dut.i.ready)
+            if ctx.get(dut.o.valid):
+                out.append(read(ctx))
+            await ctx.tick()
+            if taken:
+                pending.pop(0)
+            if not pending and len(out) >= expected:
+                break
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+def _block_beat(p, ca, sa, cb, sb):
+    beat = [(p.a.scale, sa), (p.b.scale, sb)]
+    for j in range(len(ca)):
+        beat += [(p.a.codes[j], ca[j]), (p.b.codes[j], cb[j])]
+    return beat
+
+
+def _oracle_step(ca, sa, cb, sb, c_bits) -> int:
+    """The block step from exact Fractions (a byte with bit 7 set: NaN, the units' choice)."""
+    if sa >= 0x80 or sb >= 0x80:
+        return QNAN
+    return oracle.nvfp4_dot([int(x) for x in ca], [sa], None, [int(x) for x in cb], [sb], None,
+                            int(c_bits), block_size=len(ca))
+
+
+def test_geometry_widths_from_the_oracle():
+    """W holds the largest |P * S| (oracle units: 6 = 12 halves; P <= 15 * 15), for k in
+    2..64; the MX widths are unchanged by the scale format's default."""
+    e2m1 = oracle.fmt_of("fp4_e2m1")
+    for k in (2, 16, 32, 64):
+        g = DotGeometry(stim.FP4, stim.FP4, k, "ue4m3")
+        largest = k * oracle.units_max(e2m1) ** 2 * 15 * 15
+        assert largest < 1 << g.sum_bits <= 2 * largest
+        assert g.window_bits == g.sum_bits + 27
+        assert DotGeometry(stim.FP4, stim.FP4, k).sum_bits == (k * 144).bit_length()
+
+
+def test_mxdot_nvfp4_matches_golden_and_fractions(rng):
+    """Directed cases and 120 random blocks (k = 16, 3 stages): golden and the Fractions."""
+    k = 16
+    dut = MXDot("nvfp4", stages=3)
+    assert dut.block_size == k and dut.module_name == "nvfp4_dot_k16_s3"
+    cases = stim.directed_cases(k)
+    ca = np.array([x[0] for x in cases] + list(stim.random_codes(rng, 120, k)), np.uint8)
+    cb = np.array([x[2] for x in cases] + list(stim.random_codes(rng, 120, k)), np.uint8)
+    sa = np.concatenate([[x[1] for x in cases], stim.random_scales(rng, 120)]).astype(np.uint8)
+    sb = np.concatenate([[x[3] for x in cases], stim.random_scales(rng, 120)]).astype(np.uint8)
+    c = np.concatenate([[x[4] for x in cases],
+                        stim.accumulators(rng, ca[-120:], sa[-120:], cb[-120:], sb[-120:])])
+    p = dut.i.payload
+    beats = [[*_block_beat(p, ca[i], int(sa[i]), cb[i], int(sb[i])), (p.c, int(c[i]))]
+             for i in range(len(sa))]
+    got = _simulate(dut, beats, lambda ctx: ctx.get(dut.o.payload.result), len(beats))
+    want = stim.step_results(ca, sa, cb, sb, c.astype(np.uint32))
+    assert len(got) == len(sa)
+    bad = [(i, hex(g), hex(int(w))) for i, (g, w) in enumerate(zip(got, want, strict=True))
+           if g != int(w)]
+    assert not bad, f"{len(bad)} differ from golden: {bad[:5]}"
+    for i in range(len(sa)):
+        assert got[i] == _oracle_step(ca[i], int(sa[i]), cb[i], int(sb[i]), c[i]), i
+    # hand-worked: 16 * (1 * 1) * 1.875 * 1.875 = 56.25 added to 1.5 (0x3F = 1.875)
+    assert stim.step_results(ca[:1] * 0 + stim.code_of(1.0), np.array([0x3F], np.uint8),
+                             cb[:1] * 0 + stim.code_of(1.0), np.array([0x3F], np.uint8),
+                             np.array([0x3FC00000], np.uint32))[0] == \
+        np.float32(57.75).view(np.uint32)
+    assert [got[i] for i, x in enumerate(cases) if "NaN" in x[5] or "0xFF" in x[5]] == \
+        [QNAN] * sum(1 for x in cases if "NaN" in x[5] or "0xFF" in x[5])
+
+
+def _epilogue_oracle(total_bits: int, alpha_bits: int) -> int:
+    x, a = oracle.fp32_bits_value(total_bits), oracle.fp32_bits_value(alpha_bits)
+    if x is oracle.NAN or a is oracle.NAN:
+        return QNAN
+    if isinstance(x, str) or isinstance(a, str):
+        zero = (not isinstance(x, str) and x == 0) or (not isinstance(a, str) and a == 0)
+        if zero:
+            return QNAN
+        neg = (total_bits ^ alpha_bits) >> 31
+        return 0x7F800000 | (neg << 31)
+    product = Fraction(x) * Fraction(a)
+    if product == 0:  # an exact zero product keeps the sign of the operands (IEEE)
+        return ((total_bits ^ alpha_bits) >> 31) << 31
+    return oracle.rne_fp32_bits(product)
+
+
+@pytest.mark.parametrize("contexts,stages", [(1, 2), (2, 9)])
+def test_mxdot_general_nvfp4_epilogue(contexts, stages, rng):
+    """Runs of 1-3 blocks with a random alpha on the last beat (noise on the others):
+    golden's chain and epilogue, and the epilogue from exact Fractions."""
+    k, n = 4, 40
+    dut = MXDotGeneral("nvfp4", block_size=k, contexts=contexts, stages=stages)
+    assert dut.levels == 2 and dut.module_name.startswith("nvfp4_dot_general_l2_k4")
+    p = dut.i.payload
+    alphas = stim.random_alpha(rng, n)
+    beats, want = [], []
+    for r in range(n):
+        length = int(rng.integers(1, 4))
+        ca, cb = stim.random_codes(rng, length, k), stim.random_codes(rng, length, k)
+        sa, sb = stim.random_scales(rng, length), stim.random_scales(rng, length)
+        c0 = int(stim.accumulators(rng, ca[:1], sa[:1], cb[:1], sb[:1])[0])
+        total, res = stim.run_result(ca, sa, cb, sb, c0, int(alphas[r]))
+        assert res == _epilogue_oracle(total, int(alphas[r])), (hex(total), hex(alphas[r]))
+        want.append(res)
+        for b in range(length):
+            last = b == length - 1
+            beats.append([*_block_beat(p, ca[b], int(sa[b]), cb[b], int(sb[b])),
+                          (p.c0, c0 if b == 0 else int(rng.integers(0, 1 << 32))),
+                          (p.first, b == 0), (p.last, last),
+                          (p.alpha, int(alphas[r]) if last else int(rng.integers(0, 1 << 32))),
+                          *([(p.ctx, 0)] if contexts > 1 else [])])
+    got = _simulate(dut, beats, lambda ctx: ctx.get(dut.o.payload.result), n)
+    bad = [(i, hex(g), hex(w)) for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w]
+    assert len(got) == n and not bad, f"{len(bad)} differ: {bad[:5]}"
+
+
+def test_mxdot_general_nvfp4_levels_1_has_no_alpha():
+    dut = MXDotGeneral("nvfp4", levels=1, stages=2)
+    assert "alpha" not in dut.i.payload.shape().members
+    assert dut.parameters["levels"] == 1 and dut.module_name == "nvfp4_dot_general_l1_k16_c4_s2"
+    assert "alpha" in MXDotGeneral("nvfp4").i.payload.shape().members
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: MXDot("nvfp4", "fp4_e2m1"), "nvfp4 goes with nvfp4 only"),
+    (lambda: MXDot("fp8_e4m3", "nvfp4"), "nvfp4 goes with nvfp4 only"),
+    (lambda: MXDotGeneral("fp8_e4m3", levels=2), "levels=2"),
+    (lambda: MXDotGeneral("nvfp4", levels=3), "levels"),
+    (lambda: DotGeometry(stim.FP4, stim.FP4, 16, "ue8m0"), "unknown scale format"),
+])
+def test_bad_parameters(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "hw", *args], capture_output=True, text=True,
+                          cwd=ROOT)
+
+
+def test_cli_sidecar_and_errors(tmp_path):
+    out = tmp_path / "g.v"
+    r = _cli("generate", "dot-general", "--format", "nvfp4", "--stages", "3", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "module nvfp4_dot_general_l2_k16_c4_s3" in out.read_text()
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert side["parameters"]["scale_format"] == "ue4m3"
+    assert side["parameters"]["levels"] == 2 and side["parameters"]["block_size"] == 16
+    names = [f["name"] for p in side["ports"] if p["name"] == "i__payload" for f in p["fields"]]
+    assert names[-1] == "alpha"
+    for args in (["dot", "--format-a", "nvfp4", "--format-b", "int8"],
+                 ["dot-general", "--format", "int8", "--levels", "2"]):
+        r = _cli("generate", *args, "-o", str(tmp_path / "x.v"))
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and "error" in lines[0], r.stderr
+
+
+def test_nvfp4_name_is_goldens():
+    """hw.dot reads "nvfp4" without importing golden.nvfp4 (which loads numba): the same
+    name and test as golden's."""
+    import golden.nvfp4
+    from hw.dot.nvfp4_scale import NVFP4_ELEMENTS, NVFP4_NAME, is_nvfp4
+
+    assert NVFP4_NAME == golden.nvfp4.NAME
+    assert golden.element_format(NVFP4_ELEMENTS) == stim.FP4
+    for name in ("nvfp4", " NVFP4", "fp4_e2m1", "mxfp4", None, 4):
+        assert is_nvfp4(name) == golden.nvfp4.is_nvfp4(name), name
