@@ -154,12 +154,14 @@ def test_fusesoc_core_of_the_tile_lints(tmp_path):
     assert r.returncode == 0 and "%Warning" not in r.stdout + r.stderr, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("out_format", [None, "fp8_e4m3"])
-def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, seed):
+@pytest.mark.parametrize("out_format,accumulators", [
+    (None, "registers"), ("fp8_e4m3", "registers"), (None, "memory"), ("fp8_e4m3", "memory")])
+def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, accumulators, seed):
     """A 1 x 2 tile (fp4_e2m1, k = 2, 2 stages, 2 contexts; fp32 results, or an fp8_e4m3
-    block per row) in Amaranth's simulator, fed tb.gemm's interleaved runs under random
-    valid/ready: every run's beat comes out once, in order of the runs' ends, bit for bit
-    golden's (the Verilator bench: test_sim_gemm.py)."""
+    block per row; accumulators in registers or in a memory per lane) in Amaranth's
+    simulator, fed tb.gemm's interleaved runs under random valid/ready: every run's beat
+    comes out once, in order of the runs' ends, bit for bit golden's (the Verilator bench:
+    test_sim_gemm.py)."""
     import numpy as np
     from amaranth.sim import Simulator
 
@@ -167,7 +169,7 @@ def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, seed):
     from tb.standard_tests import UnitConfig
 
     g = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, stages=2, contexts=2,
-               out_format=out_format)
+               accumulators=accumulators, out_format=out_format)
     model = GemmModel(UnitConfig(sidecar=sidecar(g, "gemm"), seed=seed, label="sim",
                                  blocks=40, full=False, sweeps=False))
     rng = np.random.default_rng(seed)

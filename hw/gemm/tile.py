@@ -19,7 +19,7 @@ from amaranth.lib import data, stream
 
 import golden
 
-from ..dot.contexts import AccumulatorContexts
+from ..dot.contexts import STORAGES, AccumulatorContexts
 from ..dot.fused_step import build_fused_step
 from ..dot.units import fused_step_parameters, multipliers_suffix
 from ..elements import block_layout
@@ -76,6 +76,12 @@ class MXGemm(Unit):
         None: every section boundary.
     multipliers : {"lut", "dsp", "mult18x18d"}
         The lane products, as for :class:`hw.dot.MXDot`.
+    accumulators : {"registers", "memory"}
+        The fp32 accumulators (R x C x ``contexts`` words): ``registers`` (the default, as
+        MXDotGeneral's), or ``memory``: per lane a memory of ``contexts`` words, one
+        combinational read and one write per clock (:class:`hw.dot.contexts.AccumulatorContexts`;
+        on ECP5 distributed RAM in place of ``32 contexts`` flip-flops and their read mux per
+        lane).  Same function.
     out_format : str, ElementFormat or None
         None (the default): fp32 results.  An element format: each row's C results leave as
         one MX block of that format (``cols`` a power of two in 2..16), quantized with the
@@ -119,16 +125,22 @@ class MXGemm(Unit):
 
     def __init__(self, fmt_a, fmt_b=None, *, rows: int = 2, cols: int = 2,
                  block_size: int = 32, contexts: int | None = None,
-                 stages: int | None = None, multipliers: str = "lut", out_format=None):
+                 stages: int | None = None, multipliers: str = "lut",
+                 accumulators: str = "registers", out_format=None):
         self.rows = check_int("rows", rows, 1, MAX_SIDE)
         self.cols = check_int("cols", cols, 1, MAX_SIDE)
+        if accumulators not in STORAGES:
+            raise ValueError(f"accumulators must be one of {', '.join(STORAGES)}, not "
+                             f"{accumulators!r}")
+        self.accumulators = accumulators
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
                                        forwarded_c=True)
         if contexts is None:
             contexts = default_contexts(self.stages)
         self.contexts = check_power_of_two("contexts", contexts, 1, 64)
         self.ctx_bits = (contexts - 1).bit_length()
-        self._parameters = {**shared, "rows": rows, "cols": cols, "contexts": contexts}
+        self._parameters = {**shared, "rows": rows, "cols": cols, "contexts": contexts,
+                            "accumulators": accumulators}
         self.out_fmt, self.quantizer_stages = None, 0
         results = {f"row{r}": data.ArrayLayout(unsigned(32), cols) for r in range(rows)}
         self.fp32_layout = data.StructLayout({"result": data.StructLayout(results),
@@ -172,6 +184,7 @@ class MXGemm(Unit):
         return (f"mx_gemm_{self.fmt_a.name}_{self.fmt_b.name}_r{self.rows}x{self.cols}"
                 f"_k{self.block_size}_c{self.contexts}_s{self.stages}"
                 + multipliers_suffix(self.multipliers)
+                + ("_ram" if self.accumulators == "memory" else "")
                 + (f"_o{self.out_fmt.name}" if self.out_fmt else ""))
 
     @property
@@ -185,7 +198,8 @@ class MXGemm(Unit):
         lanes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
         names = [f"r{r}c{c}" for r, c in lanes]
         contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first,
-                                       [p.c0[f"row{r}"][c] for r, c in lanes], names)
+                                       [p.c0[f"row{r}"][c] for r, c in lanes], names,
+                                       storage=self.accumulators)
         # the run's markers ride along with lane (0, 0) alone (one hold flag per pipeline)
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
         outs = []
