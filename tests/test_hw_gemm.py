@@ -31,6 +31,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
     ({"cols": 3, "out_format": "fp8_e4m3"}, ValueError,
      r"an MX output .* cols must be a power of two in 2\.\.16, got 3"),
     ({"out_format": "fp7"}, ValueError, "fp7"),
+    ({"accumulators": "ebr"}, ValueError,
+     "accumulators must be one of registers, memory, not 'ebr'"),
 ])
 def test_bad_parameters_raise_one_line_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -94,6 +96,24 @@ def test_lanes_sit_side_by_side_under_their_own_names():
             assert f"gemm_{lane}_{section}" in wires
     for lane in ("r0c0", "r0c1", "r1c0", "r1c1"):
         assert {f"{lane}_acc0", f"{lane}_acc1", f"{lane}_step_c", f"{lane}_decode"} <= wires
+
+
+def test_memory_accumulators_are_one_memory_per_lane():
+    """``accumulators="memory"``: each lane's contexts are the words of one memory
+    (``<lane>_acc``, ``contexts`` x 32 bits) in place of a register per context; the module
+    name says so (``_ram``) and the sidecar's parameters."""
+    from amaranth.back import rtlil
+
+    g = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, contexts=4, stages=3,
+               accumulators="memory")
+    assert g.module_name == "mx_gemm_fp4_e2m1_fp4_e2m1_r1x2_k2_c4_s3_ram"
+    assert validate(sidecar(g, "gemm"))["parameters"]["accumulators"] == "memory"
+    text = rtlil.convert(g)
+    memories = re.findall(r"^\s*memory width (\d+) size (\d+) \\(\S+)$", text, flags=re.M)
+    assert sorted(memories) == [("32", "4", "r0c0_acc"), ("32", "4", "r0c1_acc")], memories
+    wires = set(re.findall(r"^\s*wire .*\\(\S+)$", text, flags=re.M))
+    assert not any(re.fullmatch(r"r0c[01]_acc\d+", w) for w in wires)
+    assert {"r0c0_step_c", "r0c1_step_c"} <= wires
 
 
 def _cli(*args):
