@@ -150,8 +150,8 @@ class MXGemm(Unit):
             self.out_fmt = golden.element_format(out_format)
             if cols < 2 or cols & (cols - 1):
                 raise ValueError(f"an MX output quantizes each row's cols results as one "
-                                 f"block: cols must be a power of two in 2..{MAX_SIDE}, "
-                                 f"got {cols}")
+                                 f"block (golden.matmul's out_block_size = cols): cols must "
+                                 f"be a power of two in 2..{MAX_SIDE}, got {cols}")
             self._quantizer = output_quantizer(self.out_fmt, cols)
             self.quantizer_stages = self._quantizer.stages
             self._parameters.update(out_format=self.out_fmt.name,
