@@ -221,3 +221,31 @@ def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, accumulat
     sim.add_testbench(bench)
     sim.run()
     assert len(expected) == len(runs) >= 12 and got == expected
+
+
+@pytest.mark.parametrize("out_format", ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3",
+                                        "fp4_e2m1", "int8"])
+def test_quantizer_runs_hit_the_output_quantizers_rare_bins(out_format, seed):
+    """tb.gemm's directed runs for an MX output reach the quantizer bins random runs rarely
+    do (ties to even both ways, saturation, the scale's clamp at 0, -0 kept beside a finite
+    value), by golden's own results; and their blocks are what the runs' ``c0`` set them to
+    (zero products leave the start)."""
+    import numpy as np
+
+    from tb.gemm import GemmBatch, GemmModel
+    from tb.standard_tests import UnitConfig
+
+    g = MXGemm("fp8_e4m3", rows=2, cols=2, block_size=4, stages=3, contexts=4,
+               out_format=out_format)
+    model = GemmModel(UnitConfig(sidecar=sidecar(g, "gemm"), seed=seed, label="q",
+                                 blocks=40, full=False, sweeps=False))
+    runs = model.quantizer_runs(np.random.default_rng(seed))
+    for run in runs[:-1]:
+        assert (run.results == run.c0).all()
+    hits = GemmBatch(model, runs).coverage_counts()
+    element, scale = hits["mx.rne.floor.element"], hits["mx.rne.floor.scale"]
+    wanted = ["tie_even_down", "tie_even_up", "saturated"]
+    if not out_format.startswith("int"):
+        wanted.append("neg_zero_kept")
+    assert all(element.get(b, 0) > 0 for b in wanted), element
+    assert scale.get("clamped_0", 0) > 0, scale
