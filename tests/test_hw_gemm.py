@@ -136,6 +136,7 @@ def test_cli_generates_the_tile(tmp_path):
     ["--format", "fp8_e4m3", "--contexts", "5"],
     ["--format", "fp8_e4m3", "--block-size", "3"],
     ["--format-a", "fp8_e4m3"],
+    ["--format", "fp8_e4m3", "--accumulators", "ebr"],
 ])
 def test_cli_bad_parameters_one_line_exit_2(args, tmp_path):
     r = _cli("generate", "gemm", *args, "-o", str(tmp_path / "x.v"))
