@@ -19,9 +19,9 @@ def _add_options(p):
     p.add_argument("--contexts", type=int, default=None,
                    help="accumulation contexts (power of two, 1..64; default: the smallest "
                         "power of two >= the latency, a block per clock)")
-    p.add_argument("--accumulators", choices=STORAGES, default="registers",
-                   help="the fp32 accumulators: flip-flops (default) or a memory per lane "
-                        "(distributed RAM on ECP5)")
+    p.add_argument("--accumulators", default="registers",
+                   help=f"the fp32 accumulators ({' or '.join(STORAGES)}): flip-flops (the "
+                        f"default) or a memory per lane (distributed RAM on ECP5)")
     p.add_argument("--out-format", default=None,
                    help=format_help("MX output: each row's cols results as one block of this "
                                     "element format (default: fp32 results)"))
