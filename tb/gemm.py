@@ -280,6 +280,51 @@ class GemmModel(standard_tests.UnitModel):
             ca = np.zeros_like(run.ca) if zero else run.ca
             runs.append(GemmRun(self, ca, run.sa, run.cb, run.sb, "NaN, Inf, -0 starts",
                                 rng.permutation(starts)))
+        return runs + self.quantizer_runs(rng)
+
+    def quantizer_runs(self, rng) -> list[GemmRun]:
+        """With an MX output, runs of one block aimed at the output quantizer's rare bins
+        (none for fp32 results).  Zero products leave each output its finite non-zero
+        ``c0`` (``RNE_fp32(c + 0) = c``), so ``c0`` sets the rows' blocks: the largest value
+        of the output format (the block's scale exponent 0) beside the midpoints of two
+        neighbouring values (ties to even, down and up), the largest fp32 value below the
+        next power of two (saturation), fp32 subnormals (the scale's clamp at 0).  And -0
+        beside a finite value: products of a few 2^-126 scaled codes are below fp32's
+        subnormals, and a negative one rounds to -0."""
+        fmt = self.out_fmt
+        if fmt is None:
+            return []
+        table = golden.decode_table(fmt).astype(np.float64)
+        codes = np.flatnonzero(np.isfinite(table) & (table > 0))
+        codes = codes[np.argsort(table[codes])]
+        vals = table[codes]
+        amax = vals[-1]
+        ties = {}  # RNE keeps the even code: (lower code even) down, (lower code odd) up
+        for lo, v0, v1 in zip(codes[:-1], vals[:-1], vals[1:], strict=True):
+            ties.setdefault("down" if lo % 2 == 0 else "up", (v0 + v1) / 2)
+        top = 2.0 ** (np.floor(np.log2(amax)) + 1)
+        blocks = [[amax, tie] for tie in ties.values()]
+        blocks += [[np.nextafter(np.float32(top), np.float32(0))], [2.0 ** -149, 2.0 ** -140]]
+        c0 = np.array([np.resize(np.asarray(b, np.float32), self.cols) for b in blocks])
+        c0 = np.resize(c0, (-(-len(c0) // self.rows) * self.rows, self.cols))
+        k, fa, fb = self.k, self.fmt_a, self.fmt_b
+        runs = []
+        for j in range(0, len(c0), self.rows):
+            runs.append(GemmRun(self, np.zeros((1, self.rows, k), np.uint8),
+                                np.full((1, self.rows), 127, np.uint8),
+                                np.zeros((1, self.cols, k), np.uint8),
+                                np.full((1, self.cols), 127, np.uint8), "quantizer bins",
+                                c0[j:j + self.rows].view(np.uint32)))
+        ta, tb = golden.decode_table(fa), golden.decode_table(fb)
+        cb = np.zeros((1, self.cols, k), np.uint8)
+        cb[0, 1:] = int(np.flatnonzero(np.isfinite(tb) & (tb < 0))[0])
+        start = np.zeros((self.rows, self.cols), np.float32)
+        start[:, 0] = 1.0  # column 0: no products, the start alone
+        a_code = int(np.flatnonzero(np.isfinite(ta) & (ta > 0))[0])
+        runs.append(GemmRun(self, np.full((1, self.rows, k), a_code, np.uint8),
+                            np.ones((1, self.rows), np.uint8), cb,
+                            np.ones((1, self.cols), np.uint8), "-0 in a block",
+                            start.view(np.uint32)))
         return runs
 
     # -- the standard tests' sets ------------------------------------------------------------

@@ -31,6 +31,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
     ({"cols": 3, "out_format": "fp8_e4m3"}, ValueError,
      r"an MX output .* cols must be a power of two in 2\.\.16, got 3"),
     ({"out_format": "fp7"}, ValueError, "fp7"),
+    ({"accumulators": "ebr"}, ValueError,
+     "accumulators must be one of registers, memory, not 'ebr'"),
 ])
 def test_bad_parameters_raise_one_line_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -96,6 +98,24 @@ def test_lanes_sit_side_by_side_under_their_own_names():
         assert {f"{lane}_acc0", f"{lane}_acc1", f"{lane}_step_c", f"{lane}_decode"} <= wires
 
 
+def test_memory_accumulators_are_one_memory_per_lane():
+    """``accumulators="memory"``: each lane's contexts are the words of one memory
+    (``<lane>_acc``, ``contexts`` x 32 bits) in place of a register per context; the module
+    name says so (``_ram``) and the sidecar's parameters."""
+    from amaranth.back import rtlil
+
+    g = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, contexts=4, stages=3,
+               accumulators="memory")
+    assert g.module_name == "mx_gemm_fp4_e2m1_fp4_e2m1_r1x2_k2_c4_s3_ram"
+    assert validate(sidecar(g, "gemm"))["parameters"]["accumulators"] == "memory"
+    text = rtlil.convert(g)
+    memories = re.findall(r"^\s*memory width (\d+) size (\d+) \\(\S+)$", text, flags=re.M)
+    assert sorted(memories) == [("32", "4", "r0c0_acc"), ("32", "4", "r0c1_acc")], memories
+    wires = set(re.findall(r"^\s*wire .*\\(\S+)$", text, flags=re.M))
+    assert not any(re.fullmatch(r"r0c[01]_acc\d+", w) for w in wires)
+    assert {"r0c0_step_c", "r0c1_step_c"} <= wires
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "hw", *args], capture_output=True, text=True,
                           cwd=ROOT)
@@ -116,6 +136,7 @@ def test_cli_generates_the_tile(tmp_path):
     ["--format", "fp8_e4m3", "--contexts", "5"],
     ["--format", "fp8_e4m3", "--block-size", "3"],
     ["--format-a", "fp8_e4m3"],
+    ["--format", "fp8_e4m3", "--accumulators", "ebr"],
 ])
 def test_cli_bad_parameters_one_line_exit_2(args, tmp_path):
     r = _cli("generate", "gemm", *args, "-o", str(tmp_path / "x.v"))
@@ -154,12 +175,14 @@ def test_fusesoc_core_of_the_tile_lints(tmp_path):
     assert r.returncode == 0 and "%Warning" not in r.stdout + r.stderr, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("out_format", [None, "fp8_e4m3"])
-def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, seed):
+@pytest.mark.parametrize("out_format,accumulators", [
+    (None, "registers"), ("fp8_e4m3", "registers"), (None, "memory"), ("fp8_e4m3", "memory")])
+def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, accumulators, seed):
     """A 1 x 2 tile (fp4_e2m1, k = 2, 2 stages, 2 contexts; fp32 results, or an fp8_e4m3
-    block per row) in Amaranth's simulator, fed tb.gemm's interleaved runs under random
-    valid/ready: every run's beat comes out once, in order of the runs' ends, bit for bit
-    golden's (the Verilator bench: test_sim_gemm.py)."""
+    block per row; accumulators in registers or in a memory per lane) in Amaranth's
+    simulator, fed tb.gemm's interleaved runs under random valid/ready: every run's beat
+    comes out once, in order of the runs' ends, bit for bit golden's (the Verilator bench:
+    test_sim_gemm.py)."""
     import numpy as np
     from amaranth.sim import Simulator
 
@@ -167,7 +190,7 @@ def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, seed):
     from tb.standard_tests import UnitConfig
 
     g = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, stages=2, contexts=2,
-               out_format=out_format)
+               accumulators=accumulators, out_format=out_format)
     model = GemmModel(UnitConfig(sidecar=sidecar(g, "gemm"), seed=seed, label="sim",
                                  blocks=40, full=False, sweeps=False))
     rng = np.random.default_rng(seed)
@@ -199,3 +222,31 @@ def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, seed):
     sim.add_testbench(bench)
     sim.run()
     assert len(expected) == len(runs) >= 12 and got == expected
+
+
+@pytest.mark.parametrize("out_format", ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3",
+                                        "fp4_e2m1", "int8"])
+def test_quantizer_runs_hit_the_output_quantizers_rare_bins(out_format, seed):
+    """tb.gemm's directed runs for an MX output reach the quantizer bins random runs rarely
+    do (ties to even both ways, saturation, the scale's clamp at 0, -0 kept beside a finite
+    value), by golden's own results; and their blocks are what the runs' ``c0`` set them to
+    (zero products leave the start)."""
+    import numpy as np
+
+    from tb.gemm import GemmBatch, GemmModel
+    from tb.standard_tests import UnitConfig
+
+    g = MXGemm("fp8_e4m3", rows=2, cols=2, block_size=4, stages=3, contexts=4,
+               out_format=out_format)
+    model = GemmModel(UnitConfig(sidecar=sidecar(g, "gemm"), seed=seed, label="q",
+                                 blocks=40, full=False, sweeps=False))
+    runs = model.quantizer_runs(np.random.default_rng(seed))
+    for run in runs[:-1]:
+        assert (run.results == run.c0).all()
+    hits = GemmBatch(model, runs).coverage_counts()
+    element, scale = hits["mx.rne.floor.element"], hits["mx.rne.floor.scale"]
+    wanted = ["tie_even_down", "tie_even_up", "saturated"]
+    if not out_format.startswith("int"):
+        wanted.append("neg_zero_kept")
+    assert all(element.get(b, 0) > 0 for b in wanted), element
+    assert scale.get("clamped_0", 0) > 0, scale

@@ -5,16 +5,23 @@ A step of latency ``L`` (the fused dot step) takes the result of a run's block a
 of the run's next block, so one run alone can take a block every ``L`` clocks; runs in
 different contexts interleave, and ``L`` or more of them, round-robin, keep the step busy
 every clock.  Per context: a busy bit (a block of it is in the pipeline) and, per lane, an
-fp32 accumulator register.  All lanes of a tile (:class:`hw.gemm.MXGemm`) move in lockstep,
-so the control is one and the accumulators and forwarding muxes are per lane; MXDotGeneral is
-the tile of one lane.
+fp32 accumulator: a register, or (``storage="memory"``) a word of a memory of the lane's
+contexts, one write and one combinational read per clock (on ECP5 distributed RAM, whose
+read is asynchronous as the accumulator input's path needs).  All lanes of a tile
+(:class:`hw.gemm.MXGemm`) move in lockstep, so the control is one and the accumulators and
+forwarding muxes are per lane; MXDotGeneral is the tile of one lane.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Const, Module, Mux, Signal, unsigned
+from amaranth.lib.memory import Memory
 
-__all__ = ["AccumulatorContexts"]
+__all__ = ["AccumulatorContexts", "STORAGES"]
+
+#: Where the accumulators live: ``registers`` (one per context and lane, read through a mux)
+#: or ``memory`` (one memory of ``contexts`` words per lane, :class:`AccumulatorContexts`).
+STORAGES = ("registers", "memory")
 
 
 class AccumulatorContexts:
@@ -45,6 +52,11 @@ class AccumulatorContexts:
     lanes : list of (str or None)
         Per lane, the prefix of its signals (``<lane>_acc<j>``, ``<lane>_step_c``,
         ``<lane>_leave_result``); None: no prefix (one lane).
+    storage : {"registers", "memory"}
+        The accumulators: a register per context and lane (``<lane>_acc<j>``), or per lane
+        a memory of ``contexts`` words (``<lane>_acc``) read at the entering block's context
+        and written at the leaving block's, the same function (the forwarding mux stays: a
+        result is written at the end of the cycle it leaves in).
 
     Attributes
     ----------
@@ -54,9 +66,12 @@ class AccumulatorContexts:
         proven per depth).
     """
 
-    def __init__(self, m: Module, contexts: int, ctx, first, c0: list, lanes: list):
+    def __init__(self, m: Module, contexts: int, ctx, first, c0: list, lanes: list, *,
+                 storage: str = "registers"):
         if len(c0) != len(lanes):
             raise ValueError(f"{len(c0)} c0 values for {len(lanes)} lanes")
+        if storage not in STORAGES:
+            raise ValueError(f"storage must be one of {', '.join(STORAGES)}, not {storage!r}")
         self._m, self._contexts = m, contexts
         self._ctx_bits = ctx_bits = (contexts - 1).bit_length()
         self._lanes = list(lanes)
@@ -65,8 +80,13 @@ class AccumulatorContexts:
         def named(lane, name):
             return name if lane is None else f"{lane}_{name}"
 
-        self._acc = [Array(Signal(32, name=named(lane, f"acc{j}"), reset_less=True)
-                           for j in range(nctx)) for lane in lanes]
+        if storage == "memory":
+            self._acc = [Memory(shape=unsigned(32), depth=nctx, init=[]) for _ in lanes]
+            for lane, memory in zip(lanes, self._acc, strict=True):
+                m.submodules[named(lane, "acc")] = memory
+        else:
+            self._acc = [Array(Signal(32, name=named(lane, f"acc{j}"), reset_less=True)
+                               for j in range(nctx)) for lane in lanes]
         busy = Signal(nctx)
         # The block leaving the step this cycle (its results are the context's new accs).
         pipe_ready, pipe_valid = Signal(), Signal()  # pipe_valid: the step presents one
@@ -84,13 +104,20 @@ class AccumulatorContexts:
         self.c = []
         for acc, result, start, lane in zip(self._acc, self._leave_results, c0, lanes,
                                             strict=True):
-            current = Mux(forward, result, acc[ctx] if ctx_bits else acc[0])
+            if storage == "memory":
+                read = acc.read_port(domain="comb")
+                m.d.comb += read.addr.eq(ctx if ctx_bits else 0)
+                stored = read.data
+            else:
+                stored = acc[ctx] if ctx_bits else acc[0]
+            current = Mux(forward, result, stored)
             c = Signal(32, name=named(lane, "step_c"))
             m.d.comb += c.eq(Mux(first, start, current))
             self.c.append(c)
         self._busy, self._leave, self._leave_last, self._leave_ctx = (busy, leave, leave_last,
                                                                       leave_ctx)
         self._pipe_ready, self._pipe_valid = pipe_ready, pipe_valid
+        self._storage = storage
 
     @property
     def contexts(self) -> int:
@@ -133,6 +160,12 @@ class AccumulatorContexts:
         enter = i.valid & i.ready
         m.d.sync += busy.eq((busy & ~Mux(leave, leave_onehot, 0)[:nctx])
                             | Mux(enter, self._onehot, 0)[:nctx])
+        if self._storage == "memory":
+            for memory, result in zip(self._acc, self._leave_results, strict=True):
+                write = memory.write_port()
+                m.d.comb += [write.addr.eq(self._leave_ctx if self._ctx_bits else 0),
+                             write.data.eq(result), write.en.eq(leave)]
+            return
         for j in range(nctx):  # one write enable per context (no partial case statement)
             with m.If(leave & (self._leave_ctx == j if self._ctx_bits else 1)):
                 m.d.sync += [acc[j].eq(result)

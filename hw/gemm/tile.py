@@ -19,7 +19,7 @@ from amaranth.lib import data, stream
 
 import golden
 
-from ..dot.contexts import AccumulatorContexts
+from ..dot.contexts import STORAGES, AccumulatorContexts
 from ..dot.parameters import (
     accumulation_suffix,
     build_step,
@@ -80,6 +80,12 @@ class MXGemm(Unit):
         None: every section boundary.
     multipliers : {"lut", "dsp", "mult18x18d"}
         The lane products, as for :class:`hw.dot.MXDot`.
+    accumulators : {"registers", "memory"}
+        The fp32 accumulators (R x C x ``contexts`` words): ``registers`` (the default, as
+        MXDotGeneral's), or ``memory``: per lane a memory of ``contexts`` words, one
+        combinational read and one write per clock (:class:`hw.dot.contexts.AccumulatorContexts`;
+        on ECP5 distributed RAM in place of ``32 contexts`` flip-flops and their read mux per
+        lane).  Same function.
     out_format : str, ElementFormat or None
         None (the default): fp32 results.  An element format: each row's C results leave as
         one MX block of that format (``cols`` a power of two in 2..16), quantized with the
@@ -126,17 +132,23 @@ class MXGemm(Unit):
 
     def __init__(self, fmt_a, fmt_b=None, *, rows: int = 2, cols: int = 2,
                  block_size: int = 32, contexts: int | None = None,
-                 stages: int | None = None, multipliers: str = "lut", out_format=None,
+                 stages: int | None = None, multipliers: str = "lut",
+                 accumulators: str = "registers", out_format=None,
                  accumulation: str = "exact"):
         self.rows = check_int("rows", rows, 1, MAX_SIDE)
         self.cols = check_int("cols", cols, 1, MAX_SIDE)
+        if accumulators not in STORAGES:
+            raise ValueError(f"accumulators must be one of {', '.join(STORAGES)}, not "
+                             f"{accumulators!r}")
+        self.accumulators = accumulators
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
                                        forwarded_c=True, accumulation=accumulation)
         if contexts is None:
             contexts = default_contexts(self.stages)
         self.contexts = check_power_of_two("contexts", contexts, 1, 64)
         self.ctx_bits = (contexts - 1).bit_length()
-        self._parameters = {**shared, "rows": rows, "cols": cols, "contexts": contexts}
+        self._parameters = {**shared, "rows": rows, "cols": cols, "contexts": contexts,
+                            "accumulators": accumulators}
         self.out_fmt, self.quantizer_stages = None, 0
         results = {f"row{r}": data.ArrayLayout(unsigned(32), cols) for r in range(rows)}
         self.fp32_layout = data.StructLayout({"result": data.StructLayout(results),
@@ -146,8 +158,8 @@ class MXGemm(Unit):
             self.out_fmt = golden.element_format(out_format)
             if cols < 2 or cols & (cols - 1):
                 raise ValueError(f"an MX output quantizes each row's cols results as one "
-                                 f"block: cols must be a power of two in 2..{MAX_SIDE}, "
-                                 f"got {cols}")
+                                 f"block (golden.matmul's out_block_size = cols): cols must "
+                                 f"be a power of two in 2..{MAX_SIDE}, got {cols}")
             self._quantizer = output_quantizer(self.out_fmt, cols)
             self.quantizer_stages = self._quantizer.stages
             self._parameters.update(out_format=self.out_fmt.name,
@@ -180,6 +192,7 @@ class MXGemm(Unit):
         return (f"mx_gemm_{self.fmt_a.name}_{self.fmt_b.name}_r{self.rows}x{self.cols}"
                 f"_k{self.block_size}_c{self.contexts}_s{self.stages}"
                 + multipliers_suffix(self.multipliers)
+                + ("_ram" if self.accumulators == "memory" else "")
                 + (f"_o{self.out_fmt.name}" if self.out_fmt else "")
                 + accumulation_suffix(self.accumulation))
 
@@ -194,7 +207,8 @@ class MXGemm(Unit):
         lanes = [(r, c) for r in range(self.rows) for c in range(self.cols)]
         names = [f"r{r}c{c}" for r, c in lanes]
         contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first,
-                                       [p.c0[f"row{r}"][c] for r, c in lanes], names)
+                                       [p.c0[f"row{r}"][c] for r, c in lanes], names,
+                                       storage=self.accumulators)
         # the run's markers ride along with lane (0, 0) alone (one hold flag per pipeline)
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
         outs = []

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..dot.contexts import STORAGES
 from ..dot.units import add_accumulation_option, add_fused_step_options, formats_from_args
 from ..registry import UnitSpec, format_help
 from .tile import MAX_SIDE, MXGemm
@@ -19,6 +20,9 @@ def _add_options(p):
     p.add_argument("--contexts", type=int, default=None,
                    help="accumulation contexts (power of two, 1..64; default: the smallest "
                         "power of two >= the latency, a block per clock)")
+    p.add_argument("--accumulators", default="registers",
+                   help=f"the fp32 accumulators ({' or '.join(STORAGES)}): flip-flops (the "
+                        f"default) or a memory per lane (distributed RAM on ECP5)")
     p.add_argument("--out-format", default=None,
                    help=format_help("MX output: each row's cols results as one block of this "
                                     "element format (default: fp32 results)"))
@@ -28,7 +32,8 @@ def _build(args):
     fmt_a, fmt_b = formats_from_args(args)
     return MXGemm(fmt_a, fmt_b, rows=args.rows, cols=args.cols, block_size=args.block_size,
                   contexts=args.contexts, stages=args.stages, multipliers=args.multipliers,
-                  out_format=args.out_format, accumulation=args.accumulation)
+                  accumulators=args.accumulators, out_format=args.out_format,
+                  accumulation=args.accumulation)
 
 
 def cli_units() -> list[UnitSpec]:
