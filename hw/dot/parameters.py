@@ -6,7 +6,7 @@ mode and its step (:func:`build_step`), checked once in :func:`fused_step_parame
 from __future__ import annotations
 
 import golden
-from golden.gpu_accumulation import check_accumulation
+from golden.accumulation_kinds import check_accumulation
 
 from ..params import check_block_size, check_choice
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
