@@ -49,8 +49,10 @@ _S_BITS = 4  # UE4M3's significand, hidden bit included
 #: 8).  Estimates by analogy with the MX dequantizer's measured sections (hw.dequantizer), not
 #: measured on this unit.
 TENSOR_ESTIMATES = {
-    "scale": Estimate(4.0, "UE4M3 and fp32 fields, the 24 x 4-bit product as two adds "
-                      "side by side and one after (estimate, not measured)"),
+    "scale": Estimate(3.5, "UE4M3 and fp32 fields, the 24 x 4-bit product's two partial "
+                      "sums side by side (estimate; with the third add here it was the "
+                      "critical path, 5.8-6.1 ns over 9-11 cells, 3 seeds)"),
+    "pproduct": Estimate(2.5, "the third add of the product (estimate)"),
     "pcount": Estimate(3.5, "the leading-zero count of the 28-bit product (estimate; with "
                        "the shift in one section it was the critical path, 7.2-7.5 ns over "
                        "8-16 cells, 3 seeds)"),
@@ -112,7 +114,7 @@ class NVFP4Dequantizer(Unit):
         1: single level, ``e2m1(code) * s``; 2: two level, the fp32 tensor scale P is the
         input field ``tensor_scale``, given with every block (it changes per tensor).
     stages : int, optional
-        Pipeline registers, ``1..len(sections)`` (7 single level, 14 two level); default
+        Pipeline registers, ``1..len(sections)`` (7 single level, 15 two level); default
         :func:`hw.pipeline.default_stages` of the estimates (:data:`TENSOR_ESTIMATES`,
         :data:`BLOCK_ESTIMATES`, :data:`LANE_ESTIMATES`).
 
@@ -206,19 +208,23 @@ def tensor_scale_product(scope, payload):
     p_normal = pe.any()
     psig = Cat(pf, p_normal)
     # the exact product of the significands: four partial products, two adds side by side
+    # here, the third in pproduct
     pp = [Mux(s.sig[j], psig << j, 0) for j in range(_S_BITS)]
-    q = ((pp[0] + pp[1]) + (pp[2] + pp[3]))[:_P_BITS + _S_BITS]
     special = pe.all()
     p_nan, p_inf = special & pf.any(), special & ~pf.any()
     s_zero = ~s.sig.any()
     # q's trailing zeros are its factors' (their sum): the sticky bit of f(P * s)'s alignment
-    tz_p = leading_zeros(m, psig[::-1], name=scope.name("p_tz"))
-    tz_s = leading_zeros(m, s.sig[::-1], name=scope.name("s_tz"))
-    blk = scope.cross({"codes": payload.codes, "q": q, "tz": tz_p + tz_s,
+    blk = scope.cross({"codes": payload.codes, "lo": pp[0] + pp[1], "hi": pp[2] + pp[3],
+                       "tz_p": leading_zeros(m, psig[::-1], name=scope.name("p_tz")),
+                       "tz_s": leading_zeros(m, s.sig[::-1], name=scope.name("s_tz")),
                        "lsb": _signed(Mux(p_normal, pe, 1)) - (_FP32.bias + _FP32.mbits)
                        + s.lsb,
                        "nan": s.nan | p_nan | (p_inf & s_zero), "inf": p_inf,
                        "neg": p[31]}, "scale")
+    flags = {"codes": blk.codes, "lsb": blk.lsb, "nan": blk.nan, "inf": blk.inf,
+             "neg": blk.neg}
+    blk = scope.cross({**flags, "q": (blk.lo + blk.hi)[:_P_BITS + _S_BITS],
+                       "tz": blk.tz_p + blk.tz_s}, "pproduct")
 
     # -- pcount, pnorm: normalize the product, its binade above fp32's lowest normal one ---
     width = _P_BITS + _S_BITS
