@@ -172,9 +172,8 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "nvfp4-dequantizer": "routing-bound sections of 7-12 cells: 3 * S and its normalization "
-                         "(`block` -> `triple`) and the alignment of f(P * s) (`pposition` -> "
-                         "`palign`, whose sticky bit can come from trailing-zero counts as "
-                         "the lanes' does: tz(P's significand) + tz(s's)); each needs a "
-                         "section boundary inside it",
+    "nvfp4-dequantizer": "3 * S and its normalization (`block` -> `triple`, a 26-bit carry "
+                         "chain and a select, 8-10 cells, 4 ns of routing): form 3 * S in "
+                         "two halves over two sections, or keep S and 3 * S unnormalized "
+                         "and let each lane's alignment absorb the one-bit difference",
 }
