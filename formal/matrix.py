@@ -32,7 +32,14 @@ from pathlib import Path
 from .datapath import prove_same_datapath
 from .harness import ChainHarness, FlowHarness, MiterHarness, OrderHarness
 from .sby import SbyResult, run_sby
-from .units import CUSTOM_UNITS, GEMM_UNITS, UNITS, FormalUnit, default_configurations
+from .units import (
+    CUSTOM_UNITS,
+    GEMM_UNITS,
+    NVFP4_QUANTIZER_UNITS,
+    UNITS,
+    FormalUnit,
+    default_configurations,
+)
 
 __all__ = ["Job", "proof_jobs", "report_table", "PROPERTIES", "SLOW_MITERS"]
 
@@ -167,6 +174,9 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
         jobs += _depth_equivalence_jobs(unit, k, range(1, unit.max_stages(k) + 1))
     if not quick:
         jobs += _gemm_jobs(full)
+        # the NVFP4 quantizer at k = 2: flow and order at its three depths
+        jobs += [j for unit in NVFP4_QUANTIZER_UNITS for s in unit.stage_settings(2)
+                 for j in _jobs_for(unit, 2, s) if j.prop in ("flow", "order")]
         # The full-size rows: the datapath at each default configuration's depths, and the
         # pipeline skeleton's order proof at any (sections, depth) the small units do not
         # already have (the quantizer's sections grow with log2 k).
