@@ -12,8 +12,9 @@ import numpy as np
 
 import golden
 
-__all__ = ["DIRECTED_P", "expected", "reciprocal_bits", "random_inputs", "directed_inputs",
-           "exhaustive_inputs", "TIE_MOVED"]
+__all__ = ["DIRECTED_P", "DIRECTED", "TIE_MOVED", "EXHAUSTIVE_AMAX", "expected",
+           "reciprocal_bits", "random_p", "random_blocks", "random_inputs", "directed_inputs",
+           "exhaustive_inputs"]
 
 _F32 = np.float32
 #: Directed tensor scales (fp32 bits): 1, golden's range ends 2^-120 and 2^119, a P with every
@@ -60,10 +61,6 @@ DIRECTED = (
     ("-Inf", -float("inf"), (3.0, -0.5)),
 )
 
-def _float_dtype(input_format):
-    return golden.float_format(input_format).dtype
-
-
 def reciprocal_bits(p_bits):
     """f(1/P)'s fp32 bits for each P's bits."""
     p = np.asarray(p_bits, np.uint32).view(np.float32)
@@ -107,8 +104,7 @@ def random_blocks(rng, n: int, k: int, input_format) -> np.ndarray:
     eb = ff.bits - 1 - ff.mbits
     top = rng.integers(0, (1 << eb) - 1, (n, 1))
     spread = rng.integers(0, 12, (n, 1))
-    e = np.clip(top - rng.integers(0, 1, (n, k)) * 0 - rng.integers(0, spread + 1, (n, k)),
-                0, (1 << eb) - 2)
+    e = np.clip(top - rng.integers(0, spread + 1, (n, k)), 0, (1 << eb) - 2)
     bits = ((rng.integers(0, 2, (n, k)) << (ff.bits - 1)) | (e << ff.mbits)
             | rng.integers(0, 1 << ff.mbits, (n, k)))
     special = rng.integers(0, 16, n)
