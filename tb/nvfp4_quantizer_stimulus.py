@@ -97,12 +97,15 @@ def random_p(rng, n: int) -> np.ndarray:
 
 
 def random_blocks(rng, n: int, k: int, input_format) -> np.ndarray:
-    """``n`` random blocks of bits ``(n, k)``: per block a random binade spread (every
-    exponent field alike, so subnormal and huge values occur), random signs and mantissas;
-    one block in 16 with a NaN or an Inf, one in 16 all zero (signed zeros)."""
+    """``n`` random blocks of bits ``(n, k)``: per block a top binade (half of the blocks
+    anywhere in the format's range, so subnormal and huge values occur; half in 2^-8..2^12,
+    where the single-level scale is not clamped) and a spread of up to 12 binades below it,
+    random signs and mantissas; one block in 16 with a NaN or an Inf, one in 16 all zero
+    (signed zeros)."""
     ff = golden.float_format(input_format)
     eb = ff.bits - 1 - ff.mbits
-    top = rng.integers(0, (1 << eb) - 1, (n, 1))
+    near = rng.integers(max(ff.bias - 8, 1), min(ff.bias + 13, (1 << eb) - 1), (n, 1))
+    top = np.where(rng.random((n, 1)) < 0.5, near, rng.integers(0, (1 << eb) - 1, (n, 1)))
     spread = rng.integers(0, 12, (n, 1))
     e = np.clip(top - rng.integers(0, spread + 1, (n, k)), 0, (1 << eb) - 2)
     bits = ((rng.integers(0, 2, (n, k)) << (ff.bits - 1)) | (e << ff.mbits)
@@ -115,14 +118,31 @@ def random_blocks(rng, n: int, k: int, input_format) -> np.ndarray:
     return bits.astype(np.uint64)
 
 
+def _p_near(rng, x_bits, input_format) -> np.ndarray:
+    """Per block a P near its amax's ``f(amax / 2688)`` (times ``2^u``, u in [-1, 15]), so
+    ``b / P = 448 * 2^-u`` lands in and around the scale's range; fp32 bits, 1.0 for blocks
+    without a finite non-zero amax, clipped to golden's range."""
+    ff = golden.float_format(input_format)
+    with np.errstate(invalid="ignore"):
+        x = np.asarray(x_bits).astype(ff.uint).view(ff.dtype).astype(np.float64)
+        amax = np.max(np.abs(np.where(np.isfinite(x), x, 0)), axis=1)
+    p = amax / 2688 * 2.0 ** rng.uniform(-1, 15, len(amax))
+    p = np.clip(np.where(amax > 0, p, 1.0), 2.0 ** -120, 2.0 ** 119).astype(np.float32)
+    return p.view(np.uint32)
+
+
 def random_inputs(rng, n: int, k: int, input_format, levels: int):
-    """``n`` random blocks (:func:`random_blocks`) and, two level, P per block from a pool of
-    8 (:func:`random_p`).  Returns (x bits ``(n, k)``, p bits ``(n,)`` or None)."""
+    """``n`` random blocks (:func:`random_blocks`) and, two level, P per block: half from a
+    pool of 8 (:func:`random_p`), half near the block's amax (so the scale is mostly not
+    clamped).  Returns (x bits ``(n, k)``, p bits ``(n,)`` or None)."""
     x = random_blocks(rng, n, k, input_format)
     if levels == 1:
         return x, None
     pool = random_p(rng, 8)
-    return x, pool[rng.integers(0, len(pool), n)]
+    p = pool[rng.integers(0, len(pool), n)]
+    near = rng.random(n) < 0.5
+    p[near] = _p_near(rng, x[near], input_format)
+    return x, p
 
 
 def _blocks(amax, values, k: int, ff, scale: float = 1.0) -> list:
