@@ -54,7 +54,8 @@ def test_nvfp4_dequantizer_sim(config, seed, sim_record, sim_coverage):
 QUANT_DEFAULT = [(1, "fp32", 16, None), (1, "bf16", 16, 6), (2, "fp32", 16, None)]
 QUANT_FULL = [(levels, inp, k, st)
               for levels, depths in ((1, (1, 9, None)), (2, (3, 20, None)))
-              for inp in ("fp32", "bf16", "fp16") for k in (2, 16, 32) for st in depths]
+              for inp in ("fp32", "bf16", "fp16") for k in (2, 16) for st in depths]
+QUANT_FULL += [(levels, inp, 32, None) for levels in (1, 2) for inp in ("fp32", "bf16", "fp16")]
 QUANT_CONFIGS = QUANT_DEFAULT + QUANT_FULL if FULL else QUANT_DEFAULT
 
 
