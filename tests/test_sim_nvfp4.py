@@ -1,10 +1,13 @@
-"""Bit-exact simulation of the NVFP4 dequantizer (cocotb on Verilator) against golden.
+"""Bit-exact simulation of the NVFP4 dequantizer and quantizer (cocotb on Verilator) against
+golden.
 
 Default (``make sim``): two level k = 16 -> fp32 at the default depth and single level
 k = 16 -> bf16 at 3 stages, each on every code at every scale byte (under each directed P)
 plus random traffic, reset in traffic and backpressure; ``SIM_FULL=1`` adds every output
 format x level x block sizes 16 and 32 x a spread of depths.  The cocotb module
-``tb.nvfp4_dequantizer`` runs the standard tests (:mod:`tb.standard_tests`).  Knobs: SEED,
+``tb.nvfp4_dequantizer`` runs the standard tests (:mod:`tb.standard_tests`).  The quantizer
+(``tb.nvfp4_quantizer``): single level from fp32 and bf16, two level from fp32, k = 16, in
+``make sim``; ``SIM_FULL=1`` adds every input format x level at k = 2, 16 and 32.  Knobs: SEED,
 BLOCKS, WAVES and SIM_FULL (:mod:`tb.options`).
 """
 
