@@ -35,6 +35,7 @@ from .sby import SbyResult, run_sby
 from .units import (
     CUSTOM_UNITS,
     GEMM_UNITS,
+    NVFP4_QUANTIZER_UNITS,
     NVFP4_UNITS,
     UNITS,
     FormalUnit,
@@ -174,6 +175,9 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
         jobs += _depth_equivalence_jobs(unit, k, range(1, unit.max_stages(k) + 1))
     if not quick:
         jobs += _gemm_jobs(full)
+        # the NVFP4 quantizer at k = 2: flow and order at its three depths
+        jobs += [j for unit in NVFP4_QUANTIZER_UNITS for s in unit.stage_settings(2)
+                 for j in _jobs_for(unit, 2, s) if j.prop in ("flow", "order")]
         # The full-size rows: the datapath at each default configuration's depths, and the
         # pipeline skeleton's order proof at any (sections, depth) the small units do not
         # already have (the quantizer's sections grow with log2 k).

@@ -22,11 +22,13 @@ from hw.dsp import MULT18X18D_REGISTERS
 from hw.gemm import MXGemm
 from hw.gemm.output import output_quantizer
 from hw.nvfp4_dequantizer import NVFP4Dequantizer, nvfp4_sections
+from hw.nvfp4_quantizer import NVFP4Quantizer
 from hw.pipeline import registered_boundaries
 from hw.quantizer import MXQuantizer, quantizer_sections
 
-__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "NVFP4_UNITS", "GEMM_UNITS", "GPU_UNITS",
-           "GPU_MODE", "SMALL_ONLY", "unit_by_name", "pipeline_probes",
+__all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "NVFP4_UNITS", "NVFP4_QUANTIZER_UNITS",
+           "GEMM_UNITS", "GPU_UNITS", "GPU_MODE", "SMALL_ONLY", "unit_by_name",
+           "pipeline_probes",
            "enable_copies", "replicas", "default_configurations", "EXTRA_CONFIGURATIONS",
            "MULT18X18D_BLOCKS"]
 
@@ -421,20 +423,40 @@ GPU_UNITS = (
                                          accumulation=GPU_MODE).sections,
                "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
                state=("acc[0-9]*", "busy"), base="dot-general"),
+
+
+def _nvfp4_quantizer(levels: int, inp: str, name: str, base: str = "") -> FormalUnit:
+    """The NVFP4 quantizer, ``levels`` level, from ``inp``."""
+    def build(k, s):
+        return NVFP4Quantizer(k, inp, levels, stages=s)
+
+    return FormalUnit(name, f"{'single' if levels == 1 else 'two'} level, from {inp}", build,
+                      lambda k, stages: build(k, None).sections, "q", base=base)
+
+
+#: The NVFP4 quantizer (issue 50), proven at k = 2 only, one configuration per level: the
+#: stream, no-loss and reset properties (flow and order) at 1, the middle and the deepest
+#: setting (:func:`formal.matrix.proof_jobs`).  Not among the full-size rows
+#: (:data:`SMALL_ONLY`).
+NVFP4_QUANTIZER_UNITS = (
+    _nvfp4_quantizer(1, "bf16", "nvfp4-quantizer"),
+    _nvfp4_quantizer(2, "fp32", "nvfp4-quantizer-l2", "nvfp4-quantizer"),
 )
 
 #: ``python -m hw generate`` units proven at a small configuration only (no full-size rows
 #: in :func:`default_configurations`).
-SMALL_ONLY = ("gemm",)
+SMALL_ONLY = ("gemm", "nvfp4-quantizer")
 
 
 def unit_by_name(name: str) -> FormalUnit:
-    """The :data:`UNITS` (or :data:`GEMM_UNITS`, :data:`GPU_UNITS`) entry called ``name``."""
-    for unit in UNITS + GEMM_UNITS + GPU_UNITS:
+    """The :data:`UNITS` (or :data:`GEMM_UNITS`, :data:`GPU_UNITS`,
+    :data:`NVFP4_QUANTIZER_UNITS`) entry called ``name``."""
+    known = UNITS + GEMM_UNITS + GPU_UNITS + NVFP4_QUANTIZER_UNITS
+    for unit in known:
         if unit.name == name:
             return unit
     raise ValueError(f"unknown unit {name!r}; expected one of "
-                     f"{', '.join(u.name for u in UNITS + GEMM_UNITS + GPU_UNITS)}")
+                     f"{', '.join(u.name for u in known)}")
 
 
 #: Configurations proven at full size besides ``python -m hw generate``'s defaults: the dot

@@ -1,10 +1,10 @@
 """The unit registry: every unit ``python -m hw generate``, FuseSoC and ``mx-hdl`` can build.
 
 Each unit family module (:data:`UNIT_MODULES`: ``hw.quantizer``, ``hw.dequantizer``,
-``hw.nvfp4_dequantizer``, ``hw.dot``, ``hw.gemm``) contributes :class:`UnitSpec` entries through
-its public ``cli_units()`` function; :func:`units` collects them.  The family modules import
-:class:`UnitSpec` and :func:`format_help` from here and the registry imports them only when
-:func:`units` runs,
+``hw.nvfp4_dequantizer``, ``hw.nvfp4_quantizer``, ``hw.dot``, ``hw.gemm``) contributes
+:class:`UnitSpec` entries through its public ``cli_units()`` function; :func:`units` collects
+them.  The family modules import :class:`UnitSpec` and :func:`format_help` from here and the
+registry imports them only when :func:`units` runs,
 so neither the command line (:mod:`hw.cli`) nor FuseSoC's generator (:mod:`hw.fusesoc`),
 which both read the registry, is imported by a unit.
 """
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 __all__ = ["UNIT_MODULES", "UnitSpec", "units", "format_help"]
 
 #: The unit family modules, in the order their units are listed.
-UNIT_MODULES = ("hw.quantizer", "hw.dequantizer", "hw.nvfp4_dequantizer", "hw.dot", "hw.gemm")
+UNIT_MODULES = ("hw.quantizer", "hw.dequantizer", "hw.nvfp4_dequantizer", "hw.nvfp4_quantizer",
+                "hw.dot", "hw.gemm")
 
 
 @dataclass(frozen=True)

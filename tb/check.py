@@ -39,11 +39,13 @@ __all__ = ["CheckError", "TESTBENCHES", "MODELS", "VERILOG_SUFFIXES", "load_side
 #: The cocotb testbench module of each unit.
 TESTBENCHES = {"quantizer": "tb.quantizer", "dequantizer": "tb.dequantizer", "dot": "tb.dot",
                "dot-general": "tb.dot", "gemm": "tb.gemm",
-               "nvfp4-dequantizer": "tb.nvfp4_dequantizer"}
+               "nvfp4-dequantizer": "tb.nvfp4_dequantizer",
+               "nvfp4-quantizer": "tb.nvfp4_quantizer"}
 
 #: The testbench model class of each unit, in its :data:`TESTBENCHES` module.
 MODELS = {"quantizer": "QuantizerModel", "dequantizer": "DequantizerModel", "dot": "DotModel",
-          "dot-general": "DotModel", "gemm": "GemmModel", "nvfp4-dequantizer": "NVFP4Model"}
+          "dot-general": "DotModel", "gemm": "GemmModel", "nvfp4-dequantizer": "NVFP4Model",
+          "nvfp4-quantizer": "NVFP4QuantizerModel"}
 
 #: Default blocks budget (``MX_BLOCKS``) of a check.
 DEFAULT_BLOCKS = 200

@@ -32,7 +32,7 @@ def test_generate_help_shows_every_default_and_the_formats(unit, tmp_path):
     assert defaults  # every unit has defaulted options (block size, stages, ...)
     for option, default in defaults.items():
         assert option in text and f"(default: {default})" in text
-    if unit != "nvfp4-dequantizer":  # its one format is fixed: no format option
+    if unit not in ("nvfp4-dequantizer", "nvfp4-quantizer"):  # one fixed format: no option
         assert ", ".join(golden.FORMATS) in text
 
 

@@ -26,6 +26,7 @@ from formal.units import (
     CUSTOM_UNITS,
     GEMM_UNITS,
     MULT18X18D_BLOCKS,
+    NVFP4_QUANTIZER_UNITS,
     NVFP4_UNITS,
     UNITS,
     FormalUnit,
@@ -621,6 +622,22 @@ def test_matrix_proves_gemm_at_k2():
     built = mx.build(2, 5)
     assert mx.latency(5) == built.latency == 5 + built.quantizer_stages
     assert mx.capacity(5) == fp32.capacity(5) + built.quantizer_stages + 1
+
+
+def test_matrix_proves_the_nvfp4_quantizer_at_k2():
+    """The NVFP4 quantizer (issue 50) at k = 2, one configuration per level (single level
+    from bf16, two level from fp32): flow and order at 1, the middle and the deepest setting;
+    no miter, register-bypass or full-size job; none in ``--quick``."""
+    jobs = proof_jobs()
+    assert not {j.unit.kind for j in proof_jobs(quick=True)} & {"nvfp4-quantizer"}
+    assert [u.name for u in NVFP4_QUANTIZER_UNITS] == ["nvfp4-quantizer", "nvfp4-quantizer-l2"]
+    assert [u.build(2, 1).levels for u in NVFP4_QUANTIZER_UNITS] == [1, 2]
+    for unit in NVFP4_QUANTIZER_UNITS:
+        mine = {(j.k, j.stages, j.prop) for j in jobs if j.unit.name == unit.name}
+        settings = unit.stage_settings(2)
+        assert settings[0] == 1 and settings[-1] == unit.max_stages(2) and len(settings) == 3
+        assert mine == {(2, s, p) for s in settings for p in ("flow", "order")}
+    assert unit_by_name("nvfp4-quantizer-l2").kind == "nvfp4-quantizer"
 
 
 def test_gemm_lanes_beside_the_first_are_checked(tmp_path):

@@ -1,10 +1,13 @@
-"""Bit-exact simulation of the NVFP4 dequantizer (cocotb on Verilator) against golden.
+"""Bit-exact simulation of the NVFP4 dequantizer and quantizer (cocotb on Verilator) against
+golden.
 
 Default (``make sim``): two level k = 16 -> fp32 at the default depth and single level
 k = 16 -> bf16 at 3 stages, each on every code at every scale byte (under each directed P)
 plus random traffic, reset in traffic and backpressure; ``SIM_FULL=1`` adds every output
 format x level x block sizes 16 and 32 x a spread of depths.  The cocotb module
-``tb.nvfp4_dequantizer`` runs the standard tests (:mod:`tb.standard_tests`).  Knobs: SEED,
+``tb.nvfp4_dequantizer`` runs the standard tests (:mod:`tb.standard_tests`).  The quantizer
+(``tb.nvfp4_quantizer``): single level from fp32 and bf16, two level from fp32, k = 16, in
+``make sim``; ``SIM_FULL=1`` adds every input format x level at k = 2, 16 and 32.  Knobs: SEED,
 BLOCKS, WAVES and SIM_FULL (:mod:`tb.options`).
 """
 
@@ -46,4 +49,35 @@ def test_nvfp4_dequantizer_sim(config, seed, sim_record, sim_coverage):
     run_unit(unit, argv, test_module="tb.nvfp4_dequantizer",
              name=f"nvfp4_dequantizer_{config_id(config)}", seed=seed,
              label=f"nvfp4-dequantizer {config_id(config)}", blocks=env_int("BLOCKS", 200),
+             full=FULL, record=sim_record, coverage=sim_coverage)
+
+
+# -- the NVFP4 quantizer (tb.nvfp4_quantizer) ------------------------------------------------
+# (levels, input format, block size, stages; None: the default depth)
+QUANT_DEFAULT = [(1, "fp32", 16, None), (1, "bf16", 16, 6), (2, "fp32", 16, None)]
+QUANT_FULL = [(levels, inp, k, st)
+              for levels, depths in ((1, (1, 9, None)), (2, (3, 20, None)))
+              for inp in ("fp32", "bf16", "fp16") for k in (2, 16) for st in depths]
+QUANT_FULL += [(levels, inp, 32, None) for levels in (1, 2) for inp in ("fp32", "bf16", "fp16")]
+QUANT_CONFIGS = QUANT_DEFAULT + QUANT_FULL if FULL else QUANT_DEFAULT
+
+
+def quantizer_id(c):
+    levels, inp, k, st = c
+    return f"l{levels}-{inp}-k{k}-s{'default' if st is None else st}"
+
+
+def quantizer_args(config) -> tuple[str, list[str]]:
+    """The quantizer and its ``python -m hw generate`` arguments for a configuration."""
+    levels, inp, k, stages = config
+    argv = ["--levels", str(levels), "--input", inp, "--block-size", str(k)]
+    return "nvfp4-quantizer", argv + ([] if stages is None else ["--stages", str(stages)])
+
+
+@pytest.mark.parametrize("config", QUANT_CONFIGS, ids=quantizer_id)
+def test_nvfp4_quantizer_sim(config, seed, sim_record, sim_coverage):
+    unit, argv = quantizer_args(config)
+    run_unit(unit, argv, test_module="tb.nvfp4_quantizer",
+             name=f"nvfp4_quantizer_{quantizer_id(config)}", seed=seed,
+             label=f"nvfp4-quantizer {quantizer_id(config)}", blocks=env_int("BLOCKS", 200),
              full=FULL, record=sim_record, coverage=sim_coverage)

@@ -57,6 +57,7 @@ SWEEPS = (
     ("quantizer", ["--format", "fp8_e4m3", "--input", "fp32", *K]),
     ("dequantizer", ["--format", "fp8_e4m3", *K]),
     ("nvfp4-dequantizer", ["--levels", "2", "--block-size", "16"]),
+    ("nvfp4-quantizer", ["--levels", "2", "--block-size", "16"]),
     ("dot", ["--format", "fp8_e4m3", *K]),
     ("dot-general", ["--format", "fp8_e4m3", *K]),
     # a small tile: the depth trade-off is the lanes'; the 256-MAC tiles are rows of CONFIGS

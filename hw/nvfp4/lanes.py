@@ -1,0 +1,121 @@
+"""The NVFP4 quantizer's lanes: ``y = f(x * r)``, ``clamp(y, -6, 6)``, e2m1 RNE, the sign
+from x's sign bit.
+
+The product of x's significand (subnormals as they are) and r's is exact (a tree of carry
+chains, :func:`hw.multiply.pair_sums`), normalized, and rounded to 24 bits by
+:func:`hw.rounding.round_increment` with an unbounded exponent: a product below fp32's normal
+range gives e2m1 code 0 either way, and one above it saturates either way.  That value is
+then rounded onto the e2m1 grid (:class:`hw.rounding.Grid`, :func:`hw.rounding.round_aligned`):
+two roundings in series, as the contract's ``f(x * r)`` then e2m1.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Mux, Value
+
+import golden
+
+from ..arith import leading_zeros
+from ..multiply import pair_sums, partial_products
+from ..nets import wire
+from ..rounding import RNE, Grid, round_aligned, round_increment
+from .scale import signed
+from .sections import MUL_LEVELS_PER_SECTION
+
+__all__ = ["quantize_lanes", "NAN_BLOCK_BYTE"]
+
+#: The scale byte of a block holding a NaN or an Inf (UE4M3's NaN); its codes are 0.
+NAN_BLOCK_BYTE = golden.scale_format("ue4m3").nan_code
+_FP32 = golden.float_format("fp32")
+_E2M1 = golden.element_format("fp4_e2m1")
+
+
+def _widen(row, width: int):
+    """A partial product or sum (non-negative: both factors are) as ``width`` bits."""
+    row = Value.cast(row).as_unsigned()
+    return Cat(row, Const(0, width - len(row))) if len(row) < width else row[:width]
+
+
+def quantize_lanes(scope, g, x):
+    """Sections ``mul_<j>`` to ``output`` on the ``rround`` view ``x``; returns the view after
+    ``output``: ``scale`` (the UE4M3 byte) and ``codes``."""
+    m, f, k = scope.module, g.input_format, g.block_size
+    mb, w = g.mbits, g.width
+    rbits = Value.cast(x.r)
+    r_e = rbits[_FP32.mbits:]
+    sig_r = Cat(rbits[:_FP32.mbits], r_e.any())
+    r_lsb = signed(Mux(r_e.any(), r_e, 1)) - (_FP32.bias + _FP32.mbits)
+    blk = {"nonfinite": x.nonfinite, "byte": x.byte}
+    width = 24 + 1 + mb + 1  # the signed product of (0, sig_r) and sig_x
+    lanes = []
+    for i in range(k):
+        v = x.data[i]
+        e = v[mb:w - 1]
+        sig_x = Cat(v[:mb], e.any())
+        lsb = signed(Mux(e.any(), e, 1)) - (f.bias + mb) + r_lsb
+        rows = partial_products(Cat(sig_r, Const(0, 1)).as_signed(), sig_x)
+        lanes.append({"neg": v[w - 1], "lsb": lsb, "rows": rows})
+    # -- mul_<j>: the tree of carry chains, MUL_LEVELS_PER_SECTION levels per section -------
+    depth = 0
+    for j in range(g.mul_sections):
+        for i, ln in enumerate(lanes):
+            for d in range(MUL_LEVELS_PER_SECTION):
+                if len(ln["rows"]) > 1:
+                    ln["rows"] = pair_sums(m, ln["rows"], width, scope.name(f"lane{i}_mul"),
+                                           depth + d)
+        depth += MUL_LEVELS_PER_SECTION
+        y = scope.cross({**blk, "lanes": [
+            {"neg": ln["neg"], "lsb": ln["lsb"],
+             "rows": [_widen(row, width) for row, _ in ln["rows"]]} for ln in lanes]},
+            f"mul_{j}")
+        blk = {name: getattr(y, name) for name in blk}
+        lanes = [{"neg": ln.neg, "lsb": ln.lsb,
+                  "rows": [(row.as_signed(), None) for row in ln.rows]} for ln in y.lanes]
+    # -- plz: normalize the product ----------------------------------------------------
+    pw = 24 + mb + 1
+    out = []
+    for i, ln in enumerate(lanes):
+        prod = Value.cast(ln["rows"][0][0])[:pw]
+        lz = leading_zeros(m, prod, name=scope.name(f"lane{i}_plz"))
+        out.append({"neg": ln["neg"], "zero": ~prod.any(), "sig": (prod << lz)[:pw],
+                    "top": ln["lsb"] + (pw - 1) - lz})
+    y = scope.cross({**blk, "lanes": out}, "plz")
+    blk = {name: getattr(y, name) for name in blk}
+    # -- yround: f(x * r) to 24 bits ----------------------------------------------------
+    out = []
+    for i, ln in enumerate(y.lanes):
+        n = ln.sig[pw - 24:]
+        up = round_increment(m, ln.sig[pw - 25], ln.sig[:pw - 25].any(), n[0], RNE,
+                             name=scope.name(f"lane{i}_yup"))
+        s = wire(m, n + up, scope.name(f"lane{i}_ysum"))
+        carry = s[24]
+        out.append({"neg": ln.neg, "zero": ln.zero, "sig": Mux(carry, 1 << 23, s[:24]),
+                    "top": ln.top + carry})
+    y = scope.cross({**blk, "lanes": out}, "yround")
+    blk = {name: getattr(y, name) for name in blk}
+    # -- epos, ealign, eround: e2m1 RNE of f(x * r), saturated at 6 ----------------------
+    emin = 1 - _E2M1.bias
+    grid = Grid(sig_width=24, emin=emin, mbits=_E2M1.mbits)
+    out = [{"neg": ln.neg, "zero": ln.zero, "sig": ln.sig,
+            "position": grid.position(m, ln.top - emin, emin - ln.top,
+                                      name=scope.name(f"lane{i}_e"))}
+           for i, ln in enumerate(y.lanes)]
+    y = scope.cross({**blk, "lanes": out}, "epos")
+    blk = {name: getattr(y, name) for name in blk}
+    out = [{"neg": ln.neg, "zero": ln.zero,
+            "grid": grid.align(m, ln.sig, ln.position, name=scope.name(f"lane{i}_e"))}
+           for i, ln in enumerate(y.lanes)]
+    y = scope.cross({**blk, "lanes": out}, "ealign")
+    blk = {name: getattr(y, name) for name in blk}
+    out = []
+    for i, ln in enumerate(y.lanes):
+        code = round_aligned(m, ln.grid, mbits=_E2M1.mbits, rounding=RNE,
+                             name=scope.name(f"lane{i}_e"))
+        sat = code[_E2M1.bits - 1:].any()  # above 6 (0b111)
+        mag = Mux(ln.zero, 0, Mux(sat, _E2M1.max_code, code[:_E2M1.bits - 1]))
+        out.append({"neg": ln.neg, "mag": mag})
+    y = scope.cross({**blk, "lanes": out}, "eround")
+    # -- output: the sign; a NaN/Inf block's scale byte and zero codes ----------------------
+    codes = [Mux(y.nonfinite, 0, Cat(ln.mag, ln.neg)) for ln in y.lanes]
+    return scope.cross({"scale": Mux(y.nonfinite, NAN_BLOCK_BYTE, y.byte), "codes": codes},
+                       "output")

@@ -1,0 +1,138 @@
+"""The NVFP4 quantizer's geometry and sections (name -> :class:`hw.placement.Estimate`).
+
+The datapath (docs/nvfp4.md, quantizer): the block-max tree over full magnitudes
+(``amax1``..), the amax's normalization (``anorm``), ``f(amax / 6)`` as a restoring division by
+3 (``div3_<j>``) and its rounding (``bround``); two level ``f(b / P)``, a restoring division of
+24-bit significands (``pdiv_<j>``) and its rounding (``pround``); the UE4M3 cast (``scale``);
+``r = f(R / s)`` by a restoring division by the scale's 4-bit significand (``rdiv_<j>``) and its
+rounding onto the fp32 grid (``rpos``, ``ralign``, ``rround``); per lane the product ``x * r``
+(``mul_<j>``), its normalization (``plz``) and fp32 rounding (``yround``), the e2m1 rounding
+(``epos``, ``ealign``, ``eround``) and ``output``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..placement import Estimate
+
+__all__ = ["NVQGeometry", "ESTIMATES", "nvq_sections", "DIV3_STEPS", "PDIV_STEPS", "RDIV_STEPS",
+           "DIV3_PER_SECTION", "PDIV_PER_SECTION", "RDIV_PER_SECTION", "MUL_LEVELS_PER_SECTION"]
+
+#: Quotient bits of each division: ``floor(sig_A * 2^K / 3)`` over 29 dividend bits,
+#: ``floor(sig_b * 2^25 / sig_P)`` (26 bits), ``floor(sig_R * 2^6 / sig_s)`` (27 bits).
+DIV3_STEPS, PDIV_STEPS, RDIV_STEPS = 29, 26, 27
+#: Division steps per section (two level's ``R / s``; single level's R is 1, a constant, and
+#: its whole division is one section: a function of the scale's three mantissa bits).
+DIV3_PER_SECTION, PDIV_PER_SECTION, RDIV_PER_SECTION = 10, 2, 4
+#: Levels of the product's tree of carry chains per ``mul`` section.
+MUL_LEVELS_PER_SECTION = 2
+
+_EST = "estimate by analogy with the MX units' measured sections, not measured on this unit"
+#: The sections' delay estimates (ns, ECP5 speed 8), by kind.
+ESTIMATES = {
+    "amax_radix2": Estimate(3.2, "a 31-bit comparison on a carry chain and a 2:1 select; "
+                            + _EST),
+    "amax_radix4": Estimate(4.5, "six comparisons in parallel and a one-hot select; " + _EST),
+    "anorm": Estimate(3.5, "the amax's fields, a 24-bit leading-zero count and shift; " + _EST),
+    "div3": Estimate(3.5, "10 steps of a division by 3 (2-bit remainders); " + _EST),
+    "bround": Estimate(3.5, "one-bit normalization and the 24-bit increment; " + _EST),
+    "pdiv": Estimate(4.5, "two steps of a 24-bit restoring division (two carry chains and "
+                     "their selects in series); " + _EST),
+    "pround": Estimate(3.5, "one-bit normalization and the 24-bit increment; " + _EST),
+    "scale": Estimate(3.5, "the clamp comparisons and the 4-bit UE4M3 rounding; " + _EST),
+    "rdiv": Estimate(4.0, "four steps of a restoring division by a 4-bit significand; "
+                     + _EST),
+    "rdiv_const": Estimate(2.0, "single level: the quotient of the constant 1 is a function "
+                           "of the scale's three mantissa bits; " + _EST),
+    "rpos": Estimate(3.0, "one-bit normalization, the binade and the shift amount; " + _EST),
+    "ralign": Estimate(3.5, "the shift onto the fp32 grid and its sticky OR; " + _EST),
+    "rround": Estimate(3.5, "the increment of f(R / s); " + _EST),
+    "mul": Estimate(4.5, "partial products and two levels of the tree of carry chains; "
+                    + _EST),
+    "plz": Estimate(4.0, "the product's leading-zero count and normalizing shift; " + _EST),
+    "yround": Estimate(3.5, "the 24-bit increment of f(x * r) and its carry; " + _EST),
+    "epos": Estimate(2.0, "the e2m1 binade and shift amount; " + _EST),
+    "ealign": Estimate(3.0, "the shift onto the e2m1 grid and its sticky OR; " + _EST),
+    "eround": Estimate(2.5, "the increment and the saturation at 6; " + _EST),
+    "output": Estimate(1.0, "the sign, zero and NaN/Inf-block selects; " + _EST),
+}
+
+
+@dataclass(frozen=True)
+class NVQGeometry:
+    """An NVFP4 quantizer's parameters and the shape of its datapath.
+
+    Parameters
+    ----------
+    input_format : golden.FloatFormat
+    block_size : int
+    levels : int
+        1 or 2.
+    """
+
+    input_format: object
+    block_size: int
+    levels: int
+
+    @property
+    def width(self) -> int:
+        """Bits of one input value."""
+        return self.input_format.bits
+
+    @property
+    def mbits(self) -> int:
+        """Fraction bits of the input format."""
+        return self.input_format.mbits
+
+    @property
+    def tree_radices(self) -> tuple[int, ...]:
+        """The radix of each block-max tree level (4 while the entries split in fours)."""
+        out, n = [], self.block_size
+        while n > 1:
+            r = 4 if n % 4 == 0 else 2
+            out.append(r)
+            n //= r
+        return tuple(out)
+
+    @property
+    def mul_levels(self) -> int:
+        """Levels of the product's tree of carry chains (one row per input significand
+        bit)."""
+        rows = self.mbits + 1
+        return (rows - 1).bit_length()
+
+    @property
+    def mul_sections(self) -> int:
+        return max(1, -(-self.mul_levels // MUL_LEVELS_PER_SECTION))
+
+    @property
+    def rdiv_per_section(self) -> int:
+        """Steps of ``R / s`` per section: all in one single level."""
+        return RDIV_PER_SECTION if self.levels == 2 else RDIV_STEPS
+
+
+def _chunks(steps: int, per: int) -> int:
+    return -(-steps // per)
+
+
+def nvq_sections(g: NVQGeometry) -> dict[str, Estimate]:
+    """The sections of a quantizer of geometry ``g``, in datapath order."""
+    e = ESTIMATES
+    out = {f"amax{j}": e[f"amax_radix{r}"] for j, r in enumerate(g.tree_radices, 1)}
+    out["anorm"] = e["anorm"]
+    out.update({f"div3_{j}": e["div3"] for j in range(_chunks(DIV3_STEPS, DIV3_PER_SECTION))})
+    out["bround"] = e["bround"]
+    if g.levels == 2:
+        out.update({f"pdiv_{j}": e["pdiv"]
+                    for j in range(_chunks(PDIV_STEPS, PDIV_PER_SECTION))})
+        out["pround"] = e["pround"]
+    out["scale"] = e["scale"]
+    rdiv = e["rdiv"] if g.levels == 2 else e["rdiv_const"]
+    out.update({f"rdiv_{j}": rdiv for j in range(_chunks(RDIV_STEPS, g.rdiv_per_section))})
+    for name in ("rpos", "ralign", "rround"):
+        out[name] = e[name]
+    out.update({f"mul_{j}": e["mul"] for j in range(g.mul_sections)})
+    for name in ("plz", "yround", "epos", "ealign", "eround", "output"):
+        out[name] = e[name]
+    return out

@@ -1,0 +1,146 @@
+"""NVFP4 quantizer: a block of k fp32, bf16 or fp16 values -> one UE4M3 scale byte and k e2m1
+codes, single or two level (the fp32 tensor scale P and f(1/P) as payload fields).
+
+Implements the quantization of docs/numerics.md section 7 (NVFP4, torchao recipe) bit for
+bit; ``golden.quantize(x, "nvfp4", tensor_scale=..., recipe="torchao")`` is the reference.
+Architecture: docs/nvfp4.md (quantizer).  Every f() below is one fp32 RNE rounding, subnormals
+kept:
+
+* ``b = f(amax / 6)``; single level ``s = E4(clamp(b, 2^-6, 448))``, ``r = f(1 / s)``; two
+  level ``s = E4(clamp(f(b / P), 2^-6, 448))``, ``r = f(f(1 / P) / s)``;
+* per element ``y = clamp(f(x * r), -6, 6)``, e2m1 RNE, the sign from x's sign bit;
+* a block holding a NaN or an Inf: scale 0x7F, codes 0.
+
+The datapath (:mod:`hw.nvfp4`): the block-max tree (:func:`hw.maxtree.max_tree_levels`) over
+the full magnitudes, exact restoring divisions (by 3, by P's significand, by the scale's 4-bit
+significand) each rounded once (:func:`hw.rounding.round_increment`, :class:`hw.rounding.Grid`),
+and per lane the exact product ``x * r`` (:func:`hw.multiply.pair_sums`), rounded to fp32 and
+then onto the e2m1 grid.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, unsigned
+from amaranth.lib import data
+
+import golden
+
+from .elements import block_layout
+from .nvfp4.lanes import NAN_BLOCK_BYTE, quantize_lanes
+from .nvfp4.scale import block_scale, scale_reciprocal
+from .nvfp4.sections import ESTIMATES, NVQGeometry, nvq_sections
+from .params import check_block_size, check_choice
+from .pipeline import registered_boundaries
+from .registry import UnitSpec
+from .unit import Unit
+
+__all__ = ["NVFP4Quantizer", "nvq_sections", "ESTIMATES", "LEVELS", "INPUTS", "NAN_BLOCK_BYTE",
+           "cli_units"]
+
+#: The element format: fp4_e2m1.
+FMT = golden.element_format("fp4_e2m1")
+#: Single level (no tensor scale) and two level (P and f(1/P) payload fields).
+LEVELS = (1, 2)
+INPUTS = ("fp32", "bf16", "fp16")
+
+
+class NVFP4Quantizer(Unit):
+    """Quantize one block of ``block_size`` values per clock to NVFP4 (torchao recipe).
+
+    Parameters
+    ----------
+    block_size : int
+        k, a power of two in 2..64 (16 is NVFP4's; golden takes any).
+    input_format : {"fp32", "bf16", "fp16"}
+    levels : {1, 2}
+        1: single level; 2: two level, the fp32 tensor scale P and its reciprocal f(1/P)
+        are the input fields ``tensor_scale`` and ``tensor_scale_rcp``, given with every block
+        (they change per tensor).
+    stages : int, optional
+        Pipeline registers, ``1..len(sections)``; default :func:`hw.pipeline.default_stages`
+        of the estimates (:data:`hw.nvfp4.sections.ESTIMATES`).
+
+    Members
+    -------
+    i : In(stream.Signature(StructLayout))
+        Fields ``data`` (k input values, element i at bits ``[w*i, w*(i+1))``) and, two
+        level, ``tensor_scale`` (P's fp32 bits) and ``tensor_scale_rcp`` (f(1/P)'s, fp32 RNE
+        of 1 / P).  P is golden's range: positive, in [2^-120, 2^119]; other P are outside the
+        contract.
+    o : Out(stream.Signature(StructLayout))
+        Fields ``scale`` (the UE4M3 byte; 0x7F for a block holding a NaN or an Inf) and
+        ``codes`` (k e2m1 codes, sign-magnitude: -0 and negative values that round to 0 give
+        0x8).
+
+    Latency is ``stages`` cycles, one block per clock; flow control is
+    :class:`hw.pipeline.Pipeline`'s (``i.ready`` a register, a skid register at the output).
+    """
+
+    def __init__(self, block_size=16, input_format="fp32", levels=2, *, stages=None):
+        self.block_size = check_block_size(block_size)
+        self.input_format = golden.float_format(check_choice("input format", input_format,
+                                                             INPUTS))
+        if levels not in LEVELS or isinstance(levels, bool):
+            raise ValueError(f"levels must be 1 or 2, got {levels!r}")
+        self.levels = levels
+        self.geometry = NVQGeometry(self.input_format, self.block_size, levels)
+        self._sections = {n: e.ns for n, e in nvq_sections(self.geometry).items()}
+        self._choose_stages(stages, self._sections)
+        fields = {"data": data.ArrayLayout(self.input_format.bits, self.block_size)}
+        if levels == 2:
+            fields["tensor_scale"] = unsigned(32)
+            fields["tensor_scale_rcp"] = unsigned(32)
+        super().__init__(data.StructLayout(fields), block_layout(FMT, self.block_size))
+
+    @property
+    def sections(self) -> dict[str, float]:
+        """Section name -> estimated delay (ns), in datapath order."""
+        return dict(self._sections)
+
+    @property
+    def module_name(self) -> str:
+        return (f"nvfp4_quantizer_l{self.levels}_k{self.block_size}"
+                f"_{self.input_format.name}_s{self.stages}")
+
+    @property
+    def parameters(self) -> dict:
+        two = self.levels == 2
+        return {"format": FMT.name, "scale_format": "ue4m3", "block_size": self.block_size,
+                "input": self.input_format.name, "levels": self.levels, "recipe": "torchao",
+                "tensor_scale": "tensor_scale" if two else None,
+                "tensor_scale_rcp": "tensor_scale_rcp" if two else None,
+                "stages": self.stages,
+                "registered_boundaries": list(registered_boundaries(self._sections,
+                                                                    self.stages))}
+
+    def elaborate(self, platform):
+        m = Module()
+        pipe = self.pipeline(m, "q")
+        scope = pipe.scope()
+        x = scale_reciprocal(scope, self.geometry, block_scale(scope, self.geometry,
+                                                               self.i.payload))
+        m.d.comb += self.o.payload.eq(quantize_lanes(scope, self.geometry, x))
+        pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready,
+                     o_valid=self.o.valid, o_ready=self.o.ready)
+        return m
+
+
+def _add_arguments(p):
+    p.add_argument("--block-size", type=int, default=16, help="k, a power of two 2..64")
+    p.add_argument("--input", default="fp32", help=f"input format: {', '.join(INPUTS)}")
+    p.add_argument("--levels", type=int, choices=LEVELS, default=2,
+                   help="1: single level; 2: two level, the fp32 tensor scale P and f(1/P) "
+                        "are the input fields tensor_scale and tensor_scale_rcp")
+    p.add_argument("--stages", type=int, default=None,
+                   help="pipeline registers = latency in cycles (default: the estimates')")
+
+
+def _build(a):
+    return NVFP4Quantizer(a.block_size, a.input, a.levels, stages=a.stages)
+
+
+def cli_units():
+    defaults = [["--levels", "2"], ["--levels", "1"], ["--levels", "1", "--input", "bf16"]]
+    return [UnitSpec("nvfp4-quantizer", "NVFP4: k fp32/bf16/fp16 values (+ fp32 tensor scale "
+                     "P and f(1/P)) -> UE4M3 scale + k e2m1 codes", _add_arguments, _build,
+                     defaults)]

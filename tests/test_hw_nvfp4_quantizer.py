@@ -1,0 +1,165 @@
+"""The NVFP4 quantizer (:mod:`hw.nvfp4_quantizer`) in Amaranth's simulator against
+``golden.quantize(x, "nvfp4", tensor_scale=P, recipe="torchao")``, every output bit: the
+directed groups (:data:`tb.nvfp4_quantizer_stimulus.DIRECTED`) and random blocks, single and
+two level; hand-worked vectors independent of golden (docs/numerics.md's tie moved by the
+fp32 product, the clamps, -0, NaN/Inf and zero blocks); the parameter checks and the CLI.
+Random tests print their seed (the ``seed`` fixture: rerun with ``SEED=...``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import golden
+from hw.nvfp4_quantizer import NVFP4Quantizer
+from hw.sidecar import validate
+from tb import nvfp4_quantizer_stimulus as stim
+from tests.amaranth_drive import simulate_stream
+
+
+def _run(dut, x_bits, p_bits):
+    """Blocks through ``dut``; returns (scale bytes ``(n,)``, codes ``(n, k)``)."""
+    rcp = None if p_bits is None else stim.reciprocal_bits(p_bits)
+    rows = []
+    for b, x in enumerate(x_bits):
+        row = [(dut.i.payload.data[j], int(v)) for j, v in enumerate(x)]
+        if p_bits is not None:
+            row += [(dut.i.payload.tensor_scale, int(p_bits[b])),
+                    (dut.i.payload.tensor_scale_rcp, int(rcp[b]))]
+        rows.append(row)
+    k = dut.block_size
+    out = simulate_stream(dut, rows, lambda ctx: (
+        ctx.get(dut.o.payload.scale), [ctx.get(dut.o.payload.codes[j]) for j in range(k)]))
+    return np.array([s for s, _ in out]), np.array([c for _, c in out])
+
+
+def _check(dut, x_bits, p_bits):
+    k, inp = dut.block_size, dut.input_format.name
+    want_s, want_c = stim.expected(x_bits, p_bits, inp, k)
+    got_s, got_c = _run(dut, x_bits, p_bits)
+    bad = np.flatnonzero((got_s != want_s) | (got_c != want_c).any(axis=1))
+    if bad.size:
+        r = bad[0]
+        p = "none" if p_bits is None else f"{int(p_bits[r]):#010x}"
+        pytest.fail(f"{bad.size} blocks differ; first: block {r} inputs "
+                    f"{[hex(int(v)) for v in x_bits[r]]} P {p}: expected scale "
+                    f"{int(want_s[r]):#04x} codes {want_c[r].tolist()}, got {int(got_s[r]):#04x} "
+                    f"{got_c[r].tolist()}")
+
+
+@pytest.mark.parametrize("inp", ["fp32", "bf16", "fp16"])
+def test_directed_single_level(inp):
+    """The directed groups, single level, k = 4."""
+    dut = NVFP4Quantizer(4, inp, 1, stages=5)
+    _check(dut, *stim.directed_inputs(4, inp, 1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("inp", ["fp32", "bf16"])
+def test_directed_two_level(inp):
+    """The directed groups under each directed P, also scaled by P (``slow``: minutes;
+    tests/test_sim_nvfp4.py runs the same set on the Verilog)."""
+    dut = NVFP4Quantizer(16, inp, 2, stages=6)
+    _check(dut, *stim.directed_inputs(16, inp, 2))
+
+
+@pytest.mark.parametrize("config", [(2, "fp32", 2, 3), (4, "bf16", 1, None),
+                                    (2, "fp16", 2, 1), (4, "fp16", 1, 2)],
+                         ids=lambda c: f"k{c[0]}-{c[1]}-l{c[2]}-s{c[3]}")
+def test_random_blocks(config, seed):
+    """Random blocks (two level: a P per block in golden's range) at other depths and
+    sizes."""
+    k, inp, levels, stages = config
+    rng = np.random.default_rng(seed)
+    print(f"seed {seed}")
+    dut = NVFP4Quantizer(k, inp, levels, stages=stages)
+    _check(dut, *stim.random_inputs(rng, 60, k, inp, levels))
+
+
+def _f32_bits(values):
+    return np.array(values, np.float32).view(np.uint32).astype(np.uint64)
+
+
+def test_hand_worked():
+    """Hand-worked vectors, independent of golden (fp32 in, single level, k = 4).
+
+    * docs/numerics.md's tie moved by the fp32 product: amax 6 * 15 * 2^-9 gives s = 0x0F;
+      1.25 * s gives f(x * r) = 1.2500001 (code 0x3, not the tie's 0x2); the fp32 value
+      below 0.75 * s gives f(x * r) = 0.75 exactly (code 0x2, not 0x1); -0 gives 0x8; the
+      amax lane f(6 * s * r) = 6.0000005 saturates to 6 (0x7);
+    * amax 10752: b = 1792, clamped at 448 (0x7E); 10752 / 448 = 24 saturates (0x7);
+      -1000 / 448 = -2.23 (-2, 0xC); 100 / 448 = 0.223 (0x0);
+    * a block with a NaN: 0x7F and codes 0; a zero block: 0x08 (2^-6) and -0 -> 0x8.
+    """
+    s = 15 * 2.0 ** -9
+    below = float(np.nextafter(np.float32(0.75 * s), np.float32(0)))
+    x = np.stack([_f32_bits([6 * s, 1.25 * s, below, -0.0]),
+                  _f32_bits([10752.0, -1000.0, 100.0, 1.0]),
+                  _f32_bits([1.0, float("nan"), 2.0, -3.0]),
+                  _f32_bits([0.0, -0.0, 0.0, 0.0])])
+    scales, codes = _run(NVFP4Quantizer(4, "fp32", 1, stages=3), x, None)
+    assert scales.tolist() == [0x0F, 0x7E, 0x7F, 0x08]
+    assert codes.tolist() == [[0x7, 0x3, 0x2, 0x8], [0x7, 0xC, 0x0, 0x0], [0, 0, 0, 0],
+                              [0x0, 0x8, 0x0, 0x0]]
+
+
+def test_hand_worked_two_level():
+    """Two level, hand-worked (fp32, k = 2), P = 2^-120 (f(1/P) = 2^120): a block of
+    subnormals whose scale is clamped at 2^-6, so r = 2^126 brings them to e2m1 range; a block
+    whose b / P is exactly 0.5."""
+    p = np.array([np.float32(2.0 ** -120).view(np.uint32)] * 2, np.uint32)
+    x = np.stack([_f32_bits([2.0 ** -130, -(2.0 ** -127)]),
+                  _f32_bits([3.0 * 2.0 ** -120, -(2.0 ** -120)])])
+    scales, codes = _run(NVFP4Quantizer(2, "fp32", 2, stages=2), x, p)
+    # block 0: amax 2^-127; b / P = 2^-7 / 6 -> clamped, s = 2^-6, r = 2^126:
+    #   2^-130 * 2^126 = 2^-4 -> 0x0; -2^-127 * 2^126 = -0.5 -> 0x9
+    # block 1: amax 3 * 2^-120; b / P = 0.5 exactly -> s = 0.5 (0x30), r = 2^121:
+    #   3 * 2^-120 * 2^121 = 6 -> 0x7; -2^-120 * 2^121 = -2 -> 0xC
+    assert scales.tolist() == [0x08, 0x30]
+    assert codes.tolist() == [[0x0, 0x9], [0x7, 0xC]]
+
+
+def test_parameters_checked():
+    with pytest.raises(ValueError, match="levels must be 1 or 2"):
+        NVFP4Quantizer(16, "fp32", 3)
+    with pytest.raises(ValueError, match="input format"):
+        NVFP4Quantizer(16, "fp8", 2)
+    with pytest.raises(ValueError, match="block_size"):
+        NVFP4Quantizer(12, "fp32", 2)
+    with pytest.raises(ValueError, match="stages"):
+        NVFP4Quantizer(16, "fp32", 1, stages=0)
+    q = NVFP4Quantizer(16, "bf16", 1)
+    assert 1 <= q.stages <= q.max_stages == len(q.sections)
+
+
+def test_cli_generates_and_rejects(tmp_path):
+    """``python -m hw generate nvfp4-quantizer``: Verilog and a sidecar with the UE4M3 scale
+    and the P fields; a bad option is one line and exit 2."""
+    out = tmp_path / "u.v"
+    r = subprocess.run([sys.executable, "-m", "hw", "generate", "nvfp4-quantizer",
+                        "--block-size", "2", "--stages", "4", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["parameters"]["scale_format"] == "ue4m3"
+    assert meta["parameters"]["tensor_scale_rcp"] == "tensor_scale_rcp"
+    fields = {f["name"]: f for p in meta["ports"] if p["role"] == "i.payload"
+              for f in p["fields"]}
+    assert fields["tensor_scale"]["width"] == 32 and fields["tensor_scale_rcp"]["width"] == 32
+    validate(meta)
+    r = subprocess.run([sys.executable, "-m", "hw", "generate", "nvfp4-quantizer",
+                        "--input", "fp8", "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_golden_agrees_on_the_hand_worked_vectors():
+    """golden gives the hand-worked vectors' bytes too (so the directed expectations and
+    these agree)."""
+    s = 15 * 2.0 ** -9
+    mx = golden.quantize(np.array([6 * s, 1.25 * s], np.float32), "nvfp4", block_size=2)
+    assert mx.scales.tolist() == [0x0F] and mx.codes.tolist() == [0x7, 0x3]
