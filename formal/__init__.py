@@ -4,7 +4,8 @@ A development tool, not shipped with ``hw``.  ``python -m formal`` runs the proo
 writes ``build/formal/report.md``; ``docs/verification.md`` ("Formal proofs") explains the
 properties and the measured table.
 
-* :mod:`formal.units` -- the units and configurations under proof, and their control probes.
+* :mod:`formal.units` -- the units and configurations under proof; :mod:`formal.probes` -- where
+  their pipeline control registers are (probes).
 * :mod:`formal.harness` -- the properties, as Amaranth harness modules.
 * :mod:`formal.sby` -- one SymbiYosys run and its verdict.
 * :mod:`formal.matrix` -- the proof matrix (jobs) and the report table.
