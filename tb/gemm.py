@@ -60,14 +60,15 @@ class GemmRun:
                    else np.asarray(c0, np.uint32).reshape(model.rows, model.cols))
         a, b = self.operands(model)
         acc = self.c0.view(np.float32)
-        self.results = golden.matmul(a, b, acc=acc).view(np.uint32)  # (R, C)
+        self.results = golden.matmul(a, b, acc=acc,
+                                     accumulation=model.accumulation).view(np.uint32)  # (R, C)
         nz_a = (golden.decode(ca, model.fmt_a) != 0).astype(np.int64)  # NaN counts as non-zero
         nz_b = (golden.decode(cb, model.fmt_b) != 0).astype(np.int64)
         self.products_nonzero = np.einsum("krl,kcl->rc", nz_a, nz_b) > 0
         self.mx = None
         if model.out_fmt is not None:  # (codes (R, C), scales (R,)) of each row's block
             out = golden.matmul(a, b, acc=acc, out_format=model.out_fmt,
-                                out_block_size=model.cols)
+                                out_block_size=model.cols, accumulation=model.accumulation)
             self.mx = out.codes, out.scales[:, 0]
 
     def operands(self, model: GemmModel):
@@ -178,6 +179,8 @@ class GemmModel(standard_tests.UnitModel):
         self.ctx_bits = (self.contexts - 1).bit_length()
         out = p.get("out_format")
         self.out_fmt = None if out is None else golden.element_format(out)
+        # the block step's numerics (docs/numerics.md section 8): golden.matmul's in the mode
+        self.accumulation = p.get("accumulation", "exact")
         self.drain = 4 * self.latency + 8
         self.long_k = 8192 if config.full else 1024
 

@@ -29,7 +29,7 @@ from tb.runner import run_unit
 FULL = env_flag("SIM_FULL")
 
 # (fmt_a, fmt_b, rows, cols, k, stages (None: every boundary), contexts (None: the default)
-#  [, out_format (MX output, or None) [, accumulators]])
+#  [, out_format (MX output, or None) [, accumulators [, accumulation]]])
 DEFAULT = [("fp8_e4m3", "fp8_e4m3", 2, 2, 4, None, None)]
 FULL_EXTRA = [
     ("fp4_e2m1", "fp4_e2m1", 2, 4, 8, None, None),
@@ -43,6 +43,7 @@ FULL_EXTRA = [
     ("fp6_e3m2", "fp8_e4m3", 2, 2, 2, 6, 8, "fp6_e2m3"),
     ("fp8_e5m2", "fp8_e5m2", 1, 4, 4, 6, 8, "int8"),
     ("fp8_e4m3", "fp8_e4m3", 2, 2, 4, None, None, None, "memory"),
+    ("fp4_e2m1", "fp8_e4m3", 1, 2, 32, 6, 8, None, None, "tcgen05.mxf8f6f4"),
 ]
 CONFIGS = DEFAULT + FULL_EXTRA if FULL else DEFAULT
 
@@ -50,24 +51,26 @@ CONFIGS = DEFAULT + FULL_EXTRA if FULL else DEFAULT
 def _options(c):
     """A configuration's fields, the optional ones filled in."""
     fmt_a, fmt_b, rows, cols, k, stages, contexts, *rest = c
-    out, accumulators = (*rest, None, None)[:2]
-    return fmt_a, fmt_b, rows, cols, k, stages, contexts, out, accumulators
+    out, accumulators, accumulation = (*rest, None, None, None)[:3]
+    return fmt_a, fmt_b, rows, cols, k, stages, contexts, out, accumulators, accumulation
 
 
 def config_id(c) -> str:
-    fmt_a, fmt_b, rows, cols, k, stages, contexts, out, accumulators = _options(c)
+    fmt_a, fmt_b, rows, cols, k, stages, contexts, out, accumulators, accumulation = _options(c)
     return (f"gemm-{fmt_a}-{fmt_b}-{rows}x{cols}-k{k}"
             + (f"-s{stages}" if stages else "") + (f"-c{contexts}" if contexts else "")
-            + (f"-o{out}" if out else "") + ("-ram" if accumulators == "memory" else ""))
+            + (f"-o{out}" if out else "") + ("-ram" if accumulators == "memory" else "")
+            + (f"-{accumulation.replace('.', '_')}" if accumulation else ""))
 
 
 def unit_args(c) -> list[str]:
-    fmt_a, fmt_b, rows, cols, k, stages, contexts, out, accumulators = _options(c)
+    fmt_a, fmt_b, rows, cols, k, stages, contexts, out, accumulators, accumulation = _options(c)
     return ["--format-a", fmt_a, "--format-b", fmt_b, "--rows", str(rows), "--cols", str(cols),
             "--block-size", str(k), *(["--stages", str(stages)] if stages else []),
             *(["--contexts", str(contexts)] if contexts else []),
             *(["--out-format", out] if out else []),
-            *(["--accumulators", accumulators] if accumulators else [])]
+            *(["--accumulators", accumulators] if accumulators else []),
+            *(["--accumulation", accumulation] if accumulation else [])]
 
 
 def _unhit(directory) -> list[str]:

@@ -37,6 +37,8 @@ CONFIGS = (
     + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
        ("dot", ["--format-a", "int8", "--format-b", "fp6_e2m3", *K]),
        ("dot-general", ["--format", "fp8_e4m3", *K])]
+    # the GPU accumulation mode (issue #52): the truncating step beside the exact row above
+    + [("dot", ["--format", "fp8_e4m3", "--accumulation", "tcgen05.mxf8f6f4", *K])]
     # the lane products in DSPs (MULT18X18D) instead of LUTs: as `*` (yosys maps them,
     # registers stay in the fabric) and instantiated with the blocks' own registers (hw.dsp)
     + [("dot", ["--format", f, "--multipliers", m, *K])
