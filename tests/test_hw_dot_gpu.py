@@ -74,9 +74,9 @@ def test_module_names_sidecar_and_sections():
     # its own sections: one per tree level over 32 lanes, c and the count of negated terms
     names = list(dot.sections)
     assert truncated_tree_levels(32) == 6
-    assert names[:6] == ["decode", "multiply", "emax", "frame", "distance", "align"]
-    assert names[6:12] == [f"tree{j}" for j in range(6)]
-    assert names[12:] == ["magnitude", "lzc", "normalize", "shift", "finish"]
+    assert names[:7] == ["decode", "multiply", "emax", "frame", "gap", "distance", "align"]
+    assert names[7:13] == [f"tree{j}" for j in range(6)]
+    assert names[13:] == ["magnitude", "lzc", "normalize", "shift", "finish"]
     assert dot.max_stages == len(names) and 1 <= dot.stages <= dot.max_stages
     assert all(e.provenance for e in ESTIMATES.values())
     forwarded = truncated_sections(dot.geometry, forwarded_c=True)

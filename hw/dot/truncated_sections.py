@@ -75,8 +75,11 @@ ESTIMATES = {
                          "pair sums at most) beside the first radix-4 level of the maximum "
                          "tree of the lane exponents"),
     "emax": Estimate(4, _ANALOGY + "the maximum tree's last levels (radix 4, then 2)"),
-    "frame": Estimate(4.5, _ANALOGY + "e_max from the products', c's and the -133 floor's "
-                      "exponents: two compares and their selects, then the distances"),
+    "frame": Estimate(4.5, "three compares side by side choose e_max among the products', "
+                      "c's and the -133 floor's exponents, each candidate's distances beside "
+                      "them (estimate; with the selects and clamps in one section it was the "
+                      "critical path, 16 ns over 39 cells, 62.5 MHz)"),
+    "gap": Estimate(4, "e_max and its distances selected, the clamps (estimate)"),
     "distance": Estimate(3, _ANALOGY + "a short chain per lane, d = G - (shift_a + shift_b)"),
     "align": Estimate(4, _ANALOGY + "a 27-bit right shift per lane, five mux levels"),
     "tree": Estimate(3.25, _ANALOGY + "one level of the adder tree, as the exact step's tree"),
@@ -113,7 +116,7 @@ KINDS = {"tcgen05.mxf8f6f4": TruncatedKind(FRACTION_BITS, ZERO_EXPONENT, SUM_BIT
 
 #: The mxf8f6f4 step's sections in datapath order, ``tree`` standing for one section per
 #: level of the adder tree (:func:`truncated_sections`).
-TRUNCATED_SECTIONS = ("decode", "multiply", "emax", "frame", "distance", "align", "tree",
+TRUNCATED_SECTIONS = ("decode", "multiply", "emax", "frame", "gap", "distance", "align", "tree",
                       "magnitude", "lzc", "normalize", "shift", "finish")
 
 #: The mxf4 step's sections (one block of 32: two groups of 16): ``group<j>`` one level of the

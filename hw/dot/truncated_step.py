@@ -15,7 +15,7 @@ products (:func:`hw.arith.partial_product_sum`), the pipeline mechanism
 (:class:`hw.dot.step.FusedStep` over a :class:`hw.scope.PipelineScope`), and with the rest of
 the units the maximum tree (:mod:`hw.maxtree`) and the rounder (:mod:`hw.rounding`, RTZ).
 
-1. :mod:`hw.dot.truncated_terms` -- ``decode``, ``multiply``, ``emax``, ``frame``,
+1. :mod:`hw.dot.truncated_terms` -- ``decode``, ``multiply``, ``emax``, ``frame``, ``gap``,
    ``distance``, ``align``: the truncated signed terms.
 2. :mod:`hw.dot.truncated_sum` -- ``tree0``..., ``magnitude``, ``lzc``, ``normalize``,
    ``shift``, ``finish``: their sum rounded toward zero, and the special cases.
@@ -76,7 +76,8 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
         s = F4.align(step, F4.emax(step, F4.group_sums(step, s)))
     else:
         s = T.decode(step, a, b, c, side)
-        s = T.align(step, T.distance(step, T.frame(step, T.emax(step, T.multiply(step, s)))))
+        s = T.align(step, T.distance(step, T.gap(step, T.frame(step, T.emax(step, T.multiply(
+            step, s))))))
     s = S.sum_terms(step, s, kind)
     s = S.magnitude(step, s, kind)
     s = S.shift(step, S.normalize(step, S.lzc(step, s), kind), kind)

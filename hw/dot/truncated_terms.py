@@ -32,7 +32,7 @@ from .truncated_sections import (
     ZERO_EXPONENT,
 )
 
-__all__ = ["decode", "multiply", "emax", "frame", "distance", "align"]
+__all__ = ["decode", "multiply", "emax", "frame", "gap", "distance", "align"]
 
 
 def _exp(value):
@@ -137,28 +137,45 @@ def emax(step: FusedStep, s):
 
 
 def frame(step: FusedStep, s):
-    """Section ``frame``: ``e_max`` (the products', ``c``'s and :data:`ZERO_EXPONENT`'s
-    largest), ``G = e_max - x_base`` clamped to ``0..lmax + TERM_BITS`` (beyond, every
-    product vanishes; below 0 there is no non-zero product), ``c``'s distance
-    ``e_max - x_c`` clamped to 31, and ``e_top = e_max + SUM_BITS + 100`` for the result's
-    exponent (:mod:`hw.dot.truncated_sum`)."""
-    g = step.geometry
+    """Section ``frame``: which of the candidates is ``e_max`` (the products' ``P``, ``c``'s
+    ``x_c`` or :data:`ZERO_EXPONENT`'s floor), from three comparisons side by side, and each
+    candidate's distance to ``x_base`` and to ``x_c`` beside them: the subtractions do not
+    wait for the choice (section ``gap`` selects and clamps)."""
     floor = Const(ZERO_EXPONENT, EXPONENT_BITS).as_signed()
-    e1 = Mux(s.any_prod & (s.p_max > floor), s.p_max, floor)
-    e1 = wire(step.m, _exp(e1), step.name("emax_products"))
-    e_max = wire(step.m, _exp(Mux(s.c_nz & (s.c_x > e1), s.c_x, e1)), step.name("emax_value"))
+    use_p = s.any_prod & (s.p_max > floor)  # else the floor, unless c is above both
+    use_c = s.c_nz & Mux(use_p, s.c_x > s.p_max, s.c_x > floor)
+    return step.cross({
+        **_carried(step, s), "nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg,
+        "c_x": s.c_x, "use_p": use_p, "use_c": use_c,
+        "gap_p": _exp(s.p_max - s.x_base), "gap_f": _exp(floor - s.x_base),
+        "gap_c": _exp(s.c_x - s.x_base),
+        "dc_p": _exp(s.p_max - s.c_x), "dc_f": _exp(floor - s.c_x),
+        "e_p": _exp(s.p_max), "e_f": floor,
+    }, "frame")
+
+
+def gap(step: FusedStep, s):
+    """Section ``gap``: ``e_max`` selected, ``G = e_max - x_base`` clamped to
+    ``0..lmax + TERM_BITS`` (beyond, every product vanishes; below 0 there is no non-zero
+    product), ``c``'s distance ``e_max - x_c`` clamped to 31 (0 when ``c`` is ``e_max``), and
+    ``e_top = e_max + SUM_BITS + 100`` for the result's exponent
+    (:mod:`hw.dot.truncated_sum`)."""
+    g = step.geometry
     lmax = (1 << g.fmt_a.ebits) - 2 + (1 << g.fmt_b.ebits) - 2
     span = lmax + TERM_BITS
-    gap = _exp(e_max - s.x_base)
-    dc = _exp(e_max - s.c_x)
     fine = (span).bit_length()
+    e_max = wire(step.m, _exp(Mux(s.use_c, s.c_x, Mux(s.use_p, s.e_p, s.e_f))),
+                 step.name("emax_value"))
+    gap = wire(step.m, _exp(Mux(s.use_c, s.gap_c, Mux(s.use_p, s.gap_p, s.gap_f))),
+               step.name("emax_gap"))
+    dc = _exp(Mux(s.use_c, 0, Mux(s.use_p, s.dc_p, s.dc_f)))
     return step.cross({
         **_carried(step, s), "nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg,
         "gap": Mux(gap < 0, 0, Mux(gap > span, span, gap[:fine]))[:fine],
         "c_dist": Mux(dc > 31, 31, dc[:5])[:5],
         # the result's top bit is 2^(e_max - 25 + SUM_BITS - 1 - lz), 126 above fp32's emin
         "e_top": _exp(e_max + (SUM_BITS - 1 - FRACTION_BITS + 126)),
-    }, "frame")
+    }, "gap")
 
 
 def _specials(s) -> dict:
