@@ -35,6 +35,7 @@ from .sby import SbyResult, run_sby
 from .units import (
     CUSTOM_UNITS,
     GEMM_UNITS,
+    GPU_UNITS,
     NVFP4_QUANTIZER_UNITS,
     NVFP4_UNITS,
     UNITS,
@@ -143,6 +144,22 @@ def _gemm_jobs(full: bool) -> list[Job]:
     return jobs
 
 
+def _gpu_jobs() -> list[Job]:
+    """The GPU accumulation modes' jobs (:data:`formal.units.GPU_UNITS`), at k = 32, their
+    only block size: flow and order at 1, the middle and the deepest setting, and for
+    MXDotGeneral's mode the chain at the middle one."""
+    jobs = []
+    for unit in GPU_UNITS:
+        settings = unit.stage_settings(32)
+        jobs += [j for s in settings for j in _jobs_for(unit, 32, s)
+                 if j.prop in ("flow", "order")]
+        if unit.runs:
+            mid = settings[len(settings) // 2]
+            jobs.append(Job(unit, 32, mid, "chain", "bmc",
+                            unit.drain_cycles(mid) + BMC_MARGIN["chain"]))
+    return jobs
+
+
 def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = None,
                block_sizes=(2, 4)) -> list[Job]:
     """The jobs of the matrix.
@@ -174,7 +191,7 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
                 jobs.append(job)
         jobs += _depth_equivalence_jobs(unit, k, range(1, unit.max_stages(k) + 1))
     if not quick:
-        jobs += _gemm_jobs(full)
+        jobs += _gemm_jobs(full) + _gpu_jobs()
         # the NVFP4 quantizer at k = 2: flow and order at its three depths
         jobs += [j for unit in NVFP4_QUANTIZER_UNITS for s in unit.stage_settings(2)
                  for j in _jobs_for(unit, 2, s) if j.prop in ("flow", "order")]
