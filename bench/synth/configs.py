@@ -168,13 +168,17 @@ CURVE_NEXT_STEPS: dict[tuple[str, int], str] = {
 #: point's).
 FALL_NEXT_STEPS: dict[tuple[str, int], str] = {}
 
-#: Where a missed default-depth target stands: unit -> the next step, one line (the critical
-#: path is read from the stored result's nextpnr report). The account of what was tried is in
-#: CHANGELOG.md.
+#: Where a missed default-depth target stands: the configuration as the tables name it
+#: (:func:`describe`), or its unit for every configuration of it -> the next step, one line
+#: (the critical path is read from the stored result's nextpnr report). The account of what
+#: was tried is in CHANGELOG.md.
 NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
+    "dot --format fp8_e4m3 --accumulation tcgen05.mxf8f6f4": "the truncating step's `emax` "
+        "section holds the maximum tree's last two levels and the add of P = x_base + K - 1 "
+        "(27 cells, 10 ns): one section per tree level and P's add in its own",
     "nvfp4-dequantizer": "3 * S and its normalization (`block` -> `triple`, a 26-bit carry "
                          "chain and a select, 8-10 cells, 4 ns of routing): form 3 * S in "
                          "two halves over two sections, or keep S and 3 * S unnormalized "

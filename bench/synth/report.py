@@ -326,7 +326,8 @@ def targets_md(results: list[dict], mapped: dict[str, list[dict]] | None = None)
         ok = met(e, fmax, luts)
         if not ok:
             missed.append(f"Missed: {label}: critical path {_path(e.get('critical_path'))}; "
-                          f"next step: {NEXT_STEPS.get(unit, 'not known')}")
+                          "next step: "
+                          f"{NEXT_STEPS.get(label, NEXT_STEPS.get(unit, 'not known'))}")
         lines.append(f"| {label} | {need} | {fmax_text(e)} MHz, {e['LUT4']:,} LUT4 | "
                      f"{'yes' if ok else '**no**'} |{beside}")
     lines += ["", MAPPING_NOTE, ""] if others else [""]
