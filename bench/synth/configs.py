@@ -178,7 +178,7 @@ NEXT_STEPS: dict[str, str] = {
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
     "dot --format fp8_e4m3 --accumulation tcgen05.mxf8f6f4": "the truncating step's `emax` "
         "section holds the maximum tree's last two levels and the add of P = x_base + K - 1 "
-        "(27 cells, 10 ns): one section per tree level and P's add in its own",
+        "(26-27 cells, 10 ns): one section per tree level and P's add in its own",
     "nvfp4-dequantizer": "3 * S and its normalization (`block` -> `triple`, a 26-bit carry "
                          "chain and a select, 8-10 cells, 4 ns of routing): form 3 * S in "
                          "two halves over two sections, or keep S and 3 * S unnormalized "
