@@ -36,11 +36,17 @@ def config_id(c):
     return f"l{levels}-{out}-k{k}-s{'default' if st is None else st}"
 
 
+def _generate_args(unit: str, io_option: str, config) -> tuple[str, list[str]]:
+    """``unit`` and its ``python -m hw generate`` arguments for a configuration (levels, the
+    format of ``io_option``, block size, stages)."""
+    levels, fmt, k, stages = config
+    argv = ["--levels", str(levels), io_option, fmt, "--block-size", str(k)]
+    return unit, argv + ([] if stages is None else ["--stages", str(stages)])
+
+
 def unit_args(config) -> tuple[str, list[str]]:
     """The unit and its ``python -m hw generate`` arguments for a configuration."""
-    levels, out, k, stages = config
-    argv = ["--levels", str(levels), "--output-format", out, "--block-size", str(k)]
-    return "nvfp4-dequantizer", argv + ([] if stages is None else ["--stages", str(stages)])
+    return _generate_args("nvfp4-dequantizer", "--output-format", config)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
@@ -62,16 +68,12 @@ QUANT_FULL += [(levels, inp, 32, None) for levels in (1, 2) for inp in ("fp32", 
 QUANT_CONFIGS = QUANT_DEFAULT + QUANT_FULL if FULL else QUANT_DEFAULT
 
 
-def quantizer_id(c):
-    levels, inp, k, st = c
-    return f"l{levels}-{inp}-k{k}-s{'default' if st is None else st}"
+quantizer_id = config_id  # the same fields: levels, input format, block size, stages
 
 
 def quantizer_args(config) -> tuple[str, list[str]]:
     """The quantizer and its ``python -m hw generate`` arguments for a configuration."""
-    levels, inp, k, stages = config
-    argv = ["--levels", str(levels), "--input", inp, "--block-size", str(k)]
-    return "nvfp4-quantizer", argv + ([] if stages is None else ["--stages", str(stages)])
+    return _generate_args("nvfp4-quantizer", "--input", config)
 
 
 @pytest.mark.parametrize("config", QUANT_CONFIGS, ids=quantizer_id)

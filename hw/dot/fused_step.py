@@ -94,14 +94,9 @@ def build_fused_step(scope: PipelineScope | Pipeline, geometry: DotGeometry, a, 
     View
         ``result`` (fp32 bits) and ``side`` (if given), after the last boundary.
     """
-    if isinstance(scope, Pipeline):
-        scope = scope.scope()
-    elif not isinstance(scope, PipelineScope):
-        raise TypeError(f"scope must be a PipelineScope or a Pipeline, not "
-                        f"{type(scope).__name__}")
-    step = FusedStep(scope, geometry, multipliers, has_side=bool(side))
+    step = FusedStep.on(scope, geometry, multipliers, side)
     s, wide_fmt = decode(step, a, b, c, side)
-    if "factors" in scope.names:
+    if "factors" in step.scope.names:
         s = factors(step, s, wide_fmt)
     s = product(step, multiply(step, s))
     s, total, minus, signs = sum_block(step, s)

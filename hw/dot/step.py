@@ -11,6 +11,7 @@ from amaranth.hdl import Cat, Module
 from amaranth.utils import bits_for
 
 from ..arith import wire
+from ..pipeline import Pipeline
 from ..scope import PipelineScope
 from .geometry import CHUNK_BITS, GUARD, DotGeometry
 
@@ -44,6 +45,18 @@ class FusedStep:
     geometry: DotGeometry
     multipliers: str = "lut"
     has_side: bool = False
+
+    @classmethod
+    def on(cls, scope, geometry: DotGeometry, multipliers: str, side) -> FusedStep:
+        """The step placed through ``scope`` (a :class:`hw.scope.PipelineScope`, or a
+        :class:`hw.pipeline.Pipeline` for its own unprefixed scope), with ``side`` riding
+        along if given: what every block step (fused or truncating) starts from."""
+        if isinstance(scope, Pipeline):
+            scope = scope.scope()
+        elif not isinstance(scope, PipelineScope):
+            raise TypeError(f"scope must be a PipelineScope or a Pipeline, not "
+                            f"{type(scope).__name__}")
+        return cls(scope, geometry, multipliers, has_side=bool(side))
 
     @property
     def m(self) -> Module:

@@ -64,12 +64,7 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
     View
         ``result`` (fp32 bits) and ``side`` (if given), after the last boundary.
     """
-    if isinstance(scope, Pipeline):
-        scope = scope.scope()
-    elif not isinstance(scope, PipelineScope):
-        raise TypeError(f"scope must be a PipelineScope or a Pipeline, not "
-                        f"{type(scope).__name__}")
-    step = FusedStep(scope, geometry, multipliers, has_side=bool(side))
+    step = FusedStep.on(scope, geometry, multipliers, side)
     kind = KINDS[accumulation]
     if accumulation in F4_MODES:
         s = F4.multiply(step, F4.decode(step, a, b, c, side))
