@@ -433,3 +433,66 @@ def test_flow_keeps_marked_registers_clears_off_the_reset_pin(tmp_path):
         flow.ecp5_synthesis(comp, name, d)
         counts.append(_lsr_from_logic(json.loads((d / "ecp5.json").read_text()), name))
     assert counts[0] == 0 and counts[1] > 0, counts
+
+
+def test_netlist_of_a_stopped_run_is_placed_not_synthesized_again(tmp_path, monkeypatch):
+    """A run stopped while placing leaves its netlist: the next run places that netlist
+    instead of running yosys again, but only while the netlist's digest is the Verilog's."""
+    import json
+
+    from bench.synth import flow
+
+    synthesized, placed = [], []
+
+    def synth(comp, name, d, lut_map):
+        synthesized.append(name)
+        (d / "ecp5.json").write_text("{}")
+        (d / "ecp5_stat.json").write_text(json.dumps(
+            {"modules": {f"\\{name}": {"num_cells_by_type": {"LUT4": 7, "TRELLIS_FF": 3}}}}))
+        return flow._ecp5_cells(d, name)
+
+    def stopped(d, seed):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(flow, "OUT", tmp_path / "build")
+    monkeypatch.setattr(flow, "RESULTS", tmp_path)
+    monkeypatch.setattr(flow, "ecp5_synthesis", synth)
+    monkeypatch.setattr(flow, "_place", stopped)
+    argv = ["--format", "int8", "--block-size", "2", "--stages", "1"]
+    with pytest.raises(KeyboardInterrupt):
+        flow.synthesize("dequantizer", argv, log=lambda s: None, ecp5_only=True)
+    assert len(synthesized) == 1 and not list(tmp_path.glob("*.json"))
+    monkeypatch.setattr(flow, "_place", lambda d, seed: placed.append(seed) or
+                        {"fmax_mhz": 210.0, "critical_path": {}})
+    res = flow.synthesize("dequantizer", argv, log=lambda s: None, ecp5_only=True)
+    assert len(synthesized) == 1 and placed == [1]
+    assert res["ecp5"]["LUT4"] == 7 and res["ecp5"]["FF"] == 3 and res["ecp5"]["fmax_mhz"] == 210.0
+    # a netlist of other Verilog (its digest differs) is synthesized again
+    (result,) = tmp_path.glob("*.json")
+    result.unlink()
+    (work,) = (tmp_path / "build").iterdir()
+    (work / "ecp5.digest").write_text("0" * 16)
+    flow.synthesize("dequantizer", argv, log=lambda s: None, ecp5_only=True)
+    assert len(synthesized) == 2 and (work / "ecp5.digest").read_text() != "0" * 16
+
+
+def test_gemm_tiles_beside_the_engines_give_gflops_per_thousand_luts():
+    """2 x MACs x Fmax, per 1,000 LUT4, against the target of 2; an unplaced tile says so."""
+    from bench.synth.engines import ENGINES, engines_md
+
+    tile = {"unit": "gemm", "latency": 19,
+            "parameters": {"rows": 4, "cols": 4, "block_size": 32, "format_a": "fp4_e2m1"},
+            "ecp5": {"LUT4": 40_000, "CCU2C": 5, "FF": 9, "MULT18X18D": 0}}
+    lines = engines_md([tile, {"unit": "dot", "ecp5": {}}])
+    (row,) = [x for x in lines if x.startswith("| MXGemm")]
+    assert "| 512 | not placed |" in row and "5.1 per 1,000 LUT4 if placed at 200 MHz" in row
+    tile["ecp5"].update(fmax_mhz=50.0, placements={"1": {}, "2": {}, "3": {}})
+    (row,) = [x for x in engines_md([tile]) if x.startswith("| MXGemm")]
+    # 2 x 512 x 50 MHz = 51.2 GFLOPS; per 40 kLUT4: 1.28, below the target
+    assert "| 50 (3 seeds) | 51.2 |" in row and "| 1.28 (**below 2**) |" in row
+    tile["ecp5"]["fmax_mhz"] = 200.0
+    (row,) = [x for x in engines_md([tile]) if x.startswith("| MXGemm")]
+    assert "| 204.8 |" in row and "| 5.12 |" in row
+    ten_four = next(x for x in engines_md([]) if x.startswith("| Ten-Four"))
+    assert "| 134.3 |" in ten_four and "| 0.71 |" in ten_four
+    assert all(g.macs > 0 for g in ENGINES)

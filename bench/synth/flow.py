@@ -145,14 +145,22 @@ def synthesize(unit: str, argv: list[str], log=print, *, ecp5_only=False,
                 return old
             res.update({k: old[k] for k in ("ecp5", "xc7", "generic_cells", "seconds")
                         if k in old})
+    netlist_current = _netlist_digest(d) == digest
     (d / "top.v").write_text(verilog)
     t0 = time.time() - res.get("seconds", 0)
     try:
         ecp5 = res.get("ecp5")
-        if ecp5 is None or (len(_by_seed(ecp5)) < seeds and not (d / "ecp5.json").exists()):
+        if ecp5 is None and netlist_current:
+            # the work directory's netlist is of this Verilog and flow (a run stopped while
+            # placing it): place it instead of synthesizing again
+            ecp5 = _ecp5_cells(d, name)
+            ecp5["placements"] = {}
+        elif ecp5 is None or (len(_by_seed(ecp5)) < seeds and not (d / "ecp5.json").exists()):
             # synthesize (again: yosys is deterministic, so stored placements stay valid)
             placed = _by_seed(ecp5) if ecp5 else {}
+            (d / _NETLIST_DIGEST).unlink(missing_ok=True)
             ecp5 = ecp5_synthesis(comp, name, d, lut_map)
+            (d / _NETLIST_DIGEST).write_text(digest)
             ecp5["placements"] = {str(k): v for k, v in placed.items()}
         _place_seeds(ecp5, d, seeds, log, name)
         res["ecp5"] = ecp5
@@ -195,6 +203,23 @@ def ecp5_synthesis(comp, name: str, d: Path, lut_map: str = "lut4") -> dict:
            "tee -q -o ecp5_stat.json stat -json", d, "ecp5")
     if not (d / "ecp5.json").exists():
         raise RuntimeError("yosys (ecp5) wrote no netlist")
+    return _ecp5_cells(d, name)
+
+
+#: The file in a configuration's work directory that names the Verilog and flow (the
+#: result's ``verilog_sha256``) its ``ecp5.json`` was synthesized from.
+_NETLIST_DIGEST = "ecp5.digest"
+
+
+def _netlist_digest(d: Path) -> str | None:
+    """The digest of the Verilog and flow ``d``'s netlist was made from, None if unknown."""
+    f = d / _NETLIST_DIGEST
+    present = f.exists() and (d / "ecp5.json").exists() and (d / "ecp5_stat.json").exists()
+    return f.read_text().strip() if present else None
+
+
+def _ecp5_cells(d: Path, name: str) -> dict:
+    """The unit's ECP5 cell counts from yosys's statistics in ``d``."""
     cells = _stat((d / "ecp5_stat.json").read_text(), name)
     res = {
         "LUT4": cells.get("LUT4", 0),
@@ -203,6 +228,10 @@ def ecp5_synthesis(comp, name: str, d: Path, lut_map: str = "lut4") -> dict:
         "CCU2C": cells.get("CCU2C", 0),
         "PFUMX": cells.get("PFUMX", 0),
         "L6MUX21": cells.get("L6MUX21", 0),
+        # memories: block RAM, and distributed RAM (each TRELLIS_DPR16X4 is 16 x 4 bits in a
+        # slice's LUTs, which the LUT4 count leaves out)
+        "DP16KD": cells.get("DP16KD", 0),
+        "TRELLIS_DPR16X4": cells.get("TRELLIS_DPR16X4", 0),
     }
     return res
 
@@ -214,6 +243,7 @@ def ecp5_netlist(unit: str, argv: list[str], lut_map: str = "lut4") -> Path:
     comp = build(unit, argv)
     d = _dirs(lut_map)[1] / comp.module_name
     d.mkdir(parents=True, exist_ok=True)
+    (d / _NETLIST_DIGEST).unlink(missing_ok=True)
     (d / "top.v").write_text(to_verilog(comp))
     ecp5_synthesis(comp, comp.module_name, d, lut_map)
     return d / "ecp5.json"

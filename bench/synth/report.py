@@ -19,6 +19,7 @@ from .configs import (
     TARGETS,
     describe,
 )
+from .engines import engines_md
 from .flow import tool
 
 __all__ = ["markdown", "sweep_markdown", "targets_md", "curve_targets_md", "curve_falls",
@@ -119,7 +120,7 @@ def markdown(results: list[dict], mapped: dict[str, list[dict]] | None = None) -
             f"{_v(x.get('LUT'))} | {_v(x.get('FF'))} | {_v(x.get('DSP48E1'))} | "
             f"{_v(x.get('CARRY4'))} | {_v(r.get('generic_cells'))} | "
             f"{_path(e.get('critical_path'))} |")
-    lines += ["", ANCHORS, "", *targets_md(results, mapped or {})]
+    lines += ["", ANCHORS, "", *targets_md(results, mapped or {}), *engines_md(results)]
     return "\n".join(lines) + "\n"
 
 
