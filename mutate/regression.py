@@ -1,9 +1,10 @@
 """The default simulation regression as data: which configurations ``make sim`` runs, the
 pytest node of each, and which ``hw/`` files each unit is built from.
 
-The configurations come from the simulation tests themselves (``tests/test_sim_*.py``:
-``CONFIGS``, ``config_id`` and ``unit_args``), so the campaign always mutates against the
-regression as it is.
+The configurations come from the simulation tests themselves (``tests/test_sim_*.py``: each
+test's list of configurations, its id function and its ``python -m hw generate`` arguments,
+named in :data:`SIM_TESTS`), so the campaign always mutates against the regression as it is,
+every unit's included (MX, NVFP4, the GPU modes, the GEMM tile).
 """
 
 from __future__ import annotations
@@ -16,11 +17,45 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SimConfig", "default_configs", "unit_sources", "fingerprint"]
+__all__ = ["SimTest", "SIM_TESTS", "SimConfig", "default_configs", "unit_sources", "fingerprint"]
 
-#: The simulation test modules of the default regression, relative to the repository root.
-SIM_TESTS = ("tests/test_sim_quantizer.py", "tests/test_sim_dequantizer.py",
-             "tests/test_sim_dot.py")
+@dataclass(frozen=True)
+class SimTest:
+    """A simulation test of the default regression, by the names in its module.
+
+    Attributes
+    ----------
+    path : str
+        The module, relative to the repository root.
+    test : str
+        The test function, parametrized over ``configs`` with ids ``ids``.
+    configs, ids, args : str
+        The module's list of configurations, its id function and its function giving a
+        configuration's ``(unit, argv)``, or ``argv`` alone when ``unit`` is given.
+    unit : str or None
+        The unit of every configuration, where ``args`` gives ``argv`` alone.
+    """
+
+    path: str
+    test: str
+    configs: str = "CONFIGS"
+    ids: str = "config_id"
+    args: str = "unit_args"
+    unit: str | None = None
+
+
+#: The simulation tests of the default regression (``make sim``).
+SIM_TESTS = (
+    SimTest("tests/test_sim_quantizer.py", "test_quantizer_sim"),
+    SimTest("tests/test_sim_dequantizer.py", "test_dequantizer_sim"),
+    SimTest("tests/test_sim_dot.py", "test_dot_rtl_matches_golden"),
+    SimTest("tests/test_sim_dot_gpu.py", "test_dot_gpu_rtl_matches_golden"),
+    SimTest("tests/test_sim_nvfp4.py", "test_nvfp4_dequantizer_sim"),
+    SimTest("tests/test_sim_nvfp4.py", "test_nvfp4_quantizer_sim", "QUANT_CONFIGS",
+            "quantizer_id", "quantizer_args"),
+    SimTest("tests/test_sim_nvfp4_dot.py", "test_nvfp4_dot_rtl_matches_golden"),
+    SimTest("tests/test_sim_gemm.py", "test_gemm_rtl_matches_golden", unit="gemm"),
+)
 
 
 @dataclass(frozen=True)
@@ -55,16 +90,18 @@ def default_configs(root: Path) -> list[SimConfig]:
 
     ``SIM_FULL`` must be unset (the test modules read it at import).
     """
-    configs = []
-    for relpath in SIM_TESTS:
-        module = _load(root, relpath)
-        tests = [name for name, obj in vars(module).items()
-                 if name.startswith("test_") and inspect.isfunction(obj)]
-        if len(tests) != 1:
-            raise ValueError(f"{relpath}: expected one simulation test function, got {tests}")
-        for config in module.CONFIGS:
-            unit, argv = module.unit_args(config)
-            configs.append(SimConfig(f"{relpath}::{tests[0]}[{module.config_id(config)}]",
+    configs, modules = [], {}
+    for sim in SIM_TESTS:
+        module = modules.get(sim.path) or modules.setdefault(sim.path, _load(root, sim.path))
+        names = (sim.test, sim.configs, sim.ids, sim.args)
+        missing = [name for name in names if not hasattr(module, name)]
+        if missing or not inspect.isfunction(getattr(module, sim.test)):
+            raise ValueError(f"{sim.path}: no simulation test {sim.test} with "
+                             f"{', '.join(names[1:])} (missing: {', '.join(missing)})")
+        config_id, args = getattr(module, sim.ids), getattr(module, sim.args)
+        for config in getattr(module, sim.configs):
+            unit, argv = (sim.unit, args(config)) if sim.unit else args(config)
+            configs.append(SimConfig(f"{sim.path}::{sim.test}[{config_id(config)}]",
                                      unit, tuple(argv)))
     return configs
 

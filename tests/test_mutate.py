@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mutate.operators import OPERATORS, find_mutations
-from mutate.regression import SimConfig, default_configs, unit_sources
+from mutate.regression import SIM_TESTS, SimConfig, default_configs, unit_sources
 from mutate.sample import MAX_INEFFECTIVE_STREAK, StratifiedSampler
 from mutate.sandbox import Sandbox
 
@@ -154,7 +154,12 @@ def test_sampler_validates_its_arguments():
 
 def test_the_regression_map_matches_the_simulation_tests():
     configs = default_configs(ROOT)
-    assert {c.unit for c in configs} == {"quantizer", "dequantizer", "dot", "dot-general"}
+    assert {c.unit for c in configs} == {"quantizer", "dequantizer", "dot", "dot-general",
+                                         "nvfp4-quantizer", "nvfp4-dequantizer", "gemm"}
+    assert any("--accumulation" in c.argv for c in configs)  # the GPU modes
+    assert len({c.nodeid for c in configs}) == len(configs)
+    assert all(c.nodeid.split("[")[0].split("::")[0] in {s.path for s in SIM_TESTS}
+               for c in configs)
     uses = unit_sources(ROOT)
     assert "hw/quantizer.py" in uses["quantizer"] and "hw/quantizer.py" not in uses["dot"]
     assert "hw/pipeline.py" in uses["dot-general"] and "hw/cli.py" in uses["dequantizer"]
