@@ -1,5 +1,6 @@
 """NVFP4 quantizer: a block of k fp32, bf16 or fp16 values -> one UE4M3 scale byte and k e2m1
-codes, single or two level (the fp32 tensor scale P and f(1/P) as payload fields).
+codes, single or two level (the fp32 tensor scale P and f(1/P) as payload fields); or two
+blocks a beat (32 lanes as two blocks of 16), quantized side by side.
 
 Implements the quantization of docs/numerics.md section 7 (NVFP4, torchao recipe) bit for
 bit; ``golden.quantize(x, "nvfp4", tensor_scale=..., recipe="torchao")`` is the reference.
@@ -15,12 +16,14 @@ The datapath (:mod:`hw.nvfp4`): the block-max tree (:func:`hw.maxtree.max_tree_l
 the full magnitudes, exact restoring divisions (by 3, by P's significand, by the scale's 4-bit
 significand) each rounded once (:func:`hw.rounding.round_increment`, :class:`hw.rounding.Grid`),
 and per lane the exact product ``x * r`` (:func:`hw.multiply.pair_sums`), rounded to fp32 and
-then onto the e2m1 grid.
+then onto the e2m1 grid.  Two blocks a beat: the block path twice side by side on one
+pipeline (:meth:`hw.pipeline.Pipeline.scope`; the second block's registers ``q_b1_...``),
+one flow control and one latency, both blocks under the beat's P.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, unsigned
+from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data
 
 import golden
@@ -34,18 +37,21 @@ from .pipeline import registered_boundaries
 from .registry import UnitSpec
 from .unit import Unit
 
-__all__ = ["NVFP4Quantizer", "nvq_sections", "ESTIMATES", "LEVELS", "INPUTS", "NAN_BLOCK_BYTE",
-           "cli_units"]
+__all__ = ["NVFP4Quantizer", "nvq_sections", "ESTIMATES", "LEVELS", "INPUTS", "BLOCKS",
+           "NAN_BLOCK_BYTE", "cli_units"]
 
 #: The element format: fp4_e2m1.
 FMT = golden.element_format("fp4_e2m1")
 #: Single level (no tensor scale) and two level (P and f(1/P) payload fields).
 LEVELS = (1, 2)
 INPUTS = ("fp32", "bf16", "fp16")
+#: Blocks a beat.
+BLOCKS = (1, 2)
 
 
 class NVFP4Quantizer(Unit):
-    """Quantize one block of ``block_size`` values per clock to NVFP4 (torchao recipe).
+    """Quantize one block (or two) of ``block_size`` values per clock to NVFP4 (torchao
+    recipe).
 
     Parameters
     ----------
@@ -54,8 +60,11 @@ class NVFP4Quantizer(Unit):
     input_format : {"fp32", "bf16", "fp16"}
     levels : {1, 2}
         1: single level; 2: two level, the fp32 tensor scale P and its reciprocal f(1/P)
-        are the input fields ``tensor_scale`` and ``tensor_scale_rcp``, given with every block
+        are the input fields ``tensor_scale`` and ``tensor_scale_rcp``, given with every beat
         (they change per tensor).
+    blocks : {1, 2}
+        Blocks a beat: 2 takes ``2 * block_size`` values (32 lanes as two blocks of 16), both
+        blocks under the beat's P.
     stages : int, optional
         Pipeline registers, ``1..len(sections)``; default :func:`hw.pipeline.default_stages`
         of the estimates (:data:`hw.nvfp4.sections.ESTIMATES`).
@@ -63,34 +72,50 @@ class NVFP4Quantizer(Unit):
     Members
     -------
     i : In(stream.Signature(StructLayout))
-        Fields ``data`` (k input values, element i at bits ``[w*i, w*(i+1))``) and, two
-        level, ``tensor_scale`` (P's fp32 bits) and ``tensor_scale_rcp`` (f(1/P)'s, fp32 RNE
-        of 1 / P).  P is golden's range: positive, in [2^-120, 2^119]; other P are outside the
-        contract.
+        Fields ``data`` (``blocks * k`` input values, element i at bits ``[w*i, w*(i+1))``;
+        block j is elements ``j*k .. j*k + k - 1``) and, two level, ``tensor_scale`` (P's
+        fp32 bits) and ``tensor_scale_rcp`` (f(1/P)'s, fp32 RNE of 1 / P).  P is golden's
+        range: positive, in [2^-120, 2^119]; other P are outside the contract.
     o : Out(stream.Signature(StructLayout))
-        Fields ``scale`` (the UE4M3 byte; 0x7F for a block holding a NaN or an Inf) and
-        ``codes`` (k e2m1 codes, sign-magnitude: -0 and negative values that round to 0 give
-        0x8).
+        Fields ``scale`` (the UE4M3 byte; 0x7F for a block holding a NaN or an Inf; two
+        blocks: an array of two, block j's at bits ``[8j, 8j + 8)``) and ``codes``
+        (``blocks * k`` e2m1 codes in the input's order, sign-magnitude: -0 and negative
+        values that round to 0 give 0x8).
 
     Latency is ``stages`` cycles, one block per clock; flow control is
     :class:`hw.pipeline.Pipeline`'s (``i.ready`` a register, a skid register at the output).
     """
 
-    def __init__(self, block_size=16, input_format="fp32", levels=2, *, stages=None):
+    def __init__(self, block_size=16, input_format="fp32", levels=2, *, blocks=1,
+                 stages=None):
         self.block_size = check_block_size(block_size)
         self.input_format = golden.float_format(check_choice("input format", input_format,
                                                              INPUTS))
         if levels not in LEVELS or isinstance(levels, bool):
             raise ValueError(f"levels must be 1 or 2, got {levels!r}")
         self.levels = levels
+        if blocks not in BLOCKS or isinstance(blocks, bool):
+            raise ValueError(f"blocks must be 1 or 2 (blocks a beat), got {blocks!r}")
+        self.blocks = blocks
         self.geometry = NVQGeometry(self.input_format, self.block_size, levels)
         self._sections = {n: e.ns for n, e in nvq_sections(self.geometry).items()}
         self._choose_stages(stages, self._sections)
-        fields = {"data": data.ArrayLayout(self.input_format.bits, self.block_size)}
-        if levels == 2:
+        super().__init__(self._input_layout(blocks), self._output_layout())
+
+    def _input_layout(self, blocks: int) -> data.StructLayout:
+        """``blocks`` blocks of values and, two level, P and f(1/P)."""
+        fields = {"data": data.ArrayLayout(self.input_format.bits, blocks * self.block_size)}
+        if self.levels == 2:
             fields["tensor_scale"] = unsigned(32)
             fields["tensor_scale_rcp"] = unsigned(32)
-        super().__init__(data.StructLayout(fields), block_layout(FMT, self.block_size))
+        return data.StructLayout(fields)
+
+    def _output_layout(self) -> data.StructLayout:
+        if self.blocks == 1:
+            return block_layout(FMT, self.block_size)
+        return data.StructLayout({
+            "scale": data.ArrayLayout(unsigned(8), self.blocks),
+            "codes": data.ArrayLayout(unsigned(FMT.bits), self.blocks * self.block_size)})
 
     @property
     def sections(self) -> dict[str, float]:
@@ -100,12 +125,14 @@ class NVFP4Quantizer(Unit):
     @property
     def module_name(self) -> str:
         return (f"nvfp4_quantizer_l{self.levels}_k{self.block_size}"
-                f"_{self.input_format.name}_s{self.stages}")
+                + (f"x{self.blocks}" if self.blocks > 1 else "")
+                + f"_{self.input_format.name}_s{self.stages}")
 
     @property
     def parameters(self) -> dict:
         two = self.levels == 2
         return {"format": FMT.name, "scale_format": "ue4m3", "block_size": self.block_size,
+                "blocks": self.blocks,
                 "input": self.input_format.name, "levels": self.levels, "recipe": "torchao",
                 "tensor_scale": "tensor_scale" if two else None,
                 "tensor_scale_rcp": "tensor_scale_rcp" if two else None,
@@ -116,17 +143,36 @@ class NVFP4Quantizer(Unit):
     def elaborate(self, platform):
         m = Module()
         pipe = self.pipeline(m, "q")
-        scope = pipe.scope()
-        x = scale_reciprocal(scope, self.geometry, block_scale(scope, self.geometry,
-                                                               self.i.payload))
-        m.d.comb += self.o.payload.eq(quantize_lanes(scope, self.geometry, x))
+        if self.blocks == 1:
+            m.d.comb += self.o.payload.eq(self._block(pipe.scope(), self.i.payload))
+        k, w = self.block_size, self.input_format.bits
+        for j in range(self.blocks if self.blocks > 1 else 0):
+            # block j beside block 0, on the same sections (block 0's names are the unit's)
+            scope = pipe.scope(f"b{j}" if j else None, sections=None)
+            block = Signal(self._input_layout(1), name=f"b{j}_in")
+            m.d.comb += block.data.eq(self.i.payload.data.as_value()[j * k * w:(j + 1) * k * w])
+            if self.levels == 2:
+                m.d.comb += [block.tensor_scale.eq(self.i.payload.tensor_scale),
+                             block.tensor_scale_rcp.eq(self.i.payload.tensor_scale_rcp)]
+            out = self._block(scope, block)
+            m.d.comb += [self.o.payload.scale[j].eq(out.scale),
+                         *(self.o.payload.codes[j * k + i].eq(out.codes[i]) for i in range(k))]
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready,
                      o_valid=self.o.valid, o_ready=self.o.ready)
         return m
 
 
+    def _block(self, scope, payload):
+        """One block's path on ``scope``: its scale byte and codes (a view of
+        :func:`hw.elements.block_layout`'s fields)."""
+        x = scale_reciprocal(scope, self.geometry, block_scale(scope, self.geometry, payload))
+        return quantize_lanes(scope, self.geometry, x)
+
+
 def _add_arguments(p):
     p.add_argument("--block-size", type=int, default=16, help="k, a power of two 2..64")
+    p.add_argument("--blocks", type=int, choices=BLOCKS, default=1,
+                   help="blocks a beat: 2 takes 2k values (32 lanes as two blocks of 16)")
     p.add_argument("--input", default="fp32", help=f"input format: {', '.join(INPUTS)}")
     p.add_argument("--levels", type=int, choices=LEVELS, default=2,
                    help="1: single level; 2: two level, the fp32 tensor scale P and f(1/P) "
@@ -136,7 +182,7 @@ def _add_arguments(p):
 
 
 def _build(a):
-    return NVFP4Quantizer(a.block_size, a.input, a.levels, stages=a.stages)
+    return NVFP4Quantizer(a.block_size, a.input, a.levels, blocks=a.blocks, stages=a.stages)
 
 
 def cli_units():

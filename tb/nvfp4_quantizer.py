@@ -9,7 +9,9 @@ that in bulk); the directed groups (:data:`tb.nvfp4_quantizer_stimulus.DIRECTED`
 the tie moved by the fp32 product, the scale clamped at 2^-6 and at 448, UE4M3 ties,
 saturation at 6, -0, zero blocks, subnormal inputs, NaN/Inf blocks; two level under each
 directed P, also scaled by P); and under ``MX_FULL`` every bf16 (fp16) value at a spread of
-block amaxes (:func:`tb.nvfp4_quantizer_stimulus.exhaustive_inputs`).
+block amaxes (:func:`tb.nvfp4_quantizer_stimulus.exhaustive_inputs`).  Two blocks a beat
+(``blocks = 2``): consecutive blocks of these sets in pairs, both under the first one's P
+(:meth:`NVFP4QuantizerBatch.beats`; a set of odd length repeats its first block).
 
 Coverage, per input format and level: cover point ``block`` with ``clamped_low`` (a non-zero
 amax whose unclamped scale is below 2^-6), ``clamped_high`` (above 448), ``zero_block``,
@@ -89,18 +91,34 @@ def classify(x_bits, p_bits, scales, input_format, levels: int) -> dict:
 
 
 class NVFP4QuantizerBatch(Batch):
-    """Blocks of input bits and P, and golden's scale bytes and codes."""
+    """Blocks of input bits and P, and golden's scale bytes and codes; a beat carries
+    ``model.blocks`` consecutive blocks under one P."""
 
     def __init__(self, model: NVFP4QuantizerModel, x_bits, p_bits):
-        self.model, self.x_bits, self.p_bits = model, x_bits, p_bits
+        self.model = model
+        x_bits, p_bits = self.beats(x_bits, p_bits, model.blocks)
+        self.x_bits, self.p_bits = x_bits, p_bits  # one row per block
         self.scales, self.codes = stim.expected(x_bits, p_bits, model.input, model.k)
-        fields = {"data": x_bits}
+        b, n = model.blocks, len(x_bits) // model.blocks
+        fields = {"data": x_bits.reshape(n, -1)}
         if p_bits is not None:
-            fields["tensor_scale"] = p_bits
-            fields["tensor_scale_rcp"] = stim.reciprocal_bits(p_bits)
-        super().__init__(model.in_layout.pack(len(x_bits), **fields),
-                         model.out_layout.pack(len(x_bits), scale=self.scales,
-                                               codes=self.codes))
+            fields["tensor_scale"] = p_bits[::b]
+            fields["tensor_scale_rcp"] = stim.reciprocal_bits(p_bits[::b])
+        super().__init__(model.in_layout.pack(n, **fields),
+                         model.out_layout.pack(n, scale=self.scales.reshape(n, -1),
+                                               codes=self.codes.reshape(n, -1)))
+
+    @staticmethod
+    def beats(x_bits, p_bits, blocks: int):
+        """``x_bits`` (one row per block) and ``p_bits`` as ``blocks`` blocks a beat: an
+        odd set's first block repeated at its end, each beat's blocks under its first P."""
+        x_bits = np.asarray(x_bits)
+        pad = -len(x_bits) % blocks
+        x_bits = np.concatenate([x_bits, x_bits[:pad]])
+        if p_bits is not None:
+            p_bits = np.asarray(p_bits)
+            p_bits = np.repeat(np.concatenate([p_bits, p_bits[:pad]])[::blocks], blocks)
+        return x_bits, p_bits
 
     def coverage_counts(self):
         return classify(self.x_bits, self.p_bits, self.scales, self.model.input,
@@ -109,13 +127,18 @@ class NVFP4QuantizerBatch(Batch):
     def describe(self, row, got):
         m = self.model
         out = m.out_layout.unpack(got[None, :])
-        p = "" if self.p_bits is None else f", P {int(self.p_bits[row]):#010x}"
-        lines = [f"block {row}{p}: scale expected {int(self.scales[row]):#04x}, actual "
-                 f"{int(out['scale'][0]):#04x}"]
-        for lane in np.flatnonzero(out["codes"][0] != self.codes[row])[:4]:
-            lines.append(f"  lane {lane}: input {int(self.x_bits[row, lane]):#x}: expected "
-                         f"{int(self.codes[row, lane]):#x}, actual "
-                         f"{int(out['codes'][0][lane]):#x}")
+        scales = np.atleast_1d(out["scale"][0])
+        codes = out["codes"][0].reshape(m.blocks, m.k)
+        lines = []
+        for j in range(m.blocks):
+            blk = row * m.blocks + j
+            p = "" if self.p_bits is None else f", P {int(self.p_bits[blk]):#010x}"
+            lines.append(f"beat {row} block {j}{p}: scale expected "
+                         f"{int(self.scales[blk]):#04x}, actual {int(scales[j]):#04x}")
+            for lane in np.flatnonzero(codes[j] != self.codes[blk])[:4]:
+                lines.append(f"  lane {lane}: input {int(self.x_bits[blk, lane]):#x}: "
+                             f"expected {int(self.codes[blk, lane]):#x}, actual "
+                             f"{int(codes[j][lane]):#x}")
         return "\n".join(lines)
 
 
@@ -126,20 +149,24 @@ class NVFP4QuantizerModel(standard_tests.UnitModel):
         super().__init__(config)
         self.input = self.parameters["input"]
         self.levels = self.parameters["levels"]
+        self.blocks = self.blocks_per_beat = self.parameters["blocks"]
 
     def interface(self):
-        """``data`` (k input values) and, two level, ``tensor_scale`` and
-        ``tensor_scale_rcp`` (32 each); out ``scale`` (8) and ``codes`` (k x 4)."""
-        fields = [("data", self.k * golden.float_format(self.input).bits)]
+        """``data`` (blocks x k input values) and, two level, ``tensor_scale`` and
+        ``tensor_scale_rcp`` (32 each); out ``scale`` (blocks x 8) and ``codes``
+        (blocks x k x 4)."""
+        b = self.blocks
+        fields = [("data", b * self.k * golden.float_format(self.input).bits)]
         if self.levels == 2:
             fields += [("tensor_scale", 32), ("tensor_scale_rcp", 32)]
-        return fields, [("scale", 8), ("codes", self.k * 4)]
+        return fields, [("scale", b * 8), ("codes", b * self.k * 4)]
 
     def coverage_model(self):
         return coverage_model(self.input, self.levels)
 
     def random_batch(self, rng, n):
-        return NVFP4QuantizerBatch(self, *stim.random_inputs(rng, n, self.k, self.input,
+        return NVFP4QuantizerBatch(self, *stim.random_inputs(rng, n * self.blocks, self.k,
+                                                             self.input,
                                                              self.levels))
 
     def _directed(self):

@@ -113,7 +113,10 @@ class UnitModel:
     Attributes
     ----------
     k : int
-        Elements per block (the summary table counts ``blocks * k`` elements).
+        Elements per block.
+    blocks_per_beat : int
+        Blocks in one payload (the summary table counts ``beats * blocks_per_beat`` blocks and
+        ``k`` elements per block).
     formats : dict
         The element format (:class:`golden.ElementFormat`) of each format parameter, by
         parameter name (:func:`hw.sidecar.element_formats`: the sidecar's ``element_formats``,
@@ -131,6 +134,7 @@ class UnitModel:
 
     drain = 16
     throughput_blocks = 1000
+    blocks_per_beat = 1
 
     def __init__(self, config: UnitConfig):
         self.config = config
@@ -140,6 +144,10 @@ class UnitModel:
         self.latency = config.sidecar["latency"]
         self.in_layout = BitLayout.from_sidecar(config.sidecar, "i.payload")
         self.out_layout = BitLayout.from_sidecar(config.sidecar, "o.payload")
+
+    @property
+    def elements_per_beat(self) -> int:
+        return self.k * self.blocks_per_beat
 
     def check_interface(self):
         """Fail unless the sidecar's payload fields are those of :meth:`interface` (the
@@ -211,6 +219,7 @@ def _start(dut, model_class, seed_offset: int):
 def _record(config: UnitConfig, model: UnitModel, test: str, blocks: int, mismatches: int,
             *, elements_per_s: float | None = None) -> None:
     """One row of the closing simulation summary table; the coverage so far is saved."""
+    blocks *= model.blocks_per_beat
     row = {"config": f"{config.label} [{test}]", "blocks": blocks, "elements": blocks * model.k,
            "mismatches": mismatches, "seed": config.seed}
     if elements_per_s is not None:
@@ -238,7 +247,7 @@ async def stream(dut, model_class: type[UnitModel]) -> None:
         coverage.sample(tb.stream_coverage())
         blocks = sum(len(b) for _, b in phases)
         _record(config, model, "stream", blocks, tb.scoreboard.mismatches,
-                elements_per_s=blocks * model.k / (time.perf_counter() - t0))
+                elements_per_s=blocks * model.elements_per_beat / (time.perf_counter() - t0))
     tb.scoreboard.assert_clean()
 
 
@@ -286,9 +295,10 @@ async def bulk(dut, model_class: type[UnitModel]) -> None:
     tally = await run_jobs(runner, model.bulk_jobs(rng), seed=config.seed + 1, log=log)
     # The rate is the jobs' elements over their wall time (stimulus, golden, simulation and
     # checks); the throughput blocks are counted but not timed.
-    rate = tally.blocks * model.k / tally.seconds if tally.blocks else None
+    rate = tally.blocks * model.elements_per_beat / tally.seconds if tally.blocks else None
     log.info("bulk: %d elements checked in %.2f s (%s elements/s; simulation %.2f s)",
-             tally.blocks * model.k, tally.seconds, f"{rate:.3g}" if rate else "-",
+             tally.blocks * model.elements_per_beat, tally.seconds,
+             f"{rate:.3g}" if rate else "-",
              runner.sim_seconds)
     blocks += tally.blocks
     bad += tally.mismatches
@@ -312,10 +322,11 @@ async def checking_rate(config: UnitConfig, model: UnitModel, runner: BulkRunner
             for n in sizes]
     sim_before = runner.sim_seconds
     tally = await run_jobs(runner, jobs, seed=config.seed + 3, log=log)
-    rate = tally.blocks * model.k / tally.seconds
+    rate = tally.blocks * model.elements_per_beat / tally.seconds
     log.info("rate: %d elements checked in %.2f s with the stream full (%.3g elements/s): "
              "simulation %.2f s, waiting for stimulus %.2f s, for the last checks %.2f s",
-             tally.blocks * model.k, tally.seconds, rate, runner.sim_seconds - sim_before,
+             tally.blocks * model.elements_per_beat, tally.seconds, rate,
+             runner.sim_seconds - sim_before,
              tally.waited, tally.finishing)
     _record(config, model, "rate", tally.blocks, tally.mismatches, elements_per_s=rate)
     return tally.mismatches

@@ -123,9 +123,29 @@ def test_hand_worked_two_level():
     assert codes.tolist() == [[0x0, 0x9], [0x7, 0xC]]
 
 
+def test_two_blocks_a_beat():
+    """``blocks = 2``: the two hand-worked blocks above as one beat under P = 2^-120, and
+    swapped: each block's scale byte and codes in its own place of the output."""
+    p = int(np.float32(2.0 ** -120).view(np.uint32))
+    rcp = int(stim.reciprocal_bits(np.array([p], np.uint32))[0])
+    blocks = [_f32_bits([2.0 ** -130, -(2.0 ** -127)]), _f32_bits([3.0 * 2.0 ** -120,
+                                                                     -(2.0 ** -120)])]
+    dut = NVFP4Quantizer(2, "fp32", 2, blocks=2, stages=3)
+    beats = [np.concatenate(blocks), np.concatenate(blocks[::-1])]
+    rows = [[(dut.i.payload.data[j], int(v)) for j, v in enumerate(x)]
+            + [(dut.i.payload.tensor_scale, p), (dut.i.payload.tensor_scale_rcp, rcp)]
+            for x in beats]
+    out = simulate_stream(dut, rows, lambda ctx: (
+        [ctx.get(dut.o.payload.scale[j]) for j in range(2)],
+        [ctx.get(dut.o.payload.codes[j]) for j in range(4)]))
+    assert out == [([0x08, 0x30], [0x0, 0x9, 0x7, 0xC]), ([0x30, 0x08], [0x7, 0xC, 0x0, 0x9])]
+
+
 def test_parameters_checked():
     with pytest.raises(ValueError, match="levels must be 1 or 2"):
         NVFP4Quantizer(16, "fp32", 3)
+    with pytest.raises(ValueError, match="blocks must be 1 or 2"):
+        NVFP4Quantizer(16, "fp32", 2, blocks=4)
     with pytest.raises(ValueError, match="input format"):
         NVFP4Quantizer(16, "fp8", 2)
     with pytest.raises(ValueError, match="block_size"):

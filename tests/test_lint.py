@@ -100,7 +100,9 @@ EXTRA = {"quantizer": [_at(lambda u, a: depths.unsplit_tree(u, a, deepest=True),
          # MXDotGeneral's at a depth using the blocks' input registers only
          "dot": [["--format", "fp8_e4m3", "--multipliers", "mult18x18d"]],
          "dot-general": [_at(lambda u, a: depths.dsp_registers(u, a, True, False),
-                             "dot-general", _DSP)]}
+                             "dot-general", _DSP)],
+         # two blocks a beat side by side (a small block: the pairing, not the block path)
+         "nvfp4-quantizer": [["--levels", "2", "--block-size", "4", "--blocks", "2"]]}
 
 
 #: Every element format with the run-time choices (both rounding and scale mode in the

@@ -6,9 +6,10 @@ k = 16 -> bf16 at 3 stages, each on every code at every scale byte (under each d
 plus random traffic, reset in traffic and backpressure; ``SIM_FULL=1`` adds every output
 format x level x block sizes 16 and 32 x a spread of depths.  The cocotb module
 ``tb.nvfp4_dequantizer`` runs the standard tests (:mod:`tb.standard_tests`).  The quantizer
-(``tb.nvfp4_quantizer``): single level from fp32 and bf16, two level from fp32, k = 16, in
-``make sim``; ``SIM_FULL=1`` adds every input format x level at k = 2, 16 and 32.  Knobs: SEED,
-BLOCKS, WAVES and SIM_FULL (:mod:`tb.options`).
+(``tb.nvfp4_quantizer``): single level from fp32 (two blocks a beat) and bf16, two level from
+fp32, k = 16, in ``make sim``; ``SIM_FULL=1`` adds every input format x level at k = 2, 16 and
+32, and two blocks a beat from bf16 and fp16.  Knobs: SEED, BLOCKS, WAVES and SIM_FULL
+(:mod:`tb.options`).
 """
 
 from __future__ import annotations
@@ -59,21 +60,25 @@ def test_nvfp4_dequantizer_sim(config, seed, sim_record, sim_coverage):
 
 
 # -- the NVFP4 quantizer (tb.nvfp4_quantizer) ------------------------------------------------
-# (levels, input format, block size, stages; None: the default depth)
-QUANT_DEFAULT = [(1, "fp32", 16, None), (1, "bf16", 16, 6), (2, "fp32", 16, None)]
+# (levels, input format, block size, stages; None: the default depth[, blocks a beat])
+QUANT_DEFAULT = [(1, "fp32", 16, None, 2), (1, "bf16", 16, 6), (2, "fp32", 16, None)]
 QUANT_FULL = [(levels, inp, k, st)
               for levels, depths in ((1, (1, 9, None)), (2, (3, 20, None)))
               for inp in ("fp32", "bf16", "fp16") for k in (2, 16) for st in depths]
 QUANT_FULL += [(levels, inp, 32, None) for levels in (1, 2) for inp in ("fp32", "bf16", "fp16")]
+QUANT_FULL += [(1, "fp32", 16, None), (2, "bf16", 16, None, 2), (2, "fp16", 16, 9, 2)]
 QUANT_CONFIGS = QUANT_DEFAULT + QUANT_FULL if FULL else QUANT_DEFAULT
 
 
-quantizer_id = config_id  # the same fields: levels, input format, block size, stages
+def quantizer_id(c):
+    """The dequantizer's fields, and ``-x2`` for two blocks a beat."""
+    return config_id(c[:4]) + ("-x2" if c[4:] == (2,) else "")
 
 
 def quantizer_args(config) -> tuple[str, list[str]]:
     """The quantizer and its ``python -m hw generate`` arguments for a configuration."""
-    return _generate_args("nvfp4-quantizer", "--input", config)
+    unit, argv = _generate_args("nvfp4-quantizer", "--input", config[:4])
+    return unit, argv + (["--blocks", str(config[4])] if config[4:] else [])
 
 
 @pytest.mark.parametrize("config", QUANT_CONFIGS, ids=quantizer_id)
