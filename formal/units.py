@@ -320,22 +320,26 @@ GPU_UNITS = (
 )
 
 
-def _nvfp4_quantizer(levels: int, inp: str, name: str, base: str = "") -> FormalUnit:
-    """The NVFP4 quantizer, ``levels`` level, from ``inp``."""
+def _nvfp4_quantizer(levels: int, inp: str, name: str, base: str = "",
+                     blocks: int = 1) -> FormalUnit:
+    """The NVFP4 quantizer, ``levels`` level, from ``inp``, ``blocks`` blocks a beat."""
     def build(k, s):
-        return NVFP4Quantizer(k, inp, levels, stages=s)
+        return NVFP4Quantizer(k, inp, levels, blocks=blocks, stages=s)
 
-    return FormalUnit(name, f"{'single' if levels == 1 else 'two'} level, from {inp}", build,
-                      lambda k, stages: build(k, None).sections, "q", base=base)
+    config = (f"{'single' if levels == 1 else 'two'} level, from {inp}"
+              + (f", {blocks} blocks a beat" if blocks > 1 else ""))
+    return FormalUnit(name, config, build, lambda k, stages: build(k, None).sections, "q",
+                      base=base)
 
 
-#: The NVFP4 quantizer (issue 50), proven at k = 2 only, one configuration per level: the
-#: stream, no-loss and reset properties (flow and order) at 1, the middle and the deepest
-#: setting (:func:`formal.matrix.proof_jobs`).  Not among the full-size rows
-#: (:data:`SMALL_ONLY`).
+#: The NVFP4 quantizer (issue 50), proven at k = 2 only, one configuration per level and the
+#: two blocks a beat: the stream, no-loss and reset properties (flow and order) at 1, the
+#: middle and the deepest setting (:func:`formal.matrix.proof_jobs`).  Not among the
+#: full-size rows (:data:`SMALL_ONLY`).
 NVFP4_QUANTIZER_UNITS = (
     _nvfp4_quantizer(1, "bf16", "nvfp4-quantizer"),
     _nvfp4_quantizer(2, "fp32", "nvfp4-quantizer-l2", "nvfp4-quantizer"),
+    _nvfp4_quantizer(1, "fp32", "nvfp4-quantizer-x2", "nvfp4-quantizer", blocks=2),
 )
 
 #: ``python -m hw generate`` units proven at a small configuration only (no full-size rows

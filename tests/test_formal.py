@@ -629,12 +629,15 @@ def test_matrix_proves_gemm_at_k2():
 
 def test_matrix_proves_the_nvfp4_quantizer_at_k2():
     """The NVFP4 quantizer (issue 50) at k = 2, one configuration per level (single level
-    from bf16, two level from fp32): flow and order at 1, the middle and the deepest setting;
-    no miter, register-bypass or full-size job; none in ``--quick``."""
+    from bf16, two level from fp32) and two blocks a beat (single level, fp32): flow and
+    order at 1, the middle and the deepest setting; no miter, register-bypass or full-size
+    job; none in ``--quick``."""
     jobs = proof_jobs()
     assert not {j.unit.kind for j in proof_jobs(quick=True)} & {"nvfp4-quantizer"}
-    assert [u.name for u in NVFP4_QUANTIZER_UNITS] == ["nvfp4-quantizer", "nvfp4-quantizer-l2"]
-    assert [u.build(2, 1).levels for u in NVFP4_QUANTIZER_UNITS] == [1, 2]
+    assert [u.name for u in NVFP4_QUANTIZER_UNITS] == ["nvfp4-quantizer", "nvfp4-quantizer-l2",
+                                                        "nvfp4-quantizer-x2"]
+    assert [(u.build(2, 1).levels, u.build(2, 1).blocks)
+            for u in NVFP4_QUANTIZER_UNITS] == [(1, 1), (2, 1), (1, 2)]
     for unit in NVFP4_QUANTIZER_UNITS:
         mine = {(j.k, j.stages, j.prop) for j in jobs if j.unit.name == unit.name}
         settings = unit.stage_settings(2)
