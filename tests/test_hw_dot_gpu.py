@@ -275,28 +275,50 @@ def test_mxgemm_lanes_chain_steps_like_the_oracle():
     assert got == [want]
 
 
-@pytest.mark.parametrize("mode, k", [(F4, 32), ("tcgen05.mxf4nvf4", 16)])
-def test_mxdot_mxf4_matches_the_oracle(mode, k):
-    """tcgen05.mxf4 (and mxf4nvf4 with E8M0 scales, k = 16) in MXDot (one block per step: the
-    step of that block and all-zero others, as golden steps a single block): the directed
-    vectors of the mode and random blocks against the Fraction model and golden."""
+def _f4_cases(rng, k: int, mode: str, scale_format: str) -> list[tuple]:
+    """``(ca, sa, cb, sb, c)``: 16 random blocks and the mode's directed vectors (E8M0), or
+    random blocks with UE4M3 bytes (zero, subnormal, NaN and sign-bit ones among them) and
+    the NVFP4 corner cases (UE4M3)."""
     from golden.stimulus import dot_accumulators, dot_random_blocks
 
+    if scale_format == "e8m0":
+        ca, sa, cb, sb = dot_random_blocks(rng, "fp4_e2m1", "fp4_e2m1", 16, k)
+        c = dot_accumulators(rng, "fp4_e2m1", "fp4_e2m1", ca, sa, cb, sb)
+        cases = [(ca[j], int(sa[j]), cb[j], int(sb[j]), int(c[j])) for j in range(16)]
+        return cases + [x[:5] for x in gpu_directed_blocks("fp4_e2m1", "fp4_e2m1", k, mode)]
+    from tb import nvfp4_dot_stimulus as nv
+
+    ca, cb = nv.random_codes(rng, 24, k), nv.random_codes(rng, 24, k)
+    sa, sb = nv.random_scales(rng, 24), nv.random_scales(rng, 24)
+    c = nv.accumulators(rng, ca, sa, cb, sb)
+    cases = [(ca[j], int(sa[j]), cb[j], int(sb[j]), int(c[j])) for j in range(24)]
+    return cases + [(np.array(x[0]), x[1], np.array(x[2]), x[3], x[4])
+                    for x in nv.directed_cases(k)]
+
+
+@pytest.mark.parametrize("mode, k, scale_format", [
+    (F4, 32, "e8m0"), ("tcgen05.mxf4nvf4", 16, "e8m0"), ("tcgen05.mxf4nvf4", 16, "ue4m3")])
+def test_mxdot_mxf4_matches_the_oracle(mode, k, scale_format):
+    """tcgen05.mxf4 (and mxf4nvf4 with E8M0 scales, k = 16, and with UE4M3 ones, nvfp4) in
+    MXDot (one block per step: the step of that block and all-zero others, as golden steps a
+    single block): the directed vectors of the mode and random blocks against the Fraction
+    model and golden (which takes a UE4M3 byte's low seven bits: its sign bit is ignored)."""
     fmt, seed = "fp4_e2m1", 4
     print(f"seed {seed}")
-    rng = np.random.default_rng(seed)
-    ca, sa, cb, sb = dot_random_blocks(rng, fmt, fmt, 16, k)
-    c = dot_accumulators(rng, fmt, fmt, ca, sa, cb, sb)
-    cases = [(ca[j], int(sa[j]), cb[j], int(sb[j]), int(c[j])) for j in range(16)]
-    cases += [x[:5] for x in gpu_directed_blocks(fmt, fmt, k, mode)]
-    got = _simulate(MXDot(fmt, block_size=k, stages=5, accumulation=mode), cases)
+    cases = _f4_cases(np.random.default_rng(seed), k, mode, scale_format)
+    nvfp4 = scale_format == "ue4m3"
+    dut = MXDot("nvfp4" if nvfp4 else fmt, block_size=k, stages=5, accumulation=mode)
+    got = _simulate(dut, cases)
     want = [oracle.tcgen05_chain(mode, fmt, [list(x[0])], [x[1]], fmt, [list(x[2])], [x[3]],
-                                 x[4])
+                                 x[4], scale_format)
             for x in cases]
     a, s_a, b, s_b, acc = (np.array(v) for v in zip(*cases, strict=True))
-    gold = golden.dot_blocks(a[:, None].astype(np.uint8), s_a[:, None].astype(np.uint8),
-                             b[:, None].astype(np.uint8), s_b[:, None].astype(np.uint8), fmt,
-                             fmt, acc=acc.astype(np.uint32).view(np.float32),
-                             accumulation=mode).view(np.uint32)
+    low = 0x7F if nvfp4 else 0xFF
+    gold = golden.dot_blocks(a[:, None].astype(np.uint8), (s_a & low)[:, None].astype(np.uint8),
+                             b[:, None].astype(np.uint8), (s_b & low)[:, None].astype(np.uint8),
+                             fmt, fmt, acc=acc.astype(np.uint32).view(np.float32),
+                             accumulation=mode, scale_format=scale_format).view(np.uint32)
     assert [hex(x) for x in want] == [hex(x) for x in gold]
     assert [hex(x) for x in got] == [hex(x) for x in want]
+    if nvfp4:  # NaN from 0x7F (and 0xFF), a sign-bit byte read as its low seven bits
+        assert 0x7FFFFFFF in got and any(x[1] in range(0x80, 0xFF) for x in cases)

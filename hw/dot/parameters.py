@@ -31,10 +31,10 @@ def multipliers_suffix(multipliers: str) -> str:
 
 
 def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers,
-                        forwarded_c) -> str:
-    """``accumulation`` checked with golden's rules (its names, formats and block sizes, the
-    same one-line errors), then against the modes built in hardware."""
-    check_accumulation(accumulation, fmt_a, fmt_b, block_size)
+                        forwarded_c, scale_format) -> str:
+    """``accumulation`` checked with golden's rules (its names, formats, block sizes and scale
+    formats, the same one-line errors), then against the modes built in hardware."""
+    check_accumulation(accumulation, fmt_a, fmt_b, block_size, scale_format)
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation {accumulation!r} is not built in hardware; the dot "
                          f"units build {', '.join(map(repr, ACCUMULATIONS))}")
@@ -72,17 +72,15 @@ def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *
     geometry, sections, stages, multipliers, primitives, accumulation) and return them as
     sidecar parameters.  ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
     (:func:`hw.dot.fused_step.dot_sections`).  ``accumulation``: ``"exact"`` (the fused
-    step) or a GPU mode (the truncating step, :mod:`hw.dot.truncated_step`).
-    ``scale_formats``: those the unit takes; with ``"ue4m3"``, ``"nvfp4"`` (on both sides)
-    is fp4_e2m1 codes with UE4M3 scales (:mod:`hw.dot.nvfp4_scale`).  ``block_size`` None:
-    16 for nvfp4, else 32.  ``extra_sections``: sections after the step's (name ->
-    estimated delay)."""
+    step) or a GPU mode (the truncating step, :mod:`hw.dot.truncated_step`; with UE4M3 scales
+    ``"tcgen05.mxf4nvf4"``, as golden's :func:`golden.accumulation_kinds.check_accumulation`
+    takes them).  ``scale_formats``: those the unit takes; with ``"ue4m3"``, ``"nvfp4"`` (on
+    both sides) is fp4_e2m1 codes with UE4M3 scales (:mod:`hw.dot.nvfp4_scale`).
+    ``block_size`` None: 16 for nvfp4, else 32.  ``extra_sections``: sections after the
+    step's (name -> estimated delay)."""
     scale_format = nvfp4_scale_format(fmt_a, fmt_b, scale_formats)
     if scale_format == "ue4m3":
         fmt_a = fmt_b = NVFP4_ELEMENTS
-        if accumulation != "exact":
-            raise ValueError(f"accumulation {accumulation!r} with UE4M3 scales (nvfp4) is not "
-                             f"built in hardware; nvfp4 takes 'exact'")
     if block_size is None:
         block_size = 16 if scale_format == "ue4m3" else 32
     fmt_a = golden.element_format(fmt_a)
@@ -91,7 +89,7 @@ def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *
     unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size), scale_format)
     unit.multipliers = _check_multipliers(multipliers)
     unit.accumulation = _check_accumulation(accumulation, fmt_a, fmt_b, block_size,
-                                            multipliers, forwarded_c)
+                                            multipliers, forwarded_c, scale_format)
     unit.primitives = PRIMITIVES[multipliers]
     if accumulation == "exact":
         sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)

@@ -11,6 +11,14 @@ lsb_b)`` is shifted right by ``e_max - x_s`` (truncated), ``c``'s significand ``
 is one more term.  A step of one block equals golden's step of that block and an all-zero
 second block (zero groups sit at the floor), which is how ``golden.dot_blocks`` steps a single
 block (an odd last block).
+
+``tcgen05.mxf4nvf4`` with UE4M3 scales (NVFP4, one block of 16 per step, one group): each scale
+byte's low seven bits decode as UE4M3 (its sign bit ignored; :func:`hw.dot.nvfp4_scale.
+scale_fields`, 0x7F NaN), ``sig * 2^(x - 127)``.  A lane's ``sig_a`` enters its product as
+``sig_a * P`` (``P = sig_a_scale * sig_b_scale``, :func:`hw.dot.nvfp4_scale.
+scaled_significand`), so the group sum is ``P`` times golden's; its exponent is the scales'
+alone, ``x_a + x_b - 254 + 6`` (each significand's three fraction bits), and a zero ``P`` puts
+the group at the floor.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from golden.formats import SCALE_BIAS, SCALE_NAN
 
 from ..arith import partial_product_sum, wire
 from ..elements import decode_element
+from .geometry import units_max
+from .nvfp4_scale import scale_fields, scaled_significand
 from .step import FusedStep
 from .truncated_sections import (
     EXPONENT_BITS,
@@ -35,8 +45,33 @@ from .truncated_sections import (
 __all__ = ["decode", "multiply", "group_sums", "emax", "align"]
 
 
+#: A UE4M3 scale's significand fraction bits: ``sig * 2^(x - 127)`` has the alignment
+#: exponent ``x - 127 + 3`` (golden's ``max(e, 1) - 7``).
+_UE4M3_FRACTION_BITS = 3
+
+
 def _exp(value):
     return value.as_signed()[:EXPONENT_BITS].as_signed()
+
+
+def _group_bits(step: FusedStep) -> int:
+    """Bits of a group sum's magnitude in units of ``2^(lsb_a + lsb_b)``: 16 products of the
+    largest codes times the largest ``P`` (:data:`F4_GROUP_BITS` for E8M0, 19 for UE4M3)."""
+    g = step.geometry
+    return (F4_GROUP * units_max(g.fmt_a) * units_max(g.fmt_b)
+            * g.scale_sig_max ** 2).bit_length()
+
+
+def _scale_fields(step: FusedStep, a, b) -> dict:
+    """The scales' exponent sum (``x_s + 254``), NaN flag and, UE4M3, ``P``'s multiples and
+    whether ``P`` is non-zero."""
+    if not step.ue4m3:
+        return {"scale_sum": a.scale + b.scale,
+                "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN)}
+    f = scale_fields(step.m, Cat(a.scale[:7], Const(0, 1)), Cat(b.scale[:7], Const(0, 1)),
+                     step.name("scale"))
+    return {"scale_sum": f["exp_a"] + f["exp_b"] + 2 * _UE4M3_FRACTION_BITS,
+            "scale_nan": f["nan"], "p1": f["p1"], "p3": f["p3"], "scale_nz": f["p1"].any()}
 
 
 def decode(step: FusedStep, a, b, c, side):
@@ -49,9 +84,8 @@ def decode(step: FusedStep, a, b, c, side):
         y = decode_element(m, b.codes[i], g.fmt_b, step.name(f"b{i}"))
         lanes.append({"sig_a": x.sig, "sig_b": y.sig, "shift": x.shift + y.shift,
                       "neg": x.neg ^ y.neg, "nz": ~x.zero & ~y.zero})
-    return step.cross({"lanes": lanes, "scale_sum": a.scale + b.scale,
-                       "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN),
-                       "c": c, "side": side}, "decode")
+    return step.cross({"lanes": lanes, **_scale_fields(step, a, b), "c": c, "side": side},
+                      "decode")
 
 
 def multiply(step: FusedStep, s):
@@ -62,20 +96,24 @@ def multiply(step: FusedStep, s):
     terms = []
     for i in range(k):
         ln = s.lanes[i]
+        sig_a = scaled_significand(ln.sig_a, s.p1, s.p3) if step.ue4m3 else ln.sig_a
         if step.multipliers == "lut":
-            p = partial_product_sum(m, Cat(ln.sig_a, Const(0, 1)).as_signed(), ln.sig_b,
+            p = partial_product_sum(m, Cat(sig_a, Const(0, 1)).as_signed(), ln.sig_b,
                                     step.name(f"sig_prod{i}"))
         else:
-            p = ln.sig_a * ln.sig_b
-        p = (p.as_unsigned()[:len(ln.sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned()
+            p = sig_a * ln.sig_b
+        p = (p.as_unsigned()[:len(sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned()
         terms.append(Mux(ln.neg, -p, p).as_signed())
     cbits, c_exp = s.c, s.c[23:31]
     c_nan = (c_exp == 0xFF) & cbits[:23].any()
     c_inf = (c_exp == 0xFF) & ~cbits[:23].any()
+    group_nz = Cat(*(Cat(*(s.lanes[i].nz for i in range(j, j + F4_GROUP))).any()
+                     for j in range(0, k, F4_GROUP)))
+    if step.ue4m3:  # a zero scale significand: every group at the floor
+        group_nz = group_nz & s.scale_nz.replicate(len(group_nz))
     return step.cross({
         "terms": terms,
-        "group_nz": Cat(*(Cat(*(s.lanes[i].nz for i in range(j, j + F4_GROUP))).any()
-                          for j in range(0, k, F4_GROUP))),
+        "group_nz": group_nz,
         "nan": s.scale_nan | c_nan, "inf": c_inf, "inf_neg": c_inf & cbits[31],
         "c_neg": cbits[31], "c_nz": cbits[:31].any(),
         "c_sig": Cat(cbits[:23], c_exp.any()),
@@ -126,14 +164,19 @@ def align(step: FusedStep, s):
     the count of negative ones."""
     m, g = step.m, step.geometry
     left = F4_FRACTION_BITS + g.lsb_exp  # |S_g| * 2^(lsb_a + lsb_b) at 2^(x_s - 35) units
-    width = F4_TERM_BITS + 1
+    group_bits, term_bits = F4_GROUP_BITS, F4_TERM_BITS
+    if step.ue4m3:  # |S_g| * P * 2^(lsb_a + lsb_b - 6)
+        left -= 2 * _UE4M3_FRACTION_BITS
+        group_bits = _group_bits(step)
+        term_bits = group_bits + left
+    width = term_bits + 1
     terms, negs = [], []
     for j in range(len(s.sums)):
         total = s.sums[j]
         neg = total[-1]
-        mag = Mux(neg, -total, total).as_unsigned()[:F4_GROUP_BITS]
+        mag = Mux(neg, -total, total).as_unsigned()[:group_bits]
         placed = Cat(Const(0, left), mag)
-        t = wire(m, (placed >> s.dist)[:F4_TERM_BITS], step.name(f"group_term{j}"))
+        t = wire(m, (placed >> s.dist)[:term_bits], step.name(f"group_term{j}"))
         t = Cat(t, Const(0, 1))
         terms.append(Mux(neg, ~t, t).as_signed())
         negs.append(neg)

@@ -160,7 +160,8 @@ class MXDot(Unit):
     def module_name(self) -> str:
         if self.scale_format == "ue4m3":
             return (f"nvfp4_dot_k{self.block_size}_s{self.stages}"
-                    + multipliers_suffix(self.multipliers))
+                    + multipliers_suffix(self.multipliers)
+                    + accumulation_suffix(self.accumulation))
         return (f"mx_dot_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}_s{self.stages}"
                 + multipliers_suffix(self.multipliers) + accumulation_suffix(self.accumulation))
 
