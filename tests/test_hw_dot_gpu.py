@@ -61,6 +61,29 @@ def test_modes_not_built_raise(cls, kwargs, message):
         cls("fp4_e2m1", "fp4_e2m1", block_size=32, **kwargs)
 
 
+@pytest.mark.parametrize("cls, accumulation, k, scale_format", [
+    (MXDot, F4, 16, "ue4m3"), (MXDot, MODE, 16, "ue4m3"),
+    (MXDot, "tcgen05.mxf4nvf4", 32, "ue4m3"), (MXDotGeneral, "tcgen05.mxf4nvf4", 16, None)])
+def test_nvfp4_takes_mxf4nvf4_at_k16_in_mxdot_only(cls, accumulation, k, scale_format):
+    """nvfp4 (UE4M3 scales) with a GPU mode: golden's one-line error for a kind or block size
+    it does not take; MXDotGeneral's steps of several blocks are not built."""
+    with pytest.raises(ValueError) as e:
+        cls("nvfp4", block_size=k, accumulation=accumulation)
+    if scale_format is None:
+        assert "built in MXDot only" in str(e.value)
+    else:
+        assert str(e.value) == _golden_error(accumulation, golden.element_format("fp4_e2m1"),
+                                             golden.element_format("fp4_e2m1"), k,
+                                             scale_format)
+    dot = MXDot("nvfp4", stages=4, accumulation="tcgen05.mxf4nvf4")
+    assert dot.module_name == "nvfp4_dot_k16_s4_tcgen05_mxf4nvf4"
+    side = sidecar(dot, "dot")["parameters"]
+    assert (side["accumulation"], side["scale_format"], side["sum_bits"]) == (
+        "tcgen05.mxf4nvf4", "ue4m3", 48)
+    assert dot.sections == MXDot(
+        "fp4_e2m1", block_size=16, accumulation="tcgen05.mxf4nvf4").sections
+
+
 def test_module_names_sidecar_and_sections():
     dot = MXDot("fp8_e4m3", "fp6_e2m3", accumulation=MODE)
     assert dot.module_name == f"mx_dot_fp8_e4m3_fp6_e2m3_k32_s{dot.stages}_tcgen05_mxf8f6f4"
@@ -110,9 +133,13 @@ def test_cli_takes_the_accumulation(tmp_path):
     ["--format", "int8", "--accumulation", MODE],
     ["--format", "fp8_e4m3", "--block-size", "16", "--accumulation", MODE],
     ["--format", "fp4_e2m1", "--accumulation", "rz"],
+    ["--format", "nvfp4", "--accumulation", F4],
+    ["--format", "nvfp4", "--block-size", "32", "--accumulation", "tcgen05.mxf4nvf4"],
+    ["dot-general", "--format", "nvfp4", "--accumulation", "tcgen05.mxf4nvf4"],
 ])
 def test_cli_bad_accumulation_one_line_exit_2(args, tmp_path):
-    r = _cli("generate", "dot", *args, "-o", str(tmp_path / "x.v"))
+    unit = args.pop(0) if args[0] == "dot-general" else "dot"
+    r = _cli("generate", unit, *args, "-o", str(tmp_path / "x.v"))
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "accumulation" in lines[0], r.stderr

@@ -97,8 +97,10 @@ class MXDot(Unit):
         exponent, the sum rounded toward zero, NaN 0x7FFFFFFF): ``"tcgen05.mxf8f6f4"`` (OCP
         fp8/fp6/fp4 formats, a step per block) or ``"tcgen05.mxf4"`` (fp4_e2m1 x fp4_e2m1,
         MXDot only: a step per block, which is golden's step of that block and an all-zero
-        second one), or ``"tcgen05.mxf4nvf4"`` with E8M0 scales (its UE4M3 form is not
-        built), the same at ``block_size`` 16 or 32, MXDot only.  Checked with golden's
+        second one), or ``"tcgen05.mxf4nvf4"``: with E8M0 scales the same at ``block_size``
+        16 or 32, with UE4M3 ones (``"nvfp4"``, ``block_size`` 16) each group of 16 products
+        times both scale significands, at the scales' exponents, the scale bytes' sign bit
+        ignored (:mod:`hw.dot.truncated_f4`), MXDot only.  Checked with golden's
         ``check_accumulation`` (its one-line errors); the module name gets
         ``_tcgen05_mxf8f6f4``, ``_tcgen05_mxf4`` or ``_tcgen05_mxf4nvf4``.
 
@@ -355,8 +357,8 @@ def add_accumulation_option(p: argparse.ArgumentParser):
                    help="the block step's numerics: exact (one RNE per block), "
                         "tcgen05.mxf8f6f4 (NVIDIA Blackwell's truncating steps: fp8/fp6/fp4, "
                         "k = 32), tcgen05.mxf4 (fp4_e2m1, k = 32, dot only) or "
-                        "tcgen05.mxf4nvf4 (fp4_e2m1, E8M0 scales, k = 16 or 32, dot only); "
-                        "docs/numerics.md section 8")
+                        "tcgen05.mxf4nvf4 (fp4_e2m1 with E8M0 scales, k = 16 or 32, or nvfp4, "
+                        "k = 16; dot only); docs/numerics.md section 8")
 
 
 def formats_from_args(args) -> tuple[str, str]:
