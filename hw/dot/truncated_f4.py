@@ -23,12 +23,14 @@ the group at the floor.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux
+from amaranth.hdl import Cat, Const, Mux, signed
+from amaranth.lib import data
 
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
 from ..arith import partial_product_sum, wire
 from ..elements import decode_element
+from .chained_f4 import chain_layout, close_and_count
 from .geometry import units_max
 from .nvfp4_scale import scale_fields, scaled_significand
 from .step import FusedStep
@@ -74,9 +76,24 @@ def _scale_fields(step: FusedStep, a, b) -> dict:
             "scale_nan": f["nan"], "p1": f["p1"], "p3": f["p3"], "scale_nz": f["p1"].any()}
 
 
-def decode(step: FusedStep, a, b, c, side):
+def _chained(s) -> bool:
+    """Whether the step carries a run's pending groups (:mod:`hw.dot.chained_f4`)."""
+    return "pending" in s.shape().members
+
+
+def _pending(s) -> dict:
+    """The pending groups, carried to ``emax`` (chained steps only)."""
+    return {"pending": s.pending} if _chained(s) else {}
+
+
+def decode(step: FusedStep, a, b, c, side, *, last=None):
     """Section ``decode``: per lane the two significands, the sum of their shifts, the
-    product's sign and whether it is non-zero; the scales' sum and whether one is NaN."""
+    product's sign and whether it is non-zero; the scales' sum and whether one is NaN.
+
+    With ``last`` (a run's, MXDotGeneral and MXGemm), ``c`` is the run's state
+    (:func:`hw.dot.chained_f4.chain_layout`): its pending groups ride to ``emax``; its ``c``,
+    the count of the step's blocks after this one, the NaN flag (the pending blocks' or this
+    one's scale) and whether this block closes the step ride in ``side["chain"]``."""
     m, g = step.m, step.geometry
     lanes = []
     for i in range(step.block_size):
@@ -84,7 +101,14 @@ def decode(step: FusedStep, a, b, c, side):
         y = decode_element(m, b.codes[i], g.fmt_b, step.name(f"b{i}"))
         lanes.append({"sig_a": x.sig, "sig_b": y.sig, "shift": x.shift + y.shift,
                       "neg": x.neg ^ y.neg, "nz": ~x.zero & ~y.zero})
-    return step.cross({"lanes": lanes, **_scale_fields(step, a, b), "c": c, "side": side},
+    scales = _scale_fields(step, a, b)
+    if last is None:
+        return step.cross({"lanes": lanes, **scales, "c": c, "side": side}, "decode")
+    state = data.View(chain_layout(step.block_size), c)
+    scales["scale_nan"] = scales["scale_nan"] | state.nan
+    chain = {**close_and_count(state, last, step.block_size), "nan": scales["scale_nan"]}
+    return step.cross({"lanes": lanes, **scales, "c": state.c,
+                       "side": {**(side or {}), "chain": chain}, "pending": state.groups},
                       "decode")
 
 
@@ -118,7 +142,7 @@ def multiply(step: FusedStep, s):
         "c_neg": cbits[31], "c_nz": cbits[:31].any(),
         "c_sig": Cat(cbits[:23], c_exp.any()),
         "c_x": _exp(Mux(c_exp == 0, 1 - 127, c_exp - 127)),
-        "x_s": _exp(s.scale_sum - 2 * SCALE_BIAS), "side": step.side(s),
+        "x_s": _exp(s.scale_sum - 2 * SCALE_BIAS), "side": step.side(s), **_pending(s),
     }, "multiply")
 
 
@@ -136,7 +160,8 @@ def group_sums(step: FusedStep, s):
         groups = [[(grp[i] + grp[i + 1]).as_signed() for i in range(0, len(grp), 2)]
                   for grp in groups]
         s = step.cross({**_carried(step, s), "group_nz": s.group_nz, "c_nz": s.c_nz,
-                        "c_x": s.c_x, "x_s": s.x_s, "terms": groups}, f"group{level}")
+                        "c_x": s.c_x, "x_s": s.x_s, "terms": groups, **_pending(s)},
+                       f"group{level}")
         groups = [[s.terms[j][i] for i in range(len(groups[0]))] for j in range(len(groups))]
     return s
 
@@ -147,14 +172,24 @@ def emax(step: FusedStep, s):
     ``e_top = e_max + F4_SUM_BITS - 1 - 35 + 126`` for the result's exponent."""
     floor = Const(F4_ZERO_EXPONENT, EXPONENT_BITS).as_signed()
     e1 = Mux(s.group_nz.any() & (s.x_s > floor), s.x_s, floor)
+    chained = {}
+    if _chained(s):  # the pending groups' exponents too, and their distances
+        for i, grp in enumerate(s.pending):
+            e1 = wire(step.m, _exp(Mux(grp.nz & (grp.x > e1), grp.x, e1)),
+                      step.name(f"emax_pending{i}"))
     e1 = wire(step.m, _exp(e1), step.name("emax_groups"))
     e_max = wire(step.m, _exp(Mux(s.c_nz & (s.c_x > e1), s.c_x, e1)), step.name("emax_value"))
+    if _chained(s):
+        dists = [_exp(e_max - grp.x) for grp in s.pending]
+        chained = {"pending": s.pending, "x_s": s.x_s,
+                   "group_nz": s.group_nz,
+                   "pending_dist": [Mux(d > 63, 63, d[:6])[:6] for d in dists]}
     d, dc = _exp(e_max - s.x_s), _exp(e_max - s.c_x)
     sums = [s.terms[j][0] for j in range(len(s.terms))]
     return step.cross({
         **_carried(step, s), "sums": sums,
         "dist": Mux(d > 63, 63, d[:6])[:6], "c_dist": Mux(dc > 63, 63, dc[:6])[:6],
-        "e_top": _exp(e_max + (F4_SUM_BITS - 1 - F4_FRACTION_BITS + 126)),
+        "e_top": _exp(e_max + (F4_SUM_BITS - 1 - F4_FRACTION_BITS + 126)), **chained,
     }, "emax")
 
 
@@ -171,12 +206,16 @@ def align(step: FusedStep, s):
         term_bits = group_bits + left
     width = term_bits + 1
     terms, negs = [], []
-    for j in range(len(s.sums)):
-        total = s.sums[j]
+    groups = [(s.sums[j], s.dist) for j in range(len(s.sums))]
+    side = step.side(s)
+    if _chained(s):  # the pending groups at their own distances; the state's next groups
+        groups += [(s.pending[i].val, s.pending_dist[i]) for i in range(len(s.pending))]
+        side = _next_groups(step, s)
+    for j, (total, dist) in enumerate(groups):
         neg = total[-1]
         mag = Mux(neg, -total, total).as_unsigned()[:group_bits]
         placed = Cat(Const(0, left), mag)
-        t = wire(m, (placed >> s.dist)[:term_bits], step.name(f"group_term{j}"))
+        t = wire(m, (placed >> dist)[:term_bits], step.name(f"group_term{j}"))
         t = Cat(t, Const(0, 1))
         terms.append(Mux(neg, ~t, t).as_signed())
         negs.append(neg)
@@ -191,4 +230,17 @@ def align(step: FusedStep, s):
         count = count + n
     terms.append(Cat(count, Const(0, width - len(count))).as_signed())
     return step.cross({"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "e_top": s.e_top,
-                       "terms": terms, "side": step.side(s)}, "align")
+                       "terms": terms, "side": side}, "align")
+
+
+def _next_groups(step: FusedStep, s) -> dict:
+    """The side values with ``groups``: the pending groups but the oldest ``k / 16`` (empty
+    ones: a step holds at most ``64 / k - 1`` blocks before its last), then this block's, for
+    the state a non-closing block leaves (:func:`hw.dot.chained_f4.next_state`)."""
+    width = F4_GROUP_BITS + 1
+    x = _exp(s.x_s + Const(0, signed(EXPONENT_BITS)))  # sign-extended to the state's x
+    own = [{"val": s.sums[j].as_signed()[:width].as_signed(), "x": x, "nz": s.group_nz[j]}
+           for j in range(len(s.sums))]
+    kept = [s.pending[i] for i in range(len(own), len(s.pending))]
+    side = {name: s.side[name] for name in s.side.shape().members}
+    return {**side, "groups": kept + own}

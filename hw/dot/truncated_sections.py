@@ -134,7 +134,9 @@ def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
     :func:`hw.dot.sections.dot_sections`."""
     f4 = accumulation in F4_MODES
     names = F4_SECTIONS if f4 else TRUNCATED_SECTIONS
-    levels = {"tree": 2 if f4 else truncated_tree_levels(geometry.block_size),
+    # mxf4 over a run (forwarded_c): its 64-element step's four groups, c and the count
+    levels = {"tree": (3 if forwarded_c else 2) if f4 else truncated_tree_levels(
+                  geometry.block_size),
               "group": (F4_GROUP - 1).bit_length()}
     sections = {}
     for name in names:

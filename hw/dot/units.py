@@ -41,7 +41,13 @@ from .contexts import AccumulatorContexts
 from .epilogue import build_epilogue, epilogue_sections
 from .fused_step import MULTIPLIERS
 from .nvfp4_scale import SCALE_FORMATS, check_levels, nvfp4_scale_format
-from .parameters import accumulation_suffix, build_step, fused_step_parameters, multipliers_suffix
+from .parameters import (
+    accumulation_suffix,
+    accumulator_bits,
+    build_step,
+    fused_step_parameters,
+    multipliers_suffix,
+)
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
            "accumulation_suffix", "add_fused_step_options", "add_accumulation_option",
@@ -213,11 +219,14 @@ class MXDotGeneral(Unit):
         Pipeline registers of the fused step (= ``latency``), as for :class:`MXDot`.
     multipliers : {"lut", "dsp", "mult18x18d"}
         As for :class:`MXDot` (so is the ``primitives`` attribute).
-    accumulation : {"exact", "tcgen05.mxf8f6f4"}
-        As for :class:`MXDot`: in the GPU mode each block is one tcgen05 step, its fp32
-        result the next block's ``c``, as ``golden.dot_blocks`` chains them (not
-        ``"tcgen05.mxf4"`` or ``"tcgen05.mxf4nvf4"``, whose steps take several blocks of a
-        run).
+    accumulation : {"exact", "tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
+        As for :class:`MXDot`, chained as ``golden.dot_blocks`` chains the steps: in
+        ``"tcgen05.mxf8f6f4"`` each block is one tcgen05 step, its fp32 result the next
+        block's ``c``; in ``"tcgen05.mxf4"`` (blocks of 32) and ``"tcgen05.mxf4nvf4"`` (E8M0
+        scales, blocks of 16 or 32) a step takes 64 elements, two or four blocks of a run (a
+        run's last step may hold fewer): each context's accumulator holds the step's ``c``
+        and the exact sums of its earlier blocks' groups (:mod:`hw.dot.chained_f4`), and the
+        block that ends the step or the run adds them up.
     levels : {1, 2}, optional
         nvfp4 only: 2 (its default) applies the tensor scales' epilogue ``f(alpha * sum)``
         to each run's result (:mod:`hw.dot.epilogue`: one fp32 RNE multiply, five sections
@@ -301,13 +310,14 @@ class MXDotGeneral(Unit):
         m = Module()
         p = self.i.payload
         pipe = self.pipeline(m, "dotg")
-        contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first, [p.c0], [None])
+        contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first, [p.c0], [None],
+                                       width=accumulator_bits(self))
         if self.levels == 2:
             return self._elaborate_epilogue(m, pipe, contexts)
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
-        out = build_step(self, pipe, p.a, p.b, contexts.c[0], side)
+        out = build_step(self, pipe, p.a, p.b, contexts.c[0], side, last=p.last)
         contexts.connect(pipe, i=self.i, o=self.o, last=out.side.last,
-                         ctx=out.side.ctx if self.ctx_bits else None, results=[out.result],
+                         ctx=out.side.ctx if self.ctx_bits else None, results=[out.state],
                          payload=[self.o.payload.result.eq(out.result)])
         return m
 
