@@ -102,7 +102,12 @@ EXTRA = {"quantizer": [_at(lambda u, a: depths.unsplit_tree(u, a, deepest=True),
                  # the GPU mode with UE4M3 scales (the truncating step's nvfp4 decode)
                  ["--format", "nvfp4", "--accumulation", "tcgen05.mxf4nvf4"]],
          "dot-general": [_at(lambda u, a: depths.dsp_registers(u, a, True, False),
-                             "dot-general", _DSP)]}
+                             "dot-general", _DSP),
+                         # a run's mxf4 steps: the accumulators hold the chained state
+                         ["--format", "fp4_e2m1", "--accumulation", "tcgen05.mxf4",
+                          "--contexts", "2"]],
+         "gemm": [["--format", "fp4_e2m1", "--block-size", "16", "--accumulation",
+                   "tcgen05.mxf4nvf4", "--accumulators", "memory"]]}
 
 
 #: Every element format with the run-time choices (both rounding and scale mode in the

@@ -1,7 +1,7 @@
 """Bit-exact RTL regression of the dot units' GPU accumulation modes ``tcgen05.mxf8f6f4``,
-``tcgen05.mxf4`` and ``tcgen05.mxf4nvf4`` with E8M0 scales and, nvfp4, UE4M3 ones (those two
-in MXDot only, one block per step) (cocotb on Verilator vs ``golden.dot_blocks(...,
-accumulation=...)``).
+``tcgen05.mxf4`` and ``tcgen05.mxf4nvf4`` with E8M0 scales (MXDot one block per step,
+MXDotGeneral a step per 64 elements of a run) and, nvfp4 in MXDot, UE4M3 ones (cocotb on
+Verilator vs ``golden.dot_blocks(..., accumulation=...)``).
 
 The same testbench as ``tests/test_sim_dot.py`` (``tb.dot``: stream, reset in traffic,
 backpressure, bulk), which reads the mode from the sidecar: golden's results in the mode, the
@@ -33,6 +33,7 @@ DEFAULT = [
     (F4, "dot", "fp4_e2m1", "fp4_e2m1", 32, None, 1, True),
     (NVF4, "dot", "fp4_e2m1", "fp4_e2m1", 16, None, 1, True),
     (NVF4, "dot", "nvfp4", "nvfp4", 16, None, 1, True),
+    (F4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, 4, 2, False),
 ]
 FULL_EXTRA = [
     (F8F6F4, "dot", "fp8_e4m3", "fp8_e4m3", 32, None, 1, True),
@@ -43,6 +44,9 @@ FULL_EXTRA = [
     (F4, "dot", "fp4_e2m1", "fp4_e2m1", 32, 4, 1, True, "dsp"),
     (NVF4, "dot", "fp4_e2m1", "fp4_e2m1", 32, 2, 1, True),
     (NVF4, "dot", "nvfp4", "nvfp4", 16, 3, 1, True, "dsp"),
+    (F4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, None, 16, False),
+    (NVF4, "dot-general", "fp4_e2m1", "fp4_e2m1", 16, None, 4, False),
+    (NVF4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, 3, 1, False, "dsp"),
 ]
 CONFIGS = DEFAULT + FULL_EXTRA if FULL else DEFAULT
 

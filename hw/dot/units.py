@@ -366,9 +366,9 @@ def add_accumulation_option(p: argparse.ArgumentParser):
     p.add_argument("--accumulation", default="exact",
                    help="the block step's numerics: exact (one RNE per block), "
                         "tcgen05.mxf8f6f4 (NVIDIA Blackwell's truncating steps: fp8/fp6/fp4, "
-                        "k = 32), tcgen05.mxf4 (fp4_e2m1, k = 32, dot only) or "
-                        "tcgen05.mxf4nvf4 (fp4_e2m1 with E8M0 scales, k = 16 or 32, or nvfp4, "
-                        "k = 16; dot only); docs/numerics.md section 8")
+                        "k = 32), tcgen05.mxf4 (fp4_e2m1, k = 32) or tcgen05.mxf4nvf4 "
+                        "(fp4_e2m1 with E8M0 scales, k = 16 or 32, or nvfp4, k = 16, dot "
+                        "only); docs/numerics.md section 8")
 
 
 def formats_from_args(args) -> tuple[str, str]:

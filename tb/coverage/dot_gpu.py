@@ -26,6 +26,13 @@ The terms are computed from the decoded values in float64, exactly (products of 
 ``flt_max_not_inf`` and ``overflow_at_2_128`` (:data:`NVFP4_EXCLUDED`); and cover point
 ``ue4m3``: ``nan_scale`` (0x7F), ``sign_bit_scale`` (bit 7 set, ignored), ``zero_scale``,
 ``subnormal_scale`` (0x01..0x07), ``max_scale`` (both 0x7E).
+
+MXDotGeneral in ``tcgen05.mxf4`` / ``tcgen05.mxf4nvf4`` (a step per 64 elements, ``64 / k``
+blocks of a run, :func:`gpu_general_model`), cover point ``steps`` beside the run shapes, per
+run of ``n`` blocks (:func:`classify_steps`): ``step_closed_mid_run`` (``n`` above ``64 / k``:
+a step closed by its block count before the run's end, its state's groups cleared),
+``short_last_step`` (``n`` not a multiple of ``64 / k``: ``last`` closes a step of fewer
+blocks), ``full_last_step`` (a multiple).
 """
 
 from __future__ import annotations
@@ -38,11 +45,12 @@ import golden
 from golden.formats import FP32, SCALE_BIAS, SCALE_NAN
 from golden.scale_format import UE4M3
 
-from .dot import classify_dot, dot_model, exact_sum
+from .dot import classify_dot, dot_general_model, dot_model, exact_sum
 from .model import CoverageModel, point
 
-__all__ = ["GPU_BINS", "GPU_NAN", "UE4M3_BINS", "NVFP4_EXCLUDED", "gpu_dot_model",
-           "gpu_nvfp4_model", "classify_gpu", "classify_dot_gpu", "classify_nvfp4_gpu"]
+__all__ = ["GPU_BINS", "GPU_NAN", "UE4M3_BINS", "NVFP4_EXCLUDED", "STEP_BINS", "gpu_dot_model",
+           "gpu_nvfp4_model", "gpu_general_model", "classify_gpu", "classify_dot_gpu",
+           "classify_nvfp4_gpu", "classify_steps"]
 
 GPU_BINS = ("term_truncated_away", "negative_term_up", "zero_floor", "cancellation_wipes_c",
             "flt_max_not_inf", "overflow_at_2_128", "negative_zero_plus", "gpu_nan")
@@ -74,6 +82,38 @@ def gpu_dot_model(fmt_a, fmt_b, accumulation: str) -> CoverageModel:
     mode = accumulation.replace(".", "_")
     return CoverageModel("dot", f"{block.config_class}-{mode}",
                          (*block.points, point("gpu", GPU_BINS, {})))
+
+
+#: MXDotGeneral's step shapes in the mxf4 modes.
+STEP_BINS = ("step_closed_mid_run", "short_last_step", "full_last_step")
+#: Elements per mxf4 / mxf4nvf4 step.
+_STEP = 64
+
+
+def gpu_general_model(fmt_a, fmt_b, contexts: int, accumulation: str) -> CoverageModel:
+    """MXDotGeneral's cover points in a GPU mode: the run shapes
+    (:func:`tb.coverage.dot.dot_general_model`) and, mxf4 and mxf4nvf4, ``steps``."""
+    runs = dot_general_model(fmt_a, fmt_b, contexts)
+    if accumulation == "tcgen05.mxf8f6f4":
+        return runs
+    return CoverageModel(runs.unit, f"{runs.config_class}-{accumulation.replace('.', '_')}",
+                         (*runs.points, point("steps", STEP_BINS, {})))
+
+
+def classify_steps(first, last, ctx, block_size: int) -> dict:
+    """Bin hit counts ``{"steps": {bin: count}}`` of a DotGeneral stream's runs (arrays as
+    :func:`tb.coverage.dot.classify_runs`') in the mxf4 modes."""
+    first, last = np.asarray(first).astype(bool), np.asarray(last).astype(bool)
+    ctx = np.asarray(ctx).astype(np.int64)
+    per_step = _STEP // block_size
+    lengths = []
+    for c in np.unique(ctx):
+        idx = np.flatnonzero(ctx == c)
+        lengths += (np.flatnonzero(last[idx]) - np.flatnonzero(first[idx]) + 1).tolist()
+    n = np.array(lengths, np.int64)
+    bins = {"step_closed_mid_run": n > per_step, "short_last_step": n % per_step != 0,
+            "full_last_step": n % per_step == 0}
+    return {"steps": {b: int(m.sum()) for b, m in bins.items() if m.any()}}
 
 
 def gpu_nvfp4_model() -> CoverageModel:
