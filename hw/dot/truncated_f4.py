@@ -1,6 +1,8 @@
 """The terms of the ``tcgen05.mxf4`` step (``docs/numerics.md`` section 8), one block of 32
 fp4_e2m1 pairs per step (MXDot): sections ``decode``, ``multiply``, ``group0``...,
-``emax`` and ``align``; the sum and result are :mod:`hw.dot.truncated_sum`'s.
+``emax`` and ``align``; the sum and result are :mod:`hw.dot.truncated_sum`'s.  Over a run
+(MXDotGeneral, MXGemm) the step also takes the groups of its earlier blocks from the run's
+state (:mod:`hw.dot.chained_f4`): ``decode``'s ``last``.
 
 The block's 32 products form two groups of 16, each summed exactly (``S_g``, in units of
 ``2^(lsb_a + lsb_b)``); a group's exponent is the scales' alone, ``x_s = sa + sb - 254``

@@ -25,8 +25,8 @@ __all__ = ["ACCUMULATIONS", "TRUNCATING", "FRACTION_BITS", "ZERO_EXPONENT", "TER
            "truncated_tree_levels", "truncated_terms"]
 
 #: The ``accumulation=`` values the dot units build: the exact step, or a truncating one
-#: (``"tcgen05.mxf4"`` and, E8M0 or UE4M3 scales, ``"tcgen05.mxf4nvf4"`` in MXDot only: one step
-#: per block, :mod:`hw.dot.truncated_f4`).
+#: (``"tcgen05.mxf4"`` and ``"tcgen05.mxf4nvf4"``: in MXDot one step per block, over a run
+#: one per 64 elements, :mod:`hw.dot.truncated_f4`).
 F4_MODES = ("tcgen05.mxf4", "tcgen05.mxf4nvf4")
 TRUNCATING = ("tcgen05.mxf8f6f4", *F4_MODES)
 ACCUMULATIONS = ("exact",) + TRUNCATING

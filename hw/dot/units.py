@@ -101,12 +101,13 @@ class MXDot(Unit):
         Blackwell truncating step (:mod:`hw.dot.truncated_step`, ``block_size`` 32,
         ``multipliers`` ``"lut"`` or ``"dsp"``; every term truncated below the step's largest
         exponent, the sum rounded toward zero, NaN 0x7FFFFFFF): ``"tcgen05.mxf8f6f4"`` (OCP
-        fp8/fp6/fp4 formats, a step per block) or ``"tcgen05.mxf4"`` (fp4_e2m1 x fp4_e2m1,
-        MXDot only: a step per block, which is golden's step of that block and an all-zero
-        second one), or ``"tcgen05.mxf4nvf4"``: with E8M0 scales the same at ``block_size``
-        16 or 32, with UE4M3 ones (``"nvfp4"``, ``block_size`` 16) each group of 16 products
-        times both scale significands, at the scales' exponents, the scale bytes' sign bit
-        ignored (:mod:`hw.dot.truncated_f4`), MXDot only.  Checked with golden's
+        fp8/fp6/fp4 formats, a step per block) or ``"tcgen05.mxf4"`` (fp4_e2m1 x fp4_e2m1:
+        in MXDot a step per block, which is golden's step of that block and an all-zero
+        second one; MXDotGeneral chains a step per 64 elements), or ``"tcgen05.mxf4nvf4"``:
+        with E8M0 scales the same at ``block_size`` 16 or 32, with UE4M3 ones (``"nvfp4"``,
+        ``block_size`` 16, MXDot only) each group of 16 products times both scale
+        significands, at the scales' exponents, the scale bytes' sign bit ignored
+        (:mod:`hw.dot.truncated_f4`).  Checked with golden's
         ``check_accumulation`` (its one-line errors); the module name gets
         ``_tcgen05_mxf8f6f4``, ``_tcgen05_mxf4`` or ``_tcgen05_mxf4nvf4``.
 
