@@ -46,7 +46,7 @@ FULL_EXTRA = [
     (NVF4, "dot", "nvfp4", "nvfp4", 16, 3, 1, True, "dsp"),
     (F4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, None, 16, False),
     (NVF4, "dot-general", "fp4_e2m1", "fp4_e2m1", 16, None, 4, False),
-    (NVF4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, 3, 1, False, "dsp"),
+    (NVF4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, 3, 2, False, "dsp"),
 ]
 CONFIGS = DEFAULT + FULL_EXTRA if FULL else DEFAULT
 
