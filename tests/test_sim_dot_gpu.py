@@ -32,7 +32,7 @@ DEFAULT = [
     (F8F6F4, "dot-general", "fp4_e2m1", "fp6_e2m3", 32, None, 4, False),
     (F4, "dot", "fp4_e2m1", "fp4_e2m1", 32, None, 1, True),
     (NVF4, "dot", "fp4_e2m1", "fp4_e2m1", 16, None, 1, True),
-    (NVF4, "dot", "nvfp4", "nvfp4", 16, None, 1, True),
+    (NVF4, "dot", "nvfp4", "nvfp4", 16, 4, 1, True),
     (F4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, 4, 2, False),
 ]
 FULL_EXTRA = [
@@ -43,6 +43,7 @@ FULL_EXTRA = [
     (F8F6F4, "dot-general", "fp8_e5m2", "fp4_e2m1", 32, 3, 2, False),
     (F4, "dot", "fp4_e2m1", "fp4_e2m1", 32, 4, 1, True, "dsp"),
     (NVF4, "dot", "fp4_e2m1", "fp4_e2m1", 32, 2, 1, True),
+    (NVF4, "dot", "nvfp4", "nvfp4", 16, None, 1, True),
     (NVF4, "dot", "nvfp4", "nvfp4", 16, 3, 1, True, "dsp"),
     (F4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, None, 16, False),
     (NVF4, "dot-general", "fp4_e2m1", "fp4_e2m1", 16, None, 4, False),
