@@ -42,6 +42,7 @@ from amaranth.hdl import (
 )
 from amaranth.utils import bits_for
 
+from hw.dot.parameters import accumulator_bits
 from hw.pipeline import Pipeline
 
 from .units import FormalUnit, pipeline_probes
@@ -417,6 +418,10 @@ class ChainHarness(_Harness):
     ``leave_result`` are the lanes' (:attr:`formal.units.FormalUnit.lanes`), compared
     together, ``c0`` is +0 and an output beat carries every lane's result.
 
+    In the mxf4 modes an accumulator is a run's chained state (:mod:`hw.dot.chained_f4`):
+    ``step_c`` and ``leave_result`` are that state, a run's first block takes ``c0`` with the
+    rest cleared, and an output beat carries the fp32 ``c`` (low 32 bits) of its last block's.
+
     The register-bypass proof (:mod:`formal.datapath`) cuts MXDotGeneral at ``step_c``, the
     accumulator input entering the fused step, and proves the fused step the same function
     of its inputs and ``step_c`` at every depth.  What is left is the wrapper around it (the
@@ -464,7 +469,9 @@ class ChainHarness(_Harness):
                             "leave_result": [f"dut.{unit.net(ln, 'leave_result')}"
                                              for ln in lanes],
                             "pipe_valid": ["dut.pipe_valid"]}
-        self.widths = {"step_c": 32, "leave_result": 32}
+        # an accumulator: fp32, or a run's chained state (hw.dot.chained_f4, fp32 c low)
+        self.acc_bits = accumulator_bits(self.dut)
+        self.widths = {"step_c": self.acc_bits, "leave_result": self.acc_bits}
         if ctx_bits:
             self.probe_names["leave_ctx"] = ["dut.leave_ctx"]
             self.widths["leave_ctx"] = ctx_bits
@@ -494,8 +501,11 @@ class ChainHarness(_Harness):
         produce = dut.o.valid & dut.o.ready
         out_ctx = dut.o.payload.ctx if dut.ctx_bits else Const(0, 1)
 
-        c0 = [_lane_value(p, "c0", lane, Const(0, 32)) for lane in self.unit.lanes]
+        wide = self.acc_bits - 32  # a run starts from c0 and a cleared rest of its state
+        c0 = [Cat(_lane_value(p, "c0", lane, Const(0, 32)), Const(0, wide))
+              for lane in self.unit.lanes]
         lane_results = [_lane_value(dut.o.payload, "result", lane) for lane in self.unit.lanes]
+        left = Cat(*(r[:32] for r in leave_result))  # the leaving blocks' fp32 results
         lanes_c = Cat(*step_c)
         first_c0 = lanes_c == Cat(*c0)
         checks = [Assert(~leave | pipe_valid, "chain_leave_at_pipeline_output"),
@@ -507,7 +517,7 @@ class ChainHarness(_Harness):
             pending = Signal(name=f"pending{j}", reset_less=True)
             last = Signal(name=f"last{j}", reset_less=True)
             known = Signal(name=f"known{j}", reset_less=True)
-            result = Signal(32 * len(step_c), name=f"result{j}", reset_less=True)
+            result = Signal(self.acc_bits * len(step_c), name=f"result{j}", reset_less=True)
             leave_j = leave & (leave_ctx == j)
             accept_j = accept & (ctx == j)
             with m.If(rst):
@@ -522,7 +532,7 @@ class ChainHarness(_Harness):
             chained = accept_j & ~p.first & (known | leave_j)
             previous = Mux(leave_j, Cat(*leave_result), result)
             output_j = produce & (out_ctx == j)
-            emitted = leave_j & pending & last & (Cat(*lane_results) == Cat(*leave_result))
+            emitted = leave_j & pending & last & (Cat(*lane_results) == left)
             checks += [
                 Assert(~accept_j | ~pending | leave_j, "chain_one_block_per_context"),
                 Assert(~leave_j | pending, "chain_leave_only_pending"),

@@ -35,6 +35,7 @@ from .sby import SbyResult, run_sby
 from .units import (
     CUSTOM_UNITS,
     GEMM_UNITS,
+    GPU_BLOCK_SIZES,
     GPU_UNITS,
     NVFP4_QUANTIZER_UNITS,
     NVFP4_UNITS,
@@ -146,16 +147,18 @@ def _gemm_jobs(full: bool) -> list[Job]:
 
 def _gpu_jobs() -> list[Job]:
     """The GPU accumulation modes' jobs (:data:`formal.units.GPU_UNITS`), at k = 32, their
-    only block size: flow and order at 1, the middle and the deepest setting, and for
-    MXDotGeneral's mode the chain at the middle one."""
+    only block size (nvfp4's 16, :data:`formal.units.GPU_BLOCK_SIZES`): flow and order at 1,
+    the middle and the deepest setting, and for MXDotGeneral's mode the chain at the middle
+    one."""
     jobs = []
     for unit in GPU_UNITS:
-        settings = unit.stage_settings(32)
-        jobs += [j for s in settings for j in _jobs_for(unit, 32, s)
+        k = GPU_BLOCK_SIZES.get(unit.name, 32)
+        settings = unit.stage_settings(k)
+        jobs += [j for s in settings for j in _jobs_for(unit, k, s)
                  if j.prop in ("flow", "order")]
         if unit.runs:
             mid = settings[len(settings) // 2]
-            jobs.append(Job(unit, 32, mid, "chain", "bmc",
+            jobs.append(Job(unit, k, mid, "chain", "bmc",
                             unit.drain_cycles(mid) + BMC_MARGIN["chain"]))
     return jobs
 

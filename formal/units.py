@@ -28,7 +28,7 @@ from hw.quantizer import MXQuantizer, quantizer_sections
 from .probes import enable_copies, lane_probes, pipeline_probes, replicas
 
 __all__ = ["FormalUnit", "UNITS", "CUSTOM_UNITS", "NVFP4_UNITS", "NVFP4_QUANTIZER_UNITS",
-           "GEMM_UNITS", "GPU_UNITS", "GPU_MODE", "SMALL_ONLY", "unit_by_name",
+           "GEMM_UNITS", "GPU_UNITS", "GPU_MODE", "GPU_BLOCK_SIZES", "SMALL_ONLY", "unit_by_name",
            "pipeline_probes",
            "enable_copies", "replicas", "default_configurations", "EXTRA_CONFIGURATIONS",
            "MULT18X18D_BLOCKS"]
@@ -295,17 +295,29 @@ GEMM_UNITS = (
 )
 
 #: The dot units' GPU accumulation modes (``accumulation="tcgen05.mxf8f6f4"`` and, MXDot
-#: only, ``"tcgen05.mxf4"``: the truncating steps of :mod:`hw.dot.truncated_step`), which take
-#: blocks of 32 only: proven at k = 32, fp4_e2m1 x fp4_e2m1 (the narrowest products),
-#: stream/no-loss/reset (``flow``) and order; named ``<unit>-tcgen05[-mxf4]``.  Not in
-#: :data:`UNITS` (their block sizes are 2 and 4).
+#: only, ``"tcgen05.mxf4"`` and ``"tcgen05.mxf4nvf4"`` with UE4M3 scales: the truncating steps
+#: of :mod:`hw.dot.truncated_step`), which take blocks of 32 only (nvfp4 16,
+#: :data:`GPU_BLOCK_SIZES`): proven at k = 32, fp4_e2m1 x fp4_e2m1 (the narrowest products),
+#: and nvfp4 at k = 16, stream/no-loss/reset (``flow``) and order; named
+#: ``<unit>-tcgen05[-mxf4|-nvfp4]``.  MXDotGeneral also in ``"tcgen05.mxf4"`` (k = 32) and
+#: ``"tcgen05.mxf4nvf4"`` (E8M0, k = 16): a step per 64 elements of a run, its accumulators
+#: the chained state (:mod:`hw.dot.chained_f4`).  Not in :data:`UNITS` (their block sizes are 2
+#: and 4).
 GPU_MODE = "tcgen05.mxf8f6f4"
+#: The block size a :data:`GPU_UNITS` entry is proven at, where not 32.
+GPU_BLOCK_SIZES = {"dot-tcgen05-nvfp4": 16, "dot-general-tcgen05-mxf4nvf4": 16}
 GPU_UNITS = (
     FormalUnit("dot-tcgen05-mxf4", "fp4_e2m1 x fp4_e2m1, fp32 accumulator, tcgen05.mxf4",
                lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s,
                                   accumulation="tcgen05.mxf4"),
                lambda k, s: MXDot("fp4_e2m1", block_size=k,
                                   accumulation="tcgen05.mxf4").sections, "dot", base="dot"),
+    FormalUnit("dot-tcgen05-nvfp4", "nvfp4 x nvfp4 (UE4M3 scales), fp32 accumulator, "
+               "tcgen05.mxf4nvf4",
+               lambda k, s: MXDot("nvfp4", block_size=k, stages=s,
+                                  accumulation="tcgen05.mxf4nvf4"),
+               lambda k, s: MXDot("nvfp4", block_size=k,
+                                  accumulation="tcgen05.mxf4nvf4").sections, "dot", base="dot"),
     FormalUnit("dot-tcgen05", f"fp4_e2m1 x fp4_e2m1, fp32 accumulator, {GPU_MODE}",
                lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s, accumulation=GPU_MODE),
                lambda k, s: MXDot("fp4_e2m1", block_size=k, accumulation=GPU_MODE).sections,
@@ -317,6 +329,15 @@ GPU_UNITS = (
                                          accumulation=GPU_MODE).sections,
                "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
                state=("acc[0-9]*", "busy"), base="dot-general"),
+    *(FormalUnit(f"dot-general-tcgen05-{kind.split('.')[1]}",
+                 f"fp4_e2m1 x fp4_e2m1, 2 contexts, {kind} (a step per 64 elements of a run)",
+                 lambda k, s, kind=kind: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2,
+                                                      stages=s, accumulation=kind),
+                 lambda k, s, kind=kind: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2,
+                                                      accumulation=kind).sections,
+                 "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
+                 state=("acc[0-9]*", "busy"), base="dot-general")
+      for kind in ("tcgen05.mxf4", "tcgen05.mxf4nvf4")),
 )
 
 

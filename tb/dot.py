@@ -34,7 +34,7 @@ from . import standard_tests
 from .batch import Batch
 from .bulk import DEPTH, BulkJob
 from .coverage.dot import classify_dot, classify_runs, dot_general_model, dot_model
-from .coverage.dot_gpu import classify_dot_gpu, gpu_dot_model
+from .coverage.dot_gpu import classify_dot_gpu, classify_steps, gpu_dot_model, gpu_general_model
 from .describe import describe_float
 from .dot_gpu import gpu_directed_blocks
 
@@ -111,7 +111,10 @@ class DotRunsBatch(Batch):
         super().__init__(stim, exp, blocks=blocks)
 
     def coverage_counts(self):
-        return classify_runs(*self.run_flags)
+        counts = classify_runs(*self.run_flags)
+        if self.model.accumulation in ("tcgen05.mxf4", "tcgen05.mxf4nvf4"):
+            counts.update(classify_steps(*self.run_flags, self.model.k))
+        return counts
 
     def describe(self, row, got):
         return self.model.describe_output(row, self.exp[row], got, self.labels[row])
@@ -145,6 +148,8 @@ class DotModel(standard_tests.UnitModel):
         return [*blocks, ("c", 32)], [("result", 32)]
 
     def coverage_model(self):
+        if self.general and self.accumulation != "exact":
+            return gpu_general_model(self.fmt_a, self.fmt_b, self.contexts, self.accumulation)
         if self.general:
             return dot_general_model(self.fmt_a, self.fmt_b, self.contexts)
         if self.accumulation != "exact":

@@ -12,7 +12,7 @@ import numpy as np
 
 import golden
 
-__all__ = ["gpu_directed_blocks", "code_of"]
+__all__ = ["gpu_directed_blocks", "nvfp4_gpu_directed_blocks", "code_of"]
 
 #: fp32 bit patterns the vectors use.
 _FLT_MAX, _NEG_ZERO, _INF, _NAN = 0x7F7FFFFF, 0x80000000, 0x7F800000, 0x7FC00000
@@ -90,4 +90,38 @@ def gpu_directed_blocks(fmt_a, fmt_b, k: int = 32,
     if fa.name == fb.name == "fp8_e4m3":
         block([(0x78, 0x78)] + [(0x01, 0x30)] * (k - 1), 127, 127, 0,
               "docs/numerics.md worked example")
+    return out
+
+
+def nvfp4_gpu_directed_blocks(k: int = 16) -> list:
+    """``tcgen05.mxf4nvf4`` with UE4M3 scales (MXDot nvfp4): ``(ca, sa, cb, sb, c_bits,
+    label)`` per rule, with scale bytes 0x38 (1.0) unless stated: a group truncated away
+    below ``c = 2^40``; negative groups truncated up; cancellation that wipes out ``c``
+    (positive, and negative: +0); ``c = -0``; a sign-bit byte read as its low seven bits;
+    NaN 0x7FFFFFFF from 0x7F (also with bit 7 set, 0xFF) and from a NaN ``c``; a zero scale
+    (the group at the floor, ``c`` kept); subnormal scales; ``P = 225``."""
+    one, minus, half = (code_of("fp4_e2m1", v) for v in (1.0, -1.0, 0.5))
+    out = []
+
+    def block(lanes, sa, sb, c, label):
+        ca, cb = np.zeros(k, np.uint8), np.zeros(k, np.uint8)
+        for i, (x, y) in enumerate(lanes):
+            ca[i], cb[i] = x, y
+        out.append((ca, sa, cb, sb, c, label))
+
+    big = _fp32(2.0 ** 40)  # terms kept to multiples of 2^5
+    block([(one, one)], 0x38, 0x38, big, "group truncated away")
+    block([(minus, one)] * 3, 0x48, 0x38, big, "negative group truncated up")  # -3 * 4
+    block([(one, one), (minus, one)], 0x38, 0x38, _fp32(2.0 ** -40),
+          "cancellation wipes out c")
+    block([(one, one), (minus, one)], 0x38, 0x38, _fp32(-2.0 ** -40),
+          "negative sum truncated to +0")
+    block([], 0x38, 0x38, _NEG_ZERO, "c = -0, no products: +0")
+    block([(one, one)], 0xB8, 0x38, _fp32(1.0), "sign-bit byte 0xB8 reads as 1.0")
+    block([(one, one)], 0x7F, 0x38, _fp32(1.0), "NaN scale 0x7F")
+    block([(one, one)], 0x38, 0xFF, 0, "NaN scale 0xFF (sign bit ignored)")
+    block([(one, one)], 0x38, 0x38, _NAN, "NaN c")
+    block([(one, one)] * k, 0x00, 0x38, _fp32(-2.5), "zero scale: the group at the floor")
+    block([(half, half)] * k, 0x07, 0x01, _fp32(1e-3), "subnormal scales with c")
+    block([(one, one)] * k, 0x3F, 0xBF, _fp32(3.0), "P = 225")
     return out

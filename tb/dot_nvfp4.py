@@ -14,7 +14,11 @@ The dot model of :mod:`tb.dot` with UE4M3 scales (the standard tests: stream, re
   order), golden's chain and, with the epilogue (``levels=2``), ``f(alpha * sum)`` with a
   random ``alpha`` per run given on its last beat (random noise on the others).
 
-Coverage: :mod:`tb.coverage.nvfp4_dot`.
+* **MXDot nvfp4, ``tcgen05.mxf4nvf4``**: the same sets with golden's results in the GPU
+  mode (a scale byte's sign bit ignored) and the mode's directed vectors
+  (:func:`tb.dot_gpu.nvfp4_gpu_directed_blocks`).
+
+Coverage: :mod:`tb.coverage.nvfp4_dot`; in the GPU mode :mod:`tb.coverage.dot_gpu`.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from . import standard_tests
 from .batch import Batch
 from .bulk import DEPTH, BulkJob
 from .coverage.dot import classify_runs
+from .coverage.dot_gpu import classify_nvfp4_gpu, gpu_nvfp4_model
 from .coverage.nvfp4_dot import classify_epilogue, classify_nvfp4_dot, nvfp4_dot_model
 from .describe import describe_float
 from .dot import DotBatch, DotModel, interleave
+from .dot_gpu import nvfp4_gpu_directed_blocks
 
 
 class NVFP4DotBatch(DotBatch):
@@ -39,10 +45,12 @@ class NVFP4DotBatch(DotBatch):
     def __init__(self, model, ca, sa, cb, sb, c, labels):
         self.model, self.blocks_in = model, (ca, sa, cb, sb, c)
         self.labels = [labels] * len(sa) if isinstance(labels, str) else list(labels)
-        self.results = stim.step_results(ca, sa, cb, sb, c)
+        self.results = stim.step_results(ca, sa, cb, sb, c, model.accumulation)
         Batch.__init__(self, model.pack(ca, sa, cb, sb, c), model.expected_rows(self.results))
 
     def coverage_counts(self):
+        if self.model.accumulation != "exact":
+            return classify_nvfp4_gpu(*self.blocks_in, self.results)
         return classify_nvfp4_dot(*self.blocks_in, self.results)
 
 
@@ -80,6 +88,8 @@ class NVFP4DotModel(DotModel):
         return fields_in, fields_out
 
     def coverage_model(self):
+        if self.accumulation != "exact":
+            return gpu_nvfp4_model()
         return nvfp4_dot_model(self.general, self.levels == 2)
 
     def pack(self, ca, sa, cb, sb, c, first=None, last=None, ctx=None, alpha=None):
@@ -100,6 +110,11 @@ class NVFP4DotModel(DotModel):
 
     def directed_batch(self):
         cases = stim.directed_cases(self.k)
+        if self.accumulation != "exact":  # the exact mode's corners (labelled so: a bit-7
+            # byte is not NaN here), and what distinguishes the mode (tb.dot_gpu)
+            cases = [(*x[:5], f"{x[5]} (exact mode's case)") for x in cases]
+            cases += [(list(x[0]), *x[1:2], list(x[2]), *x[3:])
+                      for x in nvfp4_gpu_directed_blocks(self.k)]
         ca = np.array([x[0] for x in cases], np.uint8)
         cb = np.array([x[2] for x in cases], np.uint8)
         sa = np.array([x[1] for x in cases], np.uint8)

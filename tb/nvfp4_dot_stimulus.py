@@ -97,12 +97,17 @@ def random_alpha(rng, n: int) -> np.ndarray:
     return out.astype(np.uint32)
 
 
-def step_results(ca, sa, cb, sb, c_bits) -> np.ndarray:
-    """fp32 bits of golden's block step ``f(c + T)`` of each block (MXDot nvfp4)."""
-    return golden.dot_blocks(ca[:, None], readable_scales(sa)[:, None], cb[:, None],
-                             readable_scales(sb)[:, None], FP4, FP4,
+def step_results(ca, sa, cb, sb, c_bits, accumulation: str = "exact") -> np.ndarray:
+    """fp32 bits of golden's block step ``f(c + T)`` of each block (MXDot nvfp4), or its
+    ``accumulation`` step (``"tcgen05.mxf4nvf4"``: a scale byte's sign bit is ignored, so
+    golden gets its low seven bits)."""
+    if accumulation == "exact":
+        sa, sb = readable_scales(sa), readable_scales(sb)
+    else:
+        sa, sb = np.asarray(sa, np.uint8) & 0x7F, np.asarray(sb, np.uint8) & 0x7F
+    return golden.dot_blocks(ca[:, None], sa[:, None], cb[:, None], sb[:, None], FP4, FP4,
                              acc=np.asarray(c_bits, np.uint32).view(np.float32),
-                             scale_format="ue4m3").view(np.uint32)
+                             accumulation=accumulation, scale_format="ue4m3").view(np.uint32)
 
 
 def run_result(ca, sa, cb, sb, c0_bits: int, alpha_bits=None) -> tuple[int, int]:

@@ -25,6 +25,7 @@ from formal.sby import SbyResult, run_sby, sby_available
 from formal.units import (
     CUSTOM_UNITS,
     GEMM_UNITS,
+    GPU_BLOCK_SIZES,
     GPU_UNITS,
     MULT18X18D_BLOCKS,
     NVFP4_QUANTIZER_UNITS,
@@ -508,8 +509,10 @@ def test_matrix_has_datapath_proofs_at_every_depth():
         (u.name, 2, s) for u in CUSTOM_UNITS + NVFP4_UNITS + GEMM_UNITS
         if u.runs and not u.tail
         for s in range(1, u.max_stages(2) + 1)} | {
-        # the GPU mode's MXDotGeneral at k = 32: one chain job, at its middle depth
-        (u.name, 32, u.stage_settings(32)[1]) for u in GPU_UNITS if u.runs}
+        # the GPU modes' MXDotGeneral at k = 32 (mxf4nvf4 16): one chain job, at its middle
+        # depth
+        (u.name, GPU_BLOCK_SIZES.get(u.name, 32),
+         u.stage_settings(GPU_BLOCK_SIZES.get(u.name, 32))[1]) for u in GPU_UNITS if u.runs}
     configs = default_configurations()
     assert len(configs) >= 24
     for unit, k in configs:

@@ -20,7 +20,7 @@ from golden.gpu_accumulation import check_accumulation
 from hw.dot import MXDot, MXDotGeneral
 from hw.dot.truncated_sections import ESTIMATES, truncated_sections, truncated_tree_levels
 from hw.sidecar import sidecar
-from tb.dot_gpu import gpu_directed_blocks
+from tb.dot_gpu import code_of, gpu_directed_blocks
 from tb.runner import ROOT
 
 MODE = "tcgen05.mxf8f6f4"
@@ -51,14 +51,36 @@ def test_bad_formats_and_block_sizes_raise_goldens_error(fmt_a, fmt_b, k, accumu
 
 
 @pytest.mark.parametrize("cls, kwargs, message", [
-    (MXDotGeneral, {"accumulation": "tcgen05.mxf4nvf4"}, "built in MXDot only"),
     (MXDot, {"accumulation": MODE, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
     (MXDot, {"accumulation": F4, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
-    (MXDotGeneral, {"accumulation": F4}, "built in MXDot only"),
+    (MXDotGeneral, {"accumulation": F4, "multipliers": "mult18x18d"}, "not 'mult18x18d'"),
 ])
 def test_modes_not_built_raise(cls, kwargs, message):
     with pytest.raises(ValueError, match=message):
         cls("fp4_e2m1", "fp4_e2m1", block_size=32, **kwargs)
+
+
+@pytest.mark.parametrize("cls, accumulation, k, scale_format", [
+    (MXDot, F4, 16, "ue4m3"), (MXDot, MODE, 16, "ue4m3"),
+    (MXDot, "tcgen05.mxf4nvf4", 32, "ue4m3"), (MXDotGeneral, "tcgen05.mxf4nvf4", 16, None)])
+def test_nvfp4_takes_mxf4nvf4_at_k16_in_mxdot_only(cls, accumulation, k, scale_format):
+    """nvfp4 (UE4M3 scales) with a GPU mode: golden's one-line error for a kind or block size
+    it does not take; MXDotGeneral's steps of several blocks are not built."""
+    with pytest.raises(ValueError) as e:
+        cls("nvfp4", block_size=k, accumulation=accumulation)
+    if scale_format is None:
+        assert "built in MXDot only" in str(e.value)
+    else:
+        assert str(e.value) == _golden_error(accumulation, golden.element_format("fp4_e2m1"),
+                                             golden.element_format("fp4_e2m1"), k,
+                                             scale_format)
+    dot = MXDot("nvfp4", stages=4, accumulation="tcgen05.mxf4nvf4")
+    assert dot.module_name == "nvfp4_dot_k16_s4_tcgen05_mxf4nvf4"
+    side = sidecar(dot, "dot")["parameters"]
+    assert (side["accumulation"], side["scale_format"], side["sum_bits"]) == (
+        "tcgen05.mxf4nvf4", "ue4m3", 48)
+    assert dot.sections == MXDot(
+        "fp4_e2m1", block_size=16, accumulation="tcgen05.mxf4nvf4").sections
 
 
 def test_module_names_sidecar_and_sections():
@@ -110,9 +132,13 @@ def test_cli_takes_the_accumulation(tmp_path):
     ["--format", "int8", "--accumulation", MODE],
     ["--format", "fp8_e4m3", "--block-size", "16", "--accumulation", MODE],
     ["--format", "fp4_e2m1", "--accumulation", "rz"],
+    ["--format", "nvfp4", "--accumulation", F4],
+    ["--format", "nvfp4", "--block-size", "32", "--accumulation", "tcgen05.mxf4nvf4"],
+    ["dot-general", "--format", "nvfp4", "--accumulation", "tcgen05.mxf4nvf4"],
 ])
 def test_cli_bad_accumulation_one_line_exit_2(args, tmp_path):
-    r = _cli("generate", "dot", *args, "-o", str(tmp_path / "x.v"))
+    unit = args.pop(0) if args[0] == "dot-general" else "dot"
+    r = _cli("generate", unit, *args, "-o", str(tmp_path / "x.v"))
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "accumulation" in lines[0], r.stderr
@@ -208,6 +234,55 @@ def test_mxdot_general_chains_steps_like_the_oracle():
     assert got == [want]
 
 
+@pytest.mark.parametrize("mode, k", [(F4, 32), ("tcgen05.mxf4nvf4", 16)])
+def test_mxdot_general_chains_mxf4_steps_like_the_oracle(mode, k):
+    """mxf4 and mxf4nvf4 (E8M0) in MXDotGeneral (one context): runs of 1..6 blocks, a step
+    per 64 elements (a last step of fewer), the pending groups in the context's state; each
+    run's result is tcgen05_chain's and golden's.  The runs mix random blocks with a NaN
+    scale in a non-closing block, groups truncated away and cancelling ones."""
+    from golden.stimulus import dot_accumulators, dot_random_blocks
+
+    fmt, seed = "fp4_e2m1", 64
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    runs = []
+    for n in (1, 2, 3, 4, 5, 6, 3, 4):
+        ca, sa, cb, sb = dot_random_blocks(rng, fmt, fmt, n, k)
+        sa, sb = np.clip(sa, 100, 160), np.clip(sb, 100, 160)
+        c0 = int(dot_accumulators(rng, fmt, fmt, ca[:1], sa[:1], cb[:1], sb[:1])[0])
+        runs.append([ca, sa.astype(np.uint8), cb, sb.astype(np.uint8), c0])
+    runs[6][1][0] = 255  # a NaN scale in a step's first block: the step's result is NaN
+    runs[7][1][:] = [140, 100, 100, 100]  # later blocks' groups truncated below the first's
+    one, minus = code_of(fmt, 1.0), code_of(fmt, -1.0)
+
+    def directed(lanes, scales, c0):
+        """A run of blocks, block j's lane i the code pair ``lanes[j][i]``."""
+        ca, cb = np.zeros((len(lanes), k), np.uint8), np.zeros((len(lanes), k), np.uint8)
+        for j, pairs in enumerate(lanes):
+            for i, (x, y) in enumerate(pairs):
+                ca[j, i], cb[j, i] = x, y
+        sc = np.array(scales, np.uint8)
+        return [ca, sc, cb, sc.copy(), c0]
+
+    # 1 - 2^-30 + 2^-30 in one step: 1.0; step by block it would be 1 - 2^-24
+    runs.append(directed([[(minus, one)], [(one, one)]], [112, 112], 0x3F800000))
+    # a group cancelling at 2^10 keeps its exponent: the next block's 2^-30 lies below
+    # 2^(10 - 35) and is truncated away (+0); step by block it would be 2^-30
+    runs.append(directed([[(one, one), (minus, one)], [(one, one)]], [132, 112], 0))
+    beats = [(r[0][j], int(r[1][j]), r[2][j], int(r[3][j]), r[4], int(j == 0),
+              int(j == len(r[1]) - 1)) for r in runs for j in range(len(r[1]))]
+    got = _simulate(MXDotGeneral(fmt, block_size=k, contexts=1, stages=4, accumulation=mode),
+                    beats, general=True)
+    want = [oracle.tcgen05_chain(mode, fmt, [list(x) for x in r[0]], list(r[1]), fmt,
+                                 [list(x) for x in r[2]], list(r[3]), r[4]) for r in runs]
+    gold = [int(golden.dot_blocks(r[0][None], r[1][None], r[2][None], r[3][None], fmt, fmt,
+                                  acc=np.array([r[4]], np.uint32).view(np.float32),
+                                  accumulation=mode).view(np.uint32)[0]) for r in runs]
+    assert [hex(x) for x in want] == [hex(x) for x in gold]
+    assert [hex(x) for x in got] == [hex(x) for x in want]
+    assert 0x7FFFFFFF in got and got[-2:] == [0x3F800000, 0]
+
+
 def test_fusesoc_generator_takes_the_accumulation(tmp_path, monkeypatch):
     """The FuseSoC generator passes ``accumulation`` on as ``--accumulation``."""
     from hw.fusesoc import generator_main
@@ -222,37 +297,42 @@ def test_fusesoc_generator_takes_the_accumulation(tmp_path, monkeypatch):
     assert f"module {name}" in (tmp_path / f"{name}.v").read_text()
 
 
-def test_mxgemm_lanes_chain_steps_like_the_oracle():
-    """MXGemm (1 x 2 lanes, one context) in the mode: a run of two K blocks, each lane's
-    result the chain of tcgen05 steps of its row and column (tests/oracle.py)."""
+@pytest.mark.parametrize("mode, fmt, k, blocks", [
+    (MODE, "fp6_e3m2", 32, 2), (F4, "fp4_e2m1", 32, 3), ("tcgen05.mxf4nvf4", "fp4_e2m1", 16, 5)])
+def test_mxgemm_lanes_chain_steps_like_the_oracle(mode, fmt, k, blocks):
+    """MXGemm (1 x 2 lanes, one context) in the mode: a run of ``blocks`` K blocks, each
+    lane's result the chain of tcgen05 steps of its row and column (tests/oracle.py; mxf4
+    and mxf4nvf4 a step per 64 elements of K, the last one shorter)."""
     from amaranth.sim import Simulator
 
     from hw.gemm import MXGemm
 
-    fmt = "fp6_e3m2"
     rng = np.random.default_rng(51)
-    dut = MXGemm(fmt, rows=1, cols=2, contexts=1, stages=3, accumulation=MODE)
-    assert dut.module_name.endswith("_tcgen05_mxf8f6f4")
-    a = [(rng.integers(0, 64, 32).astype(np.uint8), int(rng.integers(120, 135))) for _ in "kk"]
-    b = [[(rng.integers(0, 64, 32).astype(np.uint8), int(rng.integers(120, 135)))
-          for _ in "kk"] for _ in range(2)]
+    print("seed 51")
+    dut = MXGemm(fmt, rows=1, cols=2, block_size=k, contexts=1, stages=3, accumulation=mode)
+    assert dut.module_name.endswith("_" + mode.replace(".", "_"))
+    top = 1 << golden.element_format(fmt).bits
+    ks = range(blocks)
+    a = [(rng.integers(0, top, k).astype(np.uint8), int(rng.integers(120, 135))) for _ in ks]
+    b = [[(rng.integers(0, top, k).astype(np.uint8), int(rng.integers(120, 135)))
+          for _ in ks] for _ in range(2)]
     c0 = [0x3F800000, 0xC0400000]
     got = []
 
     async def bench(ctx):
         p = dut.i.payload
         ctx.set(dut.o.ready, 1)
-        for j in range(2):
+        for j in ks:
             ctx.set(p.a.row0.scale, a[j][1])
             for col in range(2):
                 ctx.set(p.b[f"col{col}"].scale, b[col][j][1])
                 ctx.set(p.c0.row0[col], c0[col])
-            for i in range(32):
+            for i in range(k):
                 ctx.set(p.a.row0.codes[i], int(a[j][0][i]))
                 for col in range(2):
                     ctx.set(p.b[f"col{col}"].codes[i], int(b[col][j][0][i]))
             ctx.set(p.first, int(j == 0))
-            ctx.set(p.last, int(j == 1))
+            ctx.set(p.last, int(j == blocks - 1))
             ctx.set(dut.i.valid, 1)
             while True:
                 taken = ctx.get(dut.i.ready)
@@ -269,34 +349,56 @@ def test_mxgemm_lanes_chain_steps_like_the_oracle():
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    want = [oracle.tcgen05_chain(MODE, fmt, [list(x) for x, _ in a], [s for _, s in a], fmt,
+    want = [oracle.tcgen05_chain(mode, fmt, [list(x) for x, _ in a], [s for _, s in a], fmt,
                                  [list(x) for x, _ in b[col]], [s for _, s in b[col]], c0[col])
             for col in range(2)]
     assert got == [want]
 
 
-@pytest.mark.parametrize("mode, k", [(F4, 32), ("tcgen05.mxf4nvf4", 16)])
-def test_mxdot_mxf4_matches_the_oracle(mode, k):
-    """tcgen05.mxf4 (and mxf4nvf4 with E8M0 scales, k = 16) in MXDot (one block per step: the
-    step of that block and all-zero others, as golden steps a single block): the directed
-    vectors of the mode and random blocks against the Fraction model and golden."""
+def _f4_cases(rng, k: int, mode: str, scale_format: str) -> list[tuple]:
+    """``(ca, sa, cb, sb, c)``: 16 random blocks and the mode's directed vectors (E8M0), or
+    random blocks with UE4M3 bytes (zero, subnormal, NaN and sign-bit ones among them) and
+    the NVFP4 corner cases (UE4M3)."""
     from golden.stimulus import dot_accumulators, dot_random_blocks
 
+    if scale_format == "e8m0":
+        ca, sa, cb, sb = dot_random_blocks(rng, "fp4_e2m1", "fp4_e2m1", 16, k)
+        c = dot_accumulators(rng, "fp4_e2m1", "fp4_e2m1", ca, sa, cb, sb)
+        cases = [(ca[j], int(sa[j]), cb[j], int(sb[j]), int(c[j])) for j in range(16)]
+        return cases + [x[:5] for x in gpu_directed_blocks("fp4_e2m1", "fp4_e2m1", k, mode)]
+    from tb import nvfp4_dot_stimulus as nv
+
+    ca, cb = nv.random_codes(rng, 24, k), nv.random_codes(rng, 24, k)
+    sa, sb = nv.random_scales(rng, 24), nv.random_scales(rng, 24)
+    c = nv.accumulators(rng, ca, sa, cb, sb)
+    cases = [(ca[j], int(sa[j]), cb[j], int(sb[j]), int(c[j])) for j in range(24)]
+    return cases + [(np.array(x[0]), x[1], np.array(x[2]), x[3], x[4])
+                    for x in nv.directed_cases(k)]
+
+
+@pytest.mark.parametrize("mode, k, scale_format", [
+    (F4, 32, "e8m0"), ("tcgen05.mxf4nvf4", 16, "e8m0"), ("tcgen05.mxf4nvf4", 16, "ue4m3")])
+def test_mxdot_mxf4_matches_the_oracle(mode, k, scale_format):
+    """tcgen05.mxf4 (and mxf4nvf4 with E8M0 scales, k = 16, and with UE4M3 ones, nvfp4) in
+    MXDot (one block per step: the step of that block and all-zero others, as golden steps a
+    single block): the directed vectors of the mode and random blocks against the Fraction
+    model and golden (which takes a UE4M3 byte's low seven bits: its sign bit is ignored)."""
     fmt, seed = "fp4_e2m1", 4
     print(f"seed {seed}")
-    rng = np.random.default_rng(seed)
-    ca, sa, cb, sb = dot_random_blocks(rng, fmt, fmt, 16, k)
-    c = dot_accumulators(rng, fmt, fmt, ca, sa, cb, sb)
-    cases = [(ca[j], int(sa[j]), cb[j], int(sb[j]), int(c[j])) for j in range(16)]
-    cases += [x[:5] for x in gpu_directed_blocks(fmt, fmt, k, mode)]
-    got = _simulate(MXDot(fmt, block_size=k, stages=5, accumulation=mode), cases)
+    cases = _f4_cases(np.random.default_rng(seed), k, mode, scale_format)
+    nvfp4 = scale_format == "ue4m3"
+    dut = MXDot("nvfp4" if nvfp4 else fmt, block_size=k, stages=5, accumulation=mode)
+    got = _simulate(dut, cases)
     want = [oracle.tcgen05_chain(mode, fmt, [list(x[0])], [x[1]], fmt, [list(x[2])], [x[3]],
-                                 x[4])
+                                 x[4], scale_format)
             for x in cases]
     a, s_a, b, s_b, acc = (np.array(v) for v in zip(*cases, strict=True))
-    gold = golden.dot_blocks(a[:, None].astype(np.uint8), s_a[:, None].astype(np.uint8),
-                             b[:, None].astype(np.uint8), s_b[:, None].astype(np.uint8), fmt,
-                             fmt, acc=acc.astype(np.uint32).view(np.float32),
-                             accumulation=mode).view(np.uint32)
+    low = 0x7F if nvfp4 else 0xFF
+    gold = golden.dot_blocks(a[:, None].astype(np.uint8), (s_a & low)[:, None].astype(np.uint8),
+                             b[:, None].astype(np.uint8), (s_b & low)[:, None].astype(np.uint8),
+                             fmt, fmt, acc=acc.astype(np.uint32).view(np.float32),
+                             accumulation=mode, scale_format=scale_format).view(np.uint32)
     assert [hex(x) for x in want] == [hex(x) for x in gold]
     assert [hex(x) for x in got] == [hex(x) for x in want]
+    if nvfp4:  # NaN from 0x7F (and 0xFF), a sign-bit byte read as its low seven bits
+        assert 0x7FFFFFFF in got and any(x[1] in range(0x80, 0xFF) for x in cases)

@@ -98,9 +98,16 @@ EXTRA = {"quantizer": [_at(lambda u, a: depths.unsplit_tree(u, a, deepest=True),
                        ["--format", "fp4_e2m1", "--input", "fp32", "--scale-mode", "rceil"]],
          # instantiated MULT18X18D blocks, linted with their model (hw/models/MULT18X18D.v);
          # MXDotGeneral's at a depth using the blocks' input registers only
-         "dot": [["--format", "fp8_e4m3", "--multipliers", "mult18x18d"]],
+         "dot": [["--format", "fp8_e4m3", "--multipliers", "mult18x18d"],
+                 # the GPU mode with UE4M3 scales (the truncating step's nvfp4 decode)
+                 ["--format", "nvfp4", "--accumulation", "tcgen05.mxf4nvf4"]],
          "dot-general": [_at(lambda u, a: depths.dsp_registers(u, a, True, False),
-                             "dot-general", _DSP)],
+                             "dot-general", _DSP),
+                         # a run's mxf4 steps: the accumulators hold the chained state
+                         ["--format", "fp4_e2m1", "--accumulation", "tcgen05.mxf4",
+                          "--contexts", "2"]],
+         "gemm": [["--format", "fp4_e2m1", "--block-size", "16", "--accumulation",
+                   "tcgen05.mxf4nvf4", "--accumulators", "memory"]],
          # two blocks a beat side by side (a small block: the pairing, not the block path)
          "nvfp4-quantizer": [["--levels", "2", "--block-size", "4", "--blocks", "2"]]}
 

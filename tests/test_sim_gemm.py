@@ -44,6 +44,8 @@ FULL_EXTRA = [
     ("fp8_e5m2", "fp8_e5m2", 1, 4, 4, 6, 8, "int8"),
     ("fp8_e4m3", "fp8_e4m3", 2, 2, 4, None, None, None, "memory"),
     ("fp4_e2m1", "fp8_e4m3", 1, 2, 32, 6, 8, None, None, "tcgen05.mxf8f6f4"),
+    ("fp4_e2m1", "fp4_e2m1", 1, 2, 32, 6, 8, None, None, "tcgen05.mxf4"),
+    ("fp4_e2m1", "fp4_e2m1", 2, 1, 16, 5, 4, None, "memory", "tcgen05.mxf4nvf4"),
 ]
 CONFIGS = DEFAULT + FULL_EXTRA if FULL else DEFAULT
 

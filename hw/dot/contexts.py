@@ -57,6 +57,10 @@ class AccumulatorContexts:
         a memory of ``contexts`` words (``<lane>_acc``) read at the entering block's context
         and written at the leaving block's, the same function (the forwarding mux stays: a
         result is written at the end of the cycle it leaves in).
+    width : int
+        Bits of an accumulator: 32 (an fp32 value), or wider where a step leaves more than
+        its fp32 result to the run's next block (:mod:`hw.dot.chained_f4`: ``c0`` fills the
+        low 32 bits, the others start at zero).
 
     Attributes
     ----------
@@ -67,7 +71,7 @@ class AccumulatorContexts:
     """
 
     def __init__(self, m: Module, contexts: int, ctx, first, c0: list, lanes: list, *,
-                 storage: str = "registers"):
+                 storage: str = "registers", width: int = 32):
         if len(c0) != len(lanes):
             raise ValueError(f"{len(c0)} c0 values for {len(lanes)} lanes")
         if storage not in STORAGES:
@@ -81,11 +85,11 @@ class AccumulatorContexts:
             return name if lane is None else f"{lane}_{name}"
 
         if storage == "memory":
-            self._acc = [Memory(shape=unsigned(32), depth=nctx, init=[]) for _ in lanes]
+            self._acc = [Memory(shape=unsigned(width), depth=nctx, init=[]) for _ in lanes]
             for lane, memory in zip(lanes, self._acc, strict=True):
                 m.submodules[named(lane, "acc")] = memory
         else:
-            self._acc = [Array(Signal(32, name=named(lane, f"acc{j}"), reset_less=True)
+            self._acc = [Array(Signal(width, name=named(lane, f"acc{j}"), reset_less=True)
                                for j in range(nctx)) for lane in lanes]
         busy = Signal(nctx)
         # The block leaving the step this cycle (its results are the context's new accs).
@@ -93,7 +97,8 @@ class AccumulatorContexts:
         leave = Signal()
         leave_last = Signal()  # the presented block ends its run
         leave_ctx = Signal(ctx_bits)
-        self._leave_results = [Signal(32, name=named(lane, "leave_result")) for lane in lanes]
+        self._leave_results = [Signal(width, name=named(lane, "leave_result"))
+                               for lane in lanes]
 
         ctx = ctx if ctx_bits else Const(0, 1)
         self._onehot = Const(1, nctx) << ctx if ctx_bits else Const(1, 1)
@@ -111,7 +116,7 @@ class AccumulatorContexts:
             else:
                 stored = acc[ctx] if ctx_bits else acc[0]
             current = Mux(forward, result, stored)
-            c = Signal(32, name=named(lane, "step_c"))
+            c = Signal(width, name=named(lane, "step_c"))
             m.d.comb += c.eq(Mux(first, start, current))
             self.c.append(c)
         self._busy, self._leave, self._leave_last, self._leave_ctx = (busy, leave, leave_last,

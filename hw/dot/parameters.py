@@ -5,17 +5,22 @@ mode and its step (:func:`build_step`), checked once in :func:`fused_step_parame
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import golden
 from golden.accumulation_kinds import check_accumulation
 
 from ..params import check_block_size, check_choice
+from ..pipeline import Pipeline
+from .chained_f4 import chain_layout, next_state
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
 from .nvfp4_scale import NVFP4_ELEMENTS, nvfp4_scale_format
 from .truncated_sections import ACCUMULATIONS, F4_MODES, KINDS, TRUNCATING
 from .truncated_step import build_truncated_step, truncated_sections
 
-__all__ = ["multipliers_suffix", "accumulation_suffix", "build_step", "fused_step_parameters"]
+__all__ = ["multipliers_suffix", "accumulation_suffix", "build_step", "fused_step_parameters",
+           "chained", "accumulator_bits"]
 
 
 def _check_multipliers(multipliers) -> str:
@@ -31,17 +36,17 @@ def multipliers_suffix(multipliers: str) -> str:
 
 
 def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers,
-                        forwarded_c) -> str:
-    """``accumulation`` checked with golden's rules (its names, formats and block sizes, the
-    same one-line errors), then against the modes built in hardware."""
-    check_accumulation(accumulation, fmt_a, fmt_b, block_size)
+                        forwarded_c, scale_format) -> str:
+    """``accumulation`` checked with golden's rules (its names, formats, block sizes and scale
+    formats, the same one-line errors), then against the modes built in hardware."""
+    check_accumulation(accumulation, fmt_a, fmt_b, block_size, scale_format)
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation {accumulation!r} is not built in hardware; the dot "
                          f"units build {', '.join(map(repr, ACCUMULATIONS))}")
-    if accumulation in F4_MODES and forwarded_c:
-        raise ValueError(f"accumulation {accumulation!r} steps over 64 elements (several "
-                         f"blocks) where a run has them; MXDotGeneral and MXGemm chain one "
-                         f"block per step: it is built in MXDot only (one block per step)")
+    if accumulation in F4_MODES and forwarded_c and scale_format != "e8m0":
+        raise ValueError(f"accumulation {accumulation!r} with {scale_format} scales (nvfp4) "
+                         f"is built in MXDot only (one block per step); MXDotGeneral and MXGemm "
+                         f"chain its steps with E8M0 scales")
     if accumulation in TRUNCATING and multipliers == "mult18x18d":
         raise ValueError(f"accumulation {accumulation!r} builds its products in LUTs or as `*` "
                          f"(multipliers 'lut' or 'dsp'), not 'mult18x18d'")
@@ -54,14 +59,42 @@ def accumulation_suffix(accumulation: str) -> str:
     return "" if accumulation == "exact" else "_" + accumulation.replace(".", "_")
 
 
-def build_step(unit, scope, a, b, c, side=None):
+def chained(unit) -> bool:
+    """Whether ``unit``'s accumulators hold a run's state rather than an fp32 value: mxf4 and
+    mxf4nvf4 in MXDotGeneral and MXGemm (:mod:`hw.dot.chained_f4`)."""
+    return unit.accumulation in F4_MODES and unit.forwarded_c
+
+
+def accumulator_bits(unit) -> int:
+    """Bits of one of ``unit``'s accumulators (:class:`hw.dot.contexts.AccumulatorContexts`):
+    32, or the chained state's."""
+    return chain_layout(unit.block_size).size if chained(unit) else 32
+
+
+def build_step(unit, scope, a, b, c, side=None, *, last=None):
     """The block step of ``unit``'s accumulation (:func:`hw.dot.fused_step.build_fused_step`
-    or :func:`hw.dot.truncated_step.build_truncated_step`) through ``scope``."""
+    or :func:`hw.dot.truncated_step.build_truncated_step`) through ``scope``: its ``result``
+    and ``side`` and the ``state`` it leaves in the accumulator (its ``result``, or where
+    :func:`chained`, :func:`hw.dot.chained_f4.next_state` with ``c`` the run's state and
+    ``last`` the run's flag)."""
     if unit.accumulation == "exact":
-        return build_fused_step(scope, unit.geometry, a, b, c, side,
-                                multipliers=unit.multipliers)
-    return build_truncated_step(scope, unit.geometry, a, b, c, side,
-                                multipliers=unit.multipliers, accumulation=unit.accumulation)
+        out = build_fused_step(scope, unit.geometry, a, b, c, side,
+                               multipliers=unit.multipliers)
+    elif not chained(unit):
+        out = build_truncated_step(scope, unit.geometry, a, b, c, side,
+                                   multipliers=unit.multipliers,
+                                   accumulation=unit.accumulation)
+    else:
+        if isinstance(scope, Pipeline):
+            scope = scope.scope()
+        out = build_truncated_step(scope, unit.geometry, a, b, c, side,
+                                   multipliers=unit.multipliers,
+                                   accumulation=unit.accumulation, last=last)
+        state = next_state(scope.module, unit.block_size, out.result, out.side.chain,
+                           out.side.groups, scope.name("next_state"))
+        return SimpleNamespace(result=out.result, side=out.side, state=state)
+    return SimpleNamespace(result=out.result, side=out.side if side else None,
+                           state=out.result)
 
 
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
@@ -72,17 +105,15 @@ def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *
     geometry, sections, stages, multipliers, primitives, accumulation) and return them as
     sidecar parameters.  ``forwarded_c``: ``c`` comes from the accumulator's forwarding path
     (:func:`hw.dot.fused_step.dot_sections`).  ``accumulation``: ``"exact"`` (the fused
-    step) or a GPU mode (the truncating step, :mod:`hw.dot.truncated_step`).
-    ``scale_formats``: those the unit takes; with ``"ue4m3"``, ``"nvfp4"`` (on both sides)
-    is fp4_e2m1 codes with UE4M3 scales (:mod:`hw.dot.nvfp4_scale`).  ``block_size`` None:
-    16 for nvfp4, else 32.  ``extra_sections``: sections after the step's (name ->
-    estimated delay)."""
+    step) or a GPU mode (the truncating step, :mod:`hw.dot.truncated_step`; with UE4M3 scales
+    ``"tcgen05.mxf4nvf4"``, as golden's :func:`golden.accumulation_kinds.check_accumulation`
+    takes them).  ``scale_formats``: those the unit takes; with ``"ue4m3"``, ``"nvfp4"`` (on
+    both sides) is fp4_e2m1 codes with UE4M3 scales (:mod:`hw.dot.nvfp4_scale`).
+    ``block_size`` None: 16 for nvfp4, else 32.  ``extra_sections``: sections after the
+    step's (name -> estimated delay)."""
     scale_format = nvfp4_scale_format(fmt_a, fmt_b, scale_formats)
     if scale_format == "ue4m3":
         fmt_a = fmt_b = NVFP4_ELEMENTS
-        if accumulation != "exact":
-            raise ValueError(f"accumulation {accumulation!r} with UE4M3 scales (nvfp4) is not "
-                             f"built in hardware; nvfp4 takes 'exact'")
     if block_size is None:
         block_size = 16 if scale_format == "ue4m3" else 32
     fmt_a = golden.element_format(fmt_a)
@@ -91,8 +122,9 @@ def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *
     unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size), scale_format)
     unit.multipliers = _check_multipliers(multipliers)
     unit.accumulation = _check_accumulation(accumulation, fmt_a, fmt_b, block_size,
-                                            multipliers, forwarded_c)
+                                            multipliers, forwarded_c, scale_format)
     unit.primitives = PRIMITIVES[multipliers]
+    unit.forwarded_c = forwarded_c
     if accumulation == "exact":
         sections = dot_sections(unit.geometry, multipliers, forwarded_c=forwarded_c)
     else:

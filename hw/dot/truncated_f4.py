@@ -1,6 +1,8 @@
 """The terms of the ``tcgen05.mxf4`` step (``docs/numerics.md`` section 8), one block of 32
 fp4_e2m1 pairs per step (MXDot): sections ``decode``, ``multiply``, ``group0``...,
-``emax`` and ``align``; the sum and result are :mod:`hw.dot.truncated_sum`'s.
+``emax`` and ``align``; the sum and result are :mod:`hw.dot.truncated_sum`'s.  Over a run
+(MXDotGeneral, MXGemm) the step also takes the groups of its earlier blocks from the run's
+state (:mod:`hw.dot.chained_f4`): ``decode``'s ``last``.
 
 The block's 32 products form two groups of 16, each summed exactly (``S_g``, in units of
 ``2^(lsb_a + lsb_b)``); a group's exponent is the scales' alone, ``x_s = sa + sb - 254``
@@ -11,16 +13,28 @@ lsb_b)`` is shifted right by ``e_max - x_s`` (truncated), ``c``'s significand ``
 is one more term.  A step of one block equals golden's step of that block and an all-zero
 second block (zero groups sit at the floor), which is how ``golden.dot_blocks`` steps a single
 block (an odd last block).
+
+``tcgen05.mxf4nvf4`` with UE4M3 scales (NVFP4, one block of 16 per step, one group): each scale
+byte's low seven bits decode as UE4M3 (its sign bit ignored; :func:`hw.dot.nvfp4_scale.
+scale_fields`, 0x7F NaN), ``sig * 2^(x - 127)``.  A lane's ``sig_a`` enters its product as
+``sig_a * P`` (``P = sig_a_scale * sig_b_scale``, :func:`hw.dot.nvfp4_scale.
+scaled_significand`), so the group sum is ``P`` times golden's; its exponent is the scales'
+alone, ``x_a + x_b - 254 + 6`` (each significand's three fraction bits), and a zero ``P`` puts
+the group at the floor.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux
+from amaranth.hdl import Cat, Const, Mux, signed
+from amaranth.lib import data
 
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
 from ..arith import partial_product_sum, wire
 from ..elements import decode_element
+from .chained_f4 import chain_layout, close_and_count
+from .geometry import units_max
+from .nvfp4_scale import scale_fields, scaled_significand
 from .step import FusedStep
 from .truncated_sections import (
     EXPONENT_BITS,
@@ -35,13 +49,53 @@ from .truncated_sections import (
 __all__ = ["decode", "multiply", "group_sums", "emax", "align"]
 
 
+#: A UE4M3 scale's significand fraction bits: ``sig * 2^(x - 127)`` has the alignment
+#: exponent ``x - 127 + 3`` (golden's ``max(e, 1) - 7``).
+_UE4M3_FRACTION_BITS = 3
+
+
 def _exp(value):
     return value.as_signed()[:EXPONENT_BITS].as_signed()
 
 
-def decode(step: FusedStep, a, b, c, side):
+def _group_bits(step: FusedStep) -> int:
+    """Bits of a group sum's magnitude in units of ``2^(lsb_a + lsb_b)``: 16 products of the
+    largest codes times the largest ``P`` (:data:`F4_GROUP_BITS` for E8M0, 19 for UE4M3)."""
+    g = step.geometry
+    return (F4_GROUP * units_max(g.fmt_a) * units_max(g.fmt_b)
+            * g.scale_sig_max ** 2).bit_length()
+
+
+def _scale_fields(step: FusedStep, a, b) -> dict:
+    """The scales' exponent sum (``x_s + 254``), NaN flag and, UE4M3, ``P``'s multiples and
+    whether ``P`` is non-zero."""
+    if not step.ue4m3:
+        return {"scale_sum": a.scale + b.scale,
+                "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN)}
+    f = scale_fields(step.m, Cat(a.scale[:7], Const(0, 1)), Cat(b.scale[:7], Const(0, 1)),
+                     step.name("scale"))
+    return {"scale_sum": f["exp_a"] + f["exp_b"] + 2 * _UE4M3_FRACTION_BITS,
+            "scale_nan": f["nan"], "p1": f["p1"], "p3": f["p3"], "scale_nz": f["p1"].any()}
+
+
+def _chained(s) -> bool:
+    """Whether the step carries a run's pending groups (:mod:`hw.dot.chained_f4`)."""
+    return "pending" in s.shape().members
+
+
+def _pending(s) -> dict:
+    """The pending groups, carried to ``emax`` (chained steps only)."""
+    return {"pending": s.pending} if _chained(s) else {}
+
+
+def decode(step: FusedStep, a, b, c, side, *, last=None):
     """Section ``decode``: per lane the two significands, the sum of their shifts, the
-    product's sign and whether it is non-zero; the scales' sum and whether one is NaN."""
+    product's sign and whether it is non-zero; the scales' sum and whether one is NaN.
+
+    With ``last`` (a run's, MXDotGeneral and MXGemm), ``c`` is the run's state
+    (:func:`hw.dot.chained_f4.chain_layout`): its pending groups ride to ``emax``; its ``c``,
+    the count of the step's blocks after this one, the NaN flag (the pending blocks' or this
+    one's scale) and whether this block closes the step ride in ``side["chain"]``."""
     m, g = step.m, step.geometry
     lanes = []
     for i in range(step.block_size):
@@ -49,9 +103,15 @@ def decode(step: FusedStep, a, b, c, side):
         y = decode_element(m, b.codes[i], g.fmt_b, step.name(f"b{i}"))
         lanes.append({"sig_a": x.sig, "sig_b": y.sig, "shift": x.shift + y.shift,
                       "neg": x.neg ^ y.neg, "nz": ~x.zero & ~y.zero})
-    return step.cross({"lanes": lanes, "scale_sum": a.scale + b.scale,
-                       "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN),
-                       "c": c, "side": side}, "decode")
+    scales = _scale_fields(step, a, b)
+    if last is None:
+        return step.cross({"lanes": lanes, **scales, "c": c, "side": side}, "decode")
+    state = data.View(chain_layout(step.block_size), c)
+    scales["scale_nan"] = scales["scale_nan"] | state.nan
+    chain = {**close_and_count(state, last, step.block_size), "nan": scales["scale_nan"]}
+    return step.cross({"lanes": lanes, **scales, "c": state.c,
+                       "side": {**(side or {}), "chain": chain}, "pending": state.groups},
+                      "decode")
 
 
 def multiply(step: FusedStep, s):
@@ -62,25 +122,29 @@ def multiply(step: FusedStep, s):
     terms = []
     for i in range(k):
         ln = s.lanes[i]
+        sig_a = scaled_significand(ln.sig_a, s.p1, s.p3) if step.ue4m3 else ln.sig_a
         if step.multipliers == "lut":
-            p = partial_product_sum(m, Cat(ln.sig_a, Const(0, 1)).as_signed(), ln.sig_b,
+            p = partial_product_sum(m, Cat(sig_a, Const(0, 1)).as_signed(), ln.sig_b,
                                     step.name(f"sig_prod{i}"))
         else:
-            p = ln.sig_a * ln.sig_b
-        p = (p.as_unsigned()[:len(ln.sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned()
+            p = sig_a * ln.sig_b
+        p = (p.as_unsigned()[:len(sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned()
         terms.append(Mux(ln.neg, -p, p).as_signed())
     cbits, c_exp = s.c, s.c[23:31]
     c_nan = (c_exp == 0xFF) & cbits[:23].any()
     c_inf = (c_exp == 0xFF) & ~cbits[:23].any()
+    group_nz = Cat(*(Cat(*(s.lanes[i].nz for i in range(j, j + F4_GROUP))).any()
+                     for j in range(0, k, F4_GROUP)))
+    if step.ue4m3:  # a zero scale significand: every group at the floor
+        group_nz = group_nz & s.scale_nz.replicate(len(group_nz))
     return step.cross({
         "terms": terms,
-        "group_nz": Cat(*(Cat(*(s.lanes[i].nz for i in range(j, j + F4_GROUP))).any()
-                          for j in range(0, k, F4_GROUP))),
+        "group_nz": group_nz,
         "nan": s.scale_nan | c_nan, "inf": c_inf, "inf_neg": c_inf & cbits[31],
         "c_neg": cbits[31], "c_nz": cbits[:31].any(),
         "c_sig": Cat(cbits[:23], c_exp.any()),
         "c_x": _exp(Mux(c_exp == 0, 1 - 127, c_exp - 127)),
-        "x_s": _exp(s.scale_sum - 2 * SCALE_BIAS), "side": step.side(s),
+        "x_s": _exp(s.scale_sum - 2 * SCALE_BIAS), "side": step.side(s), **_pending(s),
     }, "multiply")
 
 
@@ -98,7 +162,8 @@ def group_sums(step: FusedStep, s):
         groups = [[(grp[i] + grp[i + 1]).as_signed() for i in range(0, len(grp), 2)]
                   for grp in groups]
         s = step.cross({**_carried(step, s), "group_nz": s.group_nz, "c_nz": s.c_nz,
-                        "c_x": s.c_x, "x_s": s.x_s, "terms": groups}, f"group{level}")
+                        "c_x": s.c_x, "x_s": s.x_s, "terms": groups, **_pending(s)},
+                       f"group{level}")
         groups = [[s.terms[j][i] for i in range(len(groups[0]))] for j in range(len(groups))]
     return s
 
@@ -109,14 +174,24 @@ def emax(step: FusedStep, s):
     ``e_top = e_max + F4_SUM_BITS - 1 - 35 + 126`` for the result's exponent."""
     floor = Const(F4_ZERO_EXPONENT, EXPONENT_BITS).as_signed()
     e1 = Mux(s.group_nz.any() & (s.x_s > floor), s.x_s, floor)
+    chained = {}
+    if _chained(s):  # the pending groups' exponents too, and their distances
+        for i, grp in enumerate(s.pending):
+            e1 = wire(step.m, _exp(Mux(grp.nz & (grp.x > e1), grp.x, e1)),
+                      step.name(f"emax_pending{i}"))
     e1 = wire(step.m, _exp(e1), step.name("emax_groups"))
     e_max = wire(step.m, _exp(Mux(s.c_nz & (s.c_x > e1), s.c_x, e1)), step.name("emax_value"))
+    if _chained(s):
+        dists = [_exp(e_max - grp.x) for grp in s.pending]
+        chained = {"pending": s.pending, "x_s": s.x_s,
+                   "group_nz": s.group_nz,
+                   "pending_dist": [Mux(d > 63, 63, d[:6])[:6] for d in dists]}
     d, dc = _exp(e_max - s.x_s), _exp(e_max - s.c_x)
     sums = [s.terms[j][0] for j in range(len(s.terms))]
     return step.cross({
         **_carried(step, s), "sums": sums,
         "dist": Mux(d > 63, 63, d[:6])[:6], "c_dist": Mux(dc > 63, 63, dc[:6])[:6],
-        "e_top": _exp(e_max + (F4_SUM_BITS - 1 - F4_FRACTION_BITS + 126)),
+        "e_top": _exp(e_max + (F4_SUM_BITS - 1 - F4_FRACTION_BITS + 126)), **chained,
     }, "emax")
 
 
@@ -126,14 +201,23 @@ def align(step: FusedStep, s):
     the count of negative ones."""
     m, g = step.m, step.geometry
     left = F4_FRACTION_BITS + g.lsb_exp  # |S_g| * 2^(lsb_a + lsb_b) at 2^(x_s - 35) units
-    width = F4_TERM_BITS + 1
+    group_bits, term_bits = F4_GROUP_BITS, F4_TERM_BITS
+    if step.ue4m3:  # |S_g| * P * 2^(lsb_a + lsb_b - 6)
+        left -= 2 * _UE4M3_FRACTION_BITS
+        group_bits = _group_bits(step)
+        term_bits = group_bits + left
+    width = term_bits + 1
     terms, negs = [], []
-    for j in range(len(s.sums)):
-        total = s.sums[j]
+    groups = [(s.sums[j], s.dist) for j in range(len(s.sums))]
+    side = step.side(s)
+    if _chained(s):  # the pending groups at their own distances; the state's next groups
+        groups += [(s.pending[i].val, s.pending_dist[i]) for i in range(len(s.pending))]
+        side = _next_groups(step, s)
+    for j, (total, dist) in enumerate(groups):
         neg = total[-1]
-        mag = Mux(neg, -total, total).as_unsigned()[:F4_GROUP_BITS]
+        mag = Mux(neg, -total, total).as_unsigned()[:group_bits]
         placed = Cat(Const(0, left), mag)
-        t = wire(m, (placed >> s.dist)[:F4_TERM_BITS], step.name(f"group_term{j}"))
+        t = wire(m, (placed >> dist)[:term_bits], step.name(f"group_term{j}"))
         t = Cat(t, Const(0, 1))
         terms.append(Mux(neg, ~t, t).as_signed())
         negs.append(neg)
@@ -148,4 +232,17 @@ def align(step: FusedStep, s):
         count = count + n
     terms.append(Cat(count, Const(0, width - len(count))).as_signed())
     return step.cross({"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "e_top": s.e_top,
-                       "terms": terms, "side": step.side(s)}, "align")
+                       "terms": terms, "side": side}, "align")
+
+
+def _next_groups(step: FusedStep, s) -> dict:
+    """The side values with ``groups``: the pending groups but the oldest ``k / 16`` (empty
+    ones: a step holds at most ``64 / k - 1`` blocks before its last), then this block's, for
+    the state a non-closing block leaves (:func:`hw.dot.chained_f4.next_state`)."""
+    width = F4_GROUP_BITS + 1
+    x = _exp(s.x_s + Const(0, signed(EXPONENT_BITS)))  # sign-extended to the state's x
+    own = [{"val": s.sums[j].as_signed()[:width].as_signed(), "x": x, "nz": s.group_nz[j]}
+           for j in range(len(s.sums))]
+    kept = [s.pending[i] for i in range(len(own), len(s.pending))]
+    side = {name: s.side[name] for name in s.side.shape().members}
+    return {**side, "groups": kept + own}

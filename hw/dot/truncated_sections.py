@@ -25,8 +25,8 @@ __all__ = ["ACCUMULATIONS", "TRUNCATING", "FRACTION_BITS", "ZERO_EXPONENT", "TER
            "truncated_tree_levels", "truncated_terms"]
 
 #: The ``accumulation=`` values the dot units build: the exact step, or a truncating one
-#: (``"tcgen05.mxf4"`` and, with E8M0 scales, ``"tcgen05.mxf4nvf4"`` in MXDot only: one step
-#: per block, :mod:`hw.dot.truncated_f4`).
+#: (``"tcgen05.mxf4"`` and ``"tcgen05.mxf4nvf4"``: in MXDot one step per block, over a run
+#: one per 64 elements, :mod:`hw.dot.truncated_f4`).
 F4_MODES = ("tcgen05.mxf4", "tcgen05.mxf4nvf4")
 TRUNCATING = ("tcgen05.mxf8f6f4", *F4_MODES)
 ACCUMULATIONS = ("exact",) + TRUNCATING
@@ -134,7 +134,9 @@ def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
     :func:`hw.dot.sections.dot_sections`."""
     f4 = accumulation in F4_MODES
     names = F4_SECTIONS if f4 else TRUNCATED_SECTIONS
-    levels = {"tree": 2 if f4 else truncated_tree_levels(geometry.block_size),
+    # mxf4 over a run (forwarded_c): its 64-element step's four groups, c and the count
+    levels = {"tree": (3 if forwarded_c else 2) if f4 else truncated_tree_levels(
+                  geometry.block_size),
               "group": (F4_GROUP - 1).bit_length()}
     sections = {}
     for name in names:

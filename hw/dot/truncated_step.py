@@ -36,7 +36,7 @@ __all__ = ["build_truncated_step", "truncated_sections"]
 
 def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry, a, b, c,
                          side=None, *, multipliers: str = "lut",
-                         accumulation: str = "tcgen05.mxf8f6f4"):
+                         accumulation: str = "tcgen05.mxf8f6f4", last=None):
     """Build the truncating step through ``scope``, crossing every boundary of
     :func:`hw.dot.truncated_sections.truncated_sections` in it; the arguments and the result
     are :func:`hw.dot.fused_step.build_fused_step`'s.
@@ -57,17 +57,24 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
         The significand products as sums of partial products in LUTs, or as ``*``.
     accumulation : {"tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
         The mode: its terms are :mod:`hw.dot.truncated_terms`' or (mxf4, and mxf4nvf4 with
-        E8M0 scales: fp4_e2m1 x fp4_e2m1, one block per step) :mod:`hw.dot.truncated_f4`'s.
+        E8M0 or UE4M3 scales: fp4_e2m1 x fp4_e2m1, one block per step)
+        :mod:`hw.dot.truncated_f4`'s.
+    last : Value, optional
+        mxf4 and mxf4nvf4 over a run's blocks (MXDotGeneral, MXGemm): the run's ``last``
+        flag; ``c`` is then the run's state (:mod:`hw.dot.chained_f4`), and the side values
+        gain ``chain`` and ``groups``, of which :func:`hw.dot.chained_f4.next_state` makes the
+        state the block leaves.
 
     Returns
     -------
     View
         ``result`` (fp32 bits) and ``side`` (if given), after the last boundary.
     """
-    step = FusedStep.on(scope, geometry, multipliers, side)
+    # a chained step's side values carry its state even where side is None (MXGemm's lanes)
+    step = FusedStep.on(scope, geometry, multipliers, side or last is not None)
     kind = KINDS[accumulation]
     if accumulation in F4_MODES:
-        s = F4.multiply(step, F4.decode(step, a, b, c, side))
+        s = F4.multiply(step, F4.decode(step, a, b, c, side, last=last))
         s = F4.align(step, F4.emax(step, F4.group_sums(step, s)))
     else:
         s = T.decode(step, a, b, c, side)

@@ -41,7 +41,13 @@ from .contexts import AccumulatorContexts
 from .epilogue import build_epilogue, epilogue_sections
 from .fused_step import MULTIPLIERS
 from .nvfp4_scale import SCALE_FORMATS, check_levels, nvfp4_scale_format
-from .parameters import accumulation_suffix, build_step, fused_step_parameters, multipliers_suffix
+from .parameters import (
+    accumulation_suffix,
+    accumulator_bits,
+    build_step,
+    fused_step_parameters,
+    multipliers_suffix,
+)
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
            "accumulation_suffix", "add_fused_step_options", "add_accumulation_option",
@@ -95,10 +101,13 @@ class MXDot(Unit):
         Blackwell truncating step (:mod:`hw.dot.truncated_step`, ``block_size`` 32,
         ``multipliers`` ``"lut"`` or ``"dsp"``; every term truncated below the step's largest
         exponent, the sum rounded toward zero, NaN 0x7FFFFFFF): ``"tcgen05.mxf8f6f4"`` (OCP
-        fp8/fp6/fp4 formats, a step per block) or ``"tcgen05.mxf4"`` (fp4_e2m1 x fp4_e2m1,
-        MXDot only: a step per block, which is golden's step of that block and an all-zero
-        second one), or ``"tcgen05.mxf4nvf4"`` with E8M0 scales (its UE4M3 form is not
-        built), the same at ``block_size`` 16 or 32, MXDot only.  Checked with golden's
+        fp8/fp6/fp4 formats, a step per block) or ``"tcgen05.mxf4"`` (fp4_e2m1 x fp4_e2m1:
+        in MXDot a step per block, which is golden's step of that block and an all-zero
+        second one; MXDotGeneral chains a step per 64 elements), or ``"tcgen05.mxf4nvf4"``:
+        with E8M0 scales the same at ``block_size`` 16 or 32, with UE4M3 ones (``"nvfp4"``,
+        ``block_size`` 16, MXDot only) each group of 16 products times both scale
+        significands, at the scales' exponents, the scale bytes' sign bit ignored
+        (:mod:`hw.dot.truncated_f4`).  Checked with golden's
         ``check_accumulation`` (its one-line errors); the module name gets
         ``_tcgen05_mxf8f6f4``, ``_tcgen05_mxf4`` or ``_tcgen05_mxf4nvf4``.
 
@@ -160,7 +169,8 @@ class MXDot(Unit):
     def module_name(self) -> str:
         if self.scale_format == "ue4m3":
             return (f"nvfp4_dot_k{self.block_size}_s{self.stages}"
-                    + multipliers_suffix(self.multipliers))
+                    + multipliers_suffix(self.multipliers)
+                    + accumulation_suffix(self.accumulation))
         return (f"mx_dot_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}_s{self.stages}"
                 + multipliers_suffix(self.multipliers) + accumulation_suffix(self.accumulation))
 
@@ -210,11 +220,14 @@ class MXDotGeneral(Unit):
         Pipeline registers of the fused step (= ``latency``), as for :class:`MXDot`.
     multipliers : {"lut", "dsp", "mult18x18d"}
         As for :class:`MXDot` (so is the ``primitives`` attribute).
-    accumulation : {"exact", "tcgen05.mxf8f6f4"}
-        As for :class:`MXDot`: in the GPU mode each block is one tcgen05 step, its fp32
-        result the next block's ``c``, as ``golden.dot_blocks`` chains them (not
-        ``"tcgen05.mxf4"`` or ``"tcgen05.mxf4nvf4"``, whose steps take several blocks of a
-        run).
+    accumulation : {"exact", "tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
+        As for :class:`MXDot`, chained as ``golden.dot_blocks`` chains the steps: in
+        ``"tcgen05.mxf8f6f4"`` each block is one tcgen05 step, its fp32 result the next
+        block's ``c``; in ``"tcgen05.mxf4"`` (blocks of 32) and ``"tcgen05.mxf4nvf4"`` (E8M0
+        scales, blocks of 16 or 32) a step takes 64 elements, two or four blocks of a run (a
+        run's last step may hold fewer): each context's accumulator holds the step's ``c``
+        and the exact sums of its earlier blocks' groups (:mod:`hw.dot.chained_f4`), and the
+        block that ends the step or the run adds them up.
     levels : {1, 2}, optional
         nvfp4 only: 2 (its default) applies the tensor scales' epilogue ``f(alpha * sum)``
         to each run's result (:mod:`hw.dot.epilogue`: one fp32 RNE multiply, five sections
@@ -298,13 +311,14 @@ class MXDotGeneral(Unit):
         m = Module()
         p = self.i.payload
         pipe = self.pipeline(m, "dotg")
-        contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first, [p.c0], [None])
+        contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first, [p.c0], [None],
+                                       width=accumulator_bits(self))
         if self.levels == 2:
             return self._elaborate_epilogue(m, pipe, contexts)
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
-        out = build_step(self, pipe, p.a, p.b, contexts.c[0], side)
+        out = build_step(self, pipe, p.a, p.b, contexts.c[0], side, last=p.last)
         contexts.connect(pipe, i=self.i, o=self.o, last=out.side.last,
-                         ctx=out.side.ctx if self.ctx_bits else None, results=[out.result],
+                         ctx=out.side.ctx if self.ctx_bits else None, results=[out.state],
                          payload=[self.o.payload.result.eq(out.result)])
         return m
 
@@ -353,9 +367,9 @@ def add_accumulation_option(p: argparse.ArgumentParser):
     p.add_argument("--accumulation", default="exact",
                    help="the block step's numerics: exact (one RNE per block), "
                         "tcgen05.mxf8f6f4 (NVIDIA Blackwell's truncating steps: fp8/fp6/fp4, "
-                        "k = 32), tcgen05.mxf4 (fp4_e2m1, k = 32, dot only) or "
-                        "tcgen05.mxf4nvf4 (fp4_e2m1, E8M0 scales, k = 16 or 32, dot only); "
-                        "docs/numerics.md section 8")
+                        "k = 32), tcgen05.mxf4 (fp4_e2m1, k = 32) or tcgen05.mxf4nvf4 "
+                        "(fp4_e2m1 with E8M0 scales, k = 16 or 32, or nvfp4, k = 16, dot "
+                        "only); docs/numerics.md section 8")
 
 
 def formats_from_args(args) -> tuple[str, str]:

@@ -22,6 +22,7 @@ import golden
 from ..dot.contexts import STORAGES, AccumulatorContexts
 from ..dot.parameters import (
     accumulation_suffix,
+    accumulator_bits,
     build_step,
     fused_step_parameters,
     multipliers_suffix,
@@ -91,9 +92,11 @@ class MXGemm(Unit):
         one MX block of that format (``cols`` a power of two in 2..16), quantized with the
         floor scale and RNE (:mod:`hw.gemm.output`: R quantize steps side by side on a
         pipeline after the tile's, ``quantizer_stages`` more latency).
-    accumulation : {"exact", "tcgen05.mxf8f6f4"}
-        Every lane's block step, as for :class:`hw.dot.MXDotGeneral` (``_tcgen05_mxf8f6f4``
-        ends the module name).
+    accumulation : {"exact", "tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
+        Every lane's block step, chained as for :class:`hw.dot.MXDotGeneral` (mxf4 and
+        mxf4nvf4, E8M0 scales: a step per 64 elements of K, each lane's accumulator holding
+        the step's pending groups, :mod:`hw.dot.chained_f4`); ``_tcgen05_<kind>`` ends the
+        module name.
 
     Members
     -------
@@ -208,14 +211,15 @@ class MXGemm(Unit):
         names = [f"r{r}c{c}" for r, c in lanes]
         contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first,
                                        [p.c0[f"row{r}"][c] for r, c in lanes], names,
-                                       storage=self.accumulators)
+                                       storage=self.accumulators,
+                                       width=accumulator_bits(self))
         # the run's markers ride along with lane (0, 0) alone (one hold flag per pipeline)
         side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
         outs = []
         for (r, c), name, acc in zip(lanes, names, contexts.c, strict=True):
             scope = pipe.scope(name, sections=None)  # beside the first lane's registers
             outs.append(build_step(self, scope, p.a[f"row{r}"], p.b[f"col{c}"], acc,
-                                   None if outs else side))
+                                   None if outs else side, last=p.last))
         lead = outs[0].side
         o = self.o if self.out_fmt is None else \
             stream.Signature(self.fp32_layout).create(path=("tile",))
@@ -223,7 +227,7 @@ class MXGemm(Unit):
                    for (r, c), out in zip(lanes, outs, strict=True)]
         contexts.connect(pipe, i=self.i, o=o, last=lead.last,
                          ctx=lead.ctx if self.ctx_bits else None,
-                         results=[out.result for out in outs], payload=payload)
+                         results=[out.state for out in outs], payload=payload)
         if self.out_fmt is not None:
             quantize_rows(m, self._quantizer, o, self.o, self.rows, self.ctx_bits)
         return m
