@@ -179,6 +179,11 @@ NEXT_STEPS: dict[str, str] = {
     "dot --format fp8_e4m3 --accumulation tcgen05.mxf8f6f4": "the truncating step's `emax` "
         "section holds the maximum tree's last two levels and the add of P = x_base + K - 1 "
         "(26-27 cells, 10 ns): one section per tree level and P's add in its own",
+    "gemm": "the accumulators' forwarding (`finish` -> `decode`, 6 cells, 9.3 ns of routing: "
+            "the leaving block's context, from one register, fans out to every lane's "
+            "distributed-RAM read and forwarding mux across the die): a copy of the leaving "
+            "context and its forward-hit flag per lane (Pipeline.replicate), decided a cycle "
+            "ahead",
     "nvfp4-dequantizer": "3 * S and its normalization (`block` -> `triple`, a 26-bit carry "
                          "chain and a select, 8-10 cells, 4 ns of routing): form 3 * S in "
                          "two halves over two sections, or keep S and 3 * S unnormalized "
