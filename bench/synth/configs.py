@@ -186,6 +186,10 @@ NEXT_STEPS: dict[str, str] = {
                          "position over its boundary in copies (`Pipeline.replicate`), an "
                          "option of `hw.dequantizer.output_lanes` the MX dequantizer leaves "
                          "off",
+    "dot --format nvfp4 --block-size 16": "the block-scale product in `decode` (the input "
+        "register -> `decode`, 9-11 cells, 4 ns of routing: P = sig_a * sig_b in two levels "
+        "of adds and 3P a third after them): 3 * sig_a as a 4-input table so 3P is two "
+        "levels beside P, or P's last add in a section of its own",
     "nvfp4-quantizer": "not placed (too large for the shared machine): its 16 lane "
                        "products of 24 x 24 bits in MULT18X18D blocks (`hw.dsp`, as the dot "
                        "units' `--multipliers mult18x18d`) instead of the LUT tree's 7,435 "
