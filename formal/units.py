@@ -276,10 +276,11 @@ CUSTOM_UNITS = (
 
 
 #: MXDot and MXDotGeneral with ``--format nvfp4`` (UE4M3 scales), proven at k = 2 with the
-#: jobs of their unit there, and at k = 4 the flow jobs (:func:`formal.matrix.proof_jobs`).  MXDotGeneral without the
-#: tensor scales' epilogue (``levels=1``): the chain proof (:class:`formal.harness.ChainHarness`)
-#: asserts that an output beat is its run's chained result, which ``f(alpha * sum)`` is not;
-#: the epilogue is checked in simulation (docs/dot.md, NVFP4).
+#: jobs of their unit there, and at k = 4 the flow jobs (:func:`formal.matrix.proof_jobs`).
+#: MXDotGeneral without the tensor scales' epilogue (``levels=1``): the chain proof
+#: (:class:`formal.harness.ChainHarness`) asserts that an output beat is its run's chained
+#: result, which ``f(alpha * sum)`` is not; the epilogue is checked in simulation (docs/dot.md,
+#: NVFP4).
 NVFP4_UNITS = (
     _dot("nvfp4", "nvfp4", "nvfp4-dot", "dot"),
     _dot_general("nvfp4", "nvfp4", "nvfp4-dot-general", "dot-general", levels=1),
