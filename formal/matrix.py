@@ -198,6 +198,11 @@ def proof_jobs(*, quick: bool = False, full: bool = False, only: str | None = No
         # the NVFP4 quantizer at k = 2: flow and order at its three depths
         jobs += [j for unit in NVFP4_QUANTIZER_UNITS for s in unit.stage_settings(2)
                  for j in _jobs_for(unit, 2, s) if j.prop in ("flow", "order")]
+        # the NVFP4 dot units and quantizer at k = 4: flow at their three depths (their
+        # sections do not depend on k, so the k = 2 order proofs hold the same skeletons)
+        jobs += [j for unit in NVFP4_UNITS + NVFP4_QUANTIZER_UNITS
+                 for s in unit.stage_settings(4) for j in _jobs_for(unit, 4, s)
+                 if j.prop == "flow"]
         # The full-size rows: the datapath at each default configuration's depths, and the
         # pipeline skeleton's order proof at any (sections, depth) the small units do not
         # already have (the quantizer's sections grow with log2 k).

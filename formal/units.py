@@ -275,11 +275,12 @@ CUSTOM_UNITS = (
 )
 
 
-#: MXDot and MXDotGeneral with ``--format nvfp4`` (UE4M3 scales), proven at k = 2 only, with
-#: the jobs of their unit there (:func:`formal.matrix.proof_jobs`).  MXDotGeneral without the
-#: tensor scales' epilogue (``levels=1``): the chain proof (:class:`formal.harness.ChainHarness`)
-#: asserts that an output beat is its run's chained result, which ``f(alpha * sum)`` is not;
-#: the epilogue is checked in simulation (docs/dot.md, NVFP4).
+#: MXDot and MXDotGeneral with ``--format nvfp4`` (UE4M3 scales), proven at k = 2 with the
+#: jobs of their unit there, and at k = 4 the flow jobs (:func:`formal.matrix.proof_jobs`).
+#: MXDotGeneral without the tensor scales' epilogue (``levels=1``): the chain proof
+#: (:class:`formal.harness.ChainHarness`) asserts that an output beat is its run's chained
+#: result, which ``f(alpha * sum)`` is not; the epilogue is checked in simulation (docs/dot.md,
+#: NVFP4).
 NVFP4_UNITS = (
     _dot("nvfp4", "nvfp4", "nvfp4-dot", "dot"),
     _dot_general("nvfp4", "nvfp4", "nvfp4-dot-general", "dot-general", levels=1),
@@ -353,9 +354,9 @@ def _nvfp4_quantizer(levels: int, inp: str, name: str, base: str = "",
                       base=base)
 
 
-#: The NVFP4 quantizer (issue 50), proven at k = 2 only, one configuration per level and the
-#: two blocks a beat: the stream, no-loss and reset properties (flow and order) at 1, the
-#: middle and the deepest setting (:func:`formal.matrix.proof_jobs`).  Not among the
+#: The NVFP4 quantizer (issue 50), proven at k = 2 and 4, one configuration per level and the
+#: two blocks a beat: the stream, no-loss and reset properties (flow; at k = 2 also order) at
+#: 1, the middle and the deepest setting (:func:`formal.matrix.proof_jobs`).  Not among the
 #: full-size rows (:data:`SMALL_ONLY`).
 NVFP4_QUANTIZER_UNITS = (
     _nvfp4_quantizer(1, "bf16", "nvfp4-quantizer"),

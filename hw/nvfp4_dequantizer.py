@@ -69,8 +69,11 @@ BLOCK_ESTIMATES = {
     "block": Estimate(3.5, "the normalizing shift of f(P * s) (single level: the scale's "
                       "fields, its 4-bit leading-zero count and shift) and the block's binade "
                       "(estimate)"),
-    "triple": Estimate(3.0, "3 * S (one carry chain of 26 bits) and its one-bit "
-                       "normalization (estimate)"),
+    "triple": Estimate(2.5, "3 * S (one carry chain of 26 bits) and the trailing zeros of S "
+                       "(estimate; with the normalization in one section it was the unit's "
+                       "critical path, 5.8-6.2 ns over 8-10 cells, 3 seeds)"),
+    "tnorm": Estimate(1.5, "3 * S's one-bit normalization: a select on the registered carry "
+                      "(estimate)"),
 }
 #: The lanes' sections: decode, then :func:`hw.dequantizer.output_lanes`' four.
 LANE_ESTIMATES = {
@@ -114,7 +117,7 @@ class NVFP4Dequantizer(Unit):
         1: single level, ``e2m1(code) * s``; 2: two level, the fp32 tensor scale P is the
         input field ``tensor_scale``, given with every block (it changes per tensor).
     stages : int, optional
-        Pipeline registers, ``1..len(sections)`` (7 single level, 15 two level); default
+        Pipeline registers, ``1..len(sections)`` (8 single level, 16 two level); default
         :func:`hw.pipeline.default_stages` of the estimates (:data:`TENSOR_ESTIMATES`,
         :data:`BLOCK_ESTIMATES`, :data:`LANE_ESTIMATES`).
 
@@ -132,7 +135,7 @@ class NVFP4Dequantizer(Unit):
 
     Latency is ``stages`` cycles, one block per clock; flow control is
     :class:`hw.pipeline.Pipeline`'s (``i.ready`` a register, a skid register at the output).
-    Two level, k = 16, fp32, default 15 stages: 4,438 LUT4, 5,318 FF, 161.6 MHz on ECP5
+    Two level, k = 16, fp32, default 16 stages: 4,396 LUT4, 5,416 FF, 181.3 MHz on ECP5
     (median of 3 seeds; docs/performance.md).
     """
 
@@ -263,7 +266,7 @@ def tensor_scale_product(scope, payload):
 def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, payload):
     """Place the NVFP4 dequantizer's sections through ``scope`` (a
     :class:`hw.pipeline.PipelineScope`): ``scale`` to ``pround`` and ``bnorm`` (two level
-    only), ``block``, ``triple``, ``decode`` and :func:`hw.dequantizer.output_lanes`'
+    only), ``block``, ``triple``, ``tnorm``, ``decode`` and :func:`hw.dequantizer.output_lanes`'
     ``position`` to ``output``.
 
     ``payload`` is the input block (:func:`nvfp4_layout`); returns the view after ``output``:
@@ -273,44 +276,55 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     emin_out = 1 - output_format.bias
 
     # -- block: the block's value f(P * s) (single level: s) as a normalized significand S
-    # and its binade (top1) above the output's lowest normal binade, in both signs --------
+    # and its binade (top - emin_out, top = lsb + w - 1 - lz) above the output's lowest
+    # normal binade, in both signs: the part without lz is formed before (two level: in
+    # bnorm, beside the count), so only one add of lz lies beside the shift ---------------
     if levels == 2:
         blk = tensor_scale_product(scope, payload)
         fe, ff = blk.code[_FP32.mbits:], blk.code[:_FP32.mbits]
         sig = Cat(ff, fe.any())
+        w = len(sig)
         lsb = _signed(Mux(fe.any(), fe, 1)) - (_FP32.bias + _FP32.mbits)
         flags = {"zero": blk.zero | ~sig.any(), "nan": blk.nan, "inf": blk.inf,
                  "neg": blk.neg}
-        blk = scope.cross({**flags, "codes": blk.codes, "sig": sig, "lsb": lsb,
+        blk = scope.cross({**flags, "codes": blk.codes, "sig": sig,
+                           "above0": lsb + (w - 1 - emin_out),
+                           "below0": (emin_out - (w - 1)) - lsb,
                            "lz": leading_zeros(m, sig, name=scope.name("b_lz"))}, "bnorm")
         flags = {f: getattr(blk, f) for f in flags}
-        sig, lsb, lz = blk.sig, blk.lsb, blk.lz
+        sig, above0, below0, lz = blk.sig, blk.above0, blk.below0, blk.lz
         top_min = _FP32_EMIN - _FP32.mbits
     else:
         blk = payload
         s = _ue4m3(m, payload.scale, scope.name("s"))
-        sig, lsb = s.sig, s.lsb
+        sig = s.sig
+        w = len(sig)
+        above0, below0 = s.lsb + (w - 1 - emin_out), (emin_out - (w - 1)) - s.lsb
         flags = {"zero": ~sig.any(), "nan": s.nan, "inf": Const(0, 1), "neg": Const(0, 1)}
         lz = leading_zeros(m, sig, name=scope.name("b_lz"))
         top_min = -9
-    w = len(sig)
-    top1 = lsb + (w - 1) - lz
     blk = scope.cross({**flags, "codes": blk.codes, "sig": (sig << lz)[:w],
-                       "above": top1 - emin_out, "below": emin_out - top1}, "block")
+                       "above": above0 - lz, "below": below0 + lz}, "block")
 
-    # -- triple: 3 * S, normalized (its top bit is S's plus 1 or 2), and the trailing zeros
-    # of S and 3 * S (3 is odd: 3 * S has S's), from which every lane takes its sticky bit --
+    # -- triple: 3 * S (its top bit is S's plus 1 or 2: the carry out says which) and the
+    # trailing zeros of S and 3 * S (3 is odd: 3 * S has S's), from which every lane takes
+    # its sticky bit ------------------------------------------------------------------------
     flags = {f: getattr(blk, f) for f in ("zero", "nan", "inf", "neg")}
-    t = (blk.sig + (blk.sig << 1))[:w + 2]
-    carry = t[w + 1]
     tz = leading_zeros(m, blk.sig[::-1], name=scope.name("b_tz"))
+    blk = scope.cross({**flags, "codes": blk.codes, "sig": blk.sig,
+                       "t": (blk.sig + (blk.sig << 1))[:w + 2], "tz": tz,
+                       "above": blk.above, "below": blk.below}, "triple")
+
+    # -- tnorm: 3 * S normalized, a select on the registered carry, and its binade ----------
+    flags = {f: getattr(blk, f) for f in flags}
+    t, carry = blk.t, blk.t[w + 1]
     blk = scope.cross({**flags, "codes": blk.codes, "s1": Cat(Const(0, 2), blk.sig),
                        "s3": Mux(carry, t, t << 1)[:w + 2],
-                       "tz1": tz + 2, "tz3": tz + ~carry,
+                       "tz1": blk.tz + 2, "tz3": blk.tz + ~carry,
                        "above1": blk.above, "below1": blk.below,
-                       # both candidates beside the carry chain, the carry selects
+                       # both candidates beside each other, the carry selects
                        "above3": Mux(carry, blk.above + 1, blk.above),
-                       "below3": Mux(carry, blk.below - 1, blk.below)}, "triple")
+                       "below3": Mux(carry, blk.below - 1, blk.below)}, "tnorm")
 
     # -- decode: per lane, e2m1 value = 2^b (S) or 1.5 * 2^b (3 * S, one binade down) ------
     lanes = []

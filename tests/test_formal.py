@@ -630,11 +630,11 @@ def test_matrix_proves_gemm_at_k2():
     assert mx.capacity(5) == fp32.capacity(5) + built.quantizer_stages + 1
 
 
-def test_matrix_proves_the_nvfp4_quantizer_at_k2():
+def test_matrix_proves_the_nvfp4_quantizer_at_k2_and_k4():
     """The NVFP4 quantizer (issue 50) at k = 2, one configuration per level (single level
     from bf16, two level from fp32) and two blocks a beat (single level, fp32): flow and
-    order at 1, the middle and the deepest setting; no miter, register-bypass or full-size
-    job; none in ``--quick``."""
+    order at 1, the middle and the deepest setting; at k = 4 flow at the same depths; no
+    miter, register-bypass or full-size job; none in ``--quick``."""
     jobs = proof_jobs()
     assert not {j.unit.kind for j in proof_jobs(quick=True)} & {"nvfp4-quantizer"}
     assert [u.name for u in NVFP4_QUANTIZER_UNITS] == ["nvfp4-quantizer", "nvfp4-quantizer-l2",
@@ -645,8 +645,28 @@ def test_matrix_proves_the_nvfp4_quantizer_at_k2():
         mine = {(j.k, j.stages, j.prop) for j in jobs if j.unit.name == unit.name}
         settings = unit.stage_settings(2)
         assert settings[0] == 1 and settings[-1] == unit.max_stages(2) and len(settings) == 3
-        assert mine == {(2, s, p) for s in settings for p in ("flow", "order")}
+        assert unit.stage_settings(4) == settings
+        assert mine == ({(2, s, p) for s in settings for p in ("flow", "order")}
+                        | {(4, s, "flow") for s in settings})
     assert unit_by_name("nvfp4-quantizer-l2").kind == "nvfp4-quantizer"
+
+
+def test_matrix_proves_the_nvfp4_dot_units_flow_at_k4():
+    """MXDot and MXDotGeneral with ``--format nvfp4`` at k = 4: the flow job (MXDot by
+    induction, MXDotGeneral bounded) at 1, the middle and the deepest setting, and no other
+    k = 4 job (their sections do not depend on k: the k = 2 order proofs hold the same
+    skeletons); none in ``--quick``."""
+    jobs = proof_jobs()
+    assert not {j.k for j in proof_jobs(quick=True) if "nvfp4" in j.unit.name} & {4}
+    assert [u.name for u in NVFP4_UNITS] == ["nvfp4-dot", "nvfp4-dot-general"]
+    for unit in NVFP4_UNITS:
+        settings = unit.stage_settings(4)
+        assert settings[0] == 1 and settings[-1] == unit.max_stages(4) and len(settings) == 3
+        assert list(unit.sections(4, None)) == list(unit.sections(2, None))
+        mine = {(j.stages, j.prop, j.mode) for j in jobs if j.unit.name == unit.name
+                and j.k == 4}
+        mode = "bmc" if unit.runs else "prove"
+        assert mine == {(s, "flow", mode) for s in settings}, unit.name
 
 
 def test_gemm_lanes_beside_the_first_are_checked(tmp_path):

@@ -33,6 +33,7 @@ CONFIGS = (
     + [("dequantizer", ["--format", "fp8_e4m3", *K])]
     # NVFP4 (issue #50): blocks of 16, UE4M3 scale, the fp32 tensor scale as a run-time field
     + [("nvfp4-dequantizer", ["--levels", "2", "--block-size", "16"])]
+    + [("dot", ["--format", "nvfp4", "--block-size", "16"])]
     + [("dot", ["--format", f, *K]) for f in FORMATS]
     + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
        ("dot", ["--format-a", "int8", "--format-b", "fp6_e2m3", *K]),
@@ -184,8 +185,18 @@ NEXT_STEPS: dict[str, str] = {
             "distributed-RAM read and forwarding mux across the die): a copy of the leaving "
             "context and its forward-hit flag per lane (Pipeline.replicate), decided a cycle "
             "ahead",
-    "nvfp4-dequantizer": "3 * S and its normalization (`block` -> `triple`, a 26-bit carry "
-                         "chain and a select, 8-10 cells, 4 ns of routing): form 3 * S in "
-                         "two halves over two sections, or keep S and 3 * S unnormalized "
-                         "and let each lane's alignment absorb the one-bit difference",
+    "nvfp4-dequantizer": "each lane's `align` shift on its registered shift amount "
+                         "(`position` -> `align`, 5 cells, 4.4 ns of routing: a few "
+                         "position bits fan out to 16 lanes' 26-bit shifters): carry the "
+                         "position over its boundary in copies (`Pipeline.replicate`), an "
+                         "option of `hw.dequantizer.output_lanes` the MX dequantizer leaves "
+                         "off",
+    "dot --format nvfp4 --block-size 16": "the block-scale product in `decode` (the input "
+        "register -> `decode`, 9-11 cells, 4 ns of routing: P = sig_a * sig_b in two levels "
+        "of adds and 3P a third after them): 3 * sig_a as a 4-input table so 3P is two "
+        "levels beside P, or P's last add in a section of its own",
+    "nvfp4-quantizer": "not placed (too large for the shared machine): its 16 lane "
+                       "products of 24 x 24 bits in MULT18X18D blocks (`hw.dsp`, as the dot "
+                       "units' `--multipliers mult18x18d`) instead of the LUT tree's 7,435 "
+                       "CCU2C",
 }
