@@ -90,25 +90,27 @@ def _chunks(mag) -> list:
 
 def lzc(step: FusedStep, s, kind: TruncatedKind):
     """Section ``lzc``: per chunk of ``|S|`` (:func:`_chunks`) its leading zeros and whether
-    it has a one; beside them the bounds on ``lz`` that :func:`position` compares with
-    (:func:`_bounds`)."""
+    it is the first with a one (one-hot; none for ``S = 0``); beside them the bounds on
+    ``lz`` that :func:`position` compares with (:func:`_bounds`)."""
     m = step.m
     chunks = _chunks(s.mag)
     counts = [leading_zeros(m, chunk, step.name(f"lzc{j}"))[:LZC_CHUNK.bit_length() - 1]
               for j, chunk in enumerate(chunks)]
     return step.cross({**_specials(s), **_bounds(s.e_top, _grid(kind)), "e_top": s.e_top,
                        "neg": s.neg, "mag": s.mag, "counts": counts,
-                       "ones": Cat(*(chunk.any() for chunk in chunks)),
+                       "first": Cat(*(chunk.any() & ~Cat(*chunks[:j]).any() if j else chunk.any()
+                                      for j, chunk in enumerate(chunks))),
                        "side": step.side(s)}, "lzc")
 
 
 def _bounds(e_top, grid: Grid) -> dict:
     """What :meth:`hw.rounding.Grid.position` computes from ``above = e_top - lz`` and
-    ``below = -above``, as bounds ``lz`` is compared with: ``above < 0`` (a subnormal result)
-    is ``lz > e_top``; the clamp ``below > drop_max - drop_normal`` is ``lz > e_top +
-    drop_max - drop_normal``; ``below + drop_normal`` is ``lz - (e_top - drop_normal)``."""
-    return {"under_at": e_top, "clamp_at": (e_top + (grid.drop_max - grid.drop_normal)),
-            "drop_at": (e_top - grid.drop_normal)}
+    ``below = -above``, as bounds ``lz`` is compared with (the sign of a difference, one
+    carry chain): ``above < 0`` (a subnormal result) is ``lz >= e_top + 1``; the clamp
+    ``below > drop_max - drop_normal`` is ``lz >= e_top + drop_max - drop_normal + 1``;
+    ``below + drop_normal`` is ``lz - (e_top - drop_normal)``."""
+    return {"under_at": e_top + 1, "clamp_at": e_top + (grid.drop_max - grid.drop_normal + 1),
+            "drop_at": e_top - grid.drop_normal}
 
 
 def lzc_select(step: FusedStep, s):
@@ -120,10 +122,8 @@ def lzc_select(step: FusedStep, s):
     coarse = Const(0, width)
     fine = Const(0, LZC_CHUNK.bit_length() - 1)
     index = Const(0, max(1, (len(chunks) - 1).bit_length()))
-    above = Const(0, 1)
     for j in range(len(chunks)):
-        hit = s.ones[j] & ~above  # the first chunk with a one
-        above = above | s.ones[j]
+        hit = s.first[j]
         coarse = coarse | ((padded << (LZC_CHUNK * j))[:width] & hit.replicate(width))
         fine = fine | (s.counts[j] & hit.replicate(len(fine)))
         index = index | (Const(j, len(index)) & hit.replicate(len(index)))
@@ -141,8 +141,8 @@ def normalize(step: FusedStep, s, kind: TruncatedKind):
     width = len(s.coarse)
     norm = wire(m, (s.coarse << s.fine)[width - kind.sum_bits:width], step.name("norm"))
     return step.cross({**_specials(s), "neg": s.neg, "norm": norm,
-                       "above": (s.e_top - s.lz).as_signed(), "under": s.lz > s.under_at,
-                       "clamp": s.lz > s.clamp_at, "drop": (s.lz - s.drop_at).as_signed(),
+                       "above": (s.e_top - s.lz).as_signed(), "under": ~(s.lz - s.under_at)[-1],
+                       "clamp": ~(s.lz - s.clamp_at)[-1], "drop": (s.lz - s.drop_at).as_signed(),
                        "side": step.side(s)}, "normalize")
 
 

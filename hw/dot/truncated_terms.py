@@ -73,6 +73,12 @@ def decode(step: FusedStep, a, b, c, side):
                        "c": c, "side": side}, "decode")
 
 
+def _halves(flags):
+    """Whether a flag is set in each half of ``flags`` (two bits)."""
+    h = len(flags) // 2
+    return Cat(Cat(*flags[:h]).any(), Cat(*flags[h:]).any())
+
+
 def _product_width(ln) -> int:
     """Bits of the signed product of ``Cat(sig_a, 0)`` and ``sig_b``
     (:func:`hw.arith.partial_product_sum`)."""
@@ -102,9 +108,9 @@ def multiply_lo(step: FusedStep, s):
     return step.cross({
         "rows": rows, "neg": Cat(*(ln.neg for ln in lanes)), "l": [ln.l for ln in lanes],
         "nz": Cat(*(ln.nz for ln in lanes)),
-        "nan": Cat(*(ln.nan for ln in lanes)).any() | s.scale_nan,
-        "pinf": Cat(*(ln.pinf for ln in lanes)).any(),
-        "ninf": Cat(*(ln.ninf for ln in lanes)).any(),
+        # the lane specials in halves, ORed in multiply
+        "nan": _halves([ln.nan for ln in lanes]), "scale_nan": s.scale_nan,
+        "pinf": _halves([ln.pinf for ln in lanes]), "ninf": _halves([ln.ninf for ln in lanes]),
         "c_nan": (c_exp == 0xFF) & cbits[:23].any(),
         "c_inf": (c_exp == 0xFF) & ~cbits[:23].any(),
         "c_neg": cbits[31], "c_nz": cbits[:31].any(),
@@ -134,12 +140,13 @@ def multiply(step: FusedStep, s):
     level = max_tree_levels(m, [(key, None) for key in keys], 1, step.name("emax"),
                             radix=emax_tree_radices(k)[0])
     floor = Const(ZERO_EXPONENT, EXPONENT_BITS).as_signed()
-    pinf = s.pinf | (s.c_inf & ~s.c_neg)
-    ninf = s.ninf | (s.c_inf & s.c_neg)
+    pinf = s.pinf.any() | (s.c_inf & ~s.c_neg)
+    ninf = s.ninf.any() | (s.c_inf & s.c_neg)
     return step.cross({
         "prods": prods, "keys": [key for key, _ in level], "neg": s.neg, "l": s.l,
         "c_neg": s.c_neg, "c_sig": s.c_sig, "c_nz": s.c_nz, "counts": _count_level(s.counts),
-        "nan": s.nan | s.c_nan | (pinf & ninf), "inf": pinf | ninf, "inf_neg": ninf,
+        "nan": s.nan.any() | s.scale_nan | s.c_nan | (pinf & ninf), "inf": pinf | ninf,
+        "inf_neg": ninf,
         # e_max's candidates but P (= x_base + l_max): their distances to x_base and x_c
         "gap_f": _exp(floor - s.x_base), "gap_c": _exp(s.c_x - s.x_base),
         # e_top (section gap) of each candidate, P's less l_max
@@ -187,19 +194,28 @@ def _clamped(step: FusedStep, s, gap, tag: str) -> dict:
             .as_signed()[:fine + 1].as_signed()}
 
 
+def _greater(m, a, b, name: str):
+    """``a > b`` for unsigned ``a`` and ``b`` on a carry chain
+    (:func:`hw.maxtree.max_tree_compare`'s comparison of a pair)."""
+    return max_tree_compare(m, [b, a], 2, name)[0][0][0]
+
+
 def _last_level(step: FusedStep, s, name: str) -> list:
     """The maximum tree's last level (radix 2), its keys' comparisons with the other
     candidates of ``e_max`` made beside its own and selected with the key
-    (:func:`hw.maxtree.max_tree_select` of Views): ``l > G_floor`` and ``G_c > l``."""
+    (:func:`hw.maxtree.max_tree_select` of Views): ``l > G_floor`` and ``G_c > l`` on the
+    clamped distances (:func:`_clamped`; ``G_floor < 0``, where every ``l`` is above it,
+    section ``frame`` adds)."""
     m = step.m
     keys = [s.keys[0], s.keys[1]]
     comparisons = max_tree_compare(m, keys, 2, name)
     layout = data.StructLayout({"key": len(keys[0]), "gt_f": 1, "gt_c": 1})
     entries = []
-    for key in keys:
-        signed_l = Cat(key[:-1], Const(0, 1)).as_signed()
-        entries.append((data.View(layout, Cat(key, signed_l > s.gap_f, s.gap_c > signed_l)),
-                        None))
+    for i, key in enumerate(keys):
+        l_key = key[:-1]
+        entries.append((data.View(layout, Cat(
+            key, _greater(m, l_key, s.gap_f_cl, f"{name}_f{i}"),
+            _greater(m, s.gap_c_cl, l_key, f"{name}_c{i}"))), None))
     return max_tree_select(m, entries, comparisons, 2, name)
 
 
@@ -225,6 +241,8 @@ def emax(step: FusedStep, s):
         else:
             fields.update({f"gap_{t}{x}": getattr(s, f"gap_{t}{x}")
                            for t in "fc" for x in ("_cl", "_less_cl")})
+        if j > 1:
+            fields["gap_f_lo"] = s.gap_f_lo
         name = step.name(f"emax{j}")
         if j < levels:
             level = max_tree_levels(m, [(s.keys[i], None) for i in range(len(s.keys))], 1,
@@ -245,7 +263,7 @@ def frame(step: FusedStep, s):
     key = s.last.key
     l_max = key[:-1]
     signed_l = Cat(l_max, Const(0, 1)).as_signed()
-    use_p = key[-1] & s.last.gt_f  # P above the floor; else the floor, or c
+    use_p = key[-1] & (s.gap_f_lo | s.last.gt_f)  # P above the floor; else the floor, or c
     use_c = s.c_nz & (~use_p | s.last.gt_c)
     less_p = (signed_l - TERM_BITS).as_signed()[:len(s.gap_f_less_cl)].as_signed()
     return step.cross({
