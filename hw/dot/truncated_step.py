@@ -15,10 +15,11 @@ products (:func:`hw.arith.partial_product_sum`), the pipeline mechanism
 (:class:`hw.dot.step.FusedStep` over a :class:`hw.scope.PipelineScope`), and with the rest of
 the units the maximum tree (:mod:`hw.maxtree`) and the rounder (:mod:`hw.rounding`, RTZ).
 
-1. :mod:`hw.dot.truncated_terms` -- ``decode``, ``multiply``, ``emax``, ``frame``, ``gap``,
-   ``distance``, ``align``: the truncated signed terms.
-2. :mod:`hw.dot.truncated_sum` -- ``tree0``..., ``magnitude``, ``lzc``, ``normalize``,
-   ``shift``, ``finish``: their sum rounded toward zero, and the special cases.
+1. :mod:`hw.dot.truncated_terms` -- ``decode``, ``multiply_lo``, ``multiply``, ``emax1``...,
+   ``frame``, ``gap``, ``distance``, ``align_hi``, ``align``: the truncated signed terms.
+2. :mod:`hw.dot.truncated_sum` -- ``tree0``..., ``magnitude``, ``lzc``, ``lzc_select``,
+   ``normalize``, ``position``, ``shift_hi``, ``shift``, ``round``, ``finish``: their sum
+   rounded toward zero, and the special cases.
 """
 
 from __future__ import annotations

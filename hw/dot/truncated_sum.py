@@ -1,12 +1,16 @@
 """The truncating steps' sum and result (``accumulation="tcgen05.mxf8f6f4"``,
 ``"tcgen05.mxf4"``; the mode's :class:`hw.dot.truncated_sections.TruncatedKind`): sections
 ``tree0``... (the truncated terms added exactly, one adder-tree level per section),
-``magnitude``, ``lzc``, ``normalize``, ``shift`` and ``finish``.
+``magnitude``, ``lzc``, ``lzc_select``, ``normalize``, ``position``, ``shift_hi``, ``shift``,
+``round`` and ``finish`` (:data:`hw.dot.truncated_sections.SUM_SECTIONS`): each about three
+LUT levels or one carry chain, as the exact step's sections.
 
 The sum ``S`` is in units of ``2^(e_max - F)`` (F = 25, or 35 for mxf4); it is rounded
 toward zero to fp32 by the units' rounder (:class:`hw.rounding.Grid` and
 :func:`hw.rounding.round_aligned` in RTZ mode): ``|S|`` normalized (a leading-zero count and a
-left shift), then placed on fp32's grid, whose subnormals keep their spacing.  A magnitude
+left shift, each in two parts: whole chunks, then the rest), then placed on fp32's grid,
+whose subnormals keep their spacing (the shift from comparisons of the count made beside the
+normalizing shift, then applied in two parts).  A magnitude
 ``>= 2^128`` is Inf (:func:`hw.rounding.overflows`: RTZ adds no carry, so the test on the
 binade alone is exact); every zero result is +0; NaN results are 0x7FFFFFFF; the special
 cases override the sum.

@@ -1,12 +1,14 @@
 """The truncating step's terms (``accumulation="tcgen05.mxf8f6f4"``, ``docs/numerics.md``
-section 8): sections ``decode``, ``multiply``, ``emax``, ``frame``, ``distance`` and
-``align``.
+section 8): sections ``decode``, ``multiply_lo``, ``multiply``, ``emax1``..., ``frame``,
+``gap``, ``distance``, ``align_hi`` and ``align``, each about three LUT levels or one carry
+chain (:data:`hw.dot.truncated_sections.ESTIMATES`).
 
 Each product ``a_i * b_i`` has the alignment exponent ``x_i = x_base + l_i`` with
 ``l_i = shift_a + shift_b`` (the decoder's ``max(E, 1) - 1`` of each element) and ``x_base``
 the scales' exponents plus both formats' ``1 - bias``; its significand is ``p_i / 2^(ma+mb)``
 (``p_i`` the product of the decoder's unnormalized significands).  ``e_max`` is the largest of
-the non-zero products' exponents (a maximum tree over ``l_i``, :mod:`hw.maxtree`), ``c``'s
+the non-zero products' exponents (a radix-2 maximum tree over ``l_i``, one level per section,
+:mod:`hw.maxtree`), ``c``'s
 (``max(E, 1) - 127``) and the floor ``-133``; each term is then truncated toward zero to a
 multiple of ``2^(e_max - 25)``: product ``i`` is ``p_i << (25 - ma - mb)`` shifted right by
 ``d_i = G - l_i`` (``G = e_max - x_base``), ``c`` is its 24-bit significand ``<< 2`` shifted
