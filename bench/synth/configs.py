@@ -177,6 +177,12 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
+    "dot --format fp4_e2m1 --accumulation tcgen05.mxf4": "the mxf4 step's `emax` section "
+        "chooses e_max among the groups', c's and the -139 floor's exponents and forms both "
+        "distances with their clamps in one section (`group3` -> `emax`, 36-47 cells, 16 ns): "
+        "cut it as the mxf8f6f4 step's `multiply`..`gap` (distances made a section before, "
+        "comparisons, then selects; clamp tests as gates), then `align` and `multiply` "
+        "(seven LUT levels each, bench.synth.levels)",
     "nvfp4-dequantizer": "3 * S and its normalization (`block` -> `triple`, a 26-bit carry "
                          "chain and a select, 8-10 cells, 4 ns of routing): form 3 * S in "
                          "two halves over two sections, or keep S and 3 * S unnormalized "
