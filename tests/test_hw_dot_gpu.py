@@ -96,9 +96,13 @@ def test_module_names_sidecar_and_sections():
     # its own sections: one per tree level over 32 lanes, c and the count of negated terms
     names = list(dot.sections)
     assert truncated_tree_levels(32) == 6
-    assert names[:7] == ["decode", "multiply", "emax", "frame", "gap", "distance", "align"]
-    assert names[7:13] == [f"tree{j}" for j in range(6)]
-    assert names[13:] == ["magnitude", "lzc", "normalize", "shift", "finish"]
+    back = ["magnitude", "lzc", "lzc_select", "normalize", "position", "shift_hi", "shift",
+            "round", "finish"]
+    # the maximum tree's five radix-2 levels over 32 keys: the first in multiply
+    assert names[:12] == ["decode", "multiply_lo", "multiply", "emax1", "emax2", "emax3",
+                          "emax4", "frame", "gap", "distance", "align_hi", "align"]
+    assert names[12:18] == [f"tree{j}" for j in range(6)]
+    assert names[18:] == back
     assert dot.max_stages == len(names) and 1 <= dot.stages <= dot.max_stages
     assert all(e.provenance for e in ESTIMATES.values())
     forwarded = truncated_sections(dot.geometry, forwarded_c=True)
@@ -107,8 +111,7 @@ def test_module_names_sidecar_and_sections():
     f4 = MXDot("fp4_e2m1", accumulation=F4)
     assert f4.module_name == f"mx_dot_fp4_e2m1_fp4_e2m1_k32_s{f4.stages}_tcgen05_mxf4"
     assert list(f4.sections) == ["decode", "multiply", "group0", "group1", "group2", "group3",
-                                 "emax", "align", "tree0", "tree1", "magnitude", "lzc",
-                                 "normalize", "shift", "finish"]
+                                 "emax", "align", "tree0", "tree1", *back]
     assert f4.parameters["sum_bits"] == 48 and f4.parameters["accumulation"] == F4
 
 

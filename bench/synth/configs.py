@@ -38,8 +38,9 @@ CONFIGS = (
     + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
        ("dot", ["--format-a", "int8", "--format-b", "fp6_e2m3", *K]),
        ("dot-general", ["--format", "fp8_e4m3", *K])]
-    # the GPU accumulation mode (issue #52): the truncating step beside the exact row above
-    + [("dot", ["--format", "fp8_e4m3", "--accumulation", "tcgen05.mxf8f6f4", *K])]
+    # the GPU accumulation modes (issue #52): the truncating steps beside the exact rows above
+    + [("dot", ["--format", "fp8_e4m3", "--accumulation", "tcgen05.mxf8f6f4", *K]),
+       ("dot", ["--format", "fp4_e2m1", "--accumulation", "tcgen05.mxf4", *K])]
     # the lane products in DSPs (MULT18X18D) instead of LUTs: as `*` (yosys maps them,
     # registers stay in the fabric) and instantiated with the blocks' own registers (hw.dsp)
     + [("dot", ["--format", f, "--multipliers", m, *K])
@@ -177,9 +178,12 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "dot --format fp8_e4m3 --accumulation tcgen05.mxf8f6f4": "the truncating step's `emax` "
-        "section holds the maximum tree's last two levels and the add of P = x_base + K - 1 "
-        "(26-27 cells, 10 ns): one section per tree level and P's add in its own",
+    "dot --format fp4_e2m1 --accumulation tcgen05.mxf4": "the mxf4 step's `emax` section "
+        "chooses e_max among the groups', c's and the -139 floor's exponents and forms both "
+        "distances with their clamps in one section (`group3` -> `emax`, 36-47 cells, 16 ns): "
+        "cut it as the mxf8f6f4 step's `multiply`..`gap` (distances made a section before, "
+        "comparisons, then selects; clamp tests as gates), then `align` and `multiply` "
+        "(seven LUT levels each, bench.synth.levels)",
     "gemm": "the accumulators' forwarding (`finish` -> `decode`, 6 cells, 9.3 ns of routing: "
             "the leaving block's context, from one register, fans out to every lane's "
             "distributed-RAM read and forwarding mux across the die): a copy of the leaving "

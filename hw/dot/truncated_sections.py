@@ -21,7 +21,8 @@ from .sections import FORWARD_DELAY
 __all__ = ["ACCUMULATIONS", "TRUNCATING", "FRACTION_BITS", "ZERO_EXPONENT", "TERM_BITS",
            "SUM_BITS", "EXPONENT_BITS", "ESTIMATES", "TRUNCATED_SECTIONS", "F4_SECTIONS",
            "F4_GROUP", "F4_GROUP_BITS", "F4_FRACTION_BITS", "F4_ZERO_EXPONENT", "F4_TERM_BITS",
-           "F4_SUM_BITS", "F4_MODES", "KINDS", "TruncatedKind", "truncated_sections",
+           "F4_SUM_BITS", "F4_MODES", "KINDS", "SUM_SECTIONS", "TruncatedKind",
+           "emax_tree_radices", "truncated_sections",
            "truncated_tree_levels", "truncated_terms"]
 
 #: The ``accumulation=`` values the dot units build: the exact step, or a truncating one
@@ -67,35 +68,56 @@ class TruncatedKind:
 EXPONENT_BITS = 12
 
 _ANALOGY = "estimate by analogy with the exact step's sections (not yet measured placed): "
+_CUT = ("cut to about four LUT levels or one carry chain with a LUT level beside it "
+        "(bench.synth.levels), as the exact step's sections")
 
-#: The estimates the truncating step's registers are placed on (ns, ECP5 speed 8).
+#: The estimates the truncating steps' registers are placed on (ns, ECP5 speed 8).  Any two
+#: neighbouring estimates sum to more than the largest, so the default depth registers every
+#: boundary.
 ESTIMATES = {
     "decode": Estimate(3.5, _ANALOGY + "the element fields, as the exact step's decode"),
-    "multiply": Estimate(4.5, _ANALOGY + "the unsigned significand products (two levels of "
-                         "pair sums at most) beside the first radix-4 level of the maximum "
-                         "tree of the lane exponents"),
-    "emax": Estimate(4, _ANALOGY + "the maximum tree's last levels (radix 4, then 2)"),
-    "frame": Estimate(4.5, "three compares side by side choose e_max among the products', "
-                      "c's and the -133 floor's exponents, each candidate's distances beside "
-                      "them (estimate; with the selects and clamps in one section it was the "
-                      "critical path, 16 ns over 39 cells, 62.5 MHz)"),
-    "gap": Estimate(4, "e_max and its distances selected, the clamps (estimate)"),
-    "distance": Estimate(3, _ANALOGY + "a short chain per lane, d = G - (shift_a + shift_b)"),
-    "align": Estimate(4, _ANALOGY + "a 27-bit right shift per lane, five mux levels"),
+    "multiply_lo": Estimate(3.5, _CUT + ": the first level of the significand products' pair "
+                            "sums, the lane specials reduced, x_base"),
+    "multiply": Estimate(4, _CUT + ": the products' last level of pair sums beside the first "
+                         "level of the maximum tree of the keys (nz_i, l_i)"),
+    "emax": Estimate(4, _CUT + ": one radix-2 level of the maximum tree each; with "
+                     "the last two levels and P = x_base + K - 1 in one section it was the "
+                     "critical path, 26-27 cells, 10 ns, 96.5 MHz"),
+    "frame": Estimate(4, _CUT + ": the compares that choose e_max among the products' P, "
+                      "c's x_c and the -133 floor, on l_max against distances made before, "
+                      "each candidate's distances beside them"),
+    "gap": Estimate(3.5, _CUT + ": e_max's distances and e_top selected, c's clamped"),
+    "distance": Estimate(3.5, _CUT + ": a short chain per lane, d = G - l_i"),
+    "align_hi": Estimate(3.5, _CUT + ": each term's right shift by the high bits of d"),
+    "align": Estimate(3.5, _CUT + ": the shift by d's low bits, the ones' complement"),
     "tree": Estimate(3.25, _ANALOGY + "one level of the adder tree, as the exact step's tree"),
     "group": Estimate(3.25, _ANALOGY + "mxf4: one level of a group's exact sum of 16 products"),
     "f4_emax": Estimate(4.5, _ANALOGY + "mxf4: e_max of the groups, c and -139, and the "
                         "distances"),
     "f4_align": Estimate(4.5, _ANALOGY + "mxf4: a 45-bit right shift per group, six mux "
                          "levels"),
-    "magnitude": Estimate(4, _ANALOGY + "|sum|, a 34-bit negation chain"),
-    "lzc": Estimate(4, _ANALOGY + "a 33-bit leading-zero count"),
-    "normalize": Estimate(4, _ANALOGY + "the normalizing left shift, the grid position beside "
-                          "it"),
-    "shift": Estimate(4, _ANALOGY + "the subnormal right shift onto fp32's grid"),
-    "finish": Estimate(5, _ANALOGY + "as the exact step's finish: the code's chain, overflow "
-                       "and the special cases"),
+    "magnitude": Estimate(3.5, _CUT + ": |sum|, a negation chain"),
+    "lzc": Estimate(3.5, _CUT + ": per 8-bit chunk of |sum| its leading zeros, and the first "
+                    "chunk with a one"),
+    "lzc_select": Estimate(3.5, _CUT + ": the first non-zero chunk moved to the top, the "
+                           "leading-zero count"),
+    "normalize": Estimate(3.5, _CUT + ": the left shift by the count's low bits, and beside "
+                          "it the result's top exponent and its negation"),
+    "position": Estimate(3.5, _CUT + ": the shift onto fp32's grid and the binade "
+                         "(hw.rounding.Grid.position)"),
+    "shift_hi": Estimate(3.5, _CUT + ": the right shift onto fp32's grid by the high bits"),
+    "shift": Estimate(3.5, _CUT + ": the right shift by the low bits"),
+    "round": Estimate(3.5, _CUT + ": the code (binade and significand), overflow, zero"),
+    "finish": Estimate(3.5, _CUT + ": the special cases over the code"),
 }
+
+
+def emax_tree_radices(block_size: int) -> list[int]:
+    """Radices of the levels of the mxf8f6f4 step's maximum tree over ``block_size`` keys:
+    radix 2 throughout (a radix-4 level, six comparisons and a one-hot select, measured six
+    LUT levels in one section, bench.synth.levels), the first level in section ``multiply``,
+    each other in a section ``emax<j>`` of its own."""
+    return [2] * (block_size - 1).bit_length()
 
 
 def truncated_terms(block_size: int) -> int:
@@ -114,15 +136,19 @@ KINDS = {"tcgen05.mxf8f6f4": TruncatedKind(FRACTION_BITS, ZERO_EXPONENT, SUM_BIT
          **dict.fromkeys(F4_MODES, TruncatedKind(F4_FRACTION_BITS, F4_ZERO_EXPONENT,
                                                  F4_SUM_BITS))}
 
+#: The sections of the sum's back end (:mod:`hw.dot.truncated_sum`) after the adder tree.
+SUM_SECTIONS = ("magnitude", "lzc", "lzc_select", "normalize", "position", "shift_hi", "shift",
+                "round", "finish")
+
 #: The mxf8f6f4 step's sections in datapath order, ``tree`` standing for one section per
-#: level of the adder tree (:func:`truncated_sections`).
-TRUNCATED_SECTIONS = ("decode", "multiply", "emax", "frame", "gap", "distance", "align", "tree",
-                      "magnitude", "lzc", "normalize", "shift", "finish")
+#: level of the adder tree and ``emax`` for one per level of the maximum tree after the first
+#: (:func:`truncated_sections`).
+TRUNCATED_SECTIONS = ("decode", "multiply_lo", "multiply", "emax", "frame", "gap", "distance",
+                      "align_hi", "align", "tree", *SUM_SECTIONS)
 
 #: The mxf4 step's sections (one block of 32: two groups of 16): ``group<j>`` one level of the
 #: groups' exact sums each, ``tree<j>`` the levels over the two groups, c and the count.
-F4_SECTIONS = ("decode", "multiply", "group", "f4_emax", "f4_align", "tree", "magnitude",
-               "lzc", "normalize", "shift", "finish")
+F4_SECTIONS = ("decode", "multiply", "group", "f4_emax", "f4_align", "tree", *SUM_SECTIONS)
 
 
 def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
@@ -138,11 +164,15 @@ def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
     levels = {"tree": (3 if forwarded_c else 2) if f4 else truncated_tree_levels(
                   geometry.block_size),
               "group": (F4_GROUP - 1).bit_length()}
+    if not f4:
+        levels["emax"] = len(emax_tree_radices(geometry.block_size)) - 1
     sections = {}
     for name in names:
         estimate = ESTIMATES[name]
         if name in levels:
-            sections.update({f"{name}{j}": estimate.ns for j in range(levels[name])})
+            first = 1 if name == "emax" else 0  # the maximum tree's level 0 is multiply's
+            sections.update({f"{name}{j}": estimate.ns
+                             for j in range(first, first + levels[name])})
             continue
         delay = estimate.ns + (FORWARD_DELAY if name == "decode" and forwarded_c else 0)
         sections[name.removeprefix("f4_")] = delay

@@ -15,10 +15,11 @@ products (:func:`hw.arith.partial_product_sum`), the pipeline mechanism
 (:class:`hw.dot.step.FusedStep` over a :class:`hw.scope.PipelineScope`), and with the rest of
 the units the maximum tree (:mod:`hw.maxtree`) and the rounder (:mod:`hw.rounding`, RTZ).
 
-1. :mod:`hw.dot.truncated_terms` -- ``decode``, ``multiply``, ``emax``, ``frame``, ``gap``,
-   ``distance``, ``align``: the truncated signed terms.
-2. :mod:`hw.dot.truncated_sum` -- ``tree0``..., ``magnitude``, ``lzc``, ``normalize``,
-   ``shift``, ``finish``: their sum rounded toward zero, and the special cases.
+1. :mod:`hw.dot.truncated_terms` -- ``decode``, ``multiply_lo``, ``multiply``, ``emax1``...,
+   ``frame``, ``gap``, ``distance``, ``align_hi``, ``align``: the truncated signed terms.
+2. :mod:`hw.dot.truncated_sum` -- ``tree0``..., ``magnitude``, ``lzc``, ``lzc_select``,
+   ``normalize``, ``position``, ``shift_hi``, ``shift``, ``round``, ``finish``: their sum
+   rounded toward zero, and the special cases.
 """
 
 from __future__ import annotations
@@ -77,10 +78,10 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
         s = F4.multiply(step, F4.decode(step, a, b, c, side, last=last))
         s = F4.align(step, F4.emax(step, F4.group_sums(step, s)))
     else:
-        s = T.decode(step, a, b, c, side)
-        s = T.align(step, T.distance(step, T.gap(step, T.frame(step, T.emax(step, T.multiply(
-            step, s))))))
-    s = S.sum_terms(step, s, kind)
-    s = S.magnitude(step, s, kind)
-    s = S.shift(step, S.normalize(step, S.lzc(step, s), kind), kind)
-    return S.finish(step, s, hold_last=bool(side) and "last" in side)
+        s = T.multiply(step, T.multiply_lo(step, T.decode(step, a, b, c, side)))
+        s = T.distance(step, T.gap(step, T.frame(step, T.emax(step, s))))
+        s = T.align(step, T.align_hi(step, s))
+    s = S.magnitude(step, S.sum_terms(step, s, kind), kind)
+    s = S.normalize(step, S.lzc_select(step, S.lzc(step, s, kind)), kind)
+    s = S.shift(step, S.shift_hi(step, S.position(step, s, kind)))
+    return S.finish(step, S.round_rtz(step, s), hold_last=bool(side) and "last" in side)
