@@ -74,7 +74,7 @@ def _tile_row(r: dict) -> str:
     p, e = r["parameters"], r["ecp5"]
     macs = _tile_macs(r)
     name = (f"MXGemm {p['rows']} x {p['cols']} {p['format_a']}, MX out "
-            f"({r['latency']} stages)")
+            f"(latency {r['latency']})")
     area = (f"{e['LUT4']:,} LUT4 + {e['CCU2C']:,} CCU2C, {e['FF']:,} FF"
             + (f", {e['TRELLIS_DPR16X4']:,} DPR16X4" if e.get("TRELLIS_DPR16X4") else ""))
     mem = f"{e.get('MULT18X18D', 0)} / {e.get('DP16KD', 0)}"
