@@ -357,8 +357,8 @@ def test_planted_chain_bug_fails(tmp_path, bug, unit):
 def test_depth_dependent_write_back_fails_the_fused_step_proof(tmp_path):
     """The accumulators' ``leave_result`` is compared too (not only ``o.payload``): a write
     back that differs at depth 3 from depth 1 fails the register-bypass proof."""
-    unit = _planted_unit("dot-general", "results=[out.result],",
-                         "results=[out.result ^ (self.stages > 1)],")
+    unit = _planted_unit("dot-general", "results=[out.state],",
+                         "results=[out.state ^ (self.stages > 1)],")
     res = prove_same_datapath(unit, 2, 3, tmp_path / "write_back")
     assert (res.status, res.failed) == ("FAIL", ["same_datapath_given_cut_nets"])
 
