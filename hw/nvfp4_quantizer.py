@@ -145,9 +145,17 @@ class NVFP4Quantizer(Unit):
         pipe = self.pipeline(m, "q")
         if self.blocks == 1:
             m.d.comb += self.o.payload.eq(self._block(pipe.scope(), self.i.payload))
+        else:
+            self._beside(m, pipe)
+        pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready,
+                     o_valid=self.o.valid, o_ready=self.o.ready)
+        return m
+
+    def _beside(self, m, pipe):
+        """Two blocks a beat: each block's path on the same sections, block 0's names the
+        unit's, block j's registers beside them (``q_b<j>_...``)."""
         k, w = self.block_size, self.input_format.bits
-        for j in range(self.blocks if self.blocks > 1 else 0):
-            # block j beside block 0, on the same sections (block 0's names are the unit's)
+        for j in range(self.blocks):
             scope = pipe.scope(f"b{j}" if j else None, sections=None)
             block = Signal(self._input_layout(1), name=f"b{j}_in")
             m.d.comb += block.data.eq(self.i.payload.data.as_value()[j * k * w:(j + 1) * k * w])
@@ -157,10 +165,6 @@ class NVFP4Quantizer(Unit):
             out = self._block(scope, block)
             m.d.comb += [self.o.payload.scale[j].eq(out.scale),
                          *(self.o.payload.codes[j * k + i].eq(out.codes[i]) for i in range(k))]
-        pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready,
-                     o_valid=self.o.valid, o_ready=self.o.ready)
-        return m
-
 
     def _block(self, scope, payload):
         """One block's path on ``scope``: its scale byte and codes (a view of

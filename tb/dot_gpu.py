@@ -35,6 +35,15 @@ def _fp32(x: float) -> int:
 FRACTION_BITS = {"tcgen05.mxf8f6f4": 25, "tcgen05.mxf4": 35, "tcgen05.mxf4nvf4": 35}
 
 
+def _directed_block(k: int, lanes, sa, sb, c, label) -> tuple:
+    """One directed block ``(ca, sa, cb, sb, c, label)``: the code pairs ``lanes`` in its
+    first lanes, code 0 in the other ``k - len(lanes)``."""
+    ca, cb = np.zeros(k, np.uint8), np.zeros(k, np.uint8)
+    for i, (x, y) in enumerate(lanes):
+        ca[i], cb[i] = x, y
+    return ca, sa, cb, sb, c, label
+
+
 def gpu_directed_blocks(fmt_a, fmt_b, k: int = 32,
                         accumulation: str = "tcgen05.mxf8f6f4") -> list:
     """``(ca, sa, cb, sb, c_bits, label)`` per rule: a term truncated away; a negative term
@@ -56,10 +65,7 @@ def gpu_directed_blocks(fmt_a, fmt_b, k: int = 32,
     out = []
 
     def block(lanes, sa, sb, c, label):
-        ca, cb = np.zeros(k, np.uint8), np.zeros(k, np.uint8)
-        for i, (x, y) in enumerate(lanes):
-            ca[i], cb[i] = x, y
-        out.append((ca, sa, cb, sb, c, label))
+        out.append(_directed_block(k, lanes, sa, sb, c, label))
 
     # c = 2^(F+5): terms are kept to multiples of 2^5, so the product 1 is truncated away;
     # mxf8f6f4: 31 products -16 vanish too, 2^30 where c + T = 2^30 - 496 (RNE: 2^30 - 512)
@@ -104,10 +110,7 @@ def nvfp4_gpu_directed_blocks(k: int = 16) -> list:
     out = []
 
     def block(lanes, sa, sb, c, label):
-        ca, cb = np.zeros(k, np.uint8), np.zeros(k, np.uint8)
-        for i, (x, y) in enumerate(lanes):
-            ca[i], cb[i] = x, y
-        out.append((ca, sa, cb, sb, c, label))
+        out.append(_directed_block(k, lanes, sa, sb, c, label))
 
     big = _fp32(2.0 ** 40)  # terms kept to multiples of 2^5
     block([(one, one)], 0x38, 0x38, big, "group truncated away")
