@@ -496,3 +496,28 @@ def test_gemm_tiles_beside_the_engines_give_gflops_per_thousand_luts():
     ten_four = next(x for x in engines_md([]) if x.startswith("| Ten-Four"))
     assert "| 134.3 |" in ten_four and "| 0.71 |" in ten_four
     assert all(g.macs > 0 for g in ENGINES)
+
+
+def test_report_only_sweep_reads_stored_points_and_synthesizes_nothing(tmp_path, monkeypatch):
+    """``--report-only`` rebuilds the sweep tables from stored results: a point with no
+    current result is left out, never synthesized.  Tools stubbed (a call fails the test)."""
+    from bench.synth import flow
+
+    config = ["--format", "fp8_e4m3", "--block-size", "4"]
+    monkeypatch.setattr(flow, "OUT", tmp_path / "build")
+    monkeypatch.setattr(flow, "RESULTS", tmp_path)
+    monkeypatch.setattr(flow, "ecp5_synthesis", lambda comp, name, d, lut_map: {
+        "LUT4": 10, "FF": 5, "MULT18X18D": 0, "CCU2C": 0})
+    monkeypatch.setattr(flow, "_place", lambda d, seed: {"fmax_mhz": 150.0,
+                                                          "critical_path": None})
+    flow.synthesize("dequantizer", [*config, "--stages", "1"], log=lambda s: None,
+                    ecp5_only=True)
+
+    def no_synthesis(*a, **k):
+        raise AssertionError("--report-only synthesized a sweep point")
+
+    monkeypatch.setattr(flow, "ecp5_synthesis", no_synthesis)
+    monkeypatch.setattr(flow, "_place", no_synthesis)
+    points = flow.sweep("dequantizer", config, jobs=1, stored_only=True)
+    assert [p["parameters"]["stages"] for p in points] == [1]
+    assert points[0]["ecp5"]["fmax_mhz"] == 150.0

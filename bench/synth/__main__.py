@@ -66,8 +66,10 @@ def main(argv=None) -> int:
     if not args.no_sweep and not args.only:
         for unit, a in SWEEPS:
             if unit in available:
-                sweeps[describe(unit, a)] = sweep(unit, a, args.jobs,
-                                                  points=args.sweep_points, seeds=args.seeds)
+                points = sweep(unit, a, args.jobs, points=args.sweep_points,
+                               seeds=args.seeds, stored_only=args.report_only)
+                if points:
+                    sweeps[describe(unit, a)] = points
         if sweeps:
             plot(sweeps, ROOT / "docs" / "stages_sweep.png")
     not_run = len(configs) - len(results)

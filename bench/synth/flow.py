@@ -353,9 +353,19 @@ def sweep_points(default: int, max_stages: int, points: int) -> list[int]:
 
 
 def sweep(unit: str, argv: list[str], jobs: int, log=print, points: int = 6,
-          seeds: int = 1) -> list[dict]:
+          seeds: int = 1, stored_only: bool = False) -> list[dict]:
+    """The sweep's points, synthesized where no current result is stored; with
+    ``stored_only`` the stored points alone (``--report-only`` synthesizes nothing)."""
     base = build(unit, argv)
     max_stages = base.max_stages
+    if stored_only:
+        found = []
+        for s in sweep_points(base.stages, max_stages, points):
+            try:
+                found.append(stored(unit, [*argv, "--stages", str(s)]))
+            except (ValueError, TypeError):  # a depth the unit does not support
+                continue
+        return [r for r in found if r is not None]
     out = []
     with cf.ThreadPoolExecutor(jobs) as ex:
         futs = [ex.submit(synthesize, unit, [*argv, "--stages", str(s)], log, ecp5_only=True,
