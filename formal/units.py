@@ -229,15 +229,16 @@ def _dot_general(fmt_a: str, fmt_b: str, name: str = "dot-general",
 
 
 def _gemm(fmt: str, out_format: str | None = None, name: str = "gemm",
-          base: str = "") -> FormalUnit:
+          base: str = "", levels: int | None = None) -> FormalUnit:
     """MXGemm at its smallest tile that keeps its structure: 1 x 2 lanes (a lane beside the
     first, B blocks per column, A's shared along the row), 2 contexts; with ``out_format``
-    its MX output, the quantize step of the row after the tile's pipeline (:attr:`tail`)."""
+    its MX output, the quantize step of the row after the tile's pipeline (:attr:`tail`);
+    ``levels`` as MXGemm's (nvfp4)."""
     rows, cols, lanes = 1, 2, ("r0c0", "r0c1")
 
     def build(k, s):
         return MXGemm(fmt, rows=rows, cols=cols, block_size=k, contexts=2, stages=s,
-                      out_format=out_format)
+                      out_format=out_format, levels=levels)
 
     tail = ()
     if out_format is not None:
@@ -288,11 +289,13 @@ NVFP4_UNITS = (
 
 
 #: MXGemm (issue 51), proven at k = 2 only: with fp32 results, and with its MX output
-#: (fp4_e2m1 blocks of the row's 2 results).  Not among :data:`UNITS`' full-size rows
-#: (:data:`SMALL_ONLY`).
+#: (fp4_e2m1 blocks of the row's 2 results); and nvfp4 x nvfp4 without the epilogue
+#: (``levels=1``, as :data:`NVFP4_UNITS`' MXDotGeneral: the chain proof's output is the run's
+#: chained result).  Not among :data:`UNITS`' full-size rows (:data:`SMALL_ONLY`).
 GEMM_UNITS = (
     _gemm("fp4_e2m1"),
     _gemm("fp4_e2m1", "fp4_e2m1", "gemm-mx", "gemm"),
+    _gemm("nvfp4", name="gemm-nvfp4", base="gemm", levels=1),
 )
 
 #: The dot units' GPU accumulation modes (``accumulation="tcgen05.mxf8f6f4"`` and, MXDot

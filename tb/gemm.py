@@ -22,6 +22,12 @@ The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
   ``latency`` contexts, interleaved long runs take a block per clock, no bubbles), then
   interleaved runs of 1 to 40 blocks under random idle/stall.
 
+NVFP4 operands (the sidecar's ``scale_format`` ``"ue4m3"``): UE4M3 scale bytes (those with
+bit 7 set read as NaN, as golden's table does, :func:`tb.coverage.nvfp4_dot.readable_scales`),
+and with ``levels`` 2 each run's ``alpha`` (on its last beat; random bits on the others):
+golden's epilogue ``f(alpha * sum)`` of ``golden.matmul``'s sums, which with the tensor
+scales' ``alpha = f(Pa * Pb)`` is ``golden.matmul`` of the two-level operands.
+
 ``MX_FULL`` (SIM_FULL) makes the long runs 8192 blocks (1024 otherwise).
 """
 
@@ -30,143 +36,16 @@ from __future__ import annotations
 import numpy as np
 
 import golden
-from golden.formats import FP32, SCALE_NAN
+from golden.formats import SCALE_NAN
 from golden.stimulus import dot_random_blocks as random_blocks
 
 from . import standard_tests
-from .batch import Batch
 from .bulk import BulkJob
-from .coverage.dot import classify_runs
-from .coverage.gemm import classify_mx_blocks, classify_outputs, gemm_model
-from .describe import describe_float
-from .dot import interleave
+from .coverage.gemm import gemm_model
+from .gemm_runs import ALPHA_ONE, GemmBatch, GemmRun
+from .nvfp4_dot_stimulus import random_alpha, random_codes, random_scales
 
-
-class GemmRun:
-    """One tile job: K blocks of R rows of A (``ca`` (K, R, k), ``sa`` (K, R)) and of C
-    columns of B (``cb`` (K, C, k), ``sb`` (K, C)), with golden's R x C results and whether
-    each output has a non-zero product; ``c0`` (R, C) the fp32 bits of the outputs'
-    accumulator starts (+0 when None).
-
-    The expected results are :func:`golden.matmul` of the tile's operands: A the R x Kk
-    MXArray blocked along its rows (:meth:`operands`), B the Kk x C one blocked along its
-    columns; fp32, and with an MX output ``golden.matmul(..., out_format=..,
-    out_block_size=cols)`` at its defaults (the floor scale, RNE), the rules the tile's
-    output quantizers apply."""
-
-    def __init__(self, model: GemmModel, ca, sa, cb, sb, label: str, c0=None):
-        self.ca, self.sa, self.cb, self.sb, self.label = ca, sa, cb, sb, label
-        self.c0 = (np.zeros((model.rows, model.cols), np.uint32) if c0 is None
-                   else np.asarray(c0, np.uint32).reshape(model.rows, model.cols))
-        a, b = self.operands(model)
-        acc = self.c0.view(np.float32)
-        self.results = golden.matmul(a, b, acc=acc,
-                                     accumulation=model.accumulation).view(np.uint32)  # (R, C)
-        nz_a = (golden.decode(ca, model.fmt_a) != 0).astype(np.int64)  # NaN counts as non-zero
-        nz_b = (golden.decode(cb, model.fmt_b) != 0).astype(np.int64)
-        self.products_nonzero = np.einsum("krl,kcl->rc", nz_a, nz_b) > 0
-        self.mx = None
-        if model.out_fmt is not None:  # (codes (R, C), scales (R,)) of each row's block
-            out = golden.matmul(a, b, acc=acc, out_format=model.out_fmt,
-                                out_block_size=model.cols, accumulation=model.accumulation)
-            self.mx = out.codes, out.scales[:, 0]
-
-    def operands(self, model: GemmModel):
-        """The run's A (R x Kk, blocked along axis 1) and B (Kk x C, blocked along axis 0) as
-        :class:`golden.MXArray`."""
-        n, k = self.sa.shape[0], model.k
-        a_codes = np.ascontiguousarray(np.moveaxis(self.ca, 1, 0)).reshape(model.rows, n * k)
-        b_codes = np.ascontiguousarray(np.moveaxis(self.cb, 2, 1)).reshape(n * k, model.cols)
-        a = golden.MXArray(np.ascontiguousarray(self.sa.T), a_codes, model.fmt_a, k, 1,
-                           (model.rows, n * k))
-        b = golden.MXArray(np.ascontiguousarray(self.sb), b_codes, model.fmt_b, k, 0,
-                           (n * k, model.cols))
-        return a, b
-
-    def __len__(self) -> int:
-        return self.sa.shape[0]
-
-
-class GemmBatch(Batch):
-    """Runs interleaved over the contexts (one output beat per run)."""
-
-    def __init__(self, model: GemmModel, runs: list[GemmRun]):
-        self.model, self.runs = model, runs
-        order = interleave([len(run) for run in runs], model.contexts)
-        n = len(order)
-        fields = {}
-        for r in range(model.rows):
-            fields[f"a.row{r}.scale"] = np.array([runs[j].sa[b, r] for j, b, _ in order])
-            fields[f"a.row{r}.codes"] = np.stack([runs[j].ca[b, r] for j, b, _ in order])
-        for c in range(model.cols):
-            fields[f"b.col{c}.scale"] = np.array([runs[j].sb[b, c] for j, b, _ in order])
-            fields[f"b.col{c}.codes"] = np.stack([runs[j].cb[b, c] for j, b, _ in order])
-        first = np.array([b == 0 for _, b, _ in order], np.uint8)
-        # c0 on a run's first beat; other beats carry garbage (the tile ignores it)
-        noise = np.random.default_rng(n).integers(0, 1 << 32, (n, model.rows, model.cols),
-                                                  dtype=np.uint32)
-        c0 = np.stack([runs[j].c0 if b == 0 else noise[t]
-                       for t, (j, b, _) in enumerate(order)])
-        for r in range(model.rows):
-            fields[f"c0.row{r}"] = c0[:, r]
-        last = np.array([b == len(runs[j]) - 1 for j, b, _ in order], np.uint8)
-        ctx = np.array([s for _, _, s in order], np.uint8)
-        fields.update(first=first, last=last)
-        if model.ctx_bits:
-            fields["ctx"] = ctx
-        ended = [(j, s) for (j, _, s), end in zip(order, last, strict=True) if end]
-        self.ended = [j for j, _ in ended]
-        if model.out_fmt is None:
-            out = {f"result.row{r}": np.stack([runs[j].results[r] for j, _ in ended])
-                   for r in range(model.rows)}
-        else:
-            out = {}
-            for r in range(model.rows):
-                out[f"result.row{r}.scale"] = np.array([runs[j].mx[1][r] for j, _ in ended])
-                out[f"result.row{r}.codes"] = np.stack([runs[j].mx[0][r] for j, _ in ended])
-        if model.ctx_bits:
-            out["ctx"] = np.array([s for _, s in ended], np.uint8)
-        self.run_flags = (first, last, ctx)
-        super().__init__(model.in_layout.pack(n, **fields),
-                         model.out_layout.pack(len(ended), **out), blocks=n)
-
-    def coverage_counts(self):
-        counts = classify_runs(*self.run_flags)
-        counts.update(classify_outputs(
-            np.stack([run.results for run in self.runs]),
-            np.stack([run.products_nonzero for run in self.runs])))
-        m = self.model
-        if m.out_fmt is not None:
-            counts.update(classify_mx_blocks(
-                np.concatenate([run.results for run in self.runs]),
-                np.concatenate([run.mx[1] for run in self.runs]),
-                np.concatenate([run.mx[0] for run in self.runs]), m.out_fmt))
-        return counts
-
-    def describe(self, row, got):
-        run = self.runs[self.ended[row]]
-        m = self.model
-        rows = m.out_layout.unpack(np.stack([self.exp[row], got]))
-        bad = []
-        for r in range(m.rows):
-            if m.out_fmt is not None:
-                fields = [f"result.row{r}.scale", f"result.row{r}.codes"]
-                if any((rows[f][0] != rows[f][1]).any() for f in fields):
-                    fp32 = ", ".join(describe_float(int(x), FP32) for x in run.results[r])
-                    bad.append(f"row {r} block of ({fp32}): expected scale "
-                               f"{int(rows[fields[0]][0])} codes {rows[fields[1]][0].tolist()},"
-                               f" got scale {int(rows[fields[0]][1])} codes "
-                               f"{rows[fields[1]][1].tolist()}")
-                continue
-            exp_r, got_r = rows[f"result.row{r}"]
-            bad += [f"C[{r}][{c}] expected {describe_float(int(exp_r[c]), FP32)}, got "
-                    f"{describe_float(int(got_r[c]), FP32)}"
-                    for c in range(m.cols) if exp_r[c] != got_r[c]]
-        if "ctx" in rows and rows["ctx"][0] != rows["ctx"][1]:
-            bad.append(f"ctx expected {int(rows['ctx'][0])}, got {int(rows['ctx'][1])}")
-        return (f"output {row} ({run.label}, K = {len(run)} blocks): "
-                + "; ".join(bad or ["payload differs"]))
-
+__all__ = ["GemmModel", "GemmRun", "GemmBatch"]
 
 class GemmModel(standard_tests.UnitModel):
     """Tile parameters (from the sidecar), runs, their golden results and payloads."""
@@ -181,12 +60,18 @@ class GemmModel(standard_tests.UnitModel):
         self.out_fmt = None if out is None else golden.element_format(out)
         # the block step's numerics (docs/numerics.md section 8): golden.matmul's in the mode
         self.accumulation = p.get("accumulation", "exact")
+        self.nvfp4 = p.get("scale_format") == "ue4m3"
+        self.levels = p.get("levels", 1)
+        # scale bytes of the directed runs: 1.0, NaN, and a range around 1
+        self.scale_one, self.scale_nan = (0x38, 0x7F) if self.nvfp4 else (127, SCALE_NAN)
+        self.scales_near_one = (0x30, 0x40) if self.nvfp4 else (120, 135)
         self.drain = 4 * self.latency + 8
         self.long_k = 8192 if config.full else 1024
 
     def interface(self):
         """docs/gemm.md, Interface: ``a.row<r>`` and ``b.col<c>`` blocks (scale, codes),
-        ``c0.row<r>`` (C fp32 starts), ``first``, ``last``, ``ctx``; out ``result.row<r>``
+        ``c0.row<r>`` (C fp32 starts), ``first``, ``last``, ``ctx``, with ``levels`` 2
+        ``alpha``; out ``result.row<r>``
         (C fp32 each, or with an MX output a block: scale, C codes) and ``ctx``."""
         k = self.k
         blocks = [(f"a.row{r}.{f}", w) for r in range(self.rows)
@@ -200,14 +85,22 @@ class GemmModel(standard_tests.UnitModel):
             out = [(f"result.row{r}.{f}", w) for r in range(self.rows)
                    for f, w in (("scale", 8), ("codes", self.cols * self.out_fmt.bits))]
         c0 = [(f"c0.row{r}", 32 * self.cols) for r in range(self.rows)]
-        return [*blocks, *c0, ("first", 1), ("last", 1), *ctx], [*out, *ctx]
+        alpha = [("alpha", 32)] if self.levels == 2 else []
+        return [*blocks, *c0, ("first", 1), ("last", 1), *ctx, *alpha], [*out, *ctx]
 
     def coverage_model(self):
-        return gemm_model(self.fmt_a, self.fmt_b, self.contexts, self.out_fmt)
+        return gemm_model(self.fmt_a, self.fmt_b, self.contexts, self.out_fmt,
+                          nvfp4_levels=self.levels if self.nvfp4 else None)
 
     # -- runs --------------------------------------------------------------------------------
     def _blocks(self, rng, n, width, fmt, specials):
-        """``n`` x ``width`` random blocks of ``fmt``: codes (n, width, k), scales (n, width)."""
+        """``n`` x ``width`` random blocks of ``fmt``: codes (n, width, k), scales (n, width);
+        nvfp4: UE4M3 scale bytes, near 1 without ``specials``."""
+        if self.nvfp4:
+            codes = random_codes(rng, n * width, self.k)
+            scales = (random_scales(rng, n * width) if specials
+                      else rng.integers(0x30, 0x48, n * width))
+            return codes.reshape(n, width, self.k), scales.reshape(n, width).astype(np.uint8)
         codes, scales, _, _ = random_blocks(rng, fmt, fmt, n * width, self.k, specials=specials)
         return codes.reshape(n, width, self.k), scales.reshape(n, width)
 
@@ -230,10 +123,11 @@ class GemmModel(standard_tests.UnitModel):
         specials = 0.01 if n <= 40 else 0.0
         ca, sa = self._blocks(rng, n, self.rows, self.fmt_a, specials)
         cb, sb = self._blocks(rng, n, self.cols, self.fmt_b, specials)
-        if n > 16:
+        if n > 16 and not self.nvfp4:
             sa, sb = np.clip(sa, 110, 140), np.clip(sb, 110, 140)
+        alpha = random_alpha(rng, 1)[0] if self.levels == 2 and n <= 40 else ALPHA_ONE
         return GemmRun(self, ca, sa.astype(np.uint8), cb, sb.astype(np.uint8), label,
-                       self.random_c0(rng, n <= 40))
+                       self.random_c0(rng, n <= 40), alpha)
 
     def random_runs(self, rng, count, max_len) -> list[GemmRun]:
         return [self.random_run(rng, int(rng.integers(1, max_len + 1))) for _ in range(count)]
@@ -259,23 +153,15 @@ class GemmModel(standard_tests.UnitModel):
             y = rng.choice(pos_b, self.cols)
             cb[0, :, lane] = y
             cb[1, :, lane] = [int(np.flatnonzero(tb == -tb[v])[0]) for v in y]
-            sa = np.full((2, self.rows), int(rng.integers(120, 135)), np.uint8)
-            sb = np.full((2, self.cols), int(rng.integers(120, 135)), np.uint8)
+            sa = np.full((2, self.rows), int(rng.integers(*self.scales_near_one)), np.uint8)
+            sb = np.full((2, self.cols), int(rng.integers(*self.scales_near_one)), np.uint8)
             runs.append(GemmRun(self, ca, sa, cb, sb, "cancellation to +0"))
         nan = self.random_run(rng, 2, "NaN scale")
-        nan.sa[1, 0] = SCALE_NAN
+        nan.sa[1, 0] = self.scale_nan
         runs.append(GemmRun(self, nan.ca, nan.sa, nan.cb, nan.sb, "NaN scale"))
         big_a = int(pos_a[np.argmax(ta[pos_a])])
         big_b = int(pos_b[np.argmax(tb[pos_b])])
-        runs.append(GemmRun(self, np.full((1, self.rows, k), big_a, np.uint8),
-                            np.full((1, self.rows), 254, np.uint8),
-                            np.full((1, self.cols, k), big_b, np.uint8),
-                            np.full((1, self.cols), 254, np.uint8), "overflow to Inf"))
-        for lo, label in ((0, "results below subnormal"), (55, "subnormal results")):
-            run = self.random_run(rng, 1)
-            sa = (lo + rng.integers(0, 4, run.sa.shape)).astype(np.uint8)
-            sb = (lo + rng.integers(0, 4, run.sb.shape)).astype(np.uint8)
-            runs.append(GemmRun(self, run.ca, sa, run.cb, sb, label))
+        runs += self._extreme_runs(rng, big_a, big_b)
         specials = np.array([np.nan, np.inf, -np.inf, -0.0], np.float32).view(np.uint32)
         starts = np.resize(specials, self.rows * self.cols)
         for zero in (True, False):  # zero products (the start alone), and random ones
@@ -285,6 +171,33 @@ class GemmModel(standard_tests.UnitModel):
                                 rng.permutation(starts)))
         return runs + self.quantizer_runs(rng)
 
+    def _extreme_runs(self, rng, big_a: int, big_b: int) -> list[GemmRun]:
+        """Runs of one block at the ends of the fp32 range: the largest codes at the largest
+        scales, random blocks at the smallest ones.  E8M0: overflow to +Inf, results below
+        fp32's subnormals and subnormal ones.  NVFP4's block terms stay within fp32's normal
+        range (at most 6 * 6 * k * 448^2): with ``levels`` 2 the epilogue's ``alpha`` takes
+        them out of it (FLT_MAX: overflow; 2^-149 and 2^-140: below subnormal, subnormal)."""
+        k = self.k
+        top = 0x7E if self.nvfp4 else 254
+        alpha_inf = 0x7F7FFFFF if self.levels == 2 else ALPHA_ONE
+        runs = [GemmRun(self, np.full((1, self.rows, k), big_a, np.uint8),
+                        np.full((1, self.rows), top, np.uint8),
+                        np.full((1, self.cols, k), big_b, np.uint8),
+                        np.full((1, self.cols), top, np.uint8),
+                        "largest terms" if alpha_inf == ALPHA_ONE and self.nvfp4
+                        else "overflow to Inf", alpha=alpha_inf)]
+        ends = ((0, "results below subnormal", 1), (0 if self.nvfp4 else 55,
+                                                    "subnormal results", 1 << 9))
+        for lo, label, alpha in ends:
+            run = self.random_run(rng, 1)
+            sa = (lo + rng.integers(0, 4, run.sa.shape)).astype(np.uint8)
+            sb = (lo + rng.integers(0, 4, run.sb.shape)).astype(np.uint8)
+            if self.nvfp4 and self.levels == 1:
+                label = "subnormal block scales"
+            runs.append(GemmRun(self, run.ca, sa, run.cb, sb, label,
+                                alpha=alpha if self.levels == 2 else ALPHA_ONE))
+        return runs
+
     def quantizer_runs(self, rng) -> list[GemmRun]:
         """With an MX output, runs of one block aimed at the output quantizer's rare bins
         (none for fp32 results).  Zero products leave each output its finite non-zero
@@ -293,7 +206,8 @@ class GemmModel(standard_tests.UnitModel):
         neighbouring values (ties to even, down and up), the largest fp32 value below the
         next power of two (saturation), fp32 subnormals (the scale's clamp at 0).  And -0
         beside a finite value: products of a few 2^-126 scaled codes are below fp32's
-        subnormals, and a negative one rounds to -0."""
+        subnormals, and a negative one rounds to -0 (NVFP4: of 2^-9 scaled codes, times
+        ``alpha`` = 2^-140, so with ``levels`` 2 only)."""
         fmt = self.out_fmt
         if fmt is None:
             return []
@@ -314,9 +228,10 @@ class GemmModel(standard_tests.UnitModel):
         runs = []
         for j in range(0, len(c0), self.rows):
             runs.append(GemmRun(self, np.zeros((1, self.rows, k), np.uint8),
-                                np.full((1, self.rows), 127, np.uint8),
+                                np.full((1, self.rows), self.scale_one, np.uint8),
                                 np.zeros((1, self.cols, k), np.uint8),
-                                np.full((1, self.cols), 127, np.uint8), "quantizer bins",
+                                np.full((1, self.cols), self.scale_one, np.uint8),
+                                "quantizer bins",
                                 c0[j:j + self.rows].view(np.uint32)))
         ta, tb = golden.decode_table(fa), golden.decode_table(fb)
         cb = np.zeros((1, self.cols, k), np.uint8)
@@ -327,7 +242,7 @@ class GemmModel(standard_tests.UnitModel):
         runs.append(GemmRun(self, np.full((1, self.rows, k), a_code, np.uint8),
                             np.ones((1, self.rows), np.uint8), cb,
                             np.ones((1, self.cols), np.uint8), "-0 in a block",
-                            start.view(np.uint32)))
+                            start.view(np.uint32), alpha=1 << 9))
         return runs
 
     # -- the standard tests' sets ------------------------------------------------------------

@@ -79,6 +79,33 @@ def test_ports_are_typed_and_the_sidecar_describes_every_field():
                  ("result.row1.codes", 16), ("ctx", 2)]
 
 
+def test_nvfp4_tile_parameters_ports_and_one_line_errors():
+    """nvfp4 x nvfp4: blocks of 16 by default, UE4M3 scales recorded in the sidecar, and with
+    ``levels`` 2 (the default) the input field ``alpha`` and five epilogue sections after the
+    step's, MXDotGeneral's; the combinations the tile does not take are one-line errors."""
+    g = MXGemm("nvfp4", rows=2, cols=2, contexts=4, stages=3)
+    d = MXDotGeneral("nvfp4")
+    assert g.block_size == 16 and g.levels == 2 and g.sections == d.sections
+    assert g.module_name == "nvfp4_gemm_l2_r2x2_k16_c4_s3"
+    meta = validate(sidecar(g, "gemm"))
+    assert meta["parameters"]["scale_format"] == "ue4m3" and meta["parameters"]["levels"] == 2
+    i = [f["name"] for f in flat_fields(port_by_role(meta, "i.payload")["fields"])]
+    assert i[-3:] == ["last", "ctx", "alpha"]
+    one = MXGemm("nvfp4", rows=1, cols=2, levels=1, stages=3, contexts=4)
+    assert one.module_name == "nvfp4_gemm_l1_r1x2_k16_c4_s3" and "alpha" not in \
+        [f["name"] for f in flat_fields(port_by_role(sidecar(one, "gemm"), "i.payload")["fields"])]
+    for kwargs, match in (
+            ({"fmt_b": "fp8_e4m3"}, r"nvfp4 goes with nvfp4 only \(nvfp4 x nvfp4\)"),
+            ({"accumulation": "tcgen05.mxf4nvf4"},
+             "the tile takes nvfp4 operands with accumulation='exact', not 'tcgen05.mxf4nvf4'"),
+            ({"out_format": "nvfp4"}, r"out_format='nvfp4' \(UE4M3 scales\) is golden.matmul's"),
+            ({"levels": 3}, "levels must be 1 or 2, got 3")):
+        with pytest.raises(ValueError, match=match):
+            MXGemm("nvfp4", **kwargs)
+    with pytest.raises(ValueError, match="levels=2 .* is nvfp4's"):
+        MXGemm("fp8_e4m3", levels=2)
+
+
 def test_lanes_sit_side_by_side_under_their_own_names():
     """Lane (0, 0) crosses the pipeline's boundaries (``gemm_<section>``), every other lane
     beside it in registers of its own (``gemm_r<r>c<c>_<section>``); each lane has its
@@ -137,6 +164,8 @@ def test_cli_generates_the_tile(tmp_path):
     ["--format", "fp8_e4m3", "--block-size", "3"],
     ["--format-a", "fp8_e4m3"],
     ["--format", "fp8_e4m3", "--accumulators", "ebr"],
+    ["--format", "nvfp4", "--out-format", "nvfp4"],
+    ["--format", "fp8_e4m3", "--levels", "2"],
 ])
 def test_cli_bad_parameters_one_line_exit_2(args, tmp_path):
     r = _cli("generate", "gemm", *args, "-o", str(tmp_path / "x.v"))
@@ -175,22 +204,26 @@ def test_fusesoc_core_of_the_tile_lints(tmp_path):
     assert r.returncode == 0 and "%Warning" not in r.stdout + r.stderr, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("out_format,accumulators", [
-    (None, "registers"), ("fp8_e4m3", "registers"), (None, "memory"), ("fp8_e4m3", "memory")])
-def test_tile_in_amaranth_simulation_gives_goldens_results(out_format, accumulators, seed):
-    """A 1 x 2 tile (fp4_e2m1, k = 2, 2 stages, 2 contexts; fp32 results, or an fp8_e4m3
-    block per row; accumulators in registers or in a memory per lane) in Amaranth's
-    simulator, fed tb.gemm's interleaved runs under random valid/ready: every run's beat
-    comes out once, in order of the runs' ends, bit for bit golden's (the Verilator bench:
-    test_sim_gemm.py)."""
+@pytest.mark.parametrize("fmt,out_format,accumulators,levels", [
+    ("fp4_e2m1", None, "registers", None), ("fp4_e2m1", "fp8_e4m3", "registers", None),
+    ("fp4_e2m1", None, "memory", None), ("fp4_e2m1", "fp8_e4m3", "memory", None),
+    ("nvfp4", None, "registers", 2), ("nvfp4", "fp8_e4m3", "memory", 2),
+    ("nvfp4", None, "registers", 1)])
+def test_tile_in_amaranth_simulation_gives_goldens_results(fmt, out_format, accumulators,
+                                                           levels, seed):
+    """A 1 x 2 tile (fp4_e2m1, k = 2, or nvfp4, k = 16, with and without the tensor scales'
+    epilogue; 2 stages, 2 contexts; fp32 results, or an fp8_e4m3 block per row; accumulators
+    in registers or in a memory per lane) in Amaranth's simulator, fed tb.gemm's interleaved
+    runs under random valid/ready: every run's beat comes out once, in order of the runs'
+    ends, bit for bit golden's (the Verilator bench: test_sim_gemm.py)."""
     import numpy as np
     from amaranth.sim import Simulator
 
     from tb.gemm import GemmBatch, GemmModel
     from tb.standard_tests import UnitConfig
 
-    g = MXGemm("fp4_e2m1", rows=1, cols=2, block_size=2, stages=2, contexts=2,
-               accumulators=accumulators, out_format=out_format)
+    g = MXGemm(fmt, rows=1, cols=2, block_size=16 if fmt == "nvfp4" else 2, stages=2,
+               contexts=2, accumulators=accumulators, out_format=out_format, levels=levels)
     model = GemmModel(UnitConfig(sidecar=sidecar(g, "gemm"), seed=seed, label="sim",
                                  blocks=40, full=False, sweeps=False))
     rng = np.random.default_rng(seed)

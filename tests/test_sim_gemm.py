@@ -11,7 +11,8 @@ testbench's directed runs aim at them, :meth:`tb.gemm.GemmModel.quantizer_runs`)
 ``make sim``: one small tile (2 x 2 lanes, k = 4, fp8_e4m3); ``SIM_FULL=1`` adds others
 (mixed formats, one row or one column, fewer stages, fewer contexts, the accumulators in
 memories, MX outputs of every element format: each row's results quantized as one block,
-expected from ``golden.matmul`` with ``out_format`` and ``out_block_size`` = cols).
+expected from ``golden.matmul`` with ``out_format`` and ``out_block_size`` = cols; the GPU
+accumulation modes; nvfp4 operands with the tensor scales' epilogue, fp32 and MX out).
 Knobs: SEED, BLOCKS, WAVES, SIM_FULL (:mod:`tb.options`).
 """
 
@@ -46,6 +47,9 @@ FULL_EXTRA = [
     ("fp4_e2m1", "fp8_e4m3", 1, 2, 32, 6, 8, None, None, "tcgen05.mxf8f6f4"),
     ("fp4_e2m1", "fp4_e2m1", 1, 2, 32, 6, 8, None, None, "tcgen05.mxf4"),
     ("fp4_e2m1", "fp4_e2m1", 2, 1, 16, 5, 4, None, "memory", "tcgen05.mxf4nvf4"),
+    # nvfp4 (UE4M3 scales, the tensor scales' epilogue on alpha): fp32 out, and MX out
+    ("nvfp4", "nvfp4", 2, 2, 16, None, None),
+    ("nvfp4", "nvfp4", 1, 2, 16, 6, 8, "fp8_e4m3", "memory"),
 ]
 CONFIGS = DEFAULT + FULL_EXTRA if FULL else DEFAULT
 

@@ -67,9 +67,14 @@ def build_epilogue(scope, x, alpha, side: dict):
     :func:`epilogue_sections` in ``scope`` (a :class:`hw.pipeline.PipelineScope`).
 
     ``side`` (values that ride along; a ``last`` field is the pipeline's hold flag,
-    :meth:`hw.pipeline.Pipeline.hold_when`) must not hold ``raw``.  Returns the view after
-    ``eround``: ``result`` (fp32 bits), ``raw`` (``x`` unchanged) and ``side``."""
+    :meth:`hw.pipeline.Pipeline.hold_when`; None: nothing, a lane beside the one that carries
+    them) must not hold ``raw``.  Returns the view after ``eround``: ``result`` (fp32 bits),
+    ``raw`` (``x`` unchanged) and, with ``side``, ``side``."""
     m = scope.module
+
+    def riding(s):
+        return None if side is None else s.side
+
     a, b = _fields(x), _fields(alpha)
     q = partial_product_sum(m, Cat(a["sig"], Const(0, 1)).as_signed(), b["sig"],
                             scope.name("epi_prod"))[:2 * _SIG]
@@ -86,16 +91,16 @@ def build_epilogue(scope, x, alpha, side: dict):
     lz = leading_zeros(m, s.q, name=scope.name("epi_lz"))
     above = s.lsb + (width - 1 - _EMIN) - lz
     flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg}
-    keep = {"raw": s.raw, "side": s.side}
+    keep = {"raw": s.raw, "side": riding(s)}
     s = scope.cross({**keep, **flags, "sig": (s.q << lz)[:width], "above": above,
                      "below": lz - (width - 1 - _EMIN) - s.lsb, "zero": ~s.q.any()}, "enorm")
     grid = Grid(sig_width=width, emin=_EMIN, mbits=FP32.mbits, top_min=2 * _LSB_MIN)
     flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg, "zero": s.zero}
-    keep = {"raw": s.raw, "side": s.side}
+    keep = {"raw": s.raw, "side": riding(s)}
     s = scope.cross({**keep, **flags, "sig": s.sig, "position": grid.position(
         m, s.above, s.below, name=scope.name("epi_rnd"))}, "eposition")
     flags = {f: getattr(s, f) for f in flags}
-    keep = {"raw": s.raw, "side": s.side}
+    keep = {"raw": s.raw, "side": riding(s)}
     s = scope.cross({**keep, **flags, "grid": grid.align(m, s.sig, s.position,
                                                          name=scope.name("epi_rnd"))},
                     "ealign")
@@ -108,4 +113,4 @@ def build_epilogue(scope, x, alpha, side: dict):
     result = Cat(magnitude[:31], s.neg & ~s.nan)
     if side is not None and "last" in side:
         scope.hold_when(s.side.last)
-    return scope.cross({"result": result, "raw": s.raw, "side": s.side}, "eround")
+    return scope.cross({"result": result, "raw": s.raw, "side": riding(s)}, "eround")

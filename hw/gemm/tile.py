@@ -9,7 +9,9 @@ side on one :class:`hw.pipeline.Pipeline` (:meth:`hw.pipeline.Pipeline.scope`: l
 ``(r, c)`` names its signals ``r<r>c<c>_...``), so they share one flow control and one
 latency.  Runs of K blocks accumulate per output in fp32, blocks in K order, one rounding
 each, as MXDotGeneral's runs do, with the same interleaved contexts
-(:class:`hw.dot.contexts.AccumulatorContexts`): R x C accumulators per context.
+(:class:`hw.dot.contexts.AccumulatorContexts`): R x C accumulators per context.  With nvfp4
+operands (UE4M3 block scales) every lane ends in the tensor scales' epilogue
+``f(alpha * sum)`` (:mod:`hw.dot.epilogue`), as MXDotGeneral's nvfp4 runs do.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from amaranth.lib import data, stream
 import golden
 
 from ..dot.contexts import STORAGES, AccumulatorContexts
+from ..dot.epilogue import build_epilogue, epilogue_sections
+from ..dot.nvfp4_scale import SCALE_FORMATS, check_levels, is_nvfp4, nvfp4_scale_format
 from ..dot.parameters import (
     accumulation_suffix,
     accumulator_bits,
@@ -67,11 +71,12 @@ class MXGemm(Unit):
     ----------
     fmt_a, fmt_b : str or ElementFormat
         Element formats of A and B (any member of the family; ``fmt_b`` defaults to
-        ``fmt_a``).
+        ``fmt_a``), or ``"nvfp4"`` for both: fp4_e2m1 codes with UE4M3 block scales.
     rows, cols : int
         Rows of A and columns of B per tile, ``1..MAX_SIDE`` each: ``rows * cols`` lanes.
-    block_size : int
-        Elements per block (K per beat), a power of two in 2..64.
+    block_size : int or None
+        Elements per block (K per beat), a power of two in 2..64; None (default): 32, nvfp4
+        16.
     contexts : int or None
         Accumulation contexts (runs open at once), a power of two in 1..64; None (the
         default): :func:`default_contexts` of the latency, so interleaved runs keep every
@@ -91,12 +96,18 @@ class MXGemm(Unit):
         None (the default): fp32 results.  An element format: each row's C results leave as
         one MX block of that format (``cols`` a power of two in 2..16), quantized with the
         floor scale and RNE (:mod:`hw.gemm.output`: R quantize steps side by side on a
-        pipeline after the tile's, ``quantizer_stages`` more latency).
+        pipeline after the tile's, ``quantizer_stages`` more latency).  The fp32 results of
+        nvfp4 operands may be quantized so too (an NVFP4 output is golden's only).
     accumulation : {"exact", "tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
         Every lane's block step, chained as for :class:`hw.dot.MXDotGeneral` (mxf4 and
         mxf4nvf4, E8M0 scales: a step per 64 elements of K, each lane's accumulator holding
         the step's pending groups, :mod:`hw.dot.chained_f4`); ``_tcgen05_<kind>`` ends the
-        module name.
+        module name.  nvfp4 operands: ``"exact"``.
+    levels : {1, 2}, optional
+        nvfp4 only: 2 (its default) applies the tensor scales' epilogue ``f(alpha * sum)`` to
+        every output of a run (one fp32 RNE multiply per lane, five sections after the
+        step's; ``alpha`` is ``golden.matmul``'s ``f(Pa * Pb)``); 1 (MX formats: the only
+        choice) none.
 
     Members
     -------
@@ -105,7 +116,8 @@ class MXGemm(Unit):
         (:func:`hw.elements.block_layout`: scale, codes); ``c0``: ``row0..row<R-1>``, each
         an array of C fp32 accumulator starts (``c0.row<r>[c]`` for output ``(r, c)``, used
         with ``first``); ``first``, ``last``: run markers;
-        ``ctx``: context id (``log2(contexts)`` bits).
+        ``ctx``: context id (``log2(contexts)`` bits); with ``levels=2``, ``alpha``: fp32
+        bits, read on the ``last`` beat (ignored on the others).
     o : Out(stream.Signature(StructLayout))
         ``result``: ``row0..row<R-1>``, each an array of C fp32 results (``result.row<r>[c]``
         is ``C[r][c]``), or with ``out_format`` one block (:func:`hw.elements.block_layout`:
@@ -134,30 +146,43 @@ class MXGemm(Unit):
     enable_load = 256
 
     def __init__(self, fmt_a, fmt_b=None, *, rows: int = 2, cols: int = 2,
-                 block_size: int = 32, contexts: int | None = None,
+                 block_size: int | None = None, contexts: int | None = None,
                  stages: int | None = None, multipliers: str = "lut",
                  accumulators: str = "registers", out_format=None,
-                 accumulation: str = "exact"):
+                 accumulation: str = "exact", levels: int | None = None):
         self.rows = check_int("rows", rows, 1, MAX_SIDE)
         self.cols = check_int("cols", cols, 1, MAX_SIDE)
         if accumulators not in STORAGES:
             raise ValueError(f"accumulators must be one of {', '.join(STORAGES)}, not "
                              f"{accumulators!r}")
         self.accumulators = accumulators
+        scale_format = nvfp4_scale_format(fmt_a, fmt_b, SCALE_FORMATS)
+        self.levels = check_levels(levels, scale_format)
+        if scale_format == "ue4m3" and accumulation != "exact":
+            raise ValueError(f"the tile takes nvfp4 operands with accumulation='exact', not "
+                             f"{accumulation!r}")
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
-                                       forwarded_c=True, accumulation=accumulation)
+                                       forwarded_c=True, accumulation=accumulation,
+                                       scale_formats=SCALE_FORMATS,
+                                       extra_sections=epilogue_sections()
+                                       if self.levels == 2 else None)
+        block_size = self.block_size
         if contexts is None:
             contexts = default_contexts(self.stages)
         self.contexts = check_power_of_two("contexts", contexts, 1, 64)
         self.ctx_bits = (contexts - 1).bit_length()
+        nv = {"levels": self.levels} if self.scale_format == "ue4m3" else {}
         self._parameters = {**shared, "rows": rows, "cols": cols, "contexts": contexts,
-                            "accumulators": accumulators}
+                            "accumulators": accumulators, **nv}
         self.out_fmt, self.quantizer_stages = None, 0
         results = {f"row{r}": data.ArrayLayout(unsigned(32), cols) for r in range(rows)}
         self.fp32_layout = data.StructLayout({"result": data.StructLayout(results),
                                               "ctx": unsigned(self.ctx_bits)})
         out_layout = self.fp32_layout
         if out_format is not None:
+            if is_nvfp4(out_format):
+                raise ValueError("out_format='nvfp4' (UE4M3 scales) is golden.matmul's, not "
+                                 "the tile's: give an MX element format, or None for fp32")
             self.out_fmt = golden.element_format(out_format)
             if cols < 2 or cols & (cols - 1):
                 raise ValueError(f"an MX output quantizes each row's cols results as one "
@@ -180,6 +205,7 @@ class MXGemm(Unit):
             "first": unsigned(1),
             "last": unsigned(1),
             "ctx": unsigned(self.ctx_bits),
+            **({"alpha": unsigned(32)} if self.levels == 2 else {}),
         }), out_layout)
 
     @property
@@ -192,7 +218,9 @@ class MXGemm(Unit):
 
     @property
     def module_name(self) -> str:
-        return (f"mx_gemm_{self.fmt_a.name}_{self.fmt_b.name}_r{self.rows}x{self.cols}"
+        formats = (f"nvfp4_gemm_l{self.levels}" if self.scale_format == "ue4m3"
+                   else f"mx_gemm_{self.fmt_a.name}_{self.fmt_b.name}")
+        return (f"{formats}_r{self.rows}x{self.cols}"
                 f"_k{self.block_size}_c{self.contexts}_s{self.stages}"
                 + multipliers_suffix(self.multipliers)
                 + ("_ram" if self.accumulators == "memory" else "")
@@ -213,21 +241,33 @@ class MXGemm(Unit):
                                        [p.c0[f"row{r}"][c] for r, c in lanes], names,
                                        storage=self.accumulators,
                                        width=accumulator_bits(self))
-        # the run's markers ride along with lane (0, 0) alone (one hold flag per pipeline)
-        side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
-        outs = []
+        # the run's markers ride along with lane (0, 0) alone (one hold flag per pipeline);
+        # with the epilogue, the step's ``end`` is its ``last`` (its hold flag)
+        ctx = {"ctx": p.ctx} if self.ctx_bits else {}
+        if self.levels == 2:
+            side = {**ctx, "end": p.last, "alpha": p.alpha}
+        else:
+            side = {**ctx, "last": p.last}
+        outs, scopes = [], []
         for (r, c), name, acc in zip(lanes, names, contexts.c, strict=True):
-            scope = pipe.scope(name, sections=None)  # beside the first lane's registers
-            outs.append(build_step(self, scope, p.a[f"row{r}"], p.b[f"col{c}"], acc,
+            scopes.append(pipe.scope(name, sections=None))  # beside the first lane's registers
+            outs.append(build_step(self, scopes[-1], p.a[f"row{r}"], p.b[f"col{c}"], acc,
                                    None if outs else side, last=p.last))
         lead = outs[0].side
+        if self.levels == 2:
+            ctx = {"ctx": lead.ctx} if self.ctx_bits else {}
+            outs = [build_epilogue(scope, out.result, lead.alpha,
+                                   None if j else {**ctx, "last": lead.end})
+                    for j, (scope, out) in enumerate(zip(scopes, outs, strict=True))]
+            lead = outs[0].side
         o = self.o if self.out_fmt is None else \
             stream.Signature(self.fp32_layout).create(path=("tile",))
         payload = [o.payload.result[f"row{r}"][c].eq(out.result)
                    for (r, c), out in zip(lanes, outs, strict=True)]
+        states = [out.raw if self.levels == 2 else out.state for out in outs]
         contexts.connect(pipe, i=self.i, o=o, last=lead.last,
                          ctx=lead.ctx if self.ctx_bits else None,
-                         results=[out.state for out in outs], payload=payload)
+                         results=states, payload=payload)
         if self.out_fmt is not None:
             quantize_rows(m, self._quantizer, o, self.o, self.rows, self.ctx_bits)
         return m

@@ -23,6 +23,11 @@ def _add_options(p):
     p.add_argument("--accumulators", default="registers",
                    help=f"the fp32 accumulators ({' or '.join(STORAGES)}): flip-flops (the "
                         f"default) or a memory per lane (distributed RAM on ECP5)")
+    p.set_defaults(block_size=None)  # 32, or 16 for nvfp4 (fused_step_parameters)
+    p.add_argument("--levels", type=int, choices=(1, 2), default=None,
+                   help="nvfp4: 2 (default) applies the tensor scales' epilogue "
+                        "f(alpha * sum) to every output, alpha the input field of a run's "
+                        "last beat; 1 none")
     p.add_argument("--out-format", default=None,
                    help=format_help("MX output: each row's cols results as one block of this "
                                     "element format (default: fp32 results)"))
@@ -33,7 +38,7 @@ def _build(args):
     return MXGemm(fmt_a, fmt_b, rows=args.rows, cols=args.cols, block_size=args.block_size,
                   contexts=args.contexts, stages=args.stages, multipliers=args.multipliers,
                   accumulators=args.accumulators, out_format=args.out_format,
-                  accumulation=args.accumulation)
+                  accumulation=args.accumulation, levels=args.levels)
 
 
 def cli_units() -> list[UnitSpec]:
@@ -43,4 +48,6 @@ def cli_units() -> list[UnitSpec]:
                      [["--format", "fp8_e4m3", "--rows", "2", "--cols", "2",
                        "--block-size", "8"],
                       ["--format", "fp8_e4m3", "--rows", "2", "--cols", "2",
-                       "--block-size", "8", "--out-format", "fp8_e4m3"]])]
+                       "--block-size", "8", "--out-format", "fp8_e4m3"],
+                      ["--format", "nvfp4", "--rows", "2", "--cols", "2",
+                       "--block-size", "16"]])]

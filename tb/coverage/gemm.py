@@ -17,7 +17,8 @@ With an MX output, the quantizer's cover points of its blocks (:mod:`tb.coverage
 ``scale``, ``element``, ``input`` for RNE and the floor scale), named ``mx.rne.floor.*``: each
 row's C fp32 results are one block.
 
-Configuration class: the format pair, single or multiple contexts, and the MX output format.
+Configuration class: the format pair (or nvfp4 and its levels), single or multiple contexts,
+and the MX output format.
 """
 
 from __future__ import annotations
@@ -41,13 +42,15 @@ MX_PREFIX = "mx."
 OUTPUT_BINS = ("cancelled_to_zero", "nan", "inf", "finite")
 
 
-def gemm_model(fmt_a, fmt_b, contexts: int, out_format=None) -> CoverageModel:
+def gemm_model(fmt_a, fmt_b, contexts: int, out_format=None, *,
+               nvfp4_levels: int | None = None) -> CoverageModel:
     """The tile's cover points for a format pair, context count and MX output format (None:
-    fp32 results)."""
+    fp32 results); ``nvfp4_levels``: nvfp4 operands (UE4M3 scales) with that many levels."""
     fa, fb = golden.element_format(fmt_a), golden.element_format(fmt_b)
     why = {"interleaved_contexts": "one context: runs cannot interleave"
            if contexts == 1 else None}
-    cls = f"{fa.name}-x-{fb.name}-{'multi' if contexts > 1 else 'one'}_ctx"
+    pair = f"{fa.name}-x-{fb.name}" if nvfp4_levels is None else f"nvfp4_l{nvfp4_levels}"
+    cls = f"{pair}-{'multi' if contexts > 1 else 'one'}_ctx"
     points = [point("runs", RUN_BINS, why), point("outputs", OUTPUT_BINS, {})]
     if out_format is not None:
         mx = quantizer_model(out_format, "fp32", ["rne"], ["floor"])
