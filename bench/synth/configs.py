@@ -33,6 +33,9 @@ CONFIGS = (
     + [("dequantizer", ["--format", "fp8_e4m3", *K])]
     # NVFP4 (issue #50): blocks of 16, UE4M3 scale, the fp32 tensor scale as a run-time field
     + [("nvfp4-dequantizer", ["--levels", "2", "--block-size", "16"])]
+    # the quantizer's 16 lane products of 24 x 24 bits in MULT18X18D blocks (four a lane)
+    + [("nvfp4-quantizer", ["--levels", "2", "--block-size", "16", "--multipliers",
+                            "mult18x18d"])]
     + [("dot", ["--format", "nvfp4", "--block-size", "16"])]
     + [("dot", ["--format", f, *K]) for f in FORMATS]
     + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
