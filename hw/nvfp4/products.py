@@ -22,7 +22,7 @@ from amaranth.hdl import Cat, Const, Value
 from ..dsp import MULT18X18D_WIDTH, mult18x18d
 from ..nets import wire
 
-__all__ = ["dsp_products", "CHUNK_BITS", "chunks"]
+__all__ = ["dsp_products", "chunk_sum", "CHUNK_BITS", "chunks"]
 
 #: Bits of an unsigned factor chunk: a MULT18X18D factor is 18 bits signed.
 CHUNK_BITS = MULT18X18D_WIDTH - 1
@@ -60,6 +60,9 @@ def dsp_products(scope, sig_r, lanes: list[dict], blk: dict):
     """
     m = scope.module
     r_bits, x_bits = len(Value.cast(sig_r)), len(Value.cast(lanes[0]["sig"]))
+    if max(r_bits, x_bits) > 2 * CHUNK_BITS:
+        raise ValueError(f"factors of at most {2 * CHUNK_BITS} bits (two chunks), got "
+                         f"{r_bits} and {x_bits}")
     width = r_bits + x_bits
     pairs = [(a, b) for a in range(len(chunks(r_bits))) for b in range(len(chunks(x_bits)))]
     factors = [ln["sig"] for ln in lanes]
@@ -83,7 +86,7 @@ def dsp_products(scope, sig_r, lanes: list[dict], blk: dict):
     out = []
     for i, ln in enumerate(y.lanes):
         out.append({"neg": ln.neg, "lsb": ln.lsb,
-                    "prod": _chunk_sum(m, ln.parts, pairs, width, scope.name(f"lane{i}_psum"))})
+                    "prod": chunk_sum(m, ln.parts, pairs, width, scope.name(f"lane{i}_psum"))})
     y = scope.cross({**_fields(y, blk), "lanes": out}, "psum")
     return [{"neg": ln.neg, "lsb": ln.lsb, "prod": ln.prod} for ln in y.lanes], _fields(y, blk)
 
@@ -97,10 +100,22 @@ def _lanes(y) -> list[dict]:
     return [{"neg": ln.neg, "lsb": ln.lsb} for ln in y.lanes]
 
 
-def _chunk_sum(m, parts, pairs, width: int, name: str):
-    """The exact product from the chunk products ``parts`` (``p<a><b>``: chunk a of r times
-    chunk b of x), ``width`` bits: the products of one weight ``17 * (a + b)`` summed, then
-    the weights' sums added, those that do not overlap concatenated first."""
+def chunk_sum(m, parts, pairs, width: int, name: str):
+    """The exact product from the chunk products, ``width`` bits (a signal ``name``).
+
+    Parameters
+    ----------
+    m : Module
+    parts : object
+        Attributes ``p<a><b>``: chunk a of r times chunk b of x (unsigned), for each
+        ``(a, b)`` of ``pairs``; each factor has at most two chunks.
+    pairs : list of tuple of int
+    width : int
+    name : str
+
+    The products of one weight ``17 * (a + b)`` are summed; the even weights' sums, which do
+    not overlap, are concatenated and the odd weight's sum added into them.
+    """
     by_weight: dict[int, list] = {}
     for a, b in pairs:
         by_weight.setdefault(a + b, []).append(getattr(parts, f"p{a}{b}"))
