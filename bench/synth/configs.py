@@ -202,8 +202,9 @@ NEXT_STEPS: dict[str, str] = {
         "register -> `decode`, 9-11 cells, 4 ns of routing: P = sig_a * sig_b in two levels "
         "of adds and 3P a third after them): 3 * sig_a as a 4-input table so 3P is two "
         "levels beside P, or P's last add in a section of its own",
-    "nvfp4-quantizer": "not placed (too large for the shared machine): its 16 lane "
-                       "products of 24 x 24 bits in MULT18X18D blocks (`hw.dsp`, as the dot "
-                       "units' `--multipliers mult18x18d`) instead of the LUT tree's 7,435 "
-                       "CCU2C",
+    "nvfp4-quantizer": "the `--multipliers mult18x18d` build (64 MULT18X18D, 18,119 "
+                       "TRELLIS_COMB, 26,116 FF packed) placed, its routing unfinished after "
+                       "50 minutes beside two other placements: route it alone, then read "
+                       "its critical path (the shared f(1 / s) into 32 blocks' A inputs, "
+                       "`rround` -> `operands`, is the suspect: Pipeline.replicate)",
 }
