@@ -38,7 +38,7 @@ from .registry import UnitSpec
 from .unit import Unit
 
 __all__ = ["NVFP4Quantizer", "nvq_sections", "ESTIMATES", "LEVELS", "INPUTS", "BLOCKS",
-           "NAN_BLOCK_BYTE", "cli_units"]
+           "MULTIPLIERS", "NAN_BLOCK_BYTE", "cli_units"]
 
 #: The element format: fp4_e2m1.
 FMT = golden.element_format("fp4_e2m1")
@@ -47,6 +47,10 @@ LEVELS = (1, 2)
 INPUTS = ("fp32", "bf16", "fp16")
 #: Blocks a beat.
 BLOCKS = (1, 2)
+#: The lane products: LUTs and carry chains, or MULT18X18D blocks (:mod:`hw.nvfp4.products`).
+MULTIPLIERS = ("lut", "mult18x18d")
+#: The vendor cells each way instantiates (simulation needs their models: :mod:`hw.dsp`).
+_PRIMITIVES = {"lut": (), "mult18x18d": ("MULT18X18D",)}
 
 
 class NVFP4Quantizer(Unit):
@@ -65,6 +69,10 @@ class NVFP4Quantizer(Unit):
     blocks : {1, 2}
         Blocks a beat: 2 takes ``2 * block_size`` values (32 lanes as two blocks of 16), both
         blocks under the beat's P.
+    multipliers : {"lut", "mult18x18d"}
+        The lane products ``x * r`` in LUTs and carry chains, or in ECP5 MULT18X18D blocks
+        with their own registers (:mod:`hw.nvfp4.products`: four a lane for fp32 input, two
+        for bf16 and fp16); the Verilog then instantiates the primitive (``primitives``).
     stages : int, optional
         Pipeline registers, ``1..len(sections)``; default :func:`hw.pipeline.default_stages`
         of the estimates (:data:`hw.nvfp4.sections.ESTIMATES`).
@@ -87,7 +95,7 @@ class NVFP4Quantizer(Unit):
     """
 
     def __init__(self, block_size=16, input_format="fp32", levels=2, *, blocks=1,
-                 stages=None):
+                 multipliers="lut", stages=None):
         self.block_size = check_block_size(block_size)
         self.input_format = golden.float_format(check_choice("input format", input_format,
                                                              INPUTS))
@@ -97,7 +105,11 @@ class NVFP4Quantizer(Unit):
         if blocks not in BLOCKS or isinstance(blocks, bool):
             raise ValueError(f"blocks must be 1 or 2 (blocks a beat), got {blocks!r}")
         self.blocks = blocks
-        self.geometry = NVQGeometry(self.input_format, self.block_size, levels)
+        if not isinstance(multipliers, str):
+            raise TypeError(f"multipliers must be a str, got {type(multipliers).__name__}")
+        self.multipliers = check_choice("multipliers", multipliers, MULTIPLIERS)
+        self.primitives = _PRIMITIVES[multipliers]
+        self.geometry = NVQGeometry(self.input_format, self.block_size, levels, multipliers)
         self._sections = {n: e.ns for n, e in nvq_sections(self.geometry).items()}
         self._choose_stages(stages, self._sections)
         super().__init__(self._input_layout(blocks), self._output_layout())
@@ -126,7 +138,8 @@ class NVFP4Quantizer(Unit):
     def module_name(self) -> str:
         return (f"nvfp4_quantizer_l{self.levels}_k{self.block_size}"
                 + (f"x{self.blocks}" if self.blocks > 1 else "")
-                + f"_{self.input_format.name}_s{self.stages}")
+                + f"_{self.input_format.name}_s{self.stages}"
+                + ("" if self.multipliers == "lut" else f"_{self.multipliers}"))
 
     @property
     def parameters(self) -> dict:
@@ -136,7 +149,7 @@ class NVFP4Quantizer(Unit):
                 "input": self.input_format.name, "levels": self.levels, "recipe": "torchao",
                 "tensor_scale": "tensor_scale" if two else None,
                 "tensor_scale_rcp": "tensor_scale_rcp" if two else None,
-                "stages": self.stages,
+                "stages": self.stages, "multipliers": self.multipliers,
                 "registered_boundaries": list(registered_boundaries(self._sections,
                                                                     self.stages))}
 
@@ -181,12 +194,16 @@ def _add_arguments(p):
     p.add_argument("--levels", type=int, choices=LEVELS, default=2,
                    help="1: single level; 2: two level, the fp32 tensor scale P and f(1/P) "
                         "are the input fields tensor_scale and tensor_scale_rcp")
+    p.add_argument("--multipliers", default="lut",
+                   help="the lane products: lut (LUTs and carry chains) or mult18x18d (ECP5 "
+                        "MULT18X18D blocks, four a lane for fp32 input)")
     p.add_argument("--stages", type=int, default=None,
                    help="pipeline registers = latency in cycles (default: the estimates')")
 
 
 def _build(a):
-    return NVFP4Quantizer(a.block_size, a.input, a.levels, blocks=a.blocks, stages=a.stages)
+    return NVFP4Quantizer(a.block_size, a.input, a.levels, blocks=a.blocks,
+                          multipliers=a.multipliers, stages=a.stages)
 
 
 def cli_units():

@@ -10,11 +10,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.sim import Simulator
 
 import golden
+from hw.nvfp4.products import chunk_sum, chunks
 from hw.nvfp4_quantizer import NVFP4Quantizer
 from hw.sidecar import validate
 from tb import nvfp4_quantizer_stimulus as stim
@@ -183,3 +187,71 @@ def test_golden_agrees_on_the_hand_worked_vectors():
     s = 15 * 2.0 ** -9
     mx = golden.quantize(np.array([6 * s, 1.25 * s], np.float32), "nvfp4", block_size=2)
     assert mx.scales.tolist() == [0x0F] and mx.codes.tolist() == [0x7, 0x3]
+
+
+def test_multipliers_checked_and_instantiated(tmp_path):
+    """``multipliers``: checked up front; ``"mult18x18d"`` instantiates four MULT18X18D a lane
+    for fp32 input (24 x 24 bits as 17-bit chunks), two for bf16 (24 x 8), none for
+    ``"lut"``; the sidecar names the option and the primitive; a bad value on the CLI is one
+    line and exit 2.  (Bit-exact on Verilator with the block's model: tests/test_sim_nvfp4.py.)
+    """
+    with pytest.raises(ValueError, match="unknown multipliers 'dsp'"):
+        NVFP4Quantizer(16, "fp32", 2, multipliers="dsp")
+    with pytest.raises(TypeError, match="multipliers must be a str"):
+        NVFP4Quantizer(16, "fp32", 2, multipliers=None)
+    q = NVFP4Quantizer(16, "fp32", 2)
+    assert q.primitives == () and q.parameters["multipliers"] == "lut"
+    assert "mul_0" in q.sections and "operands" not in q.sections
+    for inp, per_lane in (("fp32", 4), ("bf16", 2)):
+        out = tmp_path / f"{inp}.v"
+        r = subprocess.run([sys.executable, "-m", "hw", "generate", "nvfp4-quantizer",
+                            "--input", inp, "--block-size", "4", "--multipliers", "mult18x18d",
+                            "-o", str(out)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert out.read_text().count("MULT18X18D #(") == 4 * per_lane
+        meta = json.loads(out.with_suffix(".json").read_text())
+        assert meta["primitives"] == ["MULT18X18D"]
+        assert meta["parameters"]["multipliers"] == "mult18x18d"
+        validate(meta)
+    q = NVFP4Quantizer(16, "fp32", 2, multipliers="mult18x18d")
+    names = list(q.sections)
+    assert names[names.index("rround") + 1:names.index("plz")] == [
+        "operands", "multiply", "drain", "psum"]
+    r = subprocess.run([sys.executable, "-m", "hw", "generate", "nvfp4-quantizer",
+                        "--multipliers", "dsp", "-o", str(tmp_path / "x.v")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()]
+
+
+@pytest.mark.parametrize("bits", [(24, 24), (24, 8), (24, 11)], ids=lambda b: f"{b[0]}x{b[1]}")
+def test_chunk_sum_is_the_product(bits, seed):
+    """:func:`hw.nvfp4.products.chunk_sum` in Amaranth's simulator: the chunk products of two
+    random factors (and the extremes) summed back, against Python's exact ``a * b``."""
+    r_bits, x_bits = bits
+    rng = np.random.default_rng(seed)
+    print(f"seed {seed}")
+    rc, xc = chunks(r_bits), chunks(x_bits)
+    pairs = [(a, b) for a in range(len(rc)) for b in range(len(xc))]
+    m = Module()
+    parts = SimpleNamespace(**{
+        f"p{a}{b}": Signal((rc[a][1] - rc[a][0]) + (xc[b][1] - xc[b][0]), name=f"p{a}{b}")
+        for a, b in pairs})
+    prod = chunk_sum(m, parts, pairs, r_bits + x_bits, "prod")
+    cases = [(0, 0), ((1 << r_bits) - 1, (1 << x_bits) - 1), (1 << (r_bits - 1), 1)]
+    cases += [(int(rng.integers(1 << r_bits)), int(rng.integers(1 << x_bits)))
+              for _ in range(200)]
+
+    def field(v, lo_hi):
+        lo, hi = lo_hi
+        return (v >> lo) & ((1 << (hi - lo)) - 1)
+
+    async def bench(ctx):
+        for a_val, x_val in cases:
+            for a, b in pairs:
+                ctx.set(getattr(parts, f"p{a}{b}"), field(a_val, rc[a]) * field(x_val, xc[b]))
+            assert ctx.get(prod) == a_val * x_val, (hex(a_val), hex(x_val))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()

@@ -109,7 +109,10 @@ EXTRA = {"quantizer": [_at(lambda u, a: depths.unsplit_tree(u, a, deepest=True),
          "gemm": [["--format", "fp4_e2m1", "--block-size", "16", "--accumulation",
                    "tcgen05.mxf4nvf4", "--accumulators", "memory"]],
          # two blocks a beat side by side (a small block: the pairing, not the block path)
-         "nvfp4-quantizer": [["--levels", "2", "--block-size", "4", "--blocks", "2"]]}
+         "nvfp4-quantizer": [["--levels", "2", "--block-size", "4", "--blocks", "2"],
+                             # the lane products in MULT18X18D blocks, with their model
+                             ["--levels", "2", "--block-size", "4", "--multipliers",
+                              "mult18x18d"]]}
 
 
 #: Every element format with the run-time choices (both rounding and scale mode in the

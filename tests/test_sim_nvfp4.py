@@ -8,7 +8,8 @@ format x level x block sizes 16 and 32 x a spread of depths.  The cocotb module
 ``tb.nvfp4_dequantizer`` runs the standard tests (:mod:`tb.standard_tests`).  The quantizer
 (``tb.nvfp4_quantizer``): single level from fp32 (two blocks a beat) and bf16, two level from
 fp32, k = 16, in ``make sim``; ``SIM_FULL=1`` adds every input format x level at k = 2, 16 and
-32, and two blocks a beat from bf16 and fp16.  Knobs: SEED, BLOCKS, WAVES and SIM_FULL
+32, two blocks a beat from bf16 and fp16, and the lane products in MULT18X18D blocks
+(``--multipliers mult18x18d``).  Knobs: SEED, BLOCKS, WAVES and SIM_FULL
 (:mod:`tb.options`).
 """
 
@@ -60,25 +61,41 @@ def test_nvfp4_dequantizer_sim(config, seed, sim_record, sim_coverage):
 
 
 # -- the NVFP4 quantizer (tb.nvfp4_quantizer) ------------------------------------------------
-# (levels, input format, block size, stages; None: the default depth[, blocks a beat])
+# (levels, input format, block size, stages; None: the default depth[, blocks a beat[,
+# multipliers]])
 QUANT_DEFAULT = [(1, "fp32", 16, None, 2), (1, "bf16", 16, 6), (2, "fp32", 16, None)]
 QUANT_FULL = [(levels, inp, k, st)
               for levels, depths in ((1, (1, 9, None)), (2, (3, 20, None)))
               for inp in ("fp32", "bf16", "fp16") for k in (2, 16) for st in depths]
 QUANT_FULL += [(levels, inp, 32, None) for levels in (1, 2) for inp in ("fp32", "bf16", "fp16")]
 QUANT_FULL += [(1, "fp32", 16, None), (2, "bf16", 16, None, 2), (2, "fp16", 16, 9, 2)]
+# the lane products in MULT18X18D blocks (with the block's model): four a lane (fp32) and
+# two (bf16, fp16); both DSP registers used, the input one alone, none; two blocks a beat
+QUANT_FULL += [(2, "fp32", 16, None, 1, "mult18x18d"), (1, "bf16", 16, None, 1, "mult18x18d"),
+               (2, "fp16", 16, 12, 1, "mult18x18d"), (2, "fp32", 4, 3, 2, "mult18x18d")]
 QUANT_CONFIGS = QUANT_DEFAULT + QUANT_FULL if FULL else QUANT_DEFAULT
 
 
+def _extras(c) -> tuple[int, str]:
+    """A configuration's blocks a beat and multipliers (1 and "lut" where not given)."""
+    rest = tuple(c[4:])
+    return (rest[0] if rest else 1), (rest[1] if len(rest) > 1 else "lut")
+
+
 def quantizer_id(c):
-    """The dequantizer's fields, and ``-x2`` for two blocks a beat."""
-    return config_id(c[:4]) + ("-x2" if c[4:] == (2,) else "")
+    """The dequantizer's fields, ``-x2`` for two blocks a beat and ``-<multipliers>`` for
+    other lane products than LUTs."""
+    blocks, multipliers = _extras(c)
+    return (config_id(c[:4]) + ("-x2" if blocks == 2 else "")
+            + ("" if multipliers == "lut" else f"-{multipliers}"))
 
 
 def quantizer_args(config) -> tuple[str, list[str]]:
     """The quantizer and its ``python -m hw generate`` arguments for a configuration."""
     unit, argv = _generate_args("nvfp4-quantizer", "--input", config[:4])
-    return unit, argv + (["--blocks", str(config[4])] if config[4:] else [])
+    blocks, multipliers = _extras(config)
+    return unit, (argv + (["--blocks", str(blocks)] if config[4:] else [])
+                  + ([] if multipliers == "lut" else ["--multipliers", multipliers]))
 
 
 @pytest.mark.parametrize("config", QUANT_CONFIGS, ids=quantizer_id)

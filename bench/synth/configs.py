@@ -33,6 +33,9 @@ CONFIGS = (
     + [("dequantizer", ["--format", "fp8_e4m3", *K])]
     # NVFP4 (issue #50): blocks of 16, UE4M3 scale, the fp32 tensor scale as a run-time field
     + [("nvfp4-dequantizer", ["--levels", "2", "--block-size", "16"])]
+    # the quantizer's 16 lane products of 24 x 24 bits in MULT18X18D blocks (four a lane)
+    + [("nvfp4-quantizer", ["--levels", "2", "--block-size", "16", "--multipliers",
+                            "mult18x18d"])]
     + [("dot", ["--format", "nvfp4", "--block-size", "16"])]
     + [("dot", ["--format", f, *K]) for f in FORMATS]
     + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
@@ -199,8 +202,9 @@ NEXT_STEPS: dict[str, str] = {
         "register -> `decode`, 9-11 cells, 4 ns of routing: P = sig_a * sig_b in two levels "
         "of adds and 3P a third after them): 3 * sig_a as a 4-input table so 3P is two "
         "levels beside P, or P's last add in a section of its own",
-    "nvfp4-quantizer": "not placed (too large for the shared machine): its 16 lane "
-                       "products of 24 x 24 bits in MULT18X18D blocks (`hw.dsp`, as the dot "
-                       "units' `--multipliers mult18x18d`) instead of the LUT tree's 7,435 "
-                       "CCU2C",
+    "nvfp4-quantizer": "the `--multipliers mult18x18d` build (64 MULT18X18D, 18,119 "
+                       "TRELLIS_COMB, 26,116 FF packed) placed, its routing unfinished after "
+                       "50 minutes beside two other placements: route it alone, then read "
+                       "its critical path (the shared f(1 / s) into 32 blocks' A inputs, "
+                       "`rround` -> `operands`, is the suspect: Pipeline.replicate)",
 }

@@ -2,7 +2,8 @@
 from x's sign bit.
 
 The product of x's significand (subnormals as they are) and r's is exact (a tree of carry
-chains, :func:`hw.multiply.pair_sums`), normalized, and rounded to 24 bits by
+chains, :func:`hw.multiply.pair_sums`; or ``multipliers="mult18x18d"``, MULT18X18D blocks,
+:mod:`hw.nvfp4.products`), normalized, and rounded to 24 bits by
 :func:`hw.rounding.round_increment` with an unbounded exponent: a product below fp32's normal
 range gives e2m1 code 0 either way, and one above it saturates either way.  That value is
 then rounded onto the e2m1 grid (:class:`hw.rounding.Grid`, :func:`hw.rounding.round_aligned`):
@@ -19,6 +20,7 @@ from ..arith import leading_zeros
 from ..multiply import pair_sums, partial_products
 from ..nets import wire
 from ..rounding import RNE, Grid, round_aligned, round_increment
+from .products import dsp_products
 from .scale import signed
 from .sections import MUL_LEVELS_PER_SECTION
 
@@ -36,26 +38,15 @@ def _widen(row, width: int):
     return Cat(row, Const(0, width - len(row))) if len(row) < width else row[:width]
 
 
-def quantize_lanes(scope, g, x):
-    """Sections ``mul_<j>`` to ``output`` on the ``rround`` view ``x``; returns the view after
-    ``output``: ``scale`` (the UE4M3 byte) and ``codes``."""
-    m, f, k = scope.module, g.input_format, g.block_size
-    mb, w = g.mbits, g.width
-    rbits = Value.cast(x.r)
-    r_e = rbits[_FP32.mbits:]
-    sig_r = Cat(rbits[:_FP32.mbits], r_e.any())
-    r_lsb = signed(Mux(r_e.any(), r_e, 1)) - (_FP32.bias + _FP32.mbits)
-    blk = {"nonfinite": x.nonfinite, "byte": x.byte}
+def _tree_products(scope, g, sig_r, lanes, blk):
+    """Sections ``mul_<j>``: each lane's product ``sig_x * sig_r`` in a tree of carry chains,
+    :data:`MUL_LEVELS_PER_SECTION` levels per section; returns ``(lanes, blk)`` after them,
+    each lane's ``neg``, ``lsb`` and ``prod``."""
+    m, mb = scope.module, g.mbits
     width = 24 + 1 + mb + 1  # the signed product of (0, sig_r) and sig_x
-    lanes = []
-    for i in range(k):
-        v = x.data[i]
-        e = v[mb:w - 1]
-        sig_x = Cat(v[:mb], e.any())
-        lsb = signed(Mux(e.any(), e, 1)) - (f.bias + mb) + r_lsb
-        rows = partial_products(Cat(sig_r, Const(0, 1)).as_signed(), sig_x)
-        lanes.append({"neg": v[w - 1], "lsb": lsb, "rows": rows})
-    # -- mul_<j>: the tree of carry chains, MUL_LEVELS_PER_SECTION levels per section -------
+    lanes = [{"neg": ln["neg"], "lsb": ln["lsb"],
+              "rows": partial_products(Cat(sig_r, Const(0, 1)).as_signed(), ln["sig"])}
+             for ln in lanes]
     depth = 0
     for j in range(g.mul_sections):
         for i, ln in enumerate(lanes):
@@ -71,11 +62,37 @@ def quantize_lanes(scope, g, x):
         blk = {name: getattr(y, name) for name in blk}
         lanes = [{"neg": ln.neg, "lsb": ln.lsb,
                   "rows": [(row.as_signed(), None) for row in ln.rows]} for ln in y.lanes]
+    return [{"neg": ln["neg"], "lsb": ln["lsb"], "prod": ln["rows"][0][0]}
+            for ln in lanes], blk
+
+
+def quantize_lanes(scope, g, x):
+    """Sections ``mul_<j>`` (LUT products; MULT18X18D blocks: ``operands`` to ``psum``,
+    :func:`hw.nvfp4.products.dsp_products`) to ``output`` on the ``rround`` view ``x``;
+    returns the view after ``output``: ``scale`` (the UE4M3 byte) and ``codes``."""
+    m, f, k = scope.module, g.input_format, g.block_size
+    mb, w = g.mbits, g.width
+    rbits = Value.cast(x.r)
+    r_e = rbits[_FP32.mbits:]
+    sig_r = Cat(rbits[:_FP32.mbits], r_e.any())
+    r_lsb = signed(Mux(r_e.any(), r_e, 1)) - (_FP32.bias + _FP32.mbits)
+    blk = {"nonfinite": x.nonfinite, "byte": x.byte}
+    lanes = []
+    for i in range(k):
+        v = x.data[i]
+        e = v[mb:w - 1]
+        sig_x = Cat(v[:mb], e.any())
+        lsb = signed(Mux(e.any(), e, 1)) - (f.bias + mb) + r_lsb
+        lanes.append({"neg": v[w - 1], "lsb": lsb, "sig": sig_x})
+    if g.multipliers == "lut":
+        lanes, blk = _tree_products(scope, g, sig_r, lanes, blk)
+    else:
+        lanes, blk = dsp_products(scope, sig_r, lanes, blk)
     # -- plz: normalize the product ----------------------------------------------------
     pw = 24 + mb + 1
     out = []
     for i, ln in enumerate(lanes):
-        prod = Value.cast(ln["rows"][0][0])[:pw]
+        prod = Value.cast(ln["prod"])[:pw]
         lz = leading_zeros(m, prod, name=scope.name(f"lane{i}_plz"))
         out.append({"neg": ln["neg"], "zero": ~prod.any(), "sig": (prod << lz)[:pw],
                     "top": ln["lsb"] + (pw - 1) - lz})

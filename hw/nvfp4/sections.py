@@ -6,8 +6,9 @@ The datapath (docs/nvfp4.md, quantizer): the block-max tree over full magnitudes
 24-bit significands (``pdiv_<j>``) and its rounding (``pround``); the UE4M3 cast (``scale``);
 ``r = f(R / s)`` by a restoring division by the scale's 4-bit significand (``rdiv_<j>``) and its
 rounding onto the fp32 grid (``rpos``, ``ralign``, ``rround``); per lane the product ``x * r``
-(``mul_<j>``), its normalization (``plz``) and fp32 rounding (``yround``), the e2m1 rounding
-(``epos``, ``ealign``, ``eround``) and ``output``.
+(``mul_<j>``; in MULT18X18D blocks ``operands``, ``multiply``, ``drain``, ``psum``), its
+normalization (``plz``) and fp32 rounding (``yround``), the e2m1 rounding (``epos``,
+``ealign``, ``eround``) and ``output``.
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ ESTIMATES = {
     "rround": Estimate(3.5, "the increment of f(R / s); " + _EST),
     "mul": Estimate(4.5, "partial products and two levels of the tree of carry chains; "
                     + _EST),
+    "dsp_operands": Estimate(3.5, "the route into the DSP column (MXDot's `operands` with "
+                             "MULT18X18D blocks: 1.3 ns logic + 3.9 ns routing); " + _EST),
+    "dsp_multiply": Estimate(3.5, "the MULT18X18D between its own registers: 3.46 ns"),
+    "dsp_drain": Estimate(3.5, "the route back from the DSP column (MXDot's `drain`: 1.5 ns "
+                          "logic + 4.5 ns routing); " + _EST),
+    "psum": Estimate(4.5, "two carry chains in series: the middle chunk products' sum, "
+                     "then its add into the outer ones' concatenation; " + _EST),
     "plz": Estimate(4.0, "the product's leading-zero count and normalizing shift; " + _EST),
     "yround": Estimate(3.5, "the 24-bit increment of f(x * r) and its carry; " + _EST),
     "epos": Estimate(2.0, "the e2m1 binade and shift amount; " + _EST),
@@ -69,11 +77,15 @@ class NVQGeometry:
     block_size : int
     levels : int
         1 or 2.
+    multipliers : {"lut", "mult18x18d"}
+        The lane products in LUTs and carry chains, or in MULT18X18D blocks
+        (:mod:`hw.nvfp4.products`).
     """
 
     input_format: object
     block_size: int
     levels: int
+    multipliers: str = "lut"
 
     @property
     def width(self) -> int:
@@ -132,7 +144,11 @@ def nvq_sections(g: NVQGeometry) -> dict[str, Estimate]:
     out.update({f"rdiv_{j}": rdiv for j in range(_chunks(RDIV_STEPS, g.rdiv_per_section))})
     for name in ("rpos", "ralign", "rround"):
         out[name] = e[name]
-    out.update({f"mul_{j}": e["mul"] for j in range(g.mul_sections)})
+    if g.multipliers == "lut":
+        out.update({f"mul_{j}": e["mul"] for j in range(g.mul_sections)})
+    else:
+        out.update(operands=e["dsp_operands"], multiply=e["dsp_multiply"],
+                   drain=e["dsp_drain"], psum=e["psum"])
     for name in ("plz", "yround", "epos", "ealign", "eround", "output"):
         out[name] = e[name]
     return out
