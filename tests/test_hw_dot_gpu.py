@@ -20,7 +20,7 @@ from golden.gpu_accumulation import check_accumulation
 from hw.dot import MXDot, MXDotGeneral
 from hw.dot.truncated_sections import ESTIMATES, truncated_sections, truncated_tree_levels
 from hw.sidecar import sidecar
-from tb.dot_gpu import code_of, gpu_directed_blocks
+from tb.dot_gpu import code_of, gpu_directed_blocks, nvfp4_gpu_directed_runs
 from tb.runner import ROOT
 
 MODE = "tcgen05.mxf8f6f4"
@@ -418,8 +418,8 @@ def test_mxdot_mxf4_matches_the_oracle(mode, k, scale_format):
 
 def _nvfp4_runs(rng, k: int) -> list[list]:
     """``[ca, sa, cb, sb, c0, pa, pb]``: random nvfp4 runs of 1..9 blocks (UE4M3 bytes with
-    zero, subnormal, NaN and sign-bit ones; tensor scales None or positive fp32), and two
-    runs whose chained result differs from a step per block."""
+    zero, subnormal, NaN and sign-bit ones; tensor scales None or positive fp32), and the
+    two runs of :func:`tb.dot_gpu.nvfp4_gpu_directed_runs`."""
     from tb import nvfp4_dot_stimulus as nv
 
     runs = []
@@ -430,23 +430,7 @@ def _nvfp4_runs(rng, k: int) -> list[list]:
         pa, pb = (None if rng.integers(0, 3) == 0 else float(np.float32(rng.uniform(0.01, 9)))
                   for _ in range(2))
         runs.append([ca, sa, cb, sb, c0, pa, pb])
-    one, minus, half, zero = (nv.code_of(v) for v in (1.0, -1.0, 0.5, 0.0))
-
-    def directed(lanes, scales, c0):
-        ca, cb = np.zeros((len(lanes), k), np.uint8), np.zeros((len(lanes), k), np.uint8)
-        for j, pairs in enumerate(lanes):
-            for i, (x, y) in enumerate(pairs):
-                ca[j, i], cb[j, i] = x, y
-        sc = np.array(scales, np.uint8)
-        return [ca, sc, cb, sc.copy(), c0, None, None]
-
-    # 2^10 - 2^-19 + 2^-19 in one step (scales 2^-9): 2^10; a step per block truncates to
-    # 2^10 - 2^-14
-    runs.append(directed([[(minus, half)], [(one, half)]], [0x01, 0x01], 0x44800000))
-    # a group cancelling at 448^2 keeps its exponent: the next block's 2^-20 is truncated
-    # away (+0); a step per block keeps it
-    runs.append(directed([[(one, one), (minus, one)], [(half, half)]], [0x7E, 0x01], 0))
-    assert zero == 0
+    runs += [[*r[:5], None, None] for r in nvfp4_gpu_directed_runs(k)]
     return runs
 
 
