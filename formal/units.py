@@ -304,12 +304,13 @@ GEMM_UNITS = (
 #: :data:`GPU_BLOCK_SIZES`): proven at k = 32, fp4_e2m1 x fp4_e2m1 (the narrowest products),
 #: and nvfp4 at k = 16, stream/no-loss/reset (``flow``) and order; named
 #: ``<unit>-tcgen05[-mxf4|-nvfp4]``.  MXDotGeneral also in ``"tcgen05.mxf4"`` (k = 32) and
-#: ``"tcgen05.mxf4nvf4"`` (E8M0, k = 16): a step per 64 elements of a run, its accumulators
-#: the chained state (:mod:`hw.dot.chained_f4`).  Not in :data:`UNITS` (their block sizes are 2
-#: and 4).
+#: ``"tcgen05.mxf4nvf4"`` (E8M0, k = 16, and nvfp4 with UE4M3 scales, k = 16, ``levels=1``):
+#: a step per 64 elements of a run, its accumulators the chained state
+#: (:mod:`hw.dot.chained_f4`).  Not in :data:`UNITS` (their block sizes are 2 and 4).
 GPU_MODE = "tcgen05.mxf8f6f4"
 #: The block size a :data:`GPU_UNITS` entry is proven at, where not 32.
-GPU_BLOCK_SIZES = {"dot-tcgen05-nvfp4": 16, "dot-general-tcgen05-mxf4nvf4": 16}
+GPU_BLOCK_SIZES = {"dot-tcgen05-nvfp4": 16, "dot-general-tcgen05-mxf4nvf4": 16,
+                   "dot-general-tcgen05-nvfp4": 16}
 GPU_UNITS = (
     FormalUnit("dot-tcgen05-mxf4", "fp4_e2m1 x fp4_e2m1, fp32 accumulator, tcgen05.mxf4",
                lambda k, s: MXDot("fp4_e2m1", block_size=k, stages=s,
@@ -342,6 +343,16 @@ GPU_UNITS = (
                  "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
                  state=("acc[0-9]*", "busy"), base="dot-general")
       for kind in ("tcgen05.mxf4", "tcgen05.mxf4nvf4")),
+    # nvfp4 (UE4M3 scales) without the epilogue (levels=1), as NVFP4_UNITS' MXDotGeneral
+    FormalUnit("dot-general-tcgen05-nvfp4",
+               "nvfp4 x nvfp4 (UE4M3 scales), 2 contexts, tcgen05.mxf4nvf4 (a step per 64 "
+               "elements of a run), levels=1",
+               lambda k, s: MXDotGeneral("nvfp4", block_size=k, contexts=2, stages=s,
+                                         accumulation="tcgen05.mxf4nvf4", levels=1),
+               lambda k, s: MXDotGeneral("nvfp4", block_size=k, contexts=2,
+                                         accumulation="tcgen05.mxf4nvf4", levels=1).sections,
+               "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
+               state=("acc[0-9]*", "busy"), base="dot-general"),
 )
 
 

@@ -12,7 +12,8 @@ import numpy as np
 
 import golden
 
-__all__ = ["gpu_directed_blocks", "nvfp4_gpu_directed_blocks", "code_of"]
+__all__ = ["gpu_directed_blocks", "nvfp4_gpu_directed_blocks", "nvfp4_gpu_directed_runs",
+           "code_of"]
 
 #: fp32 bit patterns the vectors use.
 _FLT_MAX, _NEG_ZERO, _INF, _NAN = 0x7F7FFFFF, 0x80000000, 0x7F800000, 0x7FC00000
@@ -128,3 +129,24 @@ def nvfp4_gpu_directed_blocks(k: int = 16) -> list:
     block([(half, half)] * k, 0x07, 0x01, _fp32(1e-3), "subnormal scales with c")
     block([(one, one)] * k, 0x3F, 0xBF, _fp32(3.0), "P = 225")
     return out
+
+
+def nvfp4_gpu_directed_runs(k: int = 16) -> list:
+    """``tcgen05.mxf4nvf4`` with UE4M3 scales over a run (MXDotGeneral nvfp4): ``(ca, sa, cb,
+    sb, c0_bits, label)`` (arrays of two blocks) whose chained result differs from a step per
+    block: ``2^10 - 2^-19 + 2^-19`` in one step is ``2^10`` (a step per block truncates
+    ``2^10 - 2^-19`` to ``2^10 - 2^-14``); a group cancelling at ``448^2`` keeps its exponent,
+    so the next block's ``2^-20`` is truncated away (+0; a step per block keeps it)."""
+    one, minus, half = (code_of("fp4_e2m1", v) for v in (1.0, -1.0, 0.5))
+
+    def run(lanes, scales, c0, label):
+        blocks = [_directed_block(k, pairs, s, s, 0, label) for pairs, s in zip(
+            lanes, scales, strict=True)]
+        ca, cb = (np.array([b[i] for b in blocks], np.uint8) for i in (0, 2))
+        sc = np.array(scales, np.uint8)
+        return ca, sc, cb, sc.copy(), c0, label
+
+    return [run([[(minus, half)], [(one, half)]], [0x01, 0x01], _fp32(2.0 ** 10),
+                "2^10 - 2^-19 + 2^-19 in one step"),
+            run([[(one, one), (minus, one)], [(half, half)]], [0x7E, 0x01], 0,
+                "a cancelled group at 448^2 truncates the next block's 2^-20")]

@@ -17,8 +17,13 @@ The dot model of :mod:`tb.dot` with UE4M3 scales (the standard tests: stream, re
 * **MXDot nvfp4, ``tcgen05.mxf4nvf4``**: the same sets with golden's results in the GPU
   mode (a scale byte's sign bit ignored) and the mode's directed vectors
   (:func:`tb.dot_gpu.nvfp4_gpu_directed_blocks`).
+* **MXDotGeneral nvfp4, ``tcgen05.mxf4nvf4``**: the runs with golden's steps of four blocks
+  (and the epilogue, its NaN 0x7FFFFFFF); every eighth run from the fifth on (of at most
+  16 blocks) is one of :func:`tb.dot_gpu.nvfp4_gpu_directed_runs`, whose chained result
+  differs from a step per block.
 
-Coverage: :mod:`tb.coverage.nvfp4_dot`; in the GPU mode :mod:`tb.coverage.dot_gpu`.
+Coverage: :mod:`tb.coverage.nvfp4_dot`; in the GPU mode :mod:`tb.coverage.dot_gpu` (MXDot)
+or the run shapes, the epilogue's bins and ``steps`` (MXDotGeneral).
 """
 
 from __future__ import annotations
@@ -32,11 +37,11 @@ from . import standard_tests
 from .batch import Batch
 from .bulk import DEPTH, BulkJob
 from .coverage.dot import classify_runs
-from .coverage.dot_gpu import classify_nvfp4_gpu, gpu_nvfp4_model
+from .coverage.dot_gpu import classify_nvfp4_gpu, classify_steps, gpu_nvfp4_model
 from .coverage.nvfp4_dot import classify_epilogue, classify_nvfp4_dot, nvfp4_dot_model
 from .describe import describe_float
 from .dot import DotBatch, DotModel, interleave
-from .dot_gpu import nvfp4_gpu_directed_blocks
+from .dot_gpu import nvfp4_gpu_directed_blocks, nvfp4_gpu_directed_runs
 
 
 class NVFP4DotBatch(DotBatch):
@@ -64,6 +69,8 @@ class NVFP4RunsBatch(Batch):
 
     def coverage_counts(self):
         counts = classify_runs(*self.run_flags)
+        if self.model.accumulation != "exact":
+            counts.update(classify_steps(*self.run_flags, self.model.k))
         if self.epilogue is not None:
             counts.update(classify_epilogue(*self.epilogue))
         return counts
@@ -78,6 +85,8 @@ class NVFP4DotModel(DotModel):
     def __init__(self, config):
         super().__init__(config)
         self.levels = self.parameters.get("levels", 1)
+        self._directed_runs = (nvfp4_gpu_directed_runs(self.k)
+                               if self.general and self.accumulation != "exact" else [])
 
     def interface(self):
         """docs/dot.md, NVFP4: MXDot's or MXDotGeneral's fields; with the epilogue
@@ -88,9 +97,9 @@ class NVFP4DotModel(DotModel):
         return fields_in, fields_out
 
     def coverage_model(self):
-        if self.accumulation != "exact":
-            return gpu_nvfp4_model()
-        return nvfp4_dot_model(self.general, self.levels == 2)
+        if self.accumulation == "exact":
+            return nvfp4_dot_model(self.general, self.levels == 2)
+        return gpu_nvfp4_model(self.general, self.levels == 2)
 
     def pack(self, ca, sa, cb, sb, c, first=None, last=None, ctx=None, alpha=None):
         if alpha is None:
@@ -172,6 +181,8 @@ class NVFP4DotModel(DotModel):
             if n > 16 and (c0 & FP32.inf_bits) == FP32.inf_bits:
                 c0 = 0x3F800000
             alpha = int(alphas[i])
+            if self._directed_runs and lengths is None and i % 8 == 5:  # chained steps
+                ca, sa, cb, sb, c0, _ = self._directed_runs[(i // 8) % len(self._directed_runs)]
             if n <= 16 and i % 8 in (3, 7):  # the epilogue's corners on a tiny or zero sum
                 ca[:], sa[:] = 0, 0x01
                 ca[:, 0] = cb[:, 0] = stim.code_of(0.5)
@@ -200,7 +211,8 @@ class NVFP4DotModel(DotModel):
                 c0[j] = c_init
             if last[j]:
                 alpha[j] = a_bits
-                total, res = stim.run_result(xa, xsa, xb, xsb, c_init, a_bits if epi else None)
+                total, res = stim.run_result(xa, xsa, xb, xsb, c_init, a_bits if epi else None,
+                                             self.accumulation)
                 what = (f"run {r} ({len(xsa)} blocks, c0 {describe_float(c_init, FP32)}, ctx "
                         f"{s}" + (f", sum {describe_float(total, FP32)}, alpha "
                                   f"{describe_float(a_bits, FP32)})" if epi else ")"))

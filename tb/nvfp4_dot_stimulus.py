@@ -16,6 +16,7 @@ import golden
 from golden.nvfp4_dot import block_terms, epilogue
 from golden.stimulus import random_fp32
 
+from .coverage.dot_gpu import GPU_NAN
 from .coverage.nvfp4_dot import readable_scales
 
 __all__ = ["SCALE_SPREAD", "FP4", "code_of", "random_scales", "random_codes",
@@ -110,18 +111,25 @@ def step_results(ca, sa, cb, sb, c_bits, accumulation: str = "exact") -> np.ndar
                              accumulation=accumulation, scale_format="ue4m3").view(np.uint32)
 
 
-def run_result(ca, sa, cb, sb, c0_bits: int, alpha_bits=None) -> tuple[int, int]:
-    """``(sum, result)`` fp32 bits of one run: ``c0`` chained through its blocks, then
-    (``alpha_bits`` given) golden's epilogue ``f(alpha * sum)``."""
+def run_result(ca, sa, cb, sb, c0_bits: int, alpha_bits=None,
+               accumulation: str = "exact") -> tuple[int, int]:
+    """``(sum, result)`` fp32 bits of one run: ``c0`` chained through its blocks (golden's
+    ``accumulation``: ``"tcgen05.mxf4nvf4"`` steps of four blocks, a scale byte's sign bit
+    ignored), then (``alpha_bits`` given) golden's epilogue ``f(alpha * sum)`` (a GPU
+    result's NaN 0x7FFFFFFF)."""
     acc = np.array([c0_bits], np.uint32).view(np.float32)
-    chained = golden.dot_blocks(ca[None], readable_scales(sa)[None], cb[None],
-                                readable_scales(sb)[None], FP4, FP4, acc=acc,
-                                scale_format="ue4m3")
+    if accumulation == "exact":
+        sa, sb = readable_scales(sa), readable_scales(sb)
+    else:
+        sa, sb = np.asarray(sa, np.uint8) & 0x7F, np.asarray(sb, np.uint8) & 0x7F
+    chained = golden.dot_blocks(ca[None], sa[None], cb[None], sb[None], FP4, FP4, acc=acc,
+                                accumulation=accumulation, scale_format="ue4m3")
     total = int(np.asarray(chained, np.float32).reshape(1).view(np.uint32)[0])
     if alpha_bits is None:
         return total, total
     alpha = np.array([alpha_bits], np.uint32).view(np.float32)[0]
-    out = epilogue(np.asarray(chained, np.float32).reshape(1), alpha)
+    nan = {} if accumulation == "exact" else {"nan_bits": GPU_NAN}
+    out = epilogue(np.asarray(chained, np.float32).reshape(1), alpha, **nan)
     return total, int(out.view(np.uint32)[0])
 
 

@@ -20,7 +20,7 @@ from golden.gpu_accumulation import check_accumulation
 from hw.dot import MXDot, MXDotGeneral
 from hw.dot.truncated_sections import ESTIMATES, truncated_sections, truncated_tree_levels
 from hw.sidecar import sidecar
-from tb.dot_gpu import code_of, gpu_directed_blocks
+from tb.dot_gpu import code_of, gpu_directed_blocks, nvfp4_gpu_directed_runs
 from tb.runner import ROOT
 
 MODE = "tcgen05.mxf8f6f4"
@@ -60,20 +60,17 @@ def test_modes_not_built_raise(cls, kwargs, message):
         cls("fp4_e2m1", "fp4_e2m1", block_size=32, **kwargs)
 
 
-@pytest.mark.parametrize("cls, accumulation, k, scale_format", [
-    (MXDot, F4, 16, "ue4m3"), (MXDot, MODE, 16, "ue4m3"),
-    (MXDot, "tcgen05.mxf4nvf4", 32, "ue4m3"), (MXDotGeneral, "tcgen05.mxf4nvf4", 16, None)])
-def test_nvfp4_takes_mxf4nvf4_at_k16_in_mxdot_only(cls, accumulation, k, scale_format):
+@pytest.mark.parametrize("cls, accumulation, k", [
+    (MXDot, F4, 16), (MXDot, MODE, 16), (MXDot, "tcgen05.mxf4nvf4", 32),
+    (MXDotGeneral, F4, 16), (MXDotGeneral, "tcgen05.mxf4nvf4", 32)])
+def test_nvfp4_takes_mxf4nvf4_at_k16(cls, accumulation, k):
     """nvfp4 (UE4M3 scales) with a GPU mode: golden's one-line error for a kind or block size
-    it does not take; MXDotGeneral's steps of several blocks are not built."""
+    it does not take; MXDot's and MXDotGeneral's module names and sidecars in mxf4nvf4 (the
+    chained UE4M3 sum one bit wider than one step's)."""
     with pytest.raises(ValueError) as e:
         cls("nvfp4", block_size=k, accumulation=accumulation)
-    if scale_format is None:
-        assert "built in MXDot only" in str(e.value)
-    else:
-        assert str(e.value) == _golden_error(accumulation, golden.element_format("fp4_e2m1"),
-                                             golden.element_format("fp4_e2m1"), k,
-                                             scale_format)
+    assert str(e.value) == _golden_error(accumulation, golden.element_format("fp4_e2m1"),
+                                         golden.element_format("fp4_e2m1"), k, "ue4m3")
     dot = MXDot("nvfp4", stages=4, accumulation="tcgen05.mxf4nvf4")
     assert dot.module_name == "nvfp4_dot_k16_s4_tcgen05_mxf4nvf4"
     side = sidecar(dot, "dot")["parameters"]
@@ -81,6 +78,14 @@ def test_nvfp4_takes_mxf4nvf4_at_k16_in_mxdot_only(cls, accumulation, k, scale_f
         "tcgen05.mxf4nvf4", "ue4m3", 48)
     assert dot.sections == MXDot(
         "fp4_e2m1", block_size=16, accumulation="tcgen05.mxf4nvf4").sections
+    gen = MXDotGeneral("nvfp4", contexts=2, stages=4, accumulation="tcgen05.mxf4nvf4")
+    assert gen.module_name == "nvfp4_dot_general_l2_k16_c2_s4_tcgen05_mxf4nvf4"
+    side = sidecar(gen, "dot-general")["parameters"]
+    assert (side["accumulation"], side["levels"], side["sum_bits"]) == (
+        "tcgen05.mxf4nvf4", 2, 49)
+    assert "alpha" in gen.i.payload.shape().members
+    assert MXDotGeneral("nvfp4", levels=1, accumulation="tcgen05.mxf4nvf4").module_name == (
+        f"nvfp4_dot_general_l1_k16_c4_s{gen.max_stages - 5}_tcgen05_mxf4nvf4")
 
 
 def test_module_names_sidecar_and_sections():
@@ -137,7 +142,9 @@ def test_cli_takes_the_accumulation(tmp_path):
     ["--format", "fp4_e2m1", "--accumulation", "rz"],
     ["--format", "nvfp4", "--accumulation", F4],
     ["--format", "nvfp4", "--block-size", "32", "--accumulation", "tcgen05.mxf4nvf4"],
-    ["dot-general", "--format", "nvfp4", "--accumulation", "tcgen05.mxf4nvf4"],
+    ["dot-general", "--format", "nvfp4", "--block-size", "32", "--accumulation",
+     "tcgen05.mxf4nvf4"],
+    ["dot-general", "--format", "nvfp4", "--accumulation", F4],
 ])
 def test_cli_bad_accumulation_one_line_exit_2(args, tmp_path):
     unit = args.pop(0) if args[0] == "dot-general" else "dot"
@@ -170,6 +177,8 @@ def _simulate(dut, beats, general=False):
             if general:
                 ctx.set(p.first, flags[0])
                 ctx.set(p.last, flags[1])
+            if len(flags) > 2:  # nvfp4 levels=2: alpha
+                ctx.set(p.alpha, flags[2])
             ctx.set(dut.i.valid, 1)
             for _ in range(4 * dut.latency + 8):
                 taken = ctx.get(dut.i.ready)
@@ -405,3 +414,59 @@ def test_mxdot_mxf4_matches_the_oracle(mode, k, scale_format):
     assert [hex(x) for x in got] == [hex(x) for x in want]
     if nvfp4:  # NaN from 0x7F (and 0xFF), a sign-bit byte read as its low seven bits
         assert 0x7FFFFFFF in got and any(x[1] in range(0x80, 0xFF) for x in cases)
+
+
+def _nvfp4_runs(rng, k: int) -> list[list]:
+    """``[ca, sa, cb, sb, c0, pa, pb]``: random nvfp4 runs of 1..9 blocks (UE4M3 bytes with
+    zero, subnormal, NaN and sign-bit ones; tensor scales None or positive fp32), and the
+    two runs of :func:`tb.dot_gpu.nvfp4_gpu_directed_runs`."""
+    from tb import nvfp4_dot_stimulus as nv
+
+    runs = []
+    for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 4, 5, 3):
+        ca, cb = nv.random_codes(rng, n, k), nv.random_codes(rng, n, k)
+        sa, sb = nv.random_scales(rng, n), nv.random_scales(rng, n)
+        c0 = int(nv.accumulators(rng, ca[:1], sa[:1], cb[:1], sb[:1])[0])
+        pa, pb = (None if rng.integers(0, 3) == 0 else float(np.float32(rng.uniform(0.01, 9)))
+                  for _ in range(2))
+        runs.append([ca, sa, cb, sb, c0, pa, pb])
+    runs += [[*r[:5], None, None] for r in nvfp4_gpu_directed_runs(k)]
+    return runs
+
+
+@pytest.mark.parametrize("levels", [1, 2])
+def test_mxdot_general_nvfp4_chains_mxf4nvf4_like_the_oracle(levels):
+    """nvfp4 in tcgen05.mxf4nvf4 through MXDotGeneral (one context): steps of four blocks of
+    16, the pending groups' UE4M3 values in the context's state; each run's sum is
+    tcgen05_chain's and golden's, and with ``levels=2`` the tensor scales' epilogue
+    ``f(f(Pa * Pb) * sum)`` follows (oracle.nvfp4_tcgen05_dot; golden's epilogue, NaN
+    0x7FFFFFFF).  Two directed runs differ from a step per block."""
+    from tb import nvfp4_dot_stimulus as nv
+
+    k, mode, seed = 16, "tcgen05.mxf4nvf4", 52
+    print(f"seed {seed}")
+    runs = _nvfp4_runs(np.random.default_rng(seed), k)
+    want, alphas = [], []
+    for ca, sa, cb, sb, c0, pa, pb in runs:
+        if levels == 1:
+            pa = pb = None
+        alpha = 0x3F800000 if pa is None and pb is None else int(np.float32(
+            np.float32(1 if pa is None else pa) * np.float32(1 if pb is None else pb)
+        ).view(np.uint32))
+        alphas.append(alpha)
+        exact = oracle.nvfp4_tcgen05_dot(ca.ravel(), sa, pa, cb.ravel(), sb, pb, c0)
+        _, gold = nv.run_result(ca, sa, cb, sb, c0, alpha if levels == 2 else None,
+                                accumulation=mode)
+        assert hex(gold) == hex(exact)
+        want.append(exact)
+    beats = [(r[0][j], int(r[1][j]), r[2][j], int(r[3][j]), r[4], int(j == 0),
+              int(j == len(r[1]) - 1), *([alphas[i]] if levels == 2 else []))
+             for i, r in enumerate(runs) for j in range(len(r[1]))]
+    dut = MXDotGeneral("nvfp4", contexts=1, stages=4, accumulation=mode, levels=levels)
+    got = _simulate(dut, beats, general=True)
+    assert [hex(x) for x in got] == [hex(x) for x in want]
+    per_block = [int(nv.step_results(r[0][1:], r[1][1:], r[2][1:], r[3][1:], [int(
+        nv.step_results(r[0][:1], r[1][:1], r[2][:1], r[3][:1], [r[4]], mode)[0])], mode)[0])
+        for r in runs[-2:]]
+    assert got[-2:] == [0x44800000, 0] and per_block == [0x447FFFFF, 0x35800000], per_block
+    assert 0x7FFFFFFF in got and any(len(r[1]) > 4 for r in runs)

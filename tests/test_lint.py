@@ -105,6 +105,9 @@ EXTRA = {"quantizer": [_at(lambda u, a: depths.unsplit_tree(u, a, deepest=True),
                              "dot-general", _DSP),
                          # a run's mxf4 steps: the accumulators hold the chained state
                          ["--format", "fp4_e2m1", "--accumulation", "tcgen05.mxf4",
+                          "--contexts", "2"],
+                         # nvfp4's: the pending groups' UE4M3 values, the epilogue after
+                         ["--format", "nvfp4", "--accumulation", "tcgen05.mxf4nvf4",
                           "--contexts", "2"]],
          "gemm": [["--format", "fp4_e2m1", "--block-size", "16", "--accumulation",
                    "tcgen05.mxf4nvf4", "--accumulators", "memory"]],

@@ -1,7 +1,8 @@
 """Bit-exact RTL regression of the dot units' GPU accumulation modes ``tcgen05.mxf8f6f4``,
 ``tcgen05.mxf4`` and ``tcgen05.mxf4nvf4`` with E8M0 scales (MXDot one block per step,
-MXDotGeneral a step per 64 elements of a run) and, nvfp4 in MXDot, UE4M3 ones (cocotb on
-Verilator vs ``golden.dot_blocks(..., accumulation=...)``).
+MXDotGeneral a step per 64 elements of a run) and, nvfp4, UE4M3 ones (cocotb on
+Verilator vs ``golden.dot_blocks(..., accumulation=...)``; MXDotGeneral nvfp4 with the
+tensor scales' epilogue after the steps, as golden's ``dot``).
 
 The same testbench as ``tests/test_sim_dot.py`` (``tb.dot``: stream, reset in traffic,
 backpressure, bulk), which reads the mode from the sidecar: golden's results in the mode, the
@@ -10,9 +11,11 @@ up, the -133 floor, cancellation wiping out ``c``, FLT_MAX where RNE overflows, 
 ``2^128``, +0 for every zero, NaN 0x7FFFFFFF) and its cover point ``gpu``
 (:mod:`tb.coverage.dot_gpu`); nvfp4 runs the NVFP4 dot model (``tb.dot_nvfp4``: its
 code-pair sweep over a spread of scale bytes, the GPU mode's results and vectors,
-:func:`tb.dot_gpu.nvfp4_gpu_directed_blocks`, and bins).  ``make sim``: one small
+:func:`tb.dot_gpu.nvfp4_gpu_directed_blocks`, and bins; in MXDotGeneral its runs, among
+them :func:`tb.dot_gpu.nvfp4_gpu_directed_runs`, and the ``steps`` bins).  ``make sim``: one small
 configuration per mode and unit; ``SIM_FULL=1`` adds 8-bit pairs (every code pair swept),
-mixed pairs, shallower pipelines and DSP products.
+mixed pairs, shallower pipelines, DSP products and MXDotGeneral nvfp4 (2.5 min here with its
+Verilator build).
 Knobs: SEED, BLOCKS, WAVES, SIM_FULL (:mod:`tb.options`).
 """
 
@@ -48,6 +51,7 @@ FULL_EXTRA = [
     (F4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, None, 16, False),
     (NVF4, "dot-general", "fp4_e2m1", "fp4_e2m1", 16, None, 4, False),
     (NVF4, "dot-general", "fp4_e2m1", "fp4_e2m1", 32, 3, 2, False, "dsp"),
+    (NVF4, "dot-general", "nvfp4", "nvfp4", 16, 4, 2, False),
 ]
 CONFIGS = DEFAULT + FULL_EXTRA if FULL else DEFAULT
 

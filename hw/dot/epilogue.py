@@ -16,7 +16,8 @@ pipeline (``levels=2``).
   and :func:`hw.rounding.round_aligned`, as the NVFP4 dequantizer's ``f(P * s)``.
 
 The block steps' result (``raw``) rides along unchanged: the accumulation contexts chain it,
-not the epilogue's.  NaN results are 0x7FC00000.
+not the epilogue's.  NaN results are 0x7FC00000, or ``nan_bits`` (0x7FFFFFFF after the
+``tcgen05.mxf4nvf4`` steps, as golden's epilogue writes a GPU result's NaN).
 """
 
 from __future__ import annotations
@@ -62,9 +63,10 @@ def _fields(bits) -> dict:
             "neg": bits[31]}
 
 
-def build_epilogue(scope, x, alpha, side: dict):
+def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bits):
     """``f(alpha * x)`` of the fp32 bits ``x`` and ``alpha`` through the sections of
-    :func:`epilogue_sections` in ``scope`` (a :class:`hw.pipeline.PipelineScope`).
+    :func:`epilogue_sections` in ``scope`` (a :class:`hw.pipeline.PipelineScope`); a NaN
+    result is ``nan_bits`` (a positive NaN).
 
     ``side`` (values that ride along; a ``last`` field is the pipeline's hold flag,
     :meth:`hw.pipeline.Pipeline.hold_when`; None: nothing, a lane beside the one that carries
@@ -108,7 +110,7 @@ def build_epilogue(scope, x, alpha, side: dict):
     code = round_aligned(m, s.grid, mbits=FP32.mbits, rounding=RNE,
                          name=scope.name("epi_rnd"))[:31]
     inf = s.inf | (overflow & ~s.zero)
-    magnitude = Mux(s.nan, FP32.qnan_bits & 0x7FFFFFFF,
+    magnitude = Mux(s.nan, nan_bits & 0x7FFFFFFF,
                     Mux(inf, FP32.inf_bits, Mux(s.zero, 0, code)))
     result = Cat(magnitude[:31], s.neg & ~s.nan)
     if side is not None and "last" in side:

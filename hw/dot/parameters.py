@@ -12,7 +12,7 @@ from golden.accumulation_kinds import check_accumulation
 
 from ..params import check_block_size, check_choice
 from ..pipeline import Pipeline
-from .chained_f4 import chain_layout, next_state
+from .chained_f4 import chain_layout, chained_kind, next_state
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
 from .nvfp4_scale import NVFP4_ELEMENTS, nvfp4_scale_format
@@ -36,17 +36,13 @@ def multipliers_suffix(multipliers: str) -> str:
 
 
 def _check_accumulation(accumulation, fmt_a, fmt_b, block_size, multipliers,
-                        forwarded_c, scale_format) -> str:
+                        scale_format) -> str:
     """``accumulation`` checked with golden's rules (its names, formats, block sizes and scale
     formats, the same one-line errors), then against the modes built in hardware."""
     check_accumulation(accumulation, fmt_a, fmt_b, block_size, scale_format)
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation {accumulation!r} is not built in hardware; the dot "
                          f"units build {', '.join(map(repr, ACCUMULATIONS))}")
-    if accumulation in F4_MODES and forwarded_c and scale_format != "e8m0":
-        raise ValueError(f"accumulation {accumulation!r} with {scale_format} scales (nvfp4) "
-                         f"is built in MXDot only (one block per step); MXDotGeneral and MXGemm "
-                         f"chain its steps with E8M0 scales")
     if accumulation in TRUNCATING and multipliers == "mult18x18d":
         raise ValueError(f"accumulation {accumulation!r} builds its products in LUTs or as `*` "
                          f"(multipliers 'lut' or 'dsp'), not 'mult18x18d'")
@@ -68,7 +64,7 @@ def chained(unit) -> bool:
 def accumulator_bits(unit) -> int:
     """Bits of one of ``unit``'s accumulators (:class:`hw.dot.contexts.AccumulatorContexts`):
     32, or the chained state's."""
-    return chain_layout(unit.block_size).size if chained(unit) else 32
+    return chain_layout(unit.block_size, unit.scale_format).size if chained(unit) else 32
 
 
 def build_step(unit, scope, a, b, c, side=None, *, last=None):
@@ -91,7 +87,8 @@ def build_step(unit, scope, a, b, c, side=None, *, last=None):
                                    multipliers=unit.multipliers,
                                    accumulation=unit.accumulation, last=last)
         state = next_state(scope.module, unit.block_size, out.result, out.side.chain,
-                           out.side.groups, scope.name("next_state"))
+                           out.side.groups, scope.name("next_state"),
+                           unit.geometry.scale_format)
         return SimpleNamespace(result=out.result, side=out.side, state=state)
     return SimpleNamespace(result=out.result, side=out.side if side else None,
                            state=out.result)
@@ -122,7 +119,7 @@ def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *
     unit.geometry = DotGeometry(fmt_a, fmt_b, check_block_size(block_size), scale_format)
     unit.multipliers = _check_multipliers(multipliers)
     unit.accumulation = _check_accumulation(accumulation, fmt_a, fmt_b, block_size,
-                                            multipliers, forwarded_c, scale_format)
+                                            multipliers, scale_format)
     unit.primitives = PRIMITIVES[multipliers]
     unit.forwarded_c = forwarded_c
     if accumulation == "exact":
@@ -139,7 +136,9 @@ def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *
         widths = {"sum_bits": unit.geometry.sum_bits + 1,
                   "window_bits": unit.geometry.window_bits}
     else:  # the truncated terms' signed sum; no window
-        widths = {"sum_bits": KINDS[accumulation].sum_bits + 1}
+        kind = (chained_kind(accumulation, scale_format) if chained(unit)
+                else KINDS[accumulation])
+        widths = {"sum_bits": kind.sum_bits + 1}
     nv = {"scale_format": scale_format} if scale_format != "e8m0" else {}
     return {"format_a": fmt_a.name, "format_b": fmt_b.name, **nv, "block_size": block_size,
             "stages": stages, **widths, "multipliers": multipliers,

@@ -32,7 +32,7 @@ from golden.formats import SCALE_BIAS, SCALE_NAN
 
 from ..arith import partial_product_sum, wire
 from ..elements import decode_element
-from .chained_f4 import chain_layout, close_and_count
+from .chained_f4 import chain_layout, close_and_count, group_value_bits
 from .geometry import units_max
 from .nvfp4_scale import scale_fields, scaled_significand
 from .step import FusedStep
@@ -106,7 +106,7 @@ def decode(step: FusedStep, a, b, c, side, *, last=None):
     scales = _scale_fields(step, a, b)
     if last is None:
         return step.cross({"lanes": lanes, **scales, "c": c, "side": side}, "decode")
-    state = data.View(chain_layout(step.block_size), c)
+    state = data.View(chain_layout(step.block_size, step.geometry.scale_format), c)
     scales["scale_nan"] = scales["scale_nan"] | state.nan
     chain = {**close_and_count(state, last, step.block_size), "nan": scales["scale_nan"]}
     return step.cross({"lanes": lanes, **scales, "c": state.c,
@@ -168,10 +168,11 @@ def group_sums(step: FusedStep, s):
     return s
 
 
-def emax(step: FusedStep, s):
+def emax(step: FusedStep, s, sum_bits: int = F4_SUM_BITS):
     """Section ``emax``: ``e_max`` (the non-zero groups' ``x_s``, ``c``'s exponent and -139),
     the groups' distance ``e_max - x_s`` and ``c``'s, each clamped where its term vanishes;
-    ``e_top = e_max + F4_SUM_BITS - 1 - 35 + 126`` for the result's exponent."""
+    ``e_top = e_max + sum_bits - 1 - 35 + 126`` for the result's exponent (``sum_bits``: the
+    back end's, :func:`hw.dot.chained_f4.chained_kind`)."""
     floor = Const(F4_ZERO_EXPONENT, EXPONENT_BITS).as_signed()
     e1 = Mux(s.group_nz.any() & (s.x_s > floor), s.x_s, floor)
     chained = {}
@@ -191,7 +192,7 @@ def emax(step: FusedStep, s):
     return step.cross({
         **_carried(step, s), "sums": sums,
         "dist": Mux(d > 63, 63, d[:6])[:6], "c_dist": Mux(dc > 63, 63, dc[:6])[:6],
-        "e_top": _exp(e_max + (F4_SUM_BITS - 1 - F4_FRACTION_BITS + 126)), **chained,
+        "e_top": _exp(e_max + (sum_bits - 1 - F4_FRACTION_BITS + 126)), **chained,
     }, "emax")
 
 
@@ -239,7 +240,7 @@ def _next_groups(step: FusedStep, s) -> dict:
     """The side values with ``groups``: the pending groups but the oldest ``k / 16`` (empty
     ones: a step holds at most ``64 / k - 1`` blocks before its last), then this block's, for
     the state a non-closing block leaves (:func:`hw.dot.chained_f4.next_state`)."""
-    width = F4_GROUP_BITS + 1
+    width = group_value_bits(step.geometry.scale_format) + 1
     x = _exp(s.x_s + Const(0, signed(EXPONENT_BITS)))  # sign-extended to the state's x
     own = [{"val": s.sums[j].as_signed()[:width].as_signed(), "x": x, "nz": s.group_nz[j]}
            for j in range(len(s.sums))]

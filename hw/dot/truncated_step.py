@@ -28,6 +28,7 @@ from ..pipeline import Pipeline, PipelineScope
 from . import truncated_f4 as F4
 from . import truncated_sum as S
 from . import truncated_terms as T
+from .chained_f4 import chained_kind
 from .geometry import DotGeometry
 from .step import FusedStep
 from .truncated_sections import F4_MODES, KINDS, truncated_sections
@@ -64,7 +65,8 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
         mxf4 and mxf4nvf4 over a run's blocks (MXDotGeneral, MXGemm): the run's ``last``
         flag; ``c`` is then the run's state (:mod:`hw.dot.chained_f4`), and the side values
         gain ``chain`` and ``groups``, of which :func:`hw.dot.chained_f4.next_state` makes the
-        state the block leaves.
+        state the block leaves; the sum is :func:`hw.dot.chained_f4.chained_kind`'s (with
+        UE4M3 scales one bit wider).
 
     Returns
     -------
@@ -75,8 +77,10 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
     step = FusedStep.on(scope, geometry, multipliers, side or last is not None)
     kind = KINDS[accumulation]
     if accumulation in F4_MODES:
+        if last is not None:
+            kind = chained_kind(accumulation, geometry.scale_format)
         s = F4.multiply(step, F4.decode(step, a, b, c, side, last=last))
-        s = F4.align(step, F4.emax(step, F4.group_sums(step, s)))
+        s = F4.align(step, F4.emax(step, F4.group_sums(step, s), kind.sum_bits))
     else:
         s = T.multiply(step, T.multiply_lo(step, T.decode(step, a, b, c, side)))
         s = T.distance(step, T.gap(step, T.frame(step, T.emax(step, s))))

@@ -45,9 +45,11 @@ from .parameters import (
     accumulation_suffix,
     accumulator_bits,
     build_step,
+    chained,
     fused_step_parameters,
     multipliers_suffix,
 )
+from .truncated_sum import GPU_NAN
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
            "accumulation_suffix", "add_fused_step_options", "add_accumulation_option",
@@ -105,7 +107,7 @@ class MXDot(Unit):
         in MXDot a step per block, which is golden's step of that block and an all-zero
         second one; MXDotGeneral chains a step per 64 elements), or ``"tcgen05.mxf4nvf4"``:
         with E8M0 scales the same at ``block_size`` 16 or 32, with UE4M3 ones (``"nvfp4"``,
-        ``block_size`` 16, MXDot only) each group of 16 products times both scale
+        ``block_size`` 16) each group of 16 products times both scale
         significands, at the scales' exponents, the scale bytes' sign bit ignored
         (:mod:`hw.dot.truncated_f4`).  Checked with golden's
         ``check_accumulation`` (its one-line errors); the module name gets
@@ -224,10 +226,15 @@ class MXDotGeneral(Unit):
         As for :class:`MXDot`, chained as ``golden.dot_blocks`` chains the steps: in
         ``"tcgen05.mxf8f6f4"`` each block is one tcgen05 step, its fp32 result the next
         block's ``c``; in ``"tcgen05.mxf4"`` (blocks of 32) and ``"tcgen05.mxf4nvf4"`` (E8M0
-        scales, blocks of 16 or 32) a step takes 64 elements, two or four blocks of a run (a
-        run's last step may hold fewer): each context's accumulator holds the step's ``c``
-        and the exact sums of its earlier blocks' groups (:mod:`hw.dot.chained_f4`), and the
-        block that ends the step or the run adds them up.
+        scales, blocks of 16 or 32; nvfp4, UE4M3 scales, blocks of 16) a step takes 64
+        elements, two or four blocks of a run (a run's last step may hold fewer): each
+        context's accumulator holds the step's ``c`` and the exact sums of its earlier
+        blocks' groups (with UE4M3 scales their values, the sums times the scale
+        significands' product; :mod:`hw.dot.chained_f4`), and the block that ends the step
+        or the run adds them up.  With nvfp4 and ``levels=2`` the epilogue follows the run's
+        last step, as golden's ``dot`` applies the tensor scales once to the GPU sum (a NaN
+        result 0x7FFFFFFF); the accumulators chain the steps' state, not the epilogue's
+        result.
     levels : {1, 2}, optional
         nvfp4 only: 2 (its default) applies the tensor scales' epilogue ``f(alpha * sum)``
         to each run's result (:mod:`hw.dot.epilogue`: one fp32 RNE multiply, five sections
@@ -298,7 +305,8 @@ class MXDotGeneral(Unit):
     def module_name(self) -> str:
         if self.scale_format == "ue4m3":
             return (f"nvfp4_dot_general_l{self.levels}_k{self.block_size}_c{self.contexts}"
-                    f"_s{self.stages}" + multipliers_suffix(self.multipliers))
+                    f"_s{self.stages}" + multipliers_suffix(self.multipliers)
+                    + accumulation_suffix(self.accumulation))
         return (f"mx_dot_general_{self.fmt_a.name}_{self.fmt_b.name}_k{self.block_size}"
                 f"_c{self.contexts}_s{self.stages}" + multipliers_suffix(self.multipliers)
                 + accumulation_suffix(self.accumulation))
@@ -324,17 +332,24 @@ class MXDotGeneral(Unit):
 
 
     def _elaborate_epilogue(self, m, pipe, contexts):
-        """``levels=2``: the fused step, then the epilogue ``f(alpha * sum)``
-        (:mod:`hw.dot.epilogue`) on the run's ``alpha``; the step's result is chained."""
+        """``levels=2``: the block step, then the epilogue ``f(alpha * sum)``
+        (:mod:`hw.dot.epilogue`) on the run's ``alpha``; the step's result is chained (in
+        ``tcgen05.mxf4nvf4`` the run's state, :mod:`hw.dot.chained_f4`, which rides through
+        the epilogue beside it; a NaN result is then 0x7FFFFFFF)."""
         p = self.i.payload
         ctx = {"ctx": p.ctx} if self.ctx_bits else {}
+        gpu = chained(self)
         out = build_step(self, pipe, p.a, p.b, contexts.c[0],
-                         {**ctx, "end": p.last, "alpha": p.alpha})
+                         {**ctx, "end": p.last, "alpha": p.alpha},
+                         last=p.last if gpu else None)
         ctx = {"ctx": out.side.ctx} if self.ctx_bits else {}
+        state = {"state": out.state} if gpu else {}
+        nan = {"nan_bits": GPU_NAN} if gpu else {}
         epi = build_epilogue(pipe.scope(), out.result, out.side.alpha,
-                             {**ctx, "last": out.side.end})
+                             {**ctx, "last": out.side.end, **state}, **nan)
         contexts.connect(pipe, i=self.i, o=self.o, last=epi.side.last,
-                         ctx=epi.side.ctx if self.ctx_bits else None, results=[epi.raw],
+                         ctx=epi.side.ctx if self.ctx_bits else None,
+                         results=[epi.side.state if gpu else epi.raw],
                          payload=[self.o.payload.result.eq(epi.result)])
         return m
 
@@ -368,8 +383,8 @@ def add_accumulation_option(p: argparse.ArgumentParser):
                    help="the block step's numerics: exact (one RNE per block), "
                         "tcgen05.mxf8f6f4 (NVIDIA Blackwell's truncating steps: fp8/fp6/fp4, "
                         "k = 32), tcgen05.mxf4 (fp4_e2m1, k = 32) or tcgen05.mxf4nvf4 "
-                        "(fp4_e2m1 with E8M0 scales, k = 16 or 32, or nvfp4, k = 16, dot "
-                        "only); docs/numerics.md section 8")
+                        "(fp4_e2m1 with E8M0 scales, k = 16 or 32, or nvfp4, k = 16); "
+                        "docs/numerics.md section 8")
 
 
 def formats_from_args(args) -> tuple[str, str]:

@@ -47,6 +47,7 @@ from golden.scale_format import UE4M3
 
 from .dot import classify_dot, dot_general_model, dot_model, exact_sum
 from .model import CoverageModel, point
+from .nvfp4_dot import nvfp4_dot_model
 
 __all__ = ["GPU_BINS", "GPU_NAN", "UE4M3_BINS", "NVFP4_EXCLUDED", "STEP_BINS", "gpu_dot_model",
            "gpu_nvfp4_model", "gpu_general_model", "classify_gpu", "classify_dot_gpu",
@@ -116,9 +117,15 @@ def classify_steps(first, last, ctx, block_size: int) -> dict:
     return {"steps": {b: int(m.sum()) for b, m in bins.items() if m.any()}}
 
 
-def gpu_nvfp4_model() -> CoverageModel:
+def gpu_nvfp4_model(general: bool = False, epilogue: bool = False) -> CoverageModel:
     """MXDot nvfp4's cover points in ``tcgen05.mxf4nvf4``: ``gpu`` (without
-    :data:`NVFP4_EXCLUDED`) and ``ue4m3``."""
+    :data:`NVFP4_EXCLUDED`) and ``ue4m3``; MXDotGeneral nvfp4's: its exact mode's (the run
+    shapes and, with the epilogue, ``epilogue``, :func:`tb.coverage.nvfp4_dot.
+    nvfp4_dot_model`) and ``steps``."""
+    if general:
+        runs = nvfp4_dot_model(True, epilogue)
+        return CoverageModel(runs.unit, f"{runs.config_class}-tcgen05_mxf4nvf4",
+                             (*runs.points, point("steps", STEP_BINS, {})))
     return CoverageModel("dot", "nvfp4-tcgen05_mxf4nvf4",
                          (point("gpu", GPU_BINS, NVFP4_EXCLUDED), point("ue4m3", UE4M3_BINS, {})))
 
