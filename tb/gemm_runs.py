@@ -15,6 +15,7 @@ from golden.nvfp4_dot import epilogue
 
 from .batch import Batch
 from .coverage.dot import classify_runs
+from .coverage.dot_gpu import GPU_NAN
 from .coverage.gemm import classify_mx_blocks, classify_outputs
 from .coverage.nvfp4_dot import readable_scales
 from .describe import describe_float
@@ -65,9 +66,11 @@ class GemmRun:
     def _nvfp4_results(self, model, a, b, acc):
         """golden.matmul's sums of the nvfp4 operands, then (``levels`` 2) the epilogue
         ``f(alpha * sum)``; an MX output quantizes those as golden.matmul's ``out_format``."""
-        out = golden.matmul(a, b, acc=acc)
+        gpu = model.accumulation != "exact"
+        out = golden.matmul(a, b, acc=acc, accumulation=model.accumulation)
         if model.levels == 2:
-            out = epilogue(out, np.array([self.alpha], np.uint32).view(np.float32)[0])
+            out = epilogue(out, np.array([self.alpha], np.uint32).view(np.float32)[0],
+                           GPU_NAN if gpu else FP32.qnan_bits)
         self.results = np.asarray(out, np.float32).view(np.uint32)
         self._products_nonzero(model)
         self.mx = None
@@ -89,8 +92,10 @@ class GemmRun:
         a_codes = np.ascontiguousarray(np.moveaxis(self.ca, 1, 0)).reshape(model.rows, n * k)
         b_codes = np.ascontiguousarray(np.moveaxis(self.cb, 2, 1)).reshape(n * k, model.cols)
         sa, sb, scaling = self.sa, self.sb, {}
-        if model.nvfp4:
-            sa, sb, scaling = readable_scales(sa), readable_scales(sb), {"scale_format": "ue4m3"}
+        if model.nvfp4:  # the tcgen05 step ignores a UE4M3 byte's sign bit
+            sa, sb = ((readable_scales(sa), readable_scales(sb)) if model.accumulation == "exact"
+                      else (sa & 0x7F, sb & 0x7F))
+            scaling = {"scale_format": "ue4m3"}
         a = golden.MXArray(np.ascontiguousarray(sa.T), a_codes, model.fmt_a, k, 1,
                            (model.rows, n * k), **scaling)
         b = golden.MXArray(np.ascontiguousarray(sb), b_codes, model.fmt_b, k, 0,

@@ -96,8 +96,7 @@ def test_nvfp4_tile_parameters_ports_and_one_line_errors():
         [f["name"] for f in flat_fields(port_by_role(sidecar(one, "gemm"), "i.payload")["fields"])]
     for kwargs, match in (
             ({"fmt_b": "fp8_e4m3"}, r"nvfp4 goes with nvfp4 only \(nvfp4 x nvfp4\)"),
-            ({"accumulation": "tcgen05.mxf4nvf4"},
-             "the tile takes nvfp4 operands with accumulation='exact', not 'tcgen05.mxf4nvf4'"),
+            ({"accumulation": "tcgen05.mxf4"}, "tcgen05.mxf4"),
             ({"out_format": "nvfp4"}, r"out_format='nvfp4' \(UE4M3 scales\) is golden.matmul's"),
             ({"levels": 3}, "levels must be 1 or 2, got 3")):
         with pytest.raises(ValueError, match=match):
@@ -204,18 +203,23 @@ def test_fusesoc_core_of_the_tile_lints(tmp_path):
     assert r.returncode == 0 and "%Warning" not in r.stdout + r.stderr, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("fmt,out_format,accumulators,levels", [
-    ("fp4_e2m1", None, "registers", None), ("fp4_e2m1", "fp8_e4m3", "registers", None),
-    ("fp4_e2m1", None, "memory", None), ("fp4_e2m1", "fp8_e4m3", "memory", None),
-    ("nvfp4", None, "registers", 2), ("nvfp4", "fp8_e4m3", "memory", 2),
-    ("nvfp4", None, "registers", 1)])
+@pytest.mark.parametrize("fmt,out_format,accumulators,levels,accumulation", [
+    ("fp4_e2m1", None, "registers", None, "exact"),
+    ("fp4_e2m1", "fp8_e4m3", "registers", None, "exact"),
+    ("fp4_e2m1", None, "memory", None, "exact"),
+    ("fp4_e2m1", "fp8_e4m3", "memory", None, "exact"),
+    ("nvfp4", None, "registers", 2, "exact"), ("nvfp4", "fp8_e4m3", "memory", 2, "exact"),
+    ("nvfp4", None, "registers", 1, "exact"),
+    ("nvfp4", None, "memory", 2, "tcgen05.mxf4nvf4"),
+    ("nvfp4", None, "registers", 1, "tcgen05.mxf4nvf4")])
 def test_tile_in_amaranth_simulation_gives_goldens_results(fmt, out_format, accumulators,
-                                                           levels, seed):
+                                                           levels, accumulation, seed):
     """A 1 x 2 tile (fp4_e2m1, k = 2, or nvfp4, k = 16, with and without the tensor scales'
-    epilogue; 2 stages, 2 contexts; fp32 results, or an fp8_e4m3 block per row; accumulators
-    in registers or in a memory per lane) in Amaranth's simulator, fed tb.gemm's interleaved
-    runs under random valid/ready: every run's beat comes out once, in order of the runs'
-    ends, bit for bit golden's (the Verilator bench: test_sim_gemm.py)."""
+    epilogue, exact or in tcgen05.mxf4nvf4; 2 stages, 2 contexts; fp32 results, or an
+    fp8_e4m3 block per row; accumulators in registers or in a memory per lane) in Amaranth's
+    simulator, fed tb.gemm's interleaved runs under random valid/ready: every run's beat comes
+    out once, in order of the runs' ends, bit for bit golden's (the Verilator bench:
+    test_sim_gemm.py)."""
     import numpy as np
     from amaranth.sim import Simulator
 
@@ -223,7 +227,8 @@ def test_tile_in_amaranth_simulation_gives_goldens_results(fmt, out_format, accu
     from tb.standard_tests import UnitConfig
 
     g = MXGemm(fmt, rows=1, cols=2, block_size=16 if fmt == "nvfp4" else 2, stages=2,
-               contexts=2, accumulators=accumulators, out_format=out_format, levels=levels)
+               contexts=2, accumulators=accumulators, out_format=out_format, levels=levels,
+               accumulation=accumulation)
     model = GemmModel(UnitConfig(sidecar=sidecar(g, "gemm"), seed=seed, label="sim",
                                  blocks=40, full=False, sweeps=False))
     rng = np.random.default_rng(seed)

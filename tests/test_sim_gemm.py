@@ -50,6 +50,7 @@ FULL_EXTRA = [
     # nvfp4 (UE4M3 scales, the tensor scales' epilogue on alpha): fp32 out, and MX out
     ("nvfp4", "nvfp4", 2, 2, 16, None, None),
     ("nvfp4", "nvfp4", 1, 2, 16, 6, 8, "fp8_e4m3", "memory"),
+    ("nvfp4", "nvfp4", 2, 1, 16, 6, 8, None, "memory", "tcgen05.mxf4nvf4"),
 ]
 CONFIGS = DEFAULT + FULL_EXTRA if FULL else DEFAULT
 

@@ -28,9 +28,11 @@ from ..dot.parameters import (
     accumulation_suffix,
     accumulator_bits,
     build_step,
+    chained,
     fused_step_parameters,
     multipliers_suffix,
 )
+from ..dot.truncated_sum import GPU_NAN
 from ..elements import block_layout
 from ..params import check_int, check_power_of_two
 from ..unit import Unit
@@ -102,7 +104,8 @@ class MXGemm(Unit):
         Every lane's block step, chained as for :class:`hw.dot.MXDotGeneral` (mxf4 and
         mxf4nvf4, E8M0 scales: a step per 64 elements of K, each lane's accumulator holding
         the step's pending groups, :mod:`hw.dot.chained_f4`); ``_tcgen05_<kind>`` ends the
-        module name.  nvfp4 operands: ``"exact"``.
+        module name.  nvfp4 operands: ``"exact"`` or ``"tcgen05.mxf4nvf4"`` (UE4M3 group values
+        chained, the epilogue after a run's last step, as MXDotGeneral's).
     levels : {1, 2}, optional
         nvfp4 only: 2 (its default) applies the tensor scales' epilogue ``f(alpha * sum)`` to
         every output of a run (one fp32 RNE multiply per lane, five sections after the
@@ -158,9 +161,6 @@ class MXGemm(Unit):
         self.accumulators = accumulators
         scale_format = nvfp4_scale_format(fmt_a, fmt_b, SCALE_FORMATS)
         self.levels = check_levels(levels, scale_format)
-        if scale_format == "ue4m3" and accumulation != "exact":
-            raise ValueError(f"the tile takes nvfp4 operands with accumulation='exact', not "
-                             f"{accumulation!r}")
         shared = fused_step_parameters(self, fmt_a, fmt_b, block_size, stages, multipliers,
                                        forwarded_c=True, accumulation=accumulation,
                                        scale_formats=SCALE_FORMATS,
@@ -254,17 +254,21 @@ class MXGemm(Unit):
             outs.append(build_step(self, scopes[-1], p.a[f"row{r}"], p.b[f"col{c}"], acc,
                                    None if outs else side, last=p.last))
         lead = outs[0].side
+        gpu = chained(self)  # the steps' state rides through the epilogue beside its result
         if self.levels == 2:
             ctx = {"ctx": lead.ctx} if self.ctx_bits else {}
+            nan = {"nan_bits": GPU_NAN} if gpu else {}
             outs = [build_epilogue(scope, out.result, lead.alpha,
-                                   None if j else {**ctx, "last": lead.end})
+                                   {**({} if j else {**ctx, "last": lead.end}),
+                                    **({"state": out.state} if gpu else {})} or None, **nan)
                     for j, (scope, out) in enumerate(zip(scopes, outs, strict=True))]
             lead = outs[0].side
         o = self.o if self.out_fmt is None else \
             stream.Signature(self.fp32_layout).create(path=("tile",))
         payload = [o.payload.result[f"row{r}"][c].eq(out.result)
                    for (r, c), out in zip(lanes, outs, strict=True)]
-        states = [out.raw if self.levels == 2 else out.state for out in outs]
+        states = [out.state if self.levels == 1 else out.side.state if gpu else out.raw
+                  for out in outs]
         contexts.connect(pipe, i=self.i, o=o, last=lead.last,
                          ctx=lead.ctx if self.ctx_bits else None,
                          results=states, payload=payload)
