@@ -189,12 +189,11 @@ NEXT_STEPS: dict[str, str] = {
             "distributed-RAM read and forwarding mux across the die): a copy of the leaving "
             "context and its forward-hit flag per lane (Pipeline.replicate), decided a cycle "
             "ahead",
-    "nvfp4-dequantizer": "each lane's `align` shift on its registered shift amount "
-                         "(`position` -> `align`, 5 cells, 4.4 ns of routing: a few "
-                         "position bits fan out to 16 lanes' 26-bit shifters): carry the "
-                         "position over its boundary in copies (`Pipeline.replicate`), an "
-                         "option of `hw.dequantizer.output_lanes` the MX dequantizer leaves "
-                         "off",
+    "nvfp4-dequantizer": "each lane's `position` section (`decode` -> `position`, 17 cells, "
+                         "3.4 ns of routing: the lane's binade added to the block's, then "
+                         "`hw.rounding.Grid.position`'s add of the constant `drop_normal` "
+                         "after it): that offset folded into the block's `below` before the "
+                         "lanes, so `position` holds one add and a select",
     "dot --format nvfp4 --block-size 16": "the block-scale product in `decode` (the input "
         "register -> `decode`, 9-11 cells, 4 ns of routing: P = sig_a * sig_b in two levels "
         "of adds and 3P a third after them): 3 * sig_a as a 4-input table so 3P is two "
