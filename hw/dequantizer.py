@@ -15,7 +15,7 @@ from amaranth.lib import data
 import golden
 from golden.formats import SCALE_BIAS, SCALE_NAN
 
-from .arith import leading_zeros
+from .arith import leading_zeros, wire
 from .elements import block_layout, decode_element, element_binade
 from .params import check_block_size, check_choice
 from .pipeline import default_stages, registered_boundaries
@@ -173,7 +173,8 @@ def dequantize_step(scope, fmt, output_format, block_size: int, payload):
     return output_lanes(scope, grid, output_format, placed)
 
 
-def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = False):
+def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = False,
+                 position_copies: int = 1):
     """The ``position``, ``align``, ``round`` and ``output`` sections of a dequantizer: each
     lane's normalized significand onto ``output_format``'s grid (``grid``, a
     :class:`hw.rounding.Grid`), rounded once (RNE), with overflow to Inf, zeros and the
@@ -185,8 +186,15 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
     after the ``output`` boundary: ``data``, the values in ``output_format``.
     ``trailing_zeros``: the lanes also carry ``tz``, ``sig``'s trailing-zero count, and the
     sticky bit comes from it (:meth:`hw.rounding.Grid.align`).
+    ``position_copies``: each lane's shift amount crosses the ``position`` boundary in that
+    many registers (:meth:`hw.pipeline.Pipeline.replicate`), each driving a part of the
+    lane's shifter (the first also its sticky bit and fraction): a shift amount's bits fan
+    out to every bit of the shifter.
     """
     m, k = scope.module, len(lanes)
+    if not isinstance(position_copies, int) or isinstance(position_copies, bool) \
+            or position_copies < 1:
+        raise ValueError(f"position_copies must be a positive int, not {position_copies!r}")
 
     # -- position: the shift amount (non-zero only for a subnormal result) and the binade
     # as a select on the sign of top - emin_out -------------------------------------------
@@ -200,15 +208,17 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
         if trailing_zeros:
             placed[-1]["tz"] = ln["tz"]
     lanes = scope.cross(placed, "position")
+    drops = [[lanes[i].position.drop]
+             + (scope.replicate(placed[i]["position"].drop, "position", position_copies - 1)
+                if position_copies > 1 else []) for i in range(k)]
 
     # -- align onto the output grid ----------------------------------------------------------
     aligned = []
     for i in range(k):
         ln = lanes[i]
         aligned.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
-                        "grid": grid.align(m, ln.sig, ln.position,
-                                           name=scope.name(f"lane{i}_rnd"),
-                                           trailing_zeros=ln.tz if trailing_zeros else None)})
+                        "grid": _align(m, grid, ln, drops[i], scope.name(f"lane{i}_rnd"),
+                                       trailing_zeros)})
     lanes = scope.cross(aligned, "align")
 
     # -- round to the output format (exact for fp32), and overflow beside it -------------
@@ -237,6 +247,25 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
         mag = Mux(ln.zero, 0, mag)[:output_format.bits - 1]
         out.append(Mux(ln.nan, qnan, Cat(mag, ln.neg)))
     return scope.cross({"data": out}, "output")
+
+
+def _align(m, grid, lane, drops, name, trailing_zeros):
+    """:meth:`hw.rounding.Grid.align` of one lane, its kept bits in ``len(drops)`` parts,
+    part ``c`` shifted by ``drops[c]`` (copies of one shift amount; the first also gives the
+    fraction and sticky bit)."""
+    tz = lane.tz if trailing_zeros else None
+    if len(drops) == 1:
+        return grid.align(m, lane.sig, lane.position, name=name, trailing_zeros=tz)
+    parts = [grid.align(m, lane.sig, wire(m, {"drop": drop, "binade": lane.position.binade},
+                                          f"{name}_position{c}"),
+                        name=f"{name}{c}", trailing_zeros=tz)
+             for c, drop in enumerate(drops)]
+    width = len(parts[0].n)
+    bounds = [c * width // len(parts) for c in range(len(parts) + 1)]
+    return wire(m, {"n": Cat(*(p.n[lo:hi] for p, lo, hi in zip(parts, bounds[:-1], bounds[1:],
+                                                                   strict=True))),
+                    "frac": parts[0].frac, "sticky": parts[0].sticky,
+                    "binade": lane.position.binade}, f"{name}_aligned")
 
 
 def _add_arguments(p):

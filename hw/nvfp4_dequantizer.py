@@ -87,6 +87,12 @@ LANE_ESTIMATES = {
     "output": Estimate(0.5, "Inf, zero and NaN selects on registered flags"),
 }
 
+#: Registers of each lane's shift amount at the ``position`` boundary, each driving a part of
+#: the lane's 26-bit shifter (:func:`hw.dequantizer.output_lanes`): in one register, its bits'
+#: fan-out to the shifter is the unit's critical path (``position`` -> ``align``, 5 cells,
+#: 4.2-4.4 ns of routing, 3 seeds).
+POSITION_COPIES = 2
+
 
 def nvfp4_sections(levels: int) -> dict[str, float]:
     """The sections (name -> estimated delay, ns, in datapath order) of a ``levels`` build."""
@@ -135,8 +141,8 @@ class NVFP4Dequantizer(Unit):
 
     Latency is ``stages`` cycles, one block per clock; flow control is
     :class:`hw.pipeline.Pipeline`'s (``i.ready`` a register, a skid register at the output).
-    Two level, k = 16, fp32, default 16 stages: 4,396 LUT4, 5,416 FF, 181.3 MHz on ECP5
-    (median of 3 seeds; docs/performance.md).
+    Two level, k = 16, fp32, default 16 stages: 4,946 LUT4, 5,512 FF, 189.2 MHz on ECP5
+    (one seed; docs/performance.md).
     """
 
     def __init__(self, block_size=16, output_format="fp32", levels=2, *, stages=None):
@@ -345,7 +351,8 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     placed = [{"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf, "sig": ln.sig,
                "tz": ln.tz, "above": ln.above + ln.binade, "below": ln.below - ln.binade}
               for ln in lanes]
-    return output_lanes(scope, grid, output_format, placed, trailing_zeros=True)
+    return output_lanes(scope, grid, output_format, placed, trailing_zeros=True,
+                        position_copies=POSITION_COPIES)
 
 
 def _add_arguments(p):

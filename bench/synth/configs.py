@@ -192,19 +192,19 @@ NEXT_STEPS: dict[str, str] = {
             "distributed-RAM read and forwarding mux across the die): a copy of the leaving "
             "context and its forward-hit flag per lane (Pipeline.replicate), decided a cycle "
             "ahead",
-    "nvfp4-dequantizer": "each lane's `align` shift on its registered shift amount "
-                         "(`position` -> `align`, 5 cells, 4.4 ns of routing: a few "
-                         "position bits fan out to 16 lanes' 26-bit shifters): carry the "
-                         "position over its boundary in copies (`Pipeline.replicate`), an "
-                         "option of `hw.dequantizer.output_lanes` the MX dequantizer leaves "
-                         "off",
+    "nvfp4-dequantizer": "each lane's `position` section (`decode` -> `position`, 17 cells, "
+                         "3.4 ns of routing: the lane's binade added to the block's, then "
+                         "`hw.rounding.Grid.position`'s add of the constant `drop_normal` "
+                         "after it): that offset folded into the block's `below` before the "
+                         "lanes, so `position` holds one add and a select",
     "dot --format nvfp4 --block-size 16": "the block-scale product in `decode` (the input "
-        "register -> `decode`, 9-11 cells, 4 ns of routing: P = sig_a * sig_b in two levels "
-        "of adds and 3P a third after them): 3 * sig_a as a 4-input table so 3P is two "
-        "levels beside P, or P's last add in a section of its own",
+        "register -> `decode`, 7 cells, 3.8 ns of routing: the UE4M3 fields, the partial "
+        "products' rows and P's (and beside it 3P's) two levels of adds): the last add of P "
+        "and 3P in a section of their own (`hw.dot.nvfp4_scale.scale_fields`)",
     "nvfp4-quantizer": "the `--multipliers mult18x18d` build (64 MULT18X18D, 18,119 "
-                       "TRELLIS_COMB, 26,116 FF packed) placed, its routing unfinished after "
-                       "50 minutes beside two other placements: route it alone, then read "
-                       "its critical path (the shared f(1 / s) into 32 blocks' A inputs, "
-                       "`rround` -> `operands`, is the suspect: Pipeline.replicate)",
+                       "TRELLIS_COMB, 26,116 FF packed) placed at 69.4 MHz before routing "
+                       "(nextpnr's estimate; the routing unfinished after 50 minutes beside "
+                       "two other placements): route it alone, then read its critical path "
+                       "(the shared f(1 / s) into 32 blocks' A inputs, `rround` -> "
+                       "`operands`, is the suspect: Pipeline.replicate)",
 }

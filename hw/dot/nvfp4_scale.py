@@ -22,7 +22,7 @@ reads as NaN too, as in golden's :meth:`golden.scale_format.ScaleFormat.table`.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux, Value
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 
 import golden
 
@@ -77,13 +77,27 @@ def ue4m3_fields(scale) -> dict:
 def scale_fields(m, a_scale, b_scale, name: str) -> dict:
     """Per block, from the two UE4M3 bytes: their E8M0-like exponents ``exp_a``, ``exp_b``,
     ``nan`` and the significand product's multiples ``p1 = P`` (8 bits) and ``p3 = 3 * P``
-    (10 bits), as sums of partial products (not ``*``, which yosys maps to a DSP block)."""
+    (10 bits), as sums of partial products (not ``*``, which yosys maps to a DSP block).
+
+    ``3 * P`` is the sum of the partial products of ``3 * sig_a`` (a table of ``sig_a``'s 4
+    bits, one LUT per bit) and ``sig_b``: two levels of adds beside ``P``'s, not a third after
+    them."""
     a, b = ue4m3_fields(a_scale), ue4m3_fields(b_scale)
-    rows = [Mux(b["sig"][j], a["sig"] << j, 0) for j in range(_SIG_BITS)]
-    p1 = wire(m, ((rows[0] + rows[1]) + (rows[2] + rows[3]))[:2 * _SIG_BITS], f"{name}_p1")
-    p3 = wire(m, (p1 + (p1 << 1))[:2 * _SIG_BITS + 2], f"{name}_p3")
+    triple_a = Signal(_SIG_BITS + 2, name=f"{name}_triple_a")
+    with m.Switch(a["sig"]):
+        for v in range(1 << _SIG_BITS):
+            with m.Case(v):
+                m.d.comb += triple_a.eq(3 * v)
+    p1 = wire(m, _partial_product_sum(a["sig"], b["sig"])[:2 * _SIG_BITS], f"{name}_p1")
+    p3 = wire(m, _partial_product_sum(triple_a, b["sig"])[:2 * _SIG_BITS + 2], f"{name}_p3")
     return {"exp_a": a["exp"], "exp_b": b["exp"], "nan": a["nan"] | b["nan"],
             "p1": p1, "p3": p3}
+
+
+def _partial_product_sum(x, sig_b):
+    """``x * sig_b`` (``sig_b`` 4 bits) as two levels of adds of its partial products."""
+    rows = [Mux(sig_b[j], x << j, 0) for j in range(_SIG_BITS)]
+    return (rows[0] + rows[1]) + (rows[2] + rows[3])
 
 
 def scaled_significand(sig, p1, p3):
