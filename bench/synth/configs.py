@@ -187,11 +187,11 @@ NEXT_STEPS: dict[str, str] = {
         "cut it as the mxf8f6f4 step's `multiply`..`gap` (distances made a section before, "
         "comparisons, then selects; clamp tests as gates), then `align` and `multiply` "
         "(seven LUT levels each, bench.synth.levels)",
-    "gemm": "the accumulators' forwarding (`finish` -> `decode`, 6 cells, 9.3 ns of routing: "
-            "the leaving block's context, from one register, fans out to every lane's "
-            "distributed-RAM read and forwarding mux across the die): a copy of the leaving "
-            "context and its forward-hit flag per lane (Pipeline.replicate), decided a cycle "
-            "ahead",
+    "gemm": "the accumulators' forwarding, in both tiles (`finish` -> `decode`, 6 cells, "
+            "8.3-9.3 ns of routing: the leaving block's context and the last stage's enable, "
+            "each from one register, fan out to every lane's distributed-RAM read and "
+            "forwarding mux across the die): a copy of the leaving context and its "
+            "forward-hit flag per lane (Pipeline.replicate), decided a cycle ahead",
     "nvfp4-dequantizer": "each lane's `position` section (`decode` -> `position`, 17 cells, "
                          "3.4 ns of routing: the lane's binade added to the block's, then "
                          "`hw.rounding.Grid.position`'s add of the constant `drop_normal` "
