@@ -76,7 +76,7 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
     kind = KINDS[accumulation]
     if accumulation in F4_MODES:
         s = F4.multiply(step, F4.decode(step, a, b, c, side, last=last))
-        s = F4.align(step, F4.emax(step, F4.group_sums(step, s)))
+        s = F4.align(step, F4.align_hi(step, F4.group_sums(step, s)))
     else:
         s = T.multiply(step, T.multiply_lo(step, T.decode(step, a, b, c, side)))
         s = T.distance(step, T.gap(step, T.frame(step, T.emax(step, s))))
