@@ -46,7 +46,7 @@ from .truncated_sections import (
     F4_ZERO_EXPONENT,
 )
 
-__all__ = ["decode", "multiply", "group_sums", "align_hi", "align"]
+__all__ = ["decode", "multiply_lo", "multiply", "group_sums", "align_hi", "align"]
 
 
 #: A UE4M3 scale's significand fraction bits: ``sig * 2^(x - 127)`` has the alignment
@@ -114,12 +114,12 @@ def decode(step: FusedStep, a, b, c, side, *, last=None):
                       "decode")
 
 
-def multiply(step: FusedStep, s):
-    """Section ``multiply``: each lane's exact signed product in units of
-    ``2^(lsb_a + lsb_b)``; per group whether a product is non-zero; ``c``'s fields and the
-    specials (NaN: a NaN scale or ``c``; Inf: ``c``)."""
+def multiply_lo(step: FusedStep, s):
+    """Section ``multiply_lo``: each lane's unsigned significand product, its shift and sign;
+    per group whether a product is non-zero; ``c``'s fields and the specials (NaN: a NaN scale
+    or ``c``; Inf: ``c``)."""
     m, k = step.m, step.block_size
-    terms = []
+    prods = []
     for i in range(k):
         ln = s.lanes[i]
         sig_a = scaled_significand(ln.sig_a, s.p1, s.p3) if step.ue4m3 else ln.sig_a
@@ -128,8 +128,7 @@ def multiply(step: FusedStep, s):
                                     step.name(f"sig_prod{i}"))
         else:
             p = sig_a * ln.sig_b
-        p = (p.as_unsigned()[:len(sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned()
-        terms.append(Mux(ln.neg, -p, p).as_signed())
+        prods.append(p.as_unsigned()[:len(sig_a) + len(ln.sig_b)])
     cbits, c_exp = s.c, s.c[23:31]
     c_nan = (c_exp == 0xFF) & cbits[:23].any()
     c_inf = (c_exp == 0xFF) & ~cbits[:23].any()
@@ -138,14 +137,27 @@ def multiply(step: FusedStep, s):
     if step.ue4m3:  # a zero scale significand: every group at the floor
         group_nz = group_nz & s.scale_nz.replicate(len(group_nz))
     return step.cross({
-        "terms": terms,
+        "prods": prods, "shift": [s.lanes[i].shift for i in range(k)],
+        "neg": Cat(*(s.lanes[i].neg for i in range(k))),
         "group_nz": group_nz,
         "nan": s.scale_nan | c_nan, "inf": c_inf, "inf_neg": c_inf & cbits[31],
         "c_neg": cbits[31], "c_nz": cbits[:31].any(),
         "c_sig": Cat(cbits[:23], c_exp.any()),
         "c_x": _exp(Mux(c_exp == 0, 1 - 127, c_exp - 127)),
         "x_s": _exp(s.scale_sum - 2 * SCALE_BIAS), "side": step.side(s), **_pending(s),
-    }, "multiply")
+    }, "multiply_lo")
+
+
+def multiply(step: FusedStep, s):
+    """Section ``multiply``: each lane's exact signed product in units of
+    ``2^(lsb_a + lsb_b)`` (the product shifted, negated where negative); the rest carried."""
+    terms = []
+    for i in range(step.block_size):
+        p = (s.prods[i] << s.shift[i]).as_unsigned()
+        terms.append(Mux(s.neg[i], -p, p).as_signed())
+    carried = ("group_nz", "nan", "inf", "inf_neg", "c_neg", "c_nz", "c_sig", "c_x", "x_s")
+    return step.cross({"terms": terms, **{name: getattr(s, name) for name in carried},
+                       "side": step.side(s), **_pending(s)}, "multiply")
 
 
 def _carried(step: FusedStep, s) -> dict:

@@ -95,6 +95,10 @@ ESTIMATES = {
                       "beside the first three, e_max's differences, choice and selection (in "
                       "one section of its own, e_max and the distances were the critical path, "
                       "36-47 cells, 16 ns, 63.2 MHz)"),
+    "f4_multiply_lo": Estimate(3.5, _CUT + ": mxf4: each lane's significand product (with "
+                               "the lane's decode in one section with its shift and negation it "
+                               "was seven LUT levels, bench.synth.levels)"),
+    "f4_multiply": Estimate(3.5, _CUT + ": mxf4: each product shifted, a short negation chain"),
     "f4_align_hi": Estimate(3.5, _CUT + ": mxf4: each group's magnitude, a short negation "
                             "chain, shifted right by the high bits of its distance"),
     "f4_align": Estimate(3.5, _CUT + ": mxf4: the shift by the distance's low bits, the ones' "
@@ -151,8 +155,8 @@ TRUNCATED_SECTIONS = ("decode", "multiply_lo", "multiply", "emax", "frame", "gap
 
 #: The mxf4 step's sections (one block of 32: two groups of 16): ``group<j>`` one level of the
 #: groups' exact sums each, ``tree<j>`` the levels over the two groups, c and the count.
-F4_SECTIONS = ("decode", "multiply", "group", "f4_align_hi", "f4_align", "tree",
-               *SUM_SECTIONS)
+F4_SECTIONS = ("decode", "f4_multiply_lo", "f4_multiply", "group", "f4_align_hi", "f4_align",
+               "tree", *SUM_SECTIONS)
 
 
 def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,

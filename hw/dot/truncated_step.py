@@ -75,7 +75,8 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
     step = FusedStep.on(scope, geometry, multipliers, side or last is not None)
     kind = KINDS[accumulation]
     if accumulation in F4_MODES:
-        s = F4.multiply(step, F4.decode(step, a, b, c, side, last=last))
+        s = F4.multiply(step, F4.multiply_lo(step, F4.decode(step, a, b, c, side,
+                                                               last=last)))
         s = F4.align(step, F4.align_hi(step, F4.group_sums(step, s)))
     else:
         s = T.multiply(step, T.multiply_lo(step, T.decode(step, a, b, c, side)))
