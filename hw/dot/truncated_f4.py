@@ -115,7 +115,7 @@ def decode(step: FusedStep, a, b, c, side, *, last=None):
 
 
 def multiply_lo(step: FusedStep, s):
-    """Section ``multiply_lo``: each lane's unsigned significand product, its shift and sign;
+    """Section ``multiply_lo``: each lane's unsigned significand product shifted, its sign;
     per group whether a product is non-zero; ``c``'s fields and the specials (NaN: a NaN scale
     or ``c``; Inf: ``c``)."""
     m, k = step.m, step.block_size
@@ -128,7 +128,7 @@ def multiply_lo(step: FusedStep, s):
                                     step.name(f"sig_prod{i}"))
         else:
             p = sig_a * ln.sig_b
-        prods.append(p.as_unsigned()[:len(sig_a) + len(ln.sig_b)])
+        prods.append((p.as_unsigned()[:len(sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned())
     cbits, c_exp = s.c, s.c[23:31]
     c_nan = (c_exp == 0xFF) & cbits[:23].any()
     c_inf = (c_exp == 0xFF) & ~cbits[:23].any()
@@ -137,7 +137,7 @@ def multiply_lo(step: FusedStep, s):
     if step.ue4m3:  # a zero scale significand: every group at the floor
         group_nz = group_nz & s.scale_nz.replicate(len(group_nz))
     return step.cross({
-        "prods": prods, "shift": [s.lanes[i].shift for i in range(k)],
+        "prods": prods,
         "neg": Cat(*(s.lanes[i].neg for i in range(k))),
         "group_nz": group_nz,
         "nan": s.scale_nan | c_nan, "inf": c_inf, "inf_neg": c_inf & cbits[31],
@@ -150,10 +150,10 @@ def multiply_lo(step: FusedStep, s):
 
 def multiply(step: FusedStep, s):
     """Section ``multiply``: each lane's exact signed product in units of
-    ``2^(lsb_a + lsb_b)`` (the product shifted, negated where negative); the rest carried."""
+    ``2^(lsb_a + lsb_b)`` (negated where negative, a short chain); the rest carried."""
     terms = []
     for i in range(step.block_size):
-        p = (s.prods[i] << s.shift[i]).as_unsigned()
+        p = s.prods[i]
         terms.append(Mux(s.neg[i], -p, p).as_signed())
     carried = ("group_nz", "nan", "inf", "inf_neg", "c_neg", "c_nz", "c_sig", "c_x", "x_s")
     return step.cross({"terms": terms, **{name: getattr(s, name) for name in carried},
