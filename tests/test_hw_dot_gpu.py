@@ -115,8 +115,8 @@ def test_module_names_sidecar_and_sections():
     assert gen.sections["decode"] == forwarded["decode"]
     f4 = MXDot("fp4_e2m1", accumulation=F4)
     assert f4.module_name == f"mx_dot_fp4_e2m1_fp4_e2m1_k32_s{f4.stages}_tcgen05_mxf4"
-    assert list(f4.sections) == ["decode", "multiply", "group0", "group1", "group2", "group3",
-                                 "emax", "align", "tree0", "tree1", *back]
+    assert list(f4.sections) == ["decode", "multiply_lo", "multiply", "group0", "group1",
+                                 "group2", "group3", "align_hi", "align", "tree0", "tree1", *back]
     assert f4.parameters["sum_bits"] == 48 and f4.parameters["accumulation"] == F4
 
 

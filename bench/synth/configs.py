@@ -44,6 +44,8 @@ CONFIGS = (
     # the GPU accumulation modes (issue #52): the truncating steps beside the exact rows above
     + [("dot", ["--format", "fp8_e4m3", "--accumulation", "tcgen05.mxf8f6f4", *K]),
        ("dot", ["--format", "fp4_e2m1", "--accumulation", "tcgen05.mxf4", *K])]
+    + [("dot", ["--format", f, "--accumulation", "tcgen05.mxf4nvf4", "--block-size", "16"])
+       for f in ("fp4_e2m1", "nvfp4")]
     # the lane products in DSPs (MULT18X18D) instead of LUTs: as `*` (yosys maps them,
     # registers stay in the fabric) and instantiated with the blocks' own registers (hw.dsp)
     + [("dot", ["--format", f, "--multipliers", m, *K])

@@ -25,6 +25,8 @@ the group at the floor.
 
 from __future__ import annotations
 
+import functools
+
 from amaranth.hdl import Cat, Const, Mux, signed
 from amaranth.lib import data
 
@@ -46,7 +48,7 @@ from .truncated_sections import (
     F4_ZERO_EXPONENT,
 )
 
-__all__ = ["decode", "multiply", "group_sums", "emax", "align"]
+__all__ = ["decode", "multiply_lo", "multiply", "group_sums", "align_hi", "align"]
 
 
 #: A UE4M3 scale's significand fraction bits: ``sig * 2^(x - 127)`` has the alignment
@@ -114,12 +116,12 @@ def decode(step: FusedStep, a, b, c, side, *, last=None):
                       "decode")
 
 
-def multiply(step: FusedStep, s):
-    """Section ``multiply``: each lane's exact signed product in units of
-    ``2^(lsb_a + lsb_b)``; per group whether a product is non-zero; ``c``'s fields and the
-    specials (NaN: a NaN scale or ``c``; Inf: ``c``)."""
+def multiply_lo(step: FusedStep, s):
+    """Section ``multiply_lo``: each lane's unsigned significand product shifted, its sign;
+    per group whether a product is non-zero; ``c``'s fields and the specials (NaN: a NaN scale
+    or ``c``; Inf: ``c``)."""
     m, k = step.m, step.block_size
-    terms = []
+    prods = []
     for i in range(k):
         ln = s.lanes[i]
         sig_a = scaled_significand(ln.sig_a, s.p1, s.p3) if step.ue4m3 else ln.sig_a
@@ -128,8 +130,7 @@ def multiply(step: FusedStep, s):
                                     step.name(f"sig_prod{i}"))
         else:
             p = sig_a * ln.sig_b
-        p = (p.as_unsigned()[:len(sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned()
-        terms.append(Mux(ln.neg, -p, p).as_signed())
+        prods.append((p.as_unsigned()[:len(sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned())
     cbits, c_exp = s.c, s.c[23:31]
     c_nan = (c_exp == 0xFF) & cbits[:23].any()
     c_inf = (c_exp == 0xFF) & ~cbits[:23].any()
@@ -138,14 +139,27 @@ def multiply(step: FusedStep, s):
     if step.ue4m3:  # a zero scale significand: every group at the floor
         group_nz = group_nz & s.scale_nz.replicate(len(group_nz))
     return step.cross({
-        "terms": terms,
+        "prods": prods,
+        "neg": Cat(*(s.lanes[i].neg for i in range(k))),
         "group_nz": group_nz,
         "nan": s.scale_nan | c_nan, "inf": c_inf, "inf_neg": c_inf & cbits[31],
         "c_neg": cbits[31], "c_nz": cbits[:31].any(),
         "c_sig": Cat(cbits[:23], c_exp.any()),
         "c_x": _exp(Mux(c_exp == 0, 1 - 127, c_exp - 127)),
         "x_s": _exp(s.scale_sum - 2 * SCALE_BIAS), "side": step.side(s), **_pending(s),
-    }, "multiply")
+    }, "multiply_lo")
+
+
+def multiply(step: FusedStep, s):
+    """Section ``multiply``: each lane's exact signed product in units of
+    ``2^(lsb_a + lsb_b)`` (negated where negative, a short chain); the rest carried."""
+    terms = []
+    for i in range(step.block_size):
+        p = s.prods[i]
+        terms.append(Mux(s.neg[i], -p, p).as_signed())
+    carried = ("group_nz", "nan", "inf", "inf_neg", "c_neg", "c_nz", "c_sig", "c_x", "x_s")
+    return step.cross({"terms": terms, **{name: getattr(s, name) for name in carried},
+                       "side": step.side(s), **_pending(s)}, "multiply")
 
 
 def _carried(step: FusedStep, s) -> dict:
@@ -153,97 +167,181 @@ def _carried(step: FusedStep, s) -> dict:
             "c_sig": s.c_sig, "side": step.side(s)}
 
 
-def group_sums(step: FusedStep, s):
+def _top_offset(sum_bits: int) -> int:
+    """``e_top - e_max``: the result's top bit is ``2^(e_max - 35 + sum_bits - 1 - lz)``, 126
+    above fp32's emin (:mod:`hw.dot.truncated_sum`; ``sum_bits`` the back end's,
+    :func:`hw.dot.chained_f4.chained_kind`)."""
+    return sum_bits - 1 - F4_FRACTION_BITS + 126
+
+
+def _candidates(s) -> list:
+    """The candidates of ``e_max`` but the floor, each ``(x, counts)``: the block's groups
+    (one exponent), the pending groups (chained steps), ``c``; each is also a term."""
+    pending = [(s.pending[i].x, s.pending[i].nz) for i in range(len(s.pending))] \
+        if _chained(s) else []
+    cands = [(s.x_s, s.group_nz.any()), *pending, (s.c_x, s.c_nz)]
+    return [(_exp(x + Const(0, signed(EXPONENT_BITS))), nz) for x, nz in cands]
+
+
+def _emax_frame(s, top_offset: int) -> dict:
+    """Section ``group0``'s share of ``e_max``: every difference ``x_i - x_j`` of two
+    candidates (a distance, and by its sign a comparison), the floor's ``-139 - x_j``, and
+    each candidate's ``e_top``, side by side (nothing waits for ``e_max``)."""
+    cands = _candidates(s)
+    n = len(cands)
+    floor = Const(F4_ZERO_EXPONENT, EXPONENT_BITS).as_signed()
+    return {"valid": Cat(*(v for _, v in cands)),
+            "diff": {f"{i}_{j}": _exp(cands[i][0] - cands[j][0])
+                     for i in range(n) for j in range(n) if i != j},
+            "floor": [_exp(floor - x) for x, _ in cands],
+            "top": [_exp(x + top_offset) for x, _ in cands]}
+
+
+def _clamp(d):
+    """A distance clamped to 63 (6 bits; a negative one, where the term is zero, any)."""
+    return Mux(d[6:].any() & ~d[-1], 63, d[:6])[:6]
+
+
+def _emax_choose(f) -> dict:
+    """Section ``group1``'s share: which candidate is ``e_max`` (one-hot, none for the floor):
+    one that counts, above the floor, above each earlier one that counts and not below each
+    later one, from the differences' signs; beside it every distance clamped."""
+    n = len(f.floor)
+    wins = []
+    for i in range(n):
+        w = f.valid[i] & f.floor[i][-1]
+        for j in range(n):
+            if j < i:
+                w = w & (~f.valid[j] | f.diff[f"{j}_{i}"][-1])
+            elif j > i:
+                w = w & (~f.valid[j] | ~f.diff[f"{i}_{j}"][-1])
+        wins.append(w)
+    return {"win": Cat(*wins), "top": f.top,
+            "diff": {key: _clamp(f.diff[key]) for key in f.diff.shape().members},
+            "floor": [_clamp(f.floor[j]) for j in range(n)]}
+
+
+def _emax_select(f, top_offset: int) -> dict:
+    """Section ``group2``'s share: each term's distance ``e_max - x_j`` (0 for ``e_max``'s
+    own) and ``e_top``, selected one-hot by the choice."""
+    n = len(f.floor)
+    floor_won = ~f.win.any()
+    dists = []
+    for j in range(n):
+        d = floor_won.replicate(6) & f.floor[j]
+        for i in range(n):
+            if i != j:
+                d = d | (f.win[i].replicate(6) & f.diff[f"{i}_{j}"])
+        dists.append(d)
+    floor_top = Const(F4_ZERO_EXPONENT + top_offset, signed(EXPONENT_BITS)).as_unsigned()
+    top = floor_won.replicate(EXPONENT_BITS) & floor_top
+    for i in range(n):
+        top = top | (f.win[i].replicate(EXPONENT_BITS) & f.top[i].as_unsigned())
+    pending = {"pending_dist": dists[1:-1]} if n > 2 else {}
+    return {"dist": dists[0], **pending, "c_dist": dists[-1], "e_top": top.as_signed()}
+
+
+def group_sums(step: FusedStep, s, sum_bits: int = F4_SUM_BITS):
     """Sections ``group0``...: each group's 16 products added in pairs, one level per
-    section (``F4_GROUP_BITS + 1`` bits signed at the end)."""
+    section (``F4_GROUP_BITS + 1`` bits signed at the end); beside the first three, ``e_max``
+    (the counting candidates' exponents and -139) and each term's distance from it, clamped
+    to 63, and ``e_top = e_max + sum_bits - 1 - 35 + 126`` for the result's exponent: the
+    differences, the choice, the selection (:func:`_emax_frame`, :func:`_emax_choose`,
+    :func:`_emax_select`)."""
     k = step.block_size
     groups = [[s.terms[i] for i in range(j, j + F4_GROUP)] for j in range(0, k, F4_GROUP)]
+    chained = {"x_s": s.x_s, "group_nz": s.group_nz, **_pending(s)} if _chained(s) else {}
+    top_offset = _top_offset(sum_bits)
+    emax_fields = _emax_frame(s, top_offset)
+    shares = (_emax_choose, functools.partial(_emax_select, top_offset=top_offset), None)
     for level in range((F4_GROUP - 1).bit_length()):
         groups = [[(grp[i] + grp[i + 1]).as_signed() for i in range(0, len(grp), 2)]
                   for grp in groups]
-        s = step.cross({**_carried(step, s), "group_nz": s.group_nz, "c_nz": s.c_nz,
-                        "c_x": s.c_x, "x_s": s.x_s, "terms": groups, **_pending(s)},
+        s = step.cross({**_carried(step, s), **chained, "emax": emax_fields, "terms": groups},
                        f"group{level}")
+        chained = {"x_s": s.x_s, "group_nz": s.group_nz, **_pending(s)} if _chained(s) else {}
+        share = shares[level] if level < len(shares) else None
+        emax_fields = share(s.emax) if share else s.emax
         groups = [[s.terms[j][i] for i in range(len(groups[0]))] for j in range(len(groups))]
     return s
 
 
-def emax(step: FusedStep, s, sum_bits: int = F4_SUM_BITS):
-    """Section ``emax``: ``e_max`` (the non-zero groups' ``x_s``, ``c``'s exponent and -139),
-    the groups' distance ``e_max - x_s`` and ``c``'s, each clamped where its term vanishes;
-    ``e_top = e_max + sum_bits - 1 - 35 + 126`` for the result's exponent (``sum_bits``: the
-    back end's, :func:`hw.dot.chained_f4.chained_kind`)."""
-    floor = Const(F4_ZERO_EXPONENT, EXPONENT_BITS).as_signed()
-    e1 = Mux(s.group_nz.any() & (s.x_s > floor), s.x_s, floor)
-    chained = {}
-    if _chained(s):  # the pending groups' exponents too, and their distances
-        for i, grp in enumerate(s.pending):
-            e1 = wire(step.m, _exp(Mux(grp.nz & (grp.x > e1), grp.x, e1)),
-                      step.name(f"emax_pending{i}"))
-    e1 = wire(step.m, _exp(e1), step.name("emax_groups"))
-    e_max = wire(step.m, _exp(Mux(s.c_nz & (s.c_x > e1), s.c_x, e1)), step.name("emax_value"))
-    if _chained(s):
-        dists = [_exp(e_max - grp.x) for grp in s.pending]
-        chained = {"pending": s.pending, "x_s": s.x_s,
-                   "group_nz": s.group_nz,
-                   "pending_dist": [Mux(d > 63, 63, d[:6])[:6] for d in dists]}
-    d, dc = _exp(e_max - s.x_s), _exp(e_max - s.c_x)
-    sums = [s.terms[j][0] for j in range(len(s.terms))]
-    return step.cross({
-        **_carried(step, s), "sums": sums,
-        "dist": Mux(d > 63, 63, d[:6])[:6], "c_dist": Mux(dc > 63, 63, dc[:6])[:6],
-        "e_top": _exp(e_max + (sum_bits - 1 - F4_FRACTION_BITS + 126)), **chained,
-    }, "emax")
+#: The low bits of a distance that section ``align`` shifts by; ``align_hi`` by the others.
+_LOW_SHIFT_BITS = 3
 
 
-def align(step: FusedStep, s):
-    """Section ``align``: each group's magnitude placed at ``2^(e_max - 35)`` units and
-    truncated, ``c``'s likewise; signed terms (a negative one as its ones' complement) and
-    the count of negative ones."""
-    m, g = step.m, step.geometry
+def _coarse(value, dist):
+    """``value`` shifted right by the high bits of ``dist``."""
+    return value >> Cat(Const(0, _LOW_SHIFT_BITS), dist[_LOW_SHIFT_BITS:])
+
+
+def align_hi(step: FusedStep, s):
+    """Section ``align_hi``: each group's magnitude placed at ``2^(e_max - 35)`` units and
+    shifted right by the high bits of its distance, ``c``'s likewise; their signs."""
+    g = step.geometry
     left = F4_FRACTION_BITS + g.lsb_exp  # |S_g| * 2^(lsb_a + lsb_b) at 2^(x_s - 35) units
-    group_bits, term_bits = F4_GROUP_BITS, F4_TERM_BITS
+    group_bits = F4_GROUP_BITS
     if step.ue4m3:  # |S_g| * P * 2^(lsb_a + lsb_b - 6)
         left -= 2 * _UE4M3_FRACTION_BITS
         group_bits = _group_bits(step)
-        term_bits = group_bits + left
-    width = term_bits + 1
-    terms, negs = [], []
-    groups = [(s.sums[j], s.dist) for j in range(len(s.sums))]
+    e = s.emax
+    sums = [s.terms[j][0] for j in range(len(s.terms))]
+    groups = [(total, e.dist) for total in sums]
     side = step.side(s)
     if _chained(s):  # the pending groups at their own distances; the state's next groups
-        groups += [(s.pending[i].val, s.pending_dist[i]) for i in range(len(s.pending))]
-        side = _next_groups(step, s)
-    for j, (total, dist) in enumerate(groups):
+        groups += [(s.pending[i].val, e.pending_dist[i]) for i in range(len(s.pending))]
+        side = _next_groups(step, s, sums)
+    coarse, fine, negs = [], [], []
+    for total, dist in groups:
         neg = total[-1]
         mag = Mux(neg, -total, total).as_unsigned()[:group_bits]
-        placed = Cat(Const(0, left), mag)
-        t = wire(m, (placed >> dist)[:term_bits], step.name(f"group_term{j}"))
-        t = Cat(t, Const(0, 1))
-        terms.append(Mux(neg, ~t, t).as_signed())
+        coarse.append(_coarse(Cat(Const(0, left), mag), dist))
+        fine.append(dist[:_LOW_SHIFT_BITS])
         negs.append(neg)
     c_left = F4_FRACTION_BITS - 23
-    c_mag = wire(m, (Cat(Const(0, c_left), s.c_sig) >> s.c_dist)[:23 + 1 + c_left],
-                 step.name("term_c"))
+    return step.cross({
+        "nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "e_top": e.e_top,
+        "coarse": coarse, "fine": fine, "neg": Cat(*negs),
+        "c_coarse": _coarse(Cat(Const(0, c_left), s.c_sig), e.c_dist),
+        "c_fine": e.c_dist[:_LOW_SHIFT_BITS], "c_neg": s.c_neg, "side": side}, "align_hi")
+
+
+def align(step: FusedStep, s):
+    """Section ``align``: each term shifted right by the low bits of its distance
+    (truncated); signed terms (a negative one as its ones' complement) and the count of
+    negative ones."""
+    m, g = step.m, step.geometry
+    term_bits = F4_TERM_BITS
+    if step.ue4m3:
+        term_bits = _group_bits(step) + F4_FRACTION_BITS + g.lsb_exp \
+            - 2 * _UE4M3_FRACTION_BITS
+    width = term_bits + 1
+    terms = []
+    for j in range(len(s.coarse)):
+        t = wire(m, (s.coarse[j] >> s.fine[j])[:term_bits], step.name(f"group_term{j}"))
+        t = Cat(t, Const(0, 1))
+        terms.append(Mux(s.neg[j], ~t, t).as_signed())
+    c_bits = 23 + 1 + F4_FRACTION_BITS - 23
+    c_mag = wire(m, (s.c_coarse >> s.c_fine)[:c_bits], step.name("term_c"))
     c_term = Cat(c_mag, Const(0, width - len(c_mag)))
     terms.append(Mux(s.c_neg, ~c_term, c_term).as_signed())
-    negs.append(s.c_neg)
+    negs = [s.neg[j] for j in range(len(s.neg))] + [s.c_neg]
     count = negs[0]
     for n in negs[1:]:
         count = count + n
     terms.append(Cat(count, Const(0, width - len(count))).as_signed())
     return step.cross({"nan": s.nan, "inf": s.inf, "inf_neg": s.inf_neg, "e_top": s.e_top,
-                       "terms": terms, "side": side}, "align")
+                       "terms": terms, "side": step.side(s)}, "align")
 
 
-def _next_groups(step: FusedStep, s) -> dict:
+def _next_groups(step: FusedStep, s, sums) -> dict:
     """The side values with ``groups``: the pending groups but the oldest ``k / 16`` (empty
     ones: a step holds at most ``64 / k - 1`` blocks before its last), then this block's, for
     the state a non-closing block leaves (:func:`hw.dot.chained_f4.next_state`)."""
     width = group_value_bits(step.geometry.scale_format) + 1
     x = _exp(s.x_s + Const(0, signed(EXPONENT_BITS)))  # sign-extended to the state's x
-    own = [{"val": s.sums[j].as_signed()[:width].as_signed(), "x": x, "nz": s.group_nz[j]}
-           for j in range(len(s.sums))]
+    own = [{"val": sums[j].as_signed()[:width].as_signed(), "x": x, "nz": s.group_nz[j]}
+           for j in range(len(sums))]
     kept = [s.pending[i] for i in range(len(own), len(s.pending))]
     side = {name: s.side[name] for name in s.side.shape().members}
     return {**side, "groups": kept + own}

@@ -91,11 +91,19 @@ ESTIMATES = {
     "align_hi": Estimate(3.5, _CUT + ": each term's right shift by the high bits of d"),
     "align": Estimate(3.5, _CUT + ": the shift by d's low bits, the ones' complement"),
     "tree": Estimate(3.25, _ANALOGY + "one level of the adder tree, as the exact step's tree"),
-    "group": Estimate(3.25, _ANALOGY + "mxf4: one level of a group's exact sum of 16 products"),
-    "f4_emax": Estimate(4.5, _ANALOGY + "mxf4: e_max of the groups, c and -139, and the "
-                        "distances"),
-    "f4_align": Estimate(4.5, _ANALOGY + "mxf4: a 45-bit right shift per group, six mux "
-                         "levels"),
+    "group": Estimate(3.25, _ANALOGY + "mxf4: one level of a group's exact sum of 16 products; "
+                      "beside the first three, e_max's differences, choice and selection (in "
+                      "one section of its own, e_max and the distances were the critical path, "
+                      "36-47 cells, 16 ns, 63.2 MHz)"),
+    "f4_multiply_lo": Estimate(3.5, _CUT + ": mxf4: each lane's significand product and its "
+                               "shift (with the negation in one section, seven LUT levels, "
+                               "bench.synth.levels; the shift beside the negation, 13 cells, "
+                               "5.3 ns, 189.3 MHz)"),
+    "f4_multiply": Estimate(3.5, _CUT + ": mxf4: each product negated, a short chain"),
+    "f4_align_hi": Estimate(3.5, _CUT + ": mxf4: each group's magnitude, a short negation "
+                            "chain, shifted right by the high bits of its distance"),
+    "f4_align": Estimate(3.5, _CUT + ": mxf4: the shift by the distance's low bits, the ones' "
+                         "complement"),
     "magnitude": Estimate(3.5, _CUT + ": |sum|, a negation chain"),
     "lzc": Estimate(3.5, _CUT + ": per 8-bit chunk of |sum| its leading zeros, and the first "
                     "chunk with a one"),
@@ -148,7 +156,8 @@ TRUNCATED_SECTIONS = ("decode", "multiply_lo", "multiply", "emax", "frame", "gap
 
 #: The mxf4 step's sections (one block of 32: two groups of 16): ``group<j>`` one level of the
 #: groups' exact sums each, ``tree<j>`` the levels over the two groups, c and the count.
-F4_SECTIONS = ("decode", "multiply", "group", "f4_emax", "f4_align", "tree", *SUM_SECTIONS)
+F4_SECTIONS = ("decode", "f4_multiply_lo", "f4_multiply", "group", "f4_align_hi", "f4_align",
+               "tree", *SUM_SECTIONS)
 
 
 def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
