@@ -183,12 +183,10 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "dot --format fp4_e2m1 --accumulation tcgen05.mxf4": "the mxf4 step's `emax` section "
-        "chooses e_max among the groups', c's and the -139 floor's exponents and forms both "
-        "distances with their clamps in one section (`group3` -> `emax`, 36-47 cells, 16 ns): "
-        "cut it as the mxf8f6f4 step's `multiply`..`gap` (distances made a section before, "
-        "comparisons, then selects; clamp tests as gates), then `align` and `multiply` "
-        "(seven LUT levels each, bench.synth.levels)",
+    "dot --format nvfp4 --accumulation tcgen05.mxf4nvf4 --block-size 16": "not placed "
+        "since the UE4M3 scale product's change (128.3 MHz before it, `decode` -> "
+        "`multiply_lo`, 13 cells, 5.5 ns of routing: P's adds and each lane's scaled "
+        "significand in one section): place it, then P's last add in a section of its own",
     "gemm": "the accumulators' forwarding, in both tiles (`finish` -> `decode`, 6 cells, "
             "8.3-9.3 ns of routing: the leaving block's context and the last stage's enable, "
             "each from one register, fan out to every lane's distributed-RAM read and "
