@@ -1,6 +1,7 @@
 """The terms of the ``tcgen05.mxf4`` step (``docs/numerics.md`` section 8), one block of 32
-fp4_e2m1 pairs per step (MXDot): sections ``decode``, ``multiply``, ``group0``...,
-``emax`` and ``align``; the sum and result are :mod:`hw.dot.truncated_sum`'s.  Over a run
+fp4_e2m1 pairs per step (MXDot): sections ``decode``, ``multiply_lo``, ``multiply``,
+``group0``... (``e_max`` and the distances chosen beside the sums), ``align_hi`` and
+``align``; the sum and result are :mod:`hw.dot.truncated_sum`'s.  Over a run
 (MXDotGeneral, MXGemm) the step also takes the groups of its earlier blocks from the run's
 state (:mod:`hw.dot.chained_f4`): ``decode``'s ``last``.
 
