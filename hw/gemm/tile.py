@@ -256,13 +256,18 @@ class MXGemm(Unit):
         lead = outs[0].side
         gpu = chained(self)  # the steps' state rides through the epilogue beside its result
         if self.levels == 2:
-            ctx = {"ctx": lead.ctx} if self.ctx_bits else {}
             nan = {"nan_bits": GPU_NAN} if gpu else {}
-            outs = [build_epilogue(scope, out.result, lead.alpha,
-                                   {**({} if j else {**ctx, "last": lead.end}),
-                                    **({"state": out.state} if gpu else {})} or None, **nan)
-                    for j, (scope, out) in enumerate(zip(scopes, outs, strict=True))]
-            lead = outs[0].side
+            epilogues = []
+            for scope, out in zip(scopes, outs, strict=True):
+                # lane (0, 0) carries the run's markers; every lane its own chained state
+                side = {"ctx": lead.ctx} if self.ctx_bits and not epilogues else {}
+                if not epilogues:
+                    side["last"] = lead.end
+                if gpu:
+                    side["state"] = out.state
+                epilogues.append(build_epilogue(scope, out.result, lead.alpha, side or None,
+                                                **nan))
+            outs, lead = epilogues, epilogues[0].side
         o = self.o if self.out_fmt is None else \
             stream.Signature(self.fp32_layout).create(path=("tile",))
         payload = [o.payload.result[f"row{r}"][c].eq(out.result)
