@@ -98,11 +98,16 @@ def test_check_finds_the_planted_tie_bug(seed, tmp_path):
     r = run_check(BUGGY_LANE, seed, tmp_path)
     assert r.returncode == 1  # 1: a test failed (2 would be a usage error)
     assert r.stdout.rstrip().endswith("FAIL")
-    # every test fails on the bug, and the report says which, with a row for each
-    assert re.search(rf"^FAILED: mxq_bf16_fp4_k4: 3 of 3 tests failed \(seed {seed}\): "
-                     r"stream, reset_in_traffic, bulk$", r.stdout, re.M), r.stdout[:2000]
+    # The report names the failed tests, with a row for each test.  The stream and bulk tests
+    # carry the directed ties, so they fail on every seed; the reset test's 30 blocks after
+    # the reset are random and meet a tie on most seeds, not all (seed 2549982696: none).
     rows = {test: int(bad) for test, _, _, bad in ROW.findall(r.stdout)}
     assert set(rows) == {"stream", "reset", "bulk"}, rows
+    assert rows["stream"] > 0 and rows["bulk"] > 0, rows
+    failed = [name for name, row in (("stream", "stream"), ("reset_in_traffic", "reset"),
+                                     ("bulk", "bulk")) if rows[row] > 0]
+    assert re.search(rf"^FAILED: mxq_bf16_fp4_k4: {len(failed)} of 3 tests failed "
+                     rf"\(seed {seed}\): {', '.join(failed)}$", r.stdout, re.M), r.stdout[:2000]
     # the reset happened with blocks in flight: its coverage bin is hit though the test failed
     assert "reset_with_data_in_flight" not in r.stdout
     assert re.search(r"^\[stream\] MISMATCH block \d+ \(rounding=rne", r.stdout, re.M)
