@@ -59,8 +59,9 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
         The significand products as sums of partial products in LUTs, or as ``*``.
     accumulation : {"tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
         The mode: its terms are :mod:`hw.dot.truncated_terms`' or (mxf4, and mxf4nvf4 with
-        E8M0 or UE4M3 scales: fp4_e2m1 x fp4_e2m1, one block per step)
-        :mod:`hw.dot.truncated_f4`'s.
+        E8M0 or UE4M3 scales: fp4_e2m1 x fp4_e2m1) :mod:`hw.dot.truncated_f4`'s.  A block
+        enters every clock; without ``last`` it is a step of its own (MXDot), with it the
+        chained state makes a step of a run's 64 elements.
     last : Value, optional
         mxf4 and mxf4nvf4 over a run's blocks (MXDotGeneral, MXGemm): the run's ``last``
         flag; ``c`` is then the run's state (:mod:`hw.dot.chained_f4`), and the side values
