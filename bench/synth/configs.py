@@ -183,10 +183,12 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "dot --format nvfp4 --accumulation tcgen05.mxf4nvf4 --block-size 16": "not placed "
-        "since the UE4M3 scale product's change (128.3 MHz before it, `decode` -> "
-        "`multiply_lo`, 13 cells, 5.5 ns of routing: P's adds and each lane's scaled "
-        "significand in one section): place it, then P's last add in a section of its own",
+    "dot --format nvfp4 --accumulation tcgen05.mxf4nvf4 --block-size 16": "each lane's "
+        "product in `multiply_lo` (`scale_lanes` -> `multiply_lo`, 7-11 cells, 3.7 ns of "
+        "routing: the 12-bit pair sum of `sig_a * P` and `sig_b`, then the shift by 0..4): "
+        "the product as a choice among `P`'s multiples (`sig_a * sig_b` is one of 0, 1, 2, 3, "
+        "4, 6, 9: `9P` formed once per block in `scale_lanes`), no carry chain per lane; "
+        "and P's last add in a section of its own, as in the exact nvfp4 step",
     "gemm": "the accumulators' forwarding, in both tiles (`finish` -> `decode`, 6 cells, "
             "8.3-9.3 ns of routing: the leaving block's context and the last stage's enable, "
             "each from one register, fan out to every lane's distributed-RAM read and "

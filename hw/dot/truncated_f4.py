@@ -1,9 +1,9 @@
 """The terms of the ``tcgen05.mxf4`` step (``docs/numerics.md`` section 8), one block of 32
-fp4_e2m1 pairs per step (MXDot): sections ``decode``, ``multiply_lo``, ``multiply``,
-``group0``... (``e_max`` and the distances chosen beside the sums), ``align_hi`` and
-``align``; the sum and result are :mod:`hw.dot.truncated_sum`'s.  Over a run
-(MXDotGeneral, MXGemm) the step also takes the groups of its earlier blocks from the run's
-state (:mod:`hw.dot.chained_f4`): ``decode``'s ``last``.
+fp4_e2m1 pairs per step (MXDot): sections ``decode``, ``scale_lanes`` (UE4M3 scales),
+``multiply_lo``, ``multiply``, ``group0``... (``e_max`` and the distances chosen beside the
+sums), ``align_hi`` and ``align``; the sum and result are :mod:`hw.dot.truncated_sum`'s.
+Over a run (MXDotGeneral, MXGemm) the step also takes the groups of its earlier blocks from
+the run's state (:mod:`hw.dot.chained_f4`): ``decode``'s ``last``.
 
 The block's 32 products form two groups of 16, each summed exactly (``S_g``, in units of
 ``2^(lsb_a + lsb_b)``); a group's exponent is the scales' alone, ``x_s = sa + sb - 254``
@@ -49,7 +49,7 @@ from .truncated_sections import (
     F4_ZERO_EXPONENT,
 )
 
-__all__ = ["decode", "multiply_lo", "multiply", "group_sums", "align_hi", "align"]
+__all__ = ["decode", "scale_lanes", "multiply_lo", "multiply", "group_sums", "align_hi", "align"]
 
 
 #: A UE4M3 scale's significand fraction bits: ``sig * 2^(x - 127)`` has the alignment
@@ -77,8 +77,11 @@ def _scale_fields(step: FusedStep, a, b) -> dict:
                 "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN)}
     f = scale_fields(step.m, Cat(a.scale[:7], Const(0, 1)), Cat(b.scale[:7], Const(0, 1)),
                      step.name("scale"))
+    # P = 0 exactly when a byte's seven bits are zero (a significand is zero only for 0x00):
+    # read from the bytes, not from P's adds
     return {"scale_sum": f["exp_a"] + f["exp_b"] + 2 * _UE4M3_FRACTION_BITS,
-            "scale_nan": f["nan"], "p1": f["p1"], "p3": f["p3"], "scale_nz": f["p1"].any()}
+            "scale_nan": f["nan"], "p1": f["p1"], "p3": f["p3"],
+            "scale_nz": a.scale[:7].any() & b.scale[:7].any()}
 
 
 def _chained(s) -> bool:
@@ -117,15 +120,28 @@ def decode(step: FusedStep, a, b, c, side, *, last=None):
                       "decode")
 
 
+def scale_lanes(step: FusedStep, s):
+    """Section ``scale_lanes`` (UE4M3 scales; E8M0: none, ``s`` returned): each lane's
+    ``sig_a`` times ``P`` (:func:`hw.dot.nvfp4_scale.scaled_significand`), so that
+    ``multiply_lo`` holds one pair sum and the shift; the rest carried."""
+    if not step.ue4m3:
+        return s
+    lanes = [{"sig_a": scaled_significand(ln.sig_a, s.p1, s.p3), "sig_b": ln.sig_b,
+              "shift": ln.shift, "neg": ln.neg, "nz": ln.nz} for ln in s.lanes]
+    carried = {name: getattr(s, name) for name in ("c", "scale_sum", "scale_nan", "scale_nz")}
+    return step.cross({"lanes": lanes, **carried, "side": step.side(s), **_pending(s)},
+                      "scale_lanes")
+
+
 def multiply_lo(step: FusedStep, s):
     """Section ``multiply_lo``: each lane's unsigned significand product shifted, its sign;
     per group whether a product is non-zero; ``c``'s fields and the specials (NaN: a NaN scale
-    or ``c``; Inf: ``c``)."""
+    or ``c``; Inf: ``c``).  With UE4M3 scales ``sig_a`` is ``scale_lanes``' (times ``P``)."""
     m, k = step.m, step.block_size
     prods = []
     for i in range(k):
         ln = s.lanes[i]
-        sig_a = scaled_significand(ln.sig_a, s.p1, s.p3) if step.ue4m3 else ln.sig_a
+        sig_a = ln.sig_a
         if step.multipliers == "lut":
             p = partial_product_sum(m, Cat(sig_a, Const(0, 1)).as_signed(), ln.sig_b,
                                     step.name(f"sig_prod{i}"))

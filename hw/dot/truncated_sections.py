@@ -99,6 +99,10 @@ ESTIMATES = {
                                "shift (with the negation in one section, seven LUT levels, "
                                "bench.synth.levels; the shift beside the negation, 13 cells, "
                                "5.3 ns, 189.3 MHz)"),
+    "f4_scale_lanes": Estimate(3.5, _CUT + ": mxf4nvf4 with UE4M3 scales: each lane's "
+                               "sig_a times P, a choice of 0, P, 2P and 3P (in multiply_lo, "
+                               "before the product's pair sum and shift, 11 cells, 8.0 ns, "
+                               "131.0 MHz)"),
     "f4_multiply": Estimate(3.5, _CUT + ": mxf4: each product negated, a short chain"),
     "f4_align_hi": Estimate(3.5, _CUT + ": mxf4: each group's magnitude, a short negation "
                             "chain, shifted right by the high bits of its distance"),
@@ -155,9 +159,10 @@ TRUNCATED_SECTIONS = ("decode", "multiply_lo", "multiply", "emax", "frame", "gap
                       "align_hi", "align", "tree", *SUM_SECTIONS)
 
 #: The mxf4 step's sections (one block of 32: two groups of 16): ``group<j>`` one level of the
-#: groups' exact sums each, ``tree<j>`` the levels over the two groups, c and the count.
-F4_SECTIONS = ("decode", "f4_multiply_lo", "f4_multiply", "group", "f4_align_hi", "f4_align",
-               "tree", *SUM_SECTIONS)
+#: groups' exact sums each, ``tree<j>`` the levels over the two groups, c and the count;
+#: ``f4_scale_lanes`` with UE4M3 scales only.
+F4_SECTIONS = ("decode", "f4_scale_lanes", "f4_multiply_lo", "f4_multiply", "group",
+               "f4_align_hi", "f4_align", "tree", *SUM_SECTIONS)
 
 
 def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
@@ -169,6 +174,8 @@ def truncated_sections(geometry: DotGeometry, *, forwarded_c: bool = False,
     :func:`hw.dot.sections.dot_sections`."""
     f4 = accumulation in F4_MODES
     names = F4_SECTIONS if f4 else TRUNCATED_SECTIONS
+    if geometry.scale_sig_max == 1:  # E8M0 scales: no significand product to choose
+        names = tuple(name for name in names if name != "f4_scale_lanes")
     # mxf4 over a run (forwarded_c): its 64-element step's four groups, c and the count
     levels = {"tree": (3 if forwarded_c else 2) if f4 else truncated_tree_levels(
                   geometry.block_size),
