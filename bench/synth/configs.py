@@ -183,12 +183,11 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "dot --format nvfp4 --accumulation tcgen05.mxf4nvf4 --block-size 16": "each lane's "
-        "product in `multiply_lo` (`scale_lanes` -> `multiply_lo`, 7-11 cells, 3.7 ns of "
-        "routing: the 12-bit pair sum of `sig_a * P` and `sig_b`, then the shift by 0..4): "
-        "the product as a choice among `P`'s multiples (`sig_a * sig_b` is one of 0, 1, 2, 3, "
-        "4, 6, 9: `9P` formed once per block in `scale_lanes`), no carry chain per lane; "
-        "and P's last add in a section of its own, as in the exact nvfp4 step",
+    "dot --format nvfp4 --accumulation tcgen05.mxf4nvf4 --block-size 16": "the scale "
+        "significands' product in `decode` (the input register -> `decode`, 8-9 cells, "
+        "3.3-3.7 ns of routing: the UE4M3 fields, the partial products' rows and `3P`'s two "
+        "levels of adds): the last add of P and 3P in a section of their own, as in the exact "
+        "nvfp4 step (`hw.dot.nvfp4_scale.scale_fields`)",
     "gemm": "the accumulators' forwarding, in both tiles (`finish` -> `decode`, 6 cells, "
             "8.3-9.3 ns of routing: the leaving block's context and the last stage's enable, "
             "each from one register, fan out to every lane's distributed-RAM read and "

@@ -17,9 +17,9 @@ block (an odd last block).
 
 ``tcgen05.mxf4nvf4`` with UE4M3 scales (NVFP4, one block of 16 per step, one group): each scale
 byte's low seven bits decode as UE4M3 (its sign bit ignored; :func:`hw.dot.nvfp4_scale.
-scale_fields`, 0x7F NaN), ``sig * 2^(x - 127)``.  A lane's ``sig_a`` enters its product as
-``sig_a * P`` (``P = sig_a_scale * sig_b_scale``, :func:`hw.dot.nvfp4_scale.
-scaled_significand`), so the group sum is ``P`` times golden's; its exponent is the scales'
+scale_fields`, 0x7F NaN), ``sig * 2^(x - 127)``.  A lane's product is ``sig_a * sig_b * P``
+(``P = sig_a_scale * sig_b_scale``): one of ``0, P, 3P, 9P`` shifted (``scale_lanes``), so
+the group sum is ``P`` times golden's; its exponent is the scales'
 alone, ``x_a + x_b - 254 + 6`` (each significand's three fraction bits), and a zero ``P`` puts
 the group at the floor.
 """
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 
-from amaranth.hdl import Cat, Const, Mux, signed
+from amaranth.hdl import Array, Cat, Const, Mux, Signal, signed
 from amaranth.lib import data
 
 from golden.formats import SCALE_BIAS, SCALE_NAN
@@ -37,7 +37,7 @@ from ..arith import partial_product_sum, wire
 from ..elements import decode_element
 from .chained_f4 import chain_layout, close_and_count, group_value_bits
 from .geometry import units_max
-from .nvfp4_scale import scale_fields, scaled_significand
+from .nvfp4_scale import scale_fields
 from .step import FusedStep
 from .truncated_sections import (
     EXPONENT_BITS,
@@ -120,34 +120,65 @@ def decode(step: FusedStep, a, b, c, side, *, last=None):
                       "decode")
 
 
+#: ``sig_a * sig_b`` of two fp4_e2m1 significands (0..3) as ``m * 2^j`` with ``m`` one of
+#: 1, 3, 9: per product (0 omitted) the index of ``m`` among ``P, 3P, 9P`` (1, 2, 3; 0 for no
+#: product) and ``j``.
+_SIG_PRODUCTS = {(1, 1): (1, 0), (1, 2): (1, 1), (2, 1): (1, 1), (1, 3): (2, 0),
+                 (3, 1): (2, 0), (2, 2): (1, 2), (2, 3): (2, 1), (3, 2): (2, 1), (3, 3): (3, 0)}
+
+
+def _sig_product_choice(m, sig_a, sig_b, name: str):
+    """``sig_a * sig_b`` (2-bit significands) as the index of its multiple of ``P`` among
+    ``0, P, 3P, 9P`` (2 bits) and that multiple's shift (2 bits): :data:`_SIG_PRODUCTS`."""
+    choice, shift = Signal(2, name=f"{name}_choice"), Signal(2, name=f"{name}_pshift")
+    with m.Switch(Cat(sig_a, sig_b)):
+        for (a, b), (index, j) in _SIG_PRODUCTS.items():
+            with m.Case(a | b << 2):
+                m.d.comb += [choice.eq(index), shift.eq(j)]
+    return choice, shift
+
+
 def scale_lanes(step: FusedStep, s):
-    """Section ``scale_lanes`` (UE4M3 scales; E8M0: none, ``s`` returned): each lane's
-    ``sig_a`` times ``P`` (:func:`hw.dot.nvfp4_scale.scaled_significand`), so that
-    ``multiply_lo`` holds one pair sum and the shift; the rest carried."""
+    """Section ``scale_lanes`` (UE4M3 scales; E8M0: none, ``s`` returned): per block ``9P``
+    (``8P + P``, ``P``'s third multiple beside ``P`` and ``3P``); per lane ``sig_a * sig_b``
+    as a multiple of ``P`` (``0, P, 3P, 9P``) and the shift of it (the multiple's and the
+    lane's), so that ``multiply_lo`` holds a choice and a shift, no carry chain per lane."""
     if not step.ue4m3:
         return s
-    lanes = [{"sig_a": scaled_significand(ln.sig_a, s.p1, s.p3), "sig_b": ln.sig_b,
-              "shift": ln.shift, "neg": ln.neg, "nz": ln.nz} for ln in s.lanes]
+    m = step.m
+    lanes = []
+    for i, ln in enumerate(s.lanes):
+        choice, j = _sig_product_choice(m, ln.sig_a, ln.sig_b, step.name(f"lane{i}"))
+        # the lane's shift is at most 4 (two binades of 2 each), the multiple's 2: 3 bits
+        lanes.append({"choice": choice, "shift": (ln.shift + j)[:3], "neg": ln.neg,
+                      "nz": ln.nz})
+    p9 = wire(m, (s.p1 << 3) + s.p1, step.name("p9"))
     carried = {name: getattr(s, name) for name in ("c", "scale_sum", "scale_nan", "scale_nz")}
-    return step.cross({"lanes": lanes, **carried, "side": step.side(s), **_pending(s)},
-                      "scale_lanes")
+    return step.cross({"lanes": lanes, "p1": s.p1, "p3": s.p3, "p9": p9, **carried,
+                       "side": step.side(s), **_pending(s)}, "scale_lanes")
+
+
+def _lane_product(step: FusedStep, s, i: int):
+    """Lane ``i``'s unsigned significand product, shifted (units ``2^(lsb_a + lsb_b)``): with
+    UE4M3 scales ``scale_lanes``' multiple of ``P``, else ``sig_a * sig_b``."""
+    ln = s.lanes[i]
+    if step.ue4m3:
+        multiple = Array([Const(0, len(s.p9)), s.p1, s.p3, s.p9])[ln.choice]
+        return (multiple << ln.shift).as_unsigned()
+    if step.multipliers == "lut":
+        p = partial_product_sum(step.m, Cat(ln.sig_a, Const(0, 1)).as_signed(), ln.sig_b,
+                                step.name(f"sig_prod{i}"))
+    else:
+        p = ln.sig_a * ln.sig_b
+    return (p.as_unsigned()[:len(ln.sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned()
 
 
 def multiply_lo(step: FusedStep, s):
     """Section ``multiply_lo``: each lane's unsigned significand product shifted, its sign;
     per group whether a product is non-zero; ``c``'s fields and the specials (NaN: a NaN scale
-    or ``c``; Inf: ``c``).  With UE4M3 scales ``sig_a`` is ``scale_lanes``' (times ``P``)."""
-    m, k = step.m, step.block_size
-    prods = []
-    for i in range(k):
-        ln = s.lanes[i]
-        sig_a = ln.sig_a
-        if step.multipliers == "lut":
-            p = partial_product_sum(m, Cat(sig_a, Const(0, 1)).as_signed(), ln.sig_b,
-                                    step.name(f"sig_prod{i}"))
-        else:
-            p = sig_a * ln.sig_b
-        prods.append((p.as_unsigned()[:len(sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned())
+    or ``c``; Inf: ``c``)."""
+    k = step.block_size
+    prods = [_lane_product(step, s, i) for i in range(k)]
     cbits, c_exp = s.c, s.c[23:31]
     c_nan = (c_exp == 0xFF) & cbits[:23].any()
     c_inf = (c_exp == 0xFF) & ~cbits[:23].any()
