@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import oracle
+import pytest
 
 from tb import nvfp4_dot_stimulus as stim
 from tb.coverage.nvfp4_dot import (
@@ -82,6 +83,46 @@ def test_epilogue_bins_and_results_against_fractions():
         counts = classify_epilogue(np.array([x], np.uint32), np.array([a], np.uint32),
                                    np.array([res], np.uint32))["epilogue"]
         assert counts[want_bin] == 1, (hex(x), hex(a), counts)
+
+
+
+#: The bin each directed epilogue run of :func:`tb.nvfp4_dot_stimulus.epilogue_runs` is for.
+EPILOGUE_RUN_BINS = ["alpha_nan", "alpha_nan", "alpha_subnormal", "alpha_subnormal",
+                     "alpha_underflow", "alpha_inf_times_zero", "alpha_overflow",
+                     "alpha_rounded", "alpha_negative"]
+
+
+@pytest.mark.parametrize("accumulation", ["exact", "tcgen05.mxf4nvf4"])
+def test_epilogue_runs_against_the_oracle_and_their_bins(accumulation):
+    """Each directed epilogue run: golden's sum is the oracle's chain (the exact steps, or
+    the tcgen05.mxf4nvf4 ones), its result the oracle's RNE of ``alpha * sum`` (NaN: the
+    mode's NaN), and it lands in its bin; together they hit every epilogue bin."""
+    runs = stim.epilogue_runs(16)
+    assert len(runs) == len(EPILOGUE_RUN_BINS)
+    nan = oracle.GPU_NAN if accumulation != "exact" else oracle.FP32_QNAN
+    chain = oracle.nvfp4_dot if accumulation == "exact" else oracle.nvfp4_tcgen05_dot
+    results = []
+    for (ca, sa, cb, sb, c0, alpha, label), want_bin in zip(runs, EPILOGUE_RUN_BINS,
+                                                            strict=True):
+        total, res = stim.run_result(ca, sa, cb, sb, c0, alpha, accumulation)
+        assert total == chain([int(x) for x in ca[0]], [int(sa[0])], None,
+                              [int(x) for x in cb[0]], [int(sb[0])], None, c0), label
+        x, a = oracle.fp32_bits_value(total), oracle.fp32_bits_value(alpha)
+        if a == oracle.NAN or (a == "+inf" and x == 0):
+            want = nan
+        elif a == "+inf":
+            want = 0x7F800000 if x > 0 else 0xFF800000
+        else:
+            exact = x * a
+            want = ((total ^ alpha) & 0x80000000) if exact == 0 else oracle.rne_fp32_bits(exact)
+        assert res == want, (label, hex(res), hex(want))
+        counts = classify_epilogue(np.array([total], np.uint32), np.array([alpha], np.uint32),
+                                   np.array([res], np.uint32))["epilogue"]
+        assert counts[want_bin] == 1, (label, counts)
+        results.append(res)
+    assert set(EPILOGUE_RUN_BINS) == set(EPILOGUE_BINS)
+    # the truncated sum 2^20 - 2^-3 (RNE: 2^20 - 2^-4) times 5 * 2^-149: one subnormal ulp
+    assert results[3] == (0x004FFFFF if accumulation != "exact" else 0x00500000)
 
 
 def test_models_name_every_bin():
