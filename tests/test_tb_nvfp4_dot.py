@@ -11,6 +11,7 @@ import oracle
 import pytest
 
 from tb import nvfp4_dot_stimulus as stim
+from tb.coverage.gemm import gemm_model
 from tb.coverage.nvfp4_dot import (
     BLOCK_BINS,
     EPILOGUE_BINS,
@@ -131,6 +132,11 @@ def test_models_name_every_bin():
     general = nvfp4_dot_model(general=True, epilogue=True)
     assert general.points[-1].name == "epilogue" and general.points[-1].bins == EPILOGUE_BINS
     assert "epilogue" not in [p.name for p in nvfp4_dot_model(general=True).points]
+    # the GEMM tile's nvfp4 classes: the same epilogue point with levels 2 alone
+    tile = gemm_model("fp4_e2m1", "fp4_e2m1", 2, nvfp4_levels=2)
+    assert tile.points[-1].name == "epilogue" and tile.points[-1].bins == EPILOGUE_BINS
+    assert "epilogue" not in [p.name for p in gemm_model("fp4_e2m1", "fp4_e2m1", 2,
+                                                         nvfp4_levels=1).points]
 
 
 def test_random_scales_cover_every_kind(rng):
