@@ -3,8 +3,10 @@ of ``hw`` leaves every unit's Verilog unchanged.
 
 The set is every default configuration of ``python -m hw defaults`` plus :data:`EXTRA`: every
 element format through the quantizer (fp32, bf16 and fp16 input, fixed and runtime modes),
-the dequantizer for each output type, mixed dot pairs (int8, fp8_e5m2, MULT18X18D products)
-and non-default ``--stages``.  One line per configuration: unit, options, module, hash.
+the dequantizer for each output type, mixed dot pairs (int8, fp8_e5m2, MULT18X18D products),
+non-default ``--stages``, and the GPU accumulation modes and nvfp4 (UE4M3 scales) of MXDot,
+MXDotGeneral and the GEMM tile (``--levels`` 1 and 2).  One line per configuration: unit,
+options, module, hash.
 
 Usage::
 
@@ -57,10 +59,29 @@ EXTRA = {
         ["--format", "fp8_e5m2", "--block-size", "4", "--stages", "6"],
         ["--format-a", "fp4_e2m1", "--format-b", "int8", "--block-size", "16",
          "--multipliers", "mult18x18d"],
+        ["--format", "nvfp4", "--block-size", "16", "--accumulation", "tcgen05.mxf4nvf4"],
+        ["--format", "fp4_e2m1", "--accumulation", "tcgen05.mxf4"],
     ],
     "dot-general": [
         ["--format-a", "int8", "--format-b", "fp8_e5m2", "--block-size", "8", "--contexts", "2"],
         ["--format", "fp4_e2m1", "--block-size", "4", "--contexts", "1", "--stages", "4"],
+        ["--format", "nvfp4", "--block-size", "16", "--levels", "1"],
+        ["--format", "nvfp4", "--block-size", "16", "--accumulation", "tcgen05.mxf4nvf4"],
+        ["--format", "nvfp4", "--block-size", "16", "--accumulation", "tcgen05.mxf4nvf4",
+         "--levels", "1", "--contexts", "2"],
+        ["--format", "fp4_e2m1", "--accumulation", "tcgen05.mxf4", "--contexts", "2"],
+        ["--format-a", "fp8_e4m3", "--format-b", "fp6_e2m3", "--accumulation",
+         "tcgen05.mxf8f6f4", "--contexts", "2"],
+    ],
+    "gemm": [
+        ["--format", "nvfp4", "--rows", "2", "--cols", "2", "--block-size", "16",
+         "--levels", "1"],
+        ["--format", "nvfp4", "--rows", "2", "--cols", "2", "--block-size", "16",
+         "--accumulation", "tcgen05.mxf4nvf4"],
+        ["--format", "nvfp4", "--rows", "1", "--cols", "2", "--block-size", "16",
+         "--accumulation", "tcgen05.mxf4nvf4", "--levels", "1"],
+        ["--format", "fp4_e2m1", "--rows", "2", "--cols", "1", "--accumulation",
+         "tcgen05.mxf4"],
     ],
 }
 

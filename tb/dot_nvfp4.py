@@ -12,7 +12,9 @@ The dot model of :mod:`tb.dot` with UE4M3 scales (the standard tests: stream, re
   (256 x 16,384 = 4,194,304 blocks).
 * **MXDotGeneral nvfp4**: random runs interleaved over the contexts (:meth:`DotModel.schedule`'s
   order), golden's chain and, with the epilogue (``levels=2``), ``f(alpha * sum)`` with a
-  random ``alpha`` per run given on its last beat (random noise on the others).
+  random ``alpha`` per run given on its last beat (random noise on the others); every set
+  of random runs ends in the directed ones of each epilogue bin
+  (:func:`tb.nvfp4_dot_stimulus.epilogue_runs`: NaN, subnormal, underflow, overflow, ...).
 
 * **MXDot nvfp4, ``tcgen05.mxf4nvf4``**: the same sets with golden's results in the GPU
   mode (a scale byte's sign bit ignored) and the mode's directed vectors
@@ -87,6 +89,9 @@ class NVFP4DotModel(DotModel):
         self.levels = self.parameters.get("levels", 1)
         self._directed_runs = (nvfp4_gpu_directed_runs(self.k)
                                if self.general and self.accumulation != "exact" else [])
+        self._epilogue_runs = ([(c0, (ca, sa, cb, sb), alpha) for ca, sa, cb, sb, c0, alpha, _
+                                in stim.epilogue_runs(self.k)]
+                               if self.general and self.levels == 2 else [])
 
     def interface(self):
         """docs/dot.md, NVFP4: MXDot's or MXDotGeneral's fields; with the epilogue
@@ -167,7 +172,9 @@ class NVFP4DotModel(DotModel):
     # -- MXDotGeneral runs -----------------------------------------------------------------
     def random_runs(self, rng, count, *, max_len, lengths=None):
         """``count`` runs: ``(c0 bits, (ca, sa, cb, sb), alpha bits)``; runs longer than 16
-        blocks keep their scales near 1 and c0 finite."""
+        blocks keep their scales near 1 and c0 finite.  With the epilogue and no
+        ``lengths``, the directed runs of :func:`tb.nvfp4_dot_stimulus.epilogue_runs` follow
+        (one of each of its bins)."""
         runs = []
         alphas = stim.random_alpha(rng, count)
         for i in range(count):
@@ -190,7 +197,7 @@ class NVFP4DotModel(DotModel):
                 c0 = 0
                 alpha = int(rng.choice([0x7F800000, 0xFF800000, 0x0A000000, 0x80000100]))
             runs.append((c0, (ca, sa, cb, sb), alpha))
-        return runs
+        return runs + (self._epilogue_runs if lengths is None else [])
 
     def schedule(self, rng, runs):
         """Interleave runs over the contexts round-robin (:func:`tb.dot.interleave`); ``c0``

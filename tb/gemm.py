@@ -16,7 +16,8 @@ The model of the standard tests (:mod:`tb.standard_tests`: stream, reset, bulk):
 * the stream test sends random runs of 1 to 12 blocks from random ``c0`` (+0, finite, NaN,
   +-Inf, -0; the other beats carry random ``c0`` bits the tile ignores) and directed runs
   (exact cancellation to +0 across the K blocks, a NaN scale, overflow to Inf, results below
-  fp32's subnormals and subnormal results, NaN, Inf and -0 starts), each under no, random
+  fp32's subnormals and subnormal results, NaN, Inf and -0 starts; nvfp4 with the epilogue,
+  the runs of each epilogue bin, :meth:`GemmModel.epilogue_runs`), each under no, random
   and bursty idle/backpressure; the reset test resets with runs in flight;
 * bulk: the throughput check (one long run alone takes a block every latency; with at least
   ``latency`` contexts, interleaved long runs take a block per clock, no bubbles), then
@@ -43,7 +44,7 @@ from . import standard_tests
 from .bulk import BulkJob
 from .coverage.gemm import gemm_model
 from .gemm_runs import ALPHA_ONE, GemmBatch, GemmRun
-from .nvfp4_dot_stimulus import random_alpha, random_codes, random_scales
+from .nvfp4_dot_stimulus import epilogue_runs, random_alpha, random_codes, random_scales
 
 __all__ = ["GemmModel", "GemmRun", "GemmBatch"]
 
@@ -169,7 +170,21 @@ class GemmModel(standard_tests.UnitModel):
             ca = np.zeros_like(run.ca) if zero else run.ca
             runs.append(GemmRun(self, ca, run.sa, run.cb, run.sb, "NaN, Inf, -0 starts",
                                 rng.permutation(starts)))
-        return runs + self.quantizer_runs(rng)
+        return runs + self.quantizer_runs(rng) + self.epilogue_runs()
+
+    def epilogue_runs(self) -> list[GemmRun]:
+        """nvfp4 with the epilogue (``levels`` 2): each run of
+        :func:`tb.nvfp4_dot_stimulus.epilogue_runs` (one per epilogue bin) in every output,
+        its block in every row of A and every column of B, its ``c0`` every output's."""
+        if not (self.nvfp4 and self.levels == 2):
+            return []
+        rows, cols, k = self.rows, self.cols, self.k
+        return [GemmRun(self, np.broadcast_to(ca[:, None], (1, rows, k)).copy(),
+                        np.full((1, rows), sa[0], np.uint8),
+                        np.broadcast_to(cb[:, None], (1, cols, k)).copy(),
+                        np.full((1, cols), sb[0], np.uint8), label,
+                        np.full((rows, cols), c0, np.uint32), alpha)
+                for ca, sa, cb, sb, c0, alpha, label in epilogue_runs(k)]
 
     def _extreme_runs(self, rng, big_a: int, big_b: int) -> list[GemmRun]:
         """Runs of one block at the ends of the fp32 range: the largest codes at the largest

@@ -17,7 +17,7 @@ from .batch import Batch
 from .coverage.dot import classify_runs
 from .coverage.dot_gpu import GPU_NAN
 from .coverage.gemm import classify_mx_blocks, classify_outputs
-from .coverage.nvfp4_dot import readable_scales
+from .coverage.nvfp4_dot import classify_epilogue, readable_scales
 from .describe import describe_float
 from .dot import interleave
 
@@ -41,7 +41,8 @@ class GemmRun:
     MXArray blocked along its rows (:meth:`operands`), B the Kk x C one blocked along its
     columns; fp32, and with an MX output ``golden.matmul(..., out_format=..,
     out_block_size=cols)`` at its defaults (the floor scale, RNE), the rules the tile's
-    output quantizers apply."""
+    output quantizers apply.  nvfp4: ``sums`` (R, C), the fp32 bits of golden.matmul's
+    sums, before the epilogue (``levels`` 2)."""
 
     def __init__(self, model: GemmModel, ca, sa, cb, sb, label: str, c0=None,
                  alpha=ALPHA_ONE):
@@ -68,6 +69,7 @@ class GemmRun:
         ``f(alpha * sum)``; an MX output quantizes those as golden.matmul's ``out_format``."""
         gpu = model.accumulation != "exact"
         out = golden.matmul(a, b, acc=acc, accumulation=model.accumulation)
+        self.sums = np.asarray(out, np.float32).view(np.uint32)  # before the epilogue
         if model.levels == 2:
             out = epilogue(out, np.array([self.alpha], np.uint32).view(np.float32)[0],
                            GPU_NAN if gpu else FP32.qnan_bits)
@@ -158,6 +160,12 @@ class GemmBatch(Batch):
             np.stack([run.results for run in self.runs]),
             np.stack([run.products_nonzero for run in self.runs])))
         m = self.model
+        if m.nvfp4 and m.levels == 2:  # per output: its sum, its run's alpha, its result
+            counts.update(classify_epilogue(
+                np.concatenate([run.sums.ravel() for run in self.runs]),
+                np.concatenate([np.full(run.sums.size, run.alpha, np.uint32)
+                                for run in self.runs]),
+                np.concatenate([run.results.ravel() for run in self.runs])))
         if m.out_fmt is not None:
             counts.update(classify_mx_blocks(
                 np.concatenate([run.results for run in self.runs]),

@@ -20,7 +20,8 @@ from .coverage.dot_gpu import GPU_NAN
 from .coverage.nvfp4_dot import readable_scales
 
 __all__ = ["SCALE_SPREAD", "FP4", "code_of", "random_scales", "random_codes",
-           "accumulators", "random_alpha", "step_results", "run_result", "directed_cases"]
+           "accumulators", "random_alpha", "step_results", "run_result", "directed_cases",
+           "epilogue_runs"]
 
 FP4 = golden.element_format("fp4_e2m1")
 _TABLE = golden.decode_table(FP4)
@@ -173,3 +174,35 @@ def directed_cases(k: int) -> list[tuple]:
         ([code_of(-0.0)] * k, 0x38, ones, 0x38, 0x80000000, "-0 codes, c = -0: +0"),
     ]
     return cases
+
+
+def epilogue_runs(k: int) -> list[tuple]:
+    """Runs of one block aimed at each bin of the epilogue ``f(alpha * sum)``
+    (:func:`tb.coverage.nvfp4_dot.classify_epilogue`) in either accumulation mode:
+    ``(ca (1, k), sa (1,), cb (1, k), sb (1,), c0 bits, alpha bits, label)``.
+
+    The sums are exact in both modes but one: ``2^20 - 65 * 2^-10`` (``c0 = 2^20``, a group
+    of -65 at scales ``2^-9 * 2^-1``) is ``2^20 - 2^-4`` rounded to nearest and ``2^20 - 2^-3``
+    truncated (``tcgen05.mxf4nvf4``), and ``alpha = 5 * 2^-149`` takes both into fp32's
+    subnormals, where they differ by one ulp."""
+    def run(lanes, sa, sb, c0, alpha, label):
+        ca, cb = np.zeros((1, k), np.uint8), np.zeros((1, k), np.uint8)
+        for i, (x, y) in enumerate(lanes):
+            ca[0, i], cb[0, i] = code_of(x), code_of(y)
+        return ca, np.array([sa], np.uint8), cb, np.array([sb], np.uint8), c0, alpha, label
+
+    one, tiny = [(1.0, 1.0)], [(0.5, 0.5)]  # 1 at scales 1; 2^-20 at scales 2^-9 * 2^-9
+    neg65 = [(-6.0, 6.0), (-6.0, 4.0), (-2.0, 2.0), (-1.0, 1.0)]  # -36 - 24 - 4 - 1
+    c_one, c_big = 0x3F800000, 0x49800000  # 1.0, 2^20
+    return [
+        run(one, 0x38, 0x38, c_one, 0x7FC00001, "alpha NaN (payload), sum 2: NaN"),
+        run([], 0x38, 0x38, 0, 0xFFC00000, "alpha -NaN, sum +0: NaN"),
+        run(tiny, 0x01, 0x01, 0, 0x08000000, "2^-20 * 2^-111: subnormal 2^-131"),
+        run(neg65, 0x01, 0x30, c_big, 0x00000005,
+            "(2^20 - 65 * 2^-10) * 5 * 2^-149: subnormal from the truncated sum"),
+        run(tiny, 0x01, 0x01, 0, 0x80000001, "2^-20 * -2^-149: underflow to -0"),
+        run([], 0x38, 0x38, 0, 0x7F800000, "alpha +Inf, sum +0: NaN"),
+        run(one, 0x38, 0x38, c_one, 0x7F7FFFFF, "2 * FLT_MAX: overflow to +Inf"),
+        run([(1.5, 2.0)], 0x38, 0x38, 0, 0x3EAAAAAB, "3 * f(1/3): rounded"),
+        run(one, 0x38, 0x38, c_one, 0xBFC00000, "2 * -1.5: -3"),
+    ]

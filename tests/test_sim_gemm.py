@@ -4,9 +4,11 @@ One Verilator build per configuration runs the standard tests of ``tb.gemm`` (st
 in traffic, bulk with the throughput check); every output of a run of K blocks is compared
 bit for bit with ``golden.matmul`` of its rows' and columns' blocks, and the run's
 coverage must hit every defined bin: the tile's points (K of one block, long K,
-cancellation to +0, NaN, Inf, interleaved contexts) and, with an MX output, the output
-quantizer's (``mx.*``: zero and NaN blocks, scale clamps, saturation, ties, ...; the
-testbench's directed runs aim at them, :meth:`tb.gemm.GemmModel.quantizer_runs`).
+cancellation to +0, NaN, Inf, interleaved contexts), nvfp4 with the epilogue its bins
+(``epilogue``: NaN and subnormal results among them, the directed runs of
+:meth:`tb.gemm.GemmModel.epilogue_runs`) and, with an MX output, the output quantizer's
+(``mx.*``: zero and NaN blocks, scale clamps, saturation, ties, ...; the testbench's
+directed runs aim at them, :meth:`tb.gemm.GemmModel.quantizer_runs`).
 
 ``make sim``: one small tile (2 x 2 lanes, k = 4, fp8_e4m3); ``SIM_FULL=1`` adds others
 (mixed formats, one row or one column, fewer stages, fewer contexts, the accumulators in

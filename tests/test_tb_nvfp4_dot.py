@@ -8,8 +8,10 @@ from fractions import Fraction
 
 import numpy as np
 import oracle
+import pytest
 
 from tb import nvfp4_dot_stimulus as stim
+from tb.coverage.gemm import gemm_model
 from tb.coverage.nvfp4_dot import (
     BLOCK_BINS,
     EPILOGUE_BINS,
@@ -84,12 +86,57 @@ def test_epilogue_bins_and_results_against_fractions():
         assert counts[want_bin] == 1, (hex(x), hex(a), counts)
 
 
+
+#: The bin each directed epilogue run of :func:`tb.nvfp4_dot_stimulus.epilogue_runs` is for.
+EPILOGUE_RUN_BINS = ["alpha_nan", "alpha_nan", "alpha_subnormal", "alpha_subnormal",
+                     "alpha_underflow", "alpha_inf_times_zero", "alpha_overflow",
+                     "alpha_rounded", "alpha_negative"]
+
+
+@pytest.mark.parametrize("accumulation", ["exact", "tcgen05.mxf4nvf4"])
+def test_epilogue_runs_against_the_oracle_and_their_bins(accumulation):
+    """Each directed epilogue run: golden's sum is the oracle's chain (the exact steps, or
+    the tcgen05.mxf4nvf4 ones), its result the oracle's RNE of ``alpha * sum`` (NaN: the
+    mode's NaN), and it lands in its bin; together they hit every epilogue bin."""
+    runs = stim.epilogue_runs(16)
+    assert len(runs) == len(EPILOGUE_RUN_BINS)
+    nan = oracle.GPU_NAN if accumulation != "exact" else oracle.FP32_QNAN
+    chain = oracle.nvfp4_dot if accumulation == "exact" else oracle.nvfp4_tcgen05_dot
+    results = []
+    for (ca, sa, cb, sb, c0, alpha, label), want_bin in zip(runs, EPILOGUE_RUN_BINS,
+                                                            strict=True):
+        total, res = stim.run_result(ca, sa, cb, sb, c0, alpha, accumulation)
+        assert total == chain([int(x) for x in ca[0]], [int(sa[0])], None,
+                              [int(x) for x in cb[0]], [int(sb[0])], None, c0), label
+        x, a = oracle.fp32_bits_value(total), oracle.fp32_bits_value(alpha)
+        if a == oracle.NAN or (a == "+inf" and x == 0):
+            want = nan
+        elif a == "+inf":
+            want = 0x7F800000 if x > 0 else 0xFF800000
+        else:
+            exact = x * a
+            want = ((total ^ alpha) & 0x80000000) if exact == 0 else oracle.rne_fp32_bits(exact)
+        assert res == want, (label, hex(res), hex(want))
+        counts = classify_epilogue(np.array([total], np.uint32), np.array([alpha], np.uint32),
+                                   np.array([res], np.uint32))["epilogue"]
+        assert counts[want_bin] == 1, (label, counts)
+        results.append(res)
+    assert set(EPILOGUE_RUN_BINS) == set(EPILOGUE_BINS)
+    # the truncated sum 2^20 - 2^-3 (RNE: 2^20 - 2^-4) times 5 * 2^-149: one subnormal ulp
+    assert results[3] == (0x004FFFFF if accumulation != "exact" else 0x00500000)
+
+
 def test_models_name_every_bin():
     assert [p.name for p in nvfp4_dot_model().points] == ["block"]
     assert nvfp4_dot_model().points[0].bins == BLOCK_BINS
     general = nvfp4_dot_model(general=True, epilogue=True)
     assert general.points[-1].name == "epilogue" and general.points[-1].bins == EPILOGUE_BINS
     assert "epilogue" not in [p.name for p in nvfp4_dot_model(general=True).points]
+    # the GEMM tile's nvfp4 classes: the same epilogue point with levels 2 alone
+    tile = gemm_model("fp4_e2m1", "fp4_e2m1", 2, nvfp4_levels=2)
+    assert tile.points[-1].name == "epilogue" and tile.points[-1].bins == EPILOGUE_BINS
+    assert "epilogue" not in [p.name for p in gemm_model("fp4_e2m1", "fp4_e2m1", 2,
+                                                         nvfp4_levels=1).points]
 
 
 def test_random_scales_cover_every_kind(rng):

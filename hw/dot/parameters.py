@@ -13,14 +13,16 @@ from golden.accumulation_kinds import check_accumulation
 from ..params import check_block_size, check_choice
 from ..pipeline import Pipeline
 from .chained_f4 import chain_layout, chained_kind, next_state
+from .epilogue import build_epilogue
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
 from .nvfp4_scale import NVFP4_ELEMENTS, nvfp4_scale_format
 from .truncated_sections import ACCUMULATIONS, F4_MODES, KINDS, TRUNCATING
 from .truncated_step import build_truncated_step, truncated_sections
+from .truncated_sum import GPU_NAN
 
-__all__ = ["multipliers_suffix", "accumulation_suffix", "build_step", "fused_step_parameters",
-           "chained", "accumulator_bits"]
+__all__ = ["multipliers_suffix", "accumulation_suffix", "build_step", "build_run_lanes",
+           "fused_step_parameters", "chained", "accumulator_bits"]
 
 
 def _check_multipliers(multipliers) -> str:
@@ -92,6 +94,60 @@ def build_step(unit, scope, a, b, c, side=None, *, last=None):
         return SimpleNamespace(result=out.result, side=out.side, state=state)
     return SimpleNamespace(result=out.result, side=out.side if side else None,
                            state=out.result)
+
+
+def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets):
+    """The run datapath of MXDotGeneral (one lane) and :class:`hw.gemm.MXGemm` (R x C
+    lanes): per lane its block step (:func:`build_step`) and, with ``unit.levels == 2``, the
+    epilogue ``f(alpha * result)`` after it (:func:`hw.dot.epilogue.build_epilogue`; NaN
+    0x7FFFFFFF where :func:`chained`), then the accumulation contexts connected to both
+    streams (:meth:`hw.dot.contexts.AccumulatorContexts.connect`).  Lane 0 carries the run's
+    markers (``ctx``, ``last``; ``alpha``) through the pipeline; every lane's accumulator
+    chains its step's state (its result, or its chained state, which rides through the
+    epilogue beside it), never the epilogue's result.
+
+    Parameters
+    ----------
+    unit : MXDotGeneral or MXGemm
+        Its ``levels``, ``ctx_bits`` and step parameters (:func:`fused_step_parameters`).
+    pipe : hw.pipeline.Pipeline
+    contexts : hw.dot.contexts.AccumulatorContexts
+        One accumulator per lane (``contexts.c``, in lane order).
+    lanes : list of (scope, a, b)
+        Per lane the :class:`hw.scope.PipelineScope` of its step and epilogue and its two
+        blocks.
+    i, o : stream interfaces
+        The unit's input (its payload's ``last``, ``ctx`` and, ``levels=2``, ``alpha``) and
+        output streams.
+    targets : list of Value
+        Per lane, the field of ``o.payload`` its result drives.
+    """
+    p = i.payload
+    ctx = {"ctx": p.ctx} if unit.ctx_bits else {}
+    epilogue = unit.levels == 2
+    markers = {**ctx, "end": p.last, "alpha": p.alpha} if epilogue else {**ctx, "last": p.last}
+    outs = [build_step(unit, scope, a, b, c, None if j else markers, last=p.last)
+            for j, ((scope, a, b), c) in enumerate(zip(lanes, contexts.c, strict=True))]
+    lead = outs[0].side
+    if epilogue:
+        gpu = chained(unit)  # the steps' state rides through the epilogue beside its result
+        nan = {"nan_bits": GPU_NAN} if gpu else {}
+        epilogues = []
+        for (scope, _, _), out in zip(lanes, outs, strict=True):
+            side = {"ctx": lead.ctx} if unit.ctx_bits and not epilogues else {}
+            if not epilogues:
+                side["last"] = lead.end
+            if gpu:
+                side["state"] = out.state
+            epilogues.append(build_epilogue(scope, out.result, lead.alpha, side or None,
+                                            **nan))
+        states = [e.side.state if gpu else e.raw for e in epilogues]
+        outs, lead = epilogues, epilogues[0].side
+    else:
+        states = [out.state for out in outs]
+    contexts.connect(pipe, i=i, o=o, last=lead.last, ctx=lead.ctx if unit.ctx_bits else None,
+                     results=states,
+                     payload=[t.eq(out.result) for t, out in zip(targets, outs, strict=True)])
 
 
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,

@@ -38,18 +38,17 @@ from ..params import check_power_of_two
 from ..registry import UnitSpec, format_help
 from ..unit import Unit
 from .contexts import AccumulatorContexts
-from .epilogue import build_epilogue, epilogue_sections
+from .epilogue import epilogue_sections
 from .fused_step import MULTIPLIERS
 from .nvfp4_scale import SCALE_FORMATS, check_levels, nvfp4_scale_format
 from .parameters import (
     accumulation_suffix,
     accumulator_bits,
+    build_run_lanes,
     build_step,
-    chained,
     fused_step_parameters,
     multipliers_suffix,
 )
-from .truncated_sum import GPU_NAN
 
 __all__ = ["MXDot", "MXDotGeneral", "cli_units", "fused_step_parameters", "multipliers_suffix",
            "accumulation_suffix", "add_fused_step_options", "add_accumulation_option",
@@ -321,38 +320,10 @@ class MXDotGeneral(Unit):
         pipe = self.pipeline(m, "dotg")
         contexts = AccumulatorContexts(m, self.contexts, p.ctx, p.first, [p.c0], [None],
                                        width=accumulator_bits(self))
-        if self.levels == 2:
-            return self._elaborate_epilogue(m, pipe, contexts)
-        side = {"ctx": p.ctx, "last": p.last} if self.ctx_bits else {"last": p.last}
-        out = build_step(self, pipe, p.a, p.b, contexts.c[0], side, last=p.last)
-        contexts.connect(pipe, i=self.i, o=self.o, last=out.side.last,
-                         ctx=out.side.ctx if self.ctx_bits else None, results=[out.state],
-                         payload=[self.o.payload.result.eq(out.result)])
+        # one lane: the step (and with levels=2 the epilogue) on the pipeline's own names
+        build_run_lanes(self, pipe, contexts, [(pipe.scope(), p.a, p.b)], i=self.i, o=self.o,
+                        targets=[self.o.payload.result])
         return m
-
-
-    def _elaborate_epilogue(self, m, pipe, contexts):
-        """``levels=2``: the block step, then the epilogue ``f(alpha * sum)``
-        (:mod:`hw.dot.epilogue`) on the run's ``alpha``; the step's result is chained (in
-        ``tcgen05.mxf4nvf4`` the run's state, :mod:`hw.dot.chained_f4`, which rides through
-        the epilogue beside it; a NaN result is then 0x7FFFFFFF)."""
-        p = self.i.payload
-        ctx = {"ctx": p.ctx} if self.ctx_bits else {}
-        gpu = chained(self)
-        out = build_step(self, pipe, p.a, p.b, contexts.c[0],
-                         {**ctx, "end": p.last, "alpha": p.alpha},
-                         last=p.last if gpu else None)
-        ctx = {"ctx": out.side.ctx} if self.ctx_bits else {}
-        state = {"state": out.state} if gpu else {}
-        nan = {"nan_bits": GPU_NAN} if gpu else {}
-        epi = build_epilogue(pipe.scope(), out.result, out.side.alpha,
-                             {**ctx, "last": out.side.end, **state}, **nan)
-        contexts.connect(pipe, i=self.i, o=self.o, last=epi.side.last,
-                         ctx=epi.side.ctx if self.ctx_bits else None,
-                         results=[epi.side.state if gpu else epi.raw],
-                         payload=[self.o.payload.result.eq(epi.result)])
-        return m
-
 
 
 # --------------------------------------------------------------------------------------------

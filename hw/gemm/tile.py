@@ -22,17 +22,15 @@ from amaranth.lib import data, stream
 import golden
 
 from ..dot.contexts import STORAGES, AccumulatorContexts
-from ..dot.epilogue import build_epilogue, epilogue_sections
+from ..dot.epilogue import epilogue_sections
 from ..dot.nvfp4_scale import SCALE_FORMATS, check_levels, is_nvfp4, nvfp4_scale_format
 from ..dot.parameters import (
     accumulation_suffix,
     accumulator_bits,
-    build_step,
-    chained,
+    build_run_lanes,
     fused_step_parameters,
     multipliers_suffix,
 )
-from ..dot.truncated_sum import GPU_NAN
 from ..elements import block_layout
 from ..params import check_int, check_power_of_two
 from ..unit import Unit
@@ -241,42 +239,14 @@ class MXGemm(Unit):
                                        [p.c0[f"row{r}"][c] for r, c in lanes], names,
                                        storage=self.accumulators,
                                        width=accumulator_bits(self))
-        # the run's markers ride along with lane (0, 0) alone (one hold flag per pipeline);
-        # with the epilogue, the step's ``end`` is its ``last`` (its hold flag)
-        ctx = {"ctx": p.ctx} if self.ctx_bits else {}
-        if self.levels == 2:
-            side = {**ctx, "end": p.last, "alpha": p.alpha}
-        else:
-            side = {**ctx, "last": p.last}
-        outs, scopes = [], []
-        for (r, c), name, acc in zip(lanes, names, contexts.c, strict=True):
-            scopes.append(pipe.scope(name, sections=None))  # beside the first lane's registers
-            outs.append(build_step(self, scopes[-1], p.a[f"row{r}"], p.b[f"col{c}"], acc,
-                                   None if outs else side, last=p.last))
-        lead = outs[0].side
-        gpu = chained(self)  # the steps' state rides through the epilogue beside its result
-        if self.levels == 2:
-            nan = {"nan_bits": GPU_NAN} if gpu else {}
-            epilogues = []
-            for scope, out in zip(scopes, outs, strict=True):
-                # lane (0, 0) carries the run's markers; every lane its own chained state
-                side = {"ctx": lead.ctx} if self.ctx_bits and not epilogues else {}
-                if not epilogues:
-                    side["last"] = lead.end
-                if gpu:
-                    side["state"] = out.state
-                epilogues.append(build_epilogue(scope, out.result, lead.alpha, side or None,
-                                                **nan))
-            outs, lead = epilogues, epilogues[0].side
         o = self.o if self.out_fmt is None else \
             stream.Signature(self.fp32_layout).create(path=("tile",))
-        payload = [o.payload.result[f"row{r}"][c].eq(out.result)
-                   for (r, c), out in zip(lanes, outs, strict=True)]
-        states = [out.state if self.levels == 1 else out.side.state if gpu else out.raw
-                  for out in outs]
-        contexts.connect(pipe, i=self.i, o=o, last=lead.last,
-                         ctx=lead.ctx if self.ctx_bits else None,
-                         results=states, payload=payload)
+        # lane (r, c) in its scope, beside lane (0, 0)'s registers (which carry the run's
+        # markers)
+        build_run_lanes(self, pipe, contexts,
+                        [(pipe.scope(name, sections=None), p.a[f"row{r}"], p.b[f"col{c}"])
+                         for (r, c), name in zip(lanes, names, strict=True)],
+                        i=self.i, o=o, targets=[o.payload.result[f"row{r}"][c] for r, c in lanes])
         if self.out_fmt is not None:
             quantize_rows(m, self._quantizer, o, self.o, self.rows, self.ctx_bits)
         return m

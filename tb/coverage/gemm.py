@@ -13,6 +13,10 @@ Cover point ``outputs``, one count per fp32 output of a tile:
 ``inf``                +-Inf (an Inf code, or overflow of finite operands);
 ``finite``             a finite non-zero result.
 
+With nvfp4 operands and the epilogue (``levels`` 2), cover point ``epilogue``: the bins of
+MXDotGeneral nvfp4's (:func:`tb.coverage.nvfp4_dot.classify_epilogue`), one count per output
+(its sum, its run's ``alpha``, its result).
+
 With an MX output, the quantizer's cover points of its blocks (:mod:`tb.coverage.quantizer`:
 ``scale``, ``element``, ``input`` for RNE and the floor scale), named ``mx.rne.floor.*``: each
 row's C fp32 results are one block.
@@ -32,6 +36,7 @@ from golden.formats import ROUNDING_IDS, SCALE_MODE_IDS
 
 from .dot import RUN_BINS
 from .model import CoverageModel, point
+from .nvfp4_dot import EPILOGUE_BINS
 from .quantizer import classify_quantizer, quantizer_model
 
 __all__ = ["OUTPUT_BINS", "MX_PREFIX", "gemm_model", "classify_outputs", "classify_mx_blocks"]
@@ -52,6 +57,8 @@ def gemm_model(fmt_a, fmt_b, contexts: int, out_format=None, *,
     pair = f"{fa.name}-x-{fb.name}" if nvfp4_levels is None else f"nvfp4_l{nvfp4_levels}"
     cls = f"{pair}-{'multi' if contexts > 1 else 'one'}_ctx"
     points = [point("runs", RUN_BINS, why), point("outputs", OUTPUT_BINS, {})]
+    if nvfp4_levels == 2:
+        points.append(point("epilogue", EPILOGUE_BINS, {}))
     if out_format is not None:
         mx = quantizer_model(out_format, "fp32", ["rne"], ["floor"])
         points += [replace(p, name=MX_PREFIX + p.name) for p in mx.points]
