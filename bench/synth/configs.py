@@ -197,10 +197,6 @@ NEXT_STEPS: dict[str, str] = {
                          "`hw.rounding.Grid.position`'s add of the constant `drop_normal` "
                          "after it): that offset folded into the block's `below` before the "
                          "lanes, so `position` holds one add and a select",
-    "dot --format nvfp4 --block-size 16": "the block-scale product in `decode` (the input "
-        "register -> `decode`, 7 cells, 3.8 ns of routing: the UE4M3 fields, the partial "
-        "products' rows and P's (and beside it 3P's) two levels of adds): the last add of P "
-        "and 3P in a section of their own (`hw.dot.nvfp4_scale.scale_fields`)",
     "nvfp4-quantizer": "the `--multipliers mult18x18d` build (64 MULT18X18D, 18,119 "
                        "TRELLIS_COMB, 26,116 FF packed) placed at 69.4 MHz before routing "
                        "(nextpnr's estimate; the routing unfinished after 50 minutes beside "
