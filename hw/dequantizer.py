@@ -24,8 +24,8 @@ from .registry import UnitSpec, format_help
 from .rounding import RNE, Grid, overflows, round_aligned
 from .unit import Unit
 
-__all__ = ["MXDequantizer", "dequantize_step", "output_lanes", "ESTIMATES", "DEQUANTIZER_SECTIONS",
-           "DEFAULT_STAGES", "cli_units"]
+__all__ = ["MXDequantizer", "dequantize_step", "output_lanes", "align_parts", "ESTIMATES",
+           "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
 
 OUTPUTS = ("fp32", "bf16", "fp16")
 
@@ -174,7 +174,7 @@ def dequantize_step(scope, fmt, output_format, block_size: int, payload):
 
 
 def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = False,
-                 position_copies: int = 1):
+                 position_copies: int = 1, below_biased: bool = False):
     """The ``position``, ``align``, ``round`` and ``output`` sections of a dequantizer: each
     lane's normalized significand onto ``output_format``'s grid (``grid``, a
     :class:`hw.rounding.Grid`), rounded once (RNE), with overflow to Inf, zeros and the
@@ -190,6 +190,8 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
     many registers (:meth:`hw.pipeline.Pipeline.replicate`), each driving a part of the
     lane's shifter (the first also its sticky bit and fraction): a shift amount's bits fan
     out to every bit of the shifter.
+    ``below_biased``: each lane's ``below`` includes ``grid.drop_normal``
+    (:meth:`hw.rounding.Grid.position`).
     """
     m, k = scope.module, len(lanes)
     if not isinstance(position_copies, int) or isinstance(position_copies, bool) \
@@ -204,7 +206,8 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
         placed.append({"neg": ln["neg"], "zero": ln["zero"], "nan": ln["nan"],
                        "inf": ln["inf"], "sig": ln["sig"],
                        "position": grid.position(m, ln["above"], ln["below"],
-                                                 name=scope.name(f"lane{i}_rnd"))})
+                                                 name=scope.name(f"lane{i}_rnd"),
+                                                 below_biased=below_biased)})
         if trailing_zeros:
             placed[-1]["tz"] = ln["tz"]
     lanes = scope.cross(placed, "position")
@@ -217,7 +220,7 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
     for i in range(k):
         ln = lanes[i]
         aligned.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
-                        "grid": _align(m, grid, ln, drops[i], scope.name(f"lane{i}_rnd"),
+                        "grid": align_parts(m, grid, ln, drops[i], scope.name(f"lane{i}_rnd"),
                                        trailing_zeros)})
     lanes = scope.cross(aligned, "align")
 
@@ -249,7 +252,7 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
     return scope.cross({"data": out}, "output")
 
 
-def _align(m, grid, lane, drops, name, trailing_zeros):
+def align_parts(m, grid, lane, drops, name, trailing_zeros):
     """:meth:`hw.rounding.Grid.align` of one lane, its kept bits in ``len(drops)`` parts,
     part ``c`` shifted by ``drops[c]`` (copies of one shift amount; the first also gives the
     fraction and sticky bit)."""

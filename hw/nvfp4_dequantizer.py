@@ -23,7 +23,7 @@ from amaranth.lib import data
 import golden
 
 from .arith import leading_zeros, wire
-from .dequantizer import OUTPUTS, output_lanes
+from .dequantizer import OUTPUTS, align_parts, output_lanes
 from .dot.sections import Estimate
 from .elements import decode_element, element_binade
 from .params import check_block_size, check_choice
@@ -33,7 +33,8 @@ from .rounding import RNE, Grid, overflows, round_aligned
 from .unit import Unit
 
 __all__ = ["NVFP4Dequantizer", "nvfp4_dequantize_step", "nvfp4_layout", "nvfp4_sections",
-           "TENSOR_ESTIMATES", "BLOCK_ESTIMATES", "LANE_ESTIMATES", "LEVELS", "cli_units"]
+           "TENSOR_ESTIMATES", "BLOCK_ESTIMATES", "LANE_ESTIMATES", "LEVELS", "cli_units",
+           "lane_grid"]
 
 #: The element format: fp4_e2m1.
 FMT = golden.element_format("fp4_e2m1")
@@ -80,7 +81,8 @@ LANE_ESTIMATES = {
     "decode": Estimate(2.5, "the e2m1 fields and binade (tables) and the S / 3 * S select "
                        "(estimate)"),
     "position": Estimate(3.0, "the lane's binade added to the block's, both signs; shift "
-                         "amount as a select (as the MX dequantizer's position)"),
+                         "amount as a select, the grid's constant offset in the block's "
+                         "below (as the MX dequantizer's position)"),
     "align": Estimate(3.5, "the shift and its sticky OR (as the MX dequantizer's align)"),
     "round": Estimate(3.5, "the increment and the code, overflow beside them (as the MX "
                       "dequantizer's round)"),
@@ -90,8 +92,15 @@ LANE_ESTIMATES = {
 #: Registers of each lane's shift amount at the ``position`` boundary, each driving a part of
 #: the lane's 26-bit shifter (:func:`hw.dequantizer.output_lanes`): in one register, its bits'
 #: fan-out to the shifter is the unit's critical path (``position`` -> ``align``, 5 cells,
-#: 4.2-4.4 ns of routing, 3 seeds).
-POSITION_COPIES = 2
+#: 4.2-4.4 ns of routing, 3 seeds); in two and in three, still a worst path (5.1-5.3 ns, 3.8-4.0
+#: ns of routing, 3 seeds).
+POSITION_COPIES = 3
+
+#: Registers of f(P * s)'s shift amounts, the leading-zero count at ``pcount`` and the drop at
+#: ``pposition``, each driving a part of the 28-bit product's shifter: from one register
+#: each was a worst path (``pcount`` -> ``pnorm`` 5.1 ns, ``pposition`` -> ``palign`` 5.3 ns,
+#: 3.8-4.2 ns of routing, seeds 1-3).
+TENSOR_COPIES = 2
 
 
 def nvfp4_sections(levels: int) -> dict[str, float]:
@@ -141,8 +150,8 @@ class NVFP4Dequantizer(Unit):
 
     Latency is ``stages`` cycles, one block per clock; flow control is
     :class:`hw.pipeline.Pipeline`'s (``i.ready`` a register, a skid register at the output).
-    Two level, k = 16, fp32, default 16 stages: 4,946 LUT4, 5,512 FF, 189.2 MHz on ECP5
-    (one seed; docs/performance.md).
+    Two level, k = 16, fp32, default 16 stages: 5,548 LUT4, 5,620 FF, 196.0 MHz on ECP5
+    (188.7-198.1, 3 seeds; docs/performance.md).
     """
 
     def __init__(self, block_size=16, output_format="fp32", levels=2, *, stages=None):
@@ -204,6 +213,16 @@ def _ue4m3(m, scale, name):
                     "nan": (scale[:7] == _UE4M3_NAN) | scale[7]}, name)
 
 
+def _shift_left(value, amounts):
+    """``value << amount`` at ``value``'s width, in ``len(amounts)`` parts of its bits, part
+    ``c`` shifted by ``amounts[c]`` (copies of one amount, each driving a part's muxes)."""
+    value = Value.cast(value)
+    width = len(value)
+    bounds = [c * width // len(amounts) for c in range(len(amounts) + 1)]
+    return Cat(*((value << a)[lo:hi] for a, lo, hi in zip(amounts, bounds[:-1], bounds[1:],
+                                                          strict=True)))
+
+
 def tensor_scale_product(scope, payload):
     """Sections ``scale`` to ``pround``: ``f(P * s)``, P the payload's ``tensor_scale``.
 
@@ -239,12 +258,12 @@ def tensor_scale_product(scope, payload):
     width = _P_BITS + _S_BITS
     flags = {"codes": blk.codes, "lsb": blk.lsb, "tz": blk.tz, "nan": blk.nan,
              "inf": blk.inf, "neg": blk.neg}
-    blk = scope.cross({**flags, "q": blk.q, "lz": leading_zeros(m, blk.q,
-                                                                  name=scope.name("p_lz"))},
-                      "pcount")
+    lz = leading_zeros(m, blk.q, name=scope.name("p_lz"))
+    blk = scope.cross({**flags, "q": blk.q, "lz": lz}, "pcount")
+    lzs = [blk.lz, *scope.replicate(lz, "pcount", TENSOR_COPIES - 1)]
     lz = blk.lz
     above = blk.lsb + (width - 1 - _FP32_EMIN) - lz
-    blk = scope.cross({"codes": blk.codes, "sig": (blk.q << lz)[:width], "tz": blk.tz + lz,
+    blk = scope.cross({"codes": blk.codes, "sig": _shift_left(blk.q, lzs), "tz": blk.tz + lz,
                        "above": above, "below": lz - (width - 1 - _FP32_EMIN) - blk.lsb,
                        "zero": ~blk.q.any(), "nan": blk.nan, "inf": blk.inf, "neg": blk.neg},
                       "pnorm")
@@ -254,12 +273,14 @@ def tensor_scale_product(scope, payload):
                 top_min=(_FP32_EMIN - _FP32.mbits) - 9)
     flags = {"codes": blk.codes, "zero": blk.zero, "nan": blk.nan, "inf": blk.inf,
              "neg": blk.neg}
-    blk = scope.cross({**flags, "sig": blk.sig, "tz": blk.tz, "position": grid.position(
-        m, blk.above, blk.below, name=scope.name("p_rnd"))}, "pposition")
+    position = grid.position(m, blk.above, blk.below, name=scope.name("p_rnd"))
+    blk = scope.cross({**flags, "sig": blk.sig, "tz": blk.tz, "position": position},
+                      "pposition")
+    drops = [blk.position.drop, *scope.replicate(position.drop, "pposition",
+                                                 TENSOR_COPIES - 1)]
     flags = {f: getattr(blk, f) for f in flags}
-    blk = scope.cross({**flags, "grid": grid.align(m, blk.sig, blk.position,
-                                                   name=scope.name("p_rnd"),
-                                                   trailing_zeros=blk.tz)}, "palign")
+    blk = scope.cross({**flags, "grid": align_parts(m, grid, blk, drops, scope.name("p_rnd"),
+                                                    trailing_zeros=True)}, "palign")
     flags = {f: getattr(blk, f) for f in flags}
     ebits = _FP32.bits - 1 - _FP32.mbits
     overflow = overflows(m, blk.grid.binade, ebits=ebits, name=scope.name("p_overflow"))
@@ -280,11 +301,15 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     """
     m, k = scope.module, block_size
     emin_out = 1 - output_format.bias
+    grid = lane_grid(output_format, levels)
+    # the lanes' grid's constant shift (hw.rounding.Grid.position) is in the block's below
+    drop_normal = grid.drop_normal
 
     # -- block: the block's value f(P * s) (single level: s) as a normalized significand S
     # and its binade (top - emin_out, top = lsb + w - 1 - lz) above the output's lowest
-    # normal binade, in both signs: the part without lz is formed before (two level: in
-    # bnorm, beside the count), so only one add of lz lies beside the shift ---------------
+    # normal binade, in both signs (below plus drop_normal): the part without lz is formed
+    # before (two level: in bnorm, beside the count), so only one add of lz lies beside the
+    # shift ----------------------------------------------------------------------------------
     if levels == 2:
         blk = tensor_scale_product(scope, payload)
         fe, ff = blk.code[_FP32.mbits:], blk.code[:_FP32.mbits]
@@ -295,20 +320,19 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
                  "neg": blk.neg}
         blk = scope.cross({**flags, "codes": blk.codes, "sig": sig,
                            "above0": lsb + (w - 1 - emin_out),
-                           "below0": (emin_out - (w - 1)) - lsb,
+                           "below0": (emin_out - (w - 1) + drop_normal) - lsb,
                            "lz": leading_zeros(m, sig, name=scope.name("b_lz"))}, "bnorm")
         flags = {f: getattr(blk, f) for f in flags}
         sig, above0, below0, lz = blk.sig, blk.above0, blk.below0, blk.lz
-        top_min = _FP32_EMIN - _FP32.mbits
     else:
         blk = payload
         s = _ue4m3(m, payload.scale, scope.name("s"))
         sig = s.sig
         w = len(sig)
-        above0, below0 = s.lsb + (w - 1 - emin_out), (emin_out - (w - 1)) - s.lsb
+        above0 = s.lsb + (w - 1 - emin_out)
+        below0 = (emin_out - (w - 1) + drop_normal) - s.lsb
         flags = {"zero": ~sig.any(), "nan": s.nan, "inf": Const(0, 1), "neg": Const(0, 1)}
         lz = leading_zeros(m, sig, name=scope.name("b_lz"))
-        top_min = -9
     blk = scope.cross({**flags, "codes": blk.codes, "sig": (sig << lz)[:w],
                        "above": above0 - lz, "below": below0 + lz}, "block")
 
@@ -346,13 +370,22 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
                       "binade": element_binade(m, el.mag, FMT, scope.name(f"lane{i}_binade"))})
     lanes = scope.cross(lanes, "decode")
 
-    grid = Grid(sig_width=w + 2, emin=emin_out, mbits=output_format.mbits,
-                top_min=top_min + FMT.lsb_exp)
     placed = [{"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf, "sig": ln.sig,
                "tz": ln.tz, "above": ln.above + ln.binade, "below": ln.below - ln.binade}
               for ln in lanes]
     return output_lanes(scope, grid, output_format, placed, trailing_zeros=True,
-                        position_copies=POSITION_COPIES)
+                        position_copies=POSITION_COPIES, below_biased=True)
+
+
+def lane_grid(output_format, levels: int) -> Grid:
+    """The lanes' grid (:class:`hw.rounding.Grid`): ``output_format``'s, for the block's
+    normalized significand S (fp32's 24 bits two level, the scale's 4 single level) with two
+    bits more (3 * S), a lane's top no lower than the block's lowest (two level: f(P * s)'s
+    smallest subnormal; single level: scale 0x01's 2^-9) plus e2m1's last place."""
+    w = _FP32.mbits + 1 if levels == 2 else _S_BITS
+    top_min = _FP32_EMIN - _FP32.mbits if levels == 2 else -9
+    return Grid(sig_width=w + 2, emin=1 - output_format.bias, mbits=output_format.mbits,
+                top_min=top_min + FMT.lsb_exp)
 
 
 def _add_arguments(p):

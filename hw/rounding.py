@@ -125,20 +125,31 @@ class Grid:
         #: The largest shift a non-zero significand needs; at most ``drop_max``.
         self.drop_reach = min(reach, w)
 
-    def position(self, m: Module, above, below=None, name: str = "rnd"):
+    def position(self, m: Module, above, below=None, name: str = "rnd", *,
+                 below_biased: bool = False):
         """The shift amount ``drop`` and the ``binade`` of a significand whose top bit has the
         exponent ``top`` (``floor(log2(value))``), from ``above = top - emin`` (signed).
 
         ``below`` is ``-above``, if the caller computes it beside ``above`` (then no adder is
-        in series here: both results are a select on ``above``'s sign).
+        in series here: both results are a select on ``above``'s sign).  With
+        ``below_biased``, ``below`` is ``-above + drop_normal``: the caller folded the grid's
+        constant offset in where it is formed once for many significands (a block's), and the
+        shift amount is a select on ``above``'s sign, without an add.
         """
         above = wire(m, Value.cast(above).as_signed(), f"{name}_above")
         if below is None:
+            if below_biased:
+                raise ValueError("below_biased needs below (-above + drop_normal)")
             below = -above
         below = wire(m, Value.cast(below).as_signed(), f"{name}_below")
         under = above[-1]  # top < emin: a subnormal result, shifted right by emin - top more
         sub = Mux(under, below, 0).as_unsigned()
-        if self.drop_reach < self.drop_max:
+        if below_biased:
+            # sub + drop_normal, the add the caller's (below is positive where under)
+            biased = Mux(under, below, self.drop_normal)
+            drop = (biased if self.drop_reach < self.drop_max
+                    else Mux(biased > self.drop_max, self.drop_max, biased))
+        elif self.drop_reach < self.drop_max:
             # top_min bounds sub: no clamp.  A zero significand (one below top_min) may wrap
             # the narrow drop; it shifts zeros either way.
             drop = sub + self.drop_normal

@@ -334,6 +334,36 @@ def test_overflows_is_the_rounded_code_reaching_inf(ebits, mbits, every_n):
                 assert (inf_code if ovf else code) == min(code, inf_code), (b, n, up)
 
 
+@pytest.mark.parametrize("top_min", [None, -150], ids=["clamped", "bounded"])
+def test_grid_position_with_a_biased_below(top_min):
+    """Grid.position with ``below_biased`` (``below = -above + drop_normal``, the offset
+    folded in by the caller) gives the shift amount and binade of an integer model, ``drop =
+    min(drop_normal + max(emin - top, 0), drop_max)`` and ``binade = max(top - emin, 0)``, and
+    the same as ``below = -above``: for every ``top`` from three binades above ``emin`` down
+    to ``top_min`` (clamped grid: ``drop_max`` and beyond)."""
+    from amaranth.hdl import Module, Signal, signed
+
+    from hw.rounding import Grid
+
+    grid = Grid(sig_width=26, emin=-126, mbits=23, top_min=top_min)
+    assert (grid.drop_reach < grid.drop_max) == (top_min is not None)  # both branches
+    m = Module()
+    above, below, biased = Signal(signed(10)), Signal(signed(10)), Signal(signed(10))
+    plain = grid.position(m, above, below, name="plain")
+    folded = grid.position(m, above, biased, name="folded", below_biased=True)
+    low = top_min if top_min is not None else grid.emin - grid.drop_max - 3
+    tops = range(low, grid.emin + 3)
+    cases = [(t - grid.emin, grid.emin - t, grid.emin - t + grid.drop_normal) for t in tops]
+    got = _run_comb(m, [above, below, biased],
+                    [folded.drop, folded.binade, plain.drop, plain.binade], cases)
+    for t, row in zip(tops, got, strict=True):
+        drop = min(grid.drop_normal + max(grid.emin - t, 0), grid.drop_max)
+        assert row[:2] == [drop, max(t - grid.emin, 0)], t
+        assert row[2:] == row[:2], t
+    with pytest.raises(ValueError, match="below_biased needs below"):
+        grid.position(Module(), above, name="bad", below_biased=True)
+
+
 def test_round_increment_rejects_stochastic_without_random_bits():
     from amaranth.hdl import Module, Signal
 

@@ -240,3 +240,44 @@ def test_scale_fields_products_for_every_significand_pair():
     for x, y, got1, got3, got_exp in seen:
         assert (got1, got3) == (x * y, 3 * x * y), (x, y)
         assert got_exp == 1 + UE4M3_EXP_OFFSET, x  # e = x >> 3 is 0 or 1
+
+
+def test_scale_halves_multiples_and_signed_lanes_for_every_significand_pair():
+    """The exact step's split of the scale product: ``scale_fields(halves=True)``' first-level
+    sums, added by ``scale_multiples``, are ``sig_a * sig_b`` and ``3 * sig_a * sig_b`` for all
+    16 x 16 UE4M3 significand pairs; ``signed_scaled_significand`` of each of the four e2m1
+    significands and both signs is ``(-1)^negate * sig * P`` (11-bit two's complement)."""
+    from amaranth.hdl import Module, Signal, signed
+    from amaranth.sim import Simulator
+
+    from hw.dot.nvfp4_scale import scale_fields, scale_multiples, signed_scaled_significand
+    from hw.nets import wire
+
+    m = Module()
+    a, b, sig, neg = Signal(8), Signal(8), Signal(2), Signal()
+    halves = wire(m, {k: v for k, v in scale_fields(m, a, b, "s", halves=True).items()
+                      if k in ("p1", "p3")}, "halves")
+    mult = scale_multiples(m, halves, "sum")
+    p1, p3, lane = Signal(8), Signal(10), Signal(signed(11))
+    m.d.comb += [p1.eq(mult["p1"]), p3.eq(mult["p3"]),
+                 lane.eq(signed_scaled_significand(sig, neg, mult["p1"], mult["p3"]))]
+    seen = []
+
+    async def bench(ctx):
+        for x in range(16):
+            for y in range(16):
+                ctx.set(a, x)
+                ctx.set(b, y)
+                for v in range(4):
+                    for n in (0, 1):
+                        ctx.set(sig, v)
+                        ctx.set(neg, n)
+                        seen.append((x, y, v, n, ctx.get(p1), ctx.get(p3), ctx.get(lane)))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(seen) == 256 * 8
+    for x, y, v, n, got1, got3, got_lane in seen:
+        assert (got1, got3) == (x * y, 3 * x * y), (x, y)
+        assert got_lane == (-1) ** n * v * x * y, (x, y, v, n)

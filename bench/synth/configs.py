@@ -193,15 +193,12 @@ NEXT_STEPS: dict[str, str] = {
             "each from one register, fan out to every lane's distributed-RAM read and "
             "forwarding mux across the die): a copy of the leaving context and its "
             "forward-hit flag per lane (Pipeline.replicate), decided a cycle ahead",
-    "nvfp4-dequantizer": "each lane's `position` section (`decode` -> `position`, 17 cells, "
-                         "3.4 ns of routing: the lane's binade added to the block's, then "
-                         "`hw.rounding.Grid.position`'s add of the constant `drop_normal` "
-                         "after it): that offset folded into the block's `below` before the "
-                         "lanes, so `position` holds one add and a select",
-    "dot --format nvfp4 --block-size 16": "the block-scale product in `decode` (the input "
-        "register -> `decode`, 7 cells, 3.8 ns of routing: the UE4M3 fields, the partial "
-        "products' rows and P's (and beside it 3P's) two levels of adds): the last add of P "
-        "and 3P in a section of their own (`hw.dot.nvfp4_scale.scale_fields`)",
+    "nvfp4-dequantizer": "each lane's shifter onto the output grid (`position` -> `align`, "
+                         "6 cells, 1.3 ns logic + 3.8-4.0 ns routing, from the shift "
+                         "amount's first register, with three copies): the shift in two "
+                         "sections (the drop's high bits, then its low ones, as the dot's "
+                         "`shift_hi` and `shift_lo`), then fewer copies (the third lane "
+                         "copy and f(P * s)'s two added 614 LUT4 together)",
     "nvfp4-quantizer": "the `--multipliers mult18x18d` build (64 MULT18X18D, 18,119 "
                        "TRELLIS_COMB, 26,116 FF packed) placed at 69.4 MHz before routing "
                        "(nextpnr's estimate; the routing unfinished after 50 minutes beside "

@@ -8,7 +8,8 @@ explained, with the exactness argument of the window, in ``docs/dot.md``.
 (:mod:`hw.scope`: several steps on one pipeline, each under its own names), each from the
 module that holds it:
 
-1. :mod:`hw.dot.decode` -- ``decode``, ``factors``: element fields, the product's factors.
+1. :mod:`hw.dot.decode` -- ``decode``, ``scale_product`` (NVFP4), ``factors``: element fields,
+   the product's factors.
 2. :mod:`hw.dot.products` -- ``multiply``, ``product``: exact signed lane terms.
 3. :mod:`hw.dot.block_sum` -- ``tree0``...: the exact block sum ``S``, and beside it the frame
    of ``c + T`` (:mod:`hw.dot.frame`).
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from ..pipeline import Pipeline, PipelineScope
 from .block_sum import BlockSum, SplitBlockSum, sum_block
-from .decode import decode, factors
+from .decode import decode, factors, scale_product
 from .finish import finish, round_result
 from .geometry import DotGeometry
 from .normalize import lzc, pick, shift
@@ -96,8 +97,11 @@ def build_fused_step(scope: PipelineScope | Pipeline, geometry: DotGeometry, a, 
     """
     step = FusedStep.on(scope, geometry, multipliers, side)
     s, wide_fmt = decode(step, a, b, c, side)
+    scale_sigs = None
+    if "scale_product" in step.scope.names:
+        s, scale_sigs = scale_product(step, s)
     if "factors" in step.scope.names:
-        s = factors(step, s, wide_fmt)
+        s = factors(step, s, wide_fmt, scale_sigs)
     s = product(step, multiply(step, s))
     s, total, minus, signs = sum_block(step, s)
     s = add(step, align(step, place(step, s, total, minus, signs)))

@@ -11,9 +11,11 @@ with ``P = sig_a * sig_b`` (at most 225, 8 bits) and ``x = max(e, 1) + 117``, an
 exponent (118..132): the step's frame is then the MX one unchanged
 (``aT = xa + xb + lsb - 254 - G``), and ``P`` enters as a factor of every lane's product.  The
 wide factor of an fp4_e2m1 lane is its 2-bit significand (0..3), so ``sig * P`` is one of
-``0, P, 2P, 3P``: ``P`` and ``3P`` once per block in ``decode`` (:func:`scale_fields`), the
-choice per lane in ``factors`` (:func:`scaled_significand`), where the lane's sign is applied
-to it; no multiplier per lane.  The block sum is then ``P`` times wider
+``0, P, 2P, 3P``: ``P`` and ``3P`` once per block, their partial products' first level of
+adds in ``decode`` (:func:`scale_fields`) and the last add in the section ``scale_product``
+(:func:`scale_multiples`; the ``tcgen05.mxf4nvf4`` step has both in ``decode``), the choice
+per lane in ``factors`` (:func:`scaled_significand`), where the lane's sign is applied to it;
+no multiplier per lane.  The block sum is then ``P`` times wider
 (:attr:`hw.dot.geometry.DotGeometry.scale_sig_max`), and the window with it.
 
 ``0x7F`` is NaN (the result is 0x7FC00000); a byte with bit 7 set is not a UE4M3 code and
@@ -29,7 +31,8 @@ import golden
 from ..nets import wire
 
 __all__ = ["SCALE_FORMATS", "NVFP4_ELEMENTS", "NVFP4_NAME", "is_nvfp4", "UE4M3_EXP_OFFSET",
-           "scale_sig_max", "ue4m3_fields", "scale_fields", "scaled_significand",
+           "scale_sig_max", "ue4m3_fields", "scale_fields", "scale_multiples",
+           "scaled_significand", "signed_scaled_significand", "SCALE_COPIES",
            "nvfp4_scale_format", "check_levels"]
 
 #: The element format of nvfp4 (``--format nvfp4``: these codes with UE4M3 scales).
@@ -50,6 +53,12 @@ SCALE_FORMATS = ("e8m0", "ue4m3")
 #: ``x = max(e, 1) + UE4M3_EXP_OFFSET``: a UE4M3 scale's exponent as an E8M0 code, so that
 #: ``2^(max(e, 1) - 10) = 2^(x - 127) / 8`` and ``2^-3`` of each scale goes into ``P``'s lsb.
 UE4M3_EXP_OFFSET = 117
+
+#: Registers of ``P`` and ``3P`` at the ``scale_product`` boundary, each driving the multiple's
+#: select of ``k / SCALE_COPIES`` lanes (:meth:`hw.pipeline.Pipeline.replicate`): from one
+#: register, the route to the 16 lanes' selects was 1.2-1.6 ns of the ``scale_product`` ->
+#: ``factors`` path (k = 16, seeds 1-3).
+SCALE_COPIES = 2
 
 _UE4M3 = golden.scale_format("ue4m3")
 _SIG_BITS = 4
@@ -74,30 +83,54 @@ def ue4m3_fields(scale) -> dict:
             "nan": (scale[:7] == _UE4M3.nan_code) | scale[7]}
 
 
-def scale_fields(m, a_scale, b_scale, name: str) -> dict:
+def scale_fields(m, a_scale, b_scale, name: str, *, halves: bool = False) -> dict:
     """Per block, from the two UE4M3 bytes: their E8M0-like exponents ``exp_a``, ``exp_b``,
     ``nan`` and the significand product's multiples ``p1 = P`` (8 bits) and ``p3 = 3 * P``
     (10 bits), as sums of partial products (not ``*``, which yosys maps to a DSP block).
 
     ``3 * P`` is the sum of the partial products of ``3 * sig_a`` (a table of ``sig_a``'s 4
     bits, one LUT per bit) and ``sig_b``: two levels of adds beside ``P``'s, not a third after
-    them."""
+    them.  With ``halves``, ``p1`` and ``p3`` are each the pair of first-level sums
+    (``{"lo": rows 0 + 1, "hi": rows 2 + 3}``), their last add left to
+    :func:`scale_multiples` (in the exact step a section of its own, after ``decode``)."""
     a, b = ue4m3_fields(a_scale), ue4m3_fields(b_scale)
     triple_a = Signal(_SIG_BITS + 2, name=f"{name}_triple_a")
     with m.Switch(a["sig"]):
         for v in range(1 << _SIG_BITS):
             with m.Case(v):
                 m.d.comb += triple_a.eq(3 * v)
+    fields = {"exp_a": a["exp"], "exp_b": b["exp"], "nan": a["nan"] | b["nan"]}
+    if halves:
+        return {**fields, "p1": _row_pair_sums(m, a["sig"], b["sig"], f"{name}_p1"),
+                "p3": _row_pair_sums(m, triple_a, b["sig"], f"{name}_p3")}
     p1 = wire(m, _partial_product_sum(a["sig"], b["sig"])[:2 * _SIG_BITS], f"{name}_p1")
     p3 = wire(m, _partial_product_sum(triple_a, b["sig"])[:2 * _SIG_BITS + 2], f"{name}_p3")
-    return {"exp_a": a["exp"], "exp_b": b["exp"], "nan": a["nan"] | b["nan"],
-            "p1": p1, "p3": p3}
+    return {**fields, "p1": p1, "p3": p3}
+
+
+def scale_multiples(m, halves, name: str) -> dict:
+    """``p1 = P`` (8 bits) and ``p3 = 3 * P`` (10 bits) from :func:`scale_fields`' halves
+    (``halves.p1`` and ``halves.p3``, each with ``lo`` and ``hi``): one add each."""
+    return {"p1": wire(m, (halves.p1.lo + halves.p1.hi)[:2 * _SIG_BITS], f"{name}_p1"),
+            "p3": wire(m, (halves.p3.lo + halves.p3.hi)[:2 * _SIG_BITS + 2], f"{name}_p3")}
+
+
+def _rows(x, sig_b):
+    """The partial products of ``x * sig_b`` (``sig_b`` 4 bits)."""
+    return [Mux(sig_b[j], x << j, 0) for j in range(_SIG_BITS)]
 
 
 def _partial_product_sum(x, sig_b):
     """``x * sig_b`` (``sig_b`` 4 bits) as two levels of adds of its partial products."""
-    rows = [Mux(sig_b[j], x << j, 0) for j in range(_SIG_BITS)]
+    rows = _rows(x, sig_b)
     return (rows[0] + rows[1]) + (rows[2] + rows[3])
+
+
+def _row_pair_sums(m, x, sig_b, name: str) -> dict:
+    """The first level of :func:`_partial_product_sum`: rows 0 + 1 and rows 2 + 3, named."""
+    rows = _rows(x, sig_b)
+    return {"lo": wire(m, rows[0] + rows[1], f"{name}_lo"),
+            "hi": wire(m, rows[2] + rows[3], f"{name}_hi")}
 
 
 def scaled_significand(sig, p1, p3):
@@ -109,6 +142,20 @@ def scaled_significand(sig, p1, p3):
     width = len(Value.cast(p3))
     return Mux(sig[1], Mux(sig[0], p3, Cat(Const(0, 1), p1)),
                Mux(sig[0], p1, 0))[:width]
+
+
+def signed_scaled_significand(sig, negate, p1, p3):
+    """:func:`scaled_significand` with a sign: ``(-1)^negate * sig * P``, 11 bits signed.
+
+    The negation is a conditional complement and a carry in (``(mag ^ negate) + negate``): the
+    complement goes into the LUT of the multiple's select before the carry chain, and the
+    chain's sum is the result, with no select between ``-mag`` and ``mag`` after it (that
+    select after the chain was on the ``scale_product`` -> ``factors`` path)."""
+    mag = Cat(scaled_significand(sig, p1, p3), Const(0, 1))
+    negate = Value.cast(negate)
+    if len(negate) != 1:
+        raise ValueError(f"negate is one bit, not {len(negate)}")
+    return ((mag ^ negate.replicate(len(mag))) + negate)[:len(mag)].as_signed()
 
 
 def nvfp4_scale_format(fmt_a, fmt_b, scale_formats) -> str:

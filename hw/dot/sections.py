@@ -36,6 +36,11 @@ _CHAIN = "one carry chain alone, weighed as add's: fp8_e4m3 x fp8_e4m3, k = 32, 
 ESTIMATES = {
     "decode": Estimate(3.5, "the element fields, three LUT levels from the input registers "
                        "(fp8_e4m3 x fp8_e4m3, k = 32, 22 stages, seeds 1-3)"),
+    "scale_product": Estimate(2.5, "NVFP4: the last add of the UE4M3 significands' product "
+                              "P and of 3P, one 10-bit chain between registers (in decode "
+                              "with the fields and the first level of adds, input -> decode "
+                              "was nvfp4's worst path, 7 cells, 1.8 ns logic + 3.8 ns "
+                              "routing, k = 16, 18 stages, seeds 1-3)"),
     "factors": Estimate(3, "the wide factor's negation chain; decode and factors in one stage "
                         "weigh 6.5 (fp8_e4m3 x fp8_e4m3, k = 32, 22 stages, seeds 1-3)"),
     "multiply": Estimate(5, _CUT),
@@ -75,11 +80,12 @@ ESTIMATES = {
 
 #: The fused step's sections in datapath order with their estimated delays (ns): the
 #: :data:`ESTIMATES` of the sections every pair has, ``tree`` standing for one section per
-#: level of the adder tree (:func:`dot_sections`) and ``lane_shift`` there only for wide lane
-#: shifts (:data:`SPLIT_LANE_SHIFT_BITS`).
+#: level of the adder tree (:func:`dot_sections`), ``lane_shift`` there only for wide lane
+#: shifts (:data:`SPLIT_LANE_SHIFT_BITS`) and ``scale_product`` only for UE4M3 scales (NVFP4,
+#: :func:`hw.dot.nvfp4_scale.scale_multiples`).
 DOT_SECTIONS = {name: ESTIMATES[name].ns for name in (
-    "decode", "factors", "multiply", "lane_shift", "product", "tree", "place", "align_hi",
-    "align_lo", "add", "pick", "lzc", "shift_hi", "shift_lo", "round", "finish")}
+    "decode", "scale_product", "factors", "multiply", "lane_shift", "product", "tree", "place",
+    "align_hi", "align_lo", "add", "pick", "lzc", "shift_hi", "shift_lo", "round", "finish")}
 
 #: Estimated delay (ns) the accumulator's forwarding path adds to ``decode`` where ``c`` comes
 #: from it (MXDotGeneral: the context compare and two muxes before c's tests; in MXDot c comes
@@ -179,7 +185,8 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut", *,
     """The fused step's sections for ``geometry``: :data:`DOT_SECTIONS`, with one tree section
     per level of the adder tree (:func:`tree_levels`; a section without a level weighs
     :data:`TREE_FRAME_DELAY`); ``lane_shift`` where the lane shift has more than
-    :data:`SPLIT_LANE_SHIFT_BITS` bits; ``add_lo`` (the low halves of the window sums) before
+    :data:`SPLIT_LANE_SHIFT_BITS` bits; ``scale_product`` (the last add of the UE4M3 scales'
+    significand product) for NVFP4; ``add_lo`` (the low halves of the window sums) before
     ``add`` where the window is wider than :data:`SPLIT_ADD_BITS`; ``multiply_lo`` (a level
     of the partial products' pair sums) before ``multiply`` where LUT products have a narrow
     factor wider than :data:`SPLIT_MULTIPLY_BITS`; and for MULT18X18D blocks ``operands``
@@ -203,6 +210,8 @@ def dot_sections(geometry: DotGeometry, multipliers: str = "lut", *,
         if name == "lane_shift" and not split_lane_shift:
             continue
         if name == "factors" and signed_codes:
+            continue
+        if name == "scale_product" and geometry.scale_format != "ue4m3":
             continue
         if name == "decode" and forwarded_c:
             delay += FORWARD_DELAY
