@@ -31,7 +31,7 @@ import golden
 from ..nets import wire
 
 __all__ = ["SCALE_FORMATS", "NVFP4_ELEMENTS", "NVFP4_NAME", "is_nvfp4", "UE4M3_EXP_OFFSET",
-           "scale_sig_max", "ue4m3_fields", "scale_fields", "scale_multiples",
+           "scale_sig_max", "ue4m3_fields", "SCALE_MULTIPLES", "scale_fields", "scale_multiples",
            "scaled_significand", "signed_scaled_significand", "SCALE_COPIES",
            "nvfp4_scale_format", "check_levels"]
 
@@ -83,36 +83,58 @@ def ue4m3_fields(scale) -> dict:
             "nan": (scale[:7] == _UE4M3.nan_code) | scale[7]}
 
 
-def scale_fields(m, a_scale, b_scale, name: str, *, halves: bool = False) -> dict:
-    """Per block, from the two UE4M3 bytes: their E8M0-like exponents ``exp_a``, ``exp_b``,
-    ``nan`` and the significand product's multiples ``p1 = P`` (8 bits) and ``p3 = 3 * P``
-    (10 bits), as sums of partial products (not ``*``, which yosys maps to a DSP block).
+#: The multiples of ``P`` a step forms once per block: ``P`` and ``3P`` (each fp4_e2m1 lane's
+#: ``sig * P`` is one of ``0, P, 2P, 3P``); ``tcgen05.mxf4nvf4`` adds ``9P``
+#: (:mod:`hw.dot.truncated_f4`: a lane's ``sig_a * sig_b * P``).
+SCALE_MULTIPLES = (1, 3)
 
-    ``3 * P`` is the sum of the partial products of ``3 * sig_a`` (a table of ``sig_a``'s 4
+#: Names of the tables ``n * sig_a`` (``n`` > 1) in the generated Verilog.
+_TABLE_NAMES = {3: "triple_a", 9: "times9_a"}
+
+
+def _multiple_bits(n: int) -> int:
+    """Bits of ``n * P`` (``P`` at most 225)."""
+    return (n * ((1 << _SIG_BITS) - 1) ** 2).bit_length()
+
+
+def scale_fields(m, a_scale, b_scale, name: str, *, halves: bool = False,
+                 multiples: tuple = SCALE_MULTIPLES) -> dict:
+    """Per block, from the two UE4M3 bytes: their E8M0-like exponents ``exp_a``, ``exp_b``,
+    ``nan`` and the significand product's multiples ``p<n> = n * P`` for ``n`` in
+    ``multiples`` (``p1`` 8 bits, ``p3`` 10, ``p9`` 11), as sums of partial products (not
+    ``*``, which yosys maps to a DSP block).
+
+    ``n * P`` is the sum of the partial products of ``n * sig_a`` (a table of ``sig_a``'s 4
     bits, one LUT per bit) and ``sig_b``: two levels of adds beside ``P``'s, not a third after
-    them.  With ``halves``, ``p1`` and ``p3`` are each the pair of first-level sums
+    them.  With ``halves``, each ``p<n>`` is the pair of first-level sums
     (``{"lo": rows 0 + 1, "hi": rows 2 + 3}``), their last add left to
-    :func:`scale_multiples` (in the exact step a section of its own, after ``decode``)."""
+    :func:`scale_multiples` (a section of its own after ``decode``)."""
     a, b = ue4m3_fields(a_scale), ue4m3_fields(b_scale)
-    triple_a = Signal(_SIG_BITS + 2, name=f"{name}_triple_a")
-    with m.Switch(a["sig"]):
-        for v in range(1 << _SIG_BITS):
-            with m.Case(v):
-                m.d.comb += triple_a.eq(3 * v)
+    tables = {1: a["sig"]}
+    for n in multiples:
+        if n == 1:
+            continue
+        table = tables[n] = Signal((((1 << _SIG_BITS) - 1) * n).bit_length(),
+                                   name=f"{name}_{_TABLE_NAMES[n]}")
+        with m.Switch(a["sig"]):
+            for v in range(1 << _SIG_BITS):
+                with m.Case(v):
+                    m.d.comb += table.eq(n * v)
     fields = {"exp_a": a["exp"], "exp_b": b["exp"], "nan": a["nan"] | b["nan"]}
     if halves:
-        return {**fields, "p1": _row_pair_sums(m, a["sig"], b["sig"], f"{name}_p1"),
-                "p3": _row_pair_sums(m, triple_a, b["sig"], f"{name}_p3")}
-    p1 = wire(m, _partial_product_sum(a["sig"], b["sig"])[:2 * _SIG_BITS], f"{name}_p1")
-    p3 = wire(m, _partial_product_sum(triple_a, b["sig"])[:2 * _SIG_BITS + 2], f"{name}_p3")
-    return {**fields, "p1": p1, "p3": p3}
+        return {**fields, **{f"p{n}": _row_pair_sums(m, tables[n], b["sig"], f"{name}_p{n}")
+                             for n in multiples}}
+    return {**fields, **{f"p{n}": wire(m, _partial_product_sum(tables[n], b["sig"])
+                                       [:_multiple_bits(n)], f"{name}_p{n}")
+                         for n in multiples}}
 
 
-def scale_multiples(m, halves, name: str) -> dict:
-    """``p1 = P`` (8 bits) and ``p3 = 3 * P`` (10 bits) from :func:`scale_fields`' halves
-    (``halves.p1`` and ``halves.p3``, each with ``lo`` and ``hi``): one add each."""
-    return {"p1": wire(m, (halves.p1.lo + halves.p1.hi)[:2 * _SIG_BITS], f"{name}_p1"),
-            "p3": wire(m, (halves.p3.lo + halves.p3.hi)[:2 * _SIG_BITS + 2], f"{name}_p3")}
+def scale_multiples(m, halves, name: str, multiples: tuple = SCALE_MULTIPLES) -> dict:
+    """``p<n> = n * P`` for ``n`` in ``multiples`` from :func:`scale_fields`' halves
+    (``halves.p<n>``, each with ``lo`` and ``hi``): one add each."""
+    return {f"p{n}": wire(m, (getattr(halves, f"p{n}").lo + getattr(halves, f"p{n}").hi)
+                          [:_multiple_bits(n)], f"{name}_p{n}")
+            for n in multiples}
 
 
 def _rows(x, sig_b):

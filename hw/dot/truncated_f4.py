@@ -37,7 +37,7 @@ from ..arith import partial_product_sum, wire
 from ..elements import decode_element
 from .chained_f4 import chain_layout, close_and_count, group_value_bits
 from .geometry import units_max
-from .nvfp4_scale import scale_fields
+from .nvfp4_scale import SCALE_COPIES, scale_fields, scale_multiples
 from .step import FusedStep
 from .truncated_sections import (
     EXPONENT_BITS,
@@ -76,11 +76,11 @@ def _scale_fields(step: FusedStep, a, b) -> dict:
         return {"scale_sum": a.scale + b.scale,
                 "scale_nan": (a.scale == SCALE_NAN) | (b.scale == SCALE_NAN)}
     f = scale_fields(step.m, Cat(a.scale[:7], Const(0, 1)), Cat(b.scale[:7], Const(0, 1)),
-                     step.name("scale"))
+                     step.name("scale"), halves=True, multiples=_MULTIPLES)
     # P = 0 exactly when a byte's seven bits are zero (a significand is zero only for 0x00):
     # read from the bytes, not from P's adds
     return {"scale_sum": f["exp_a"] + f["exp_b"] + 2 * _UE4M3_FRACTION_BITS,
-            "scale_nan": f["nan"], "p1": f["p1"], "p3": f["p3"],
+            "scale_nan": f["nan"], "multiples": {k: f[k] for k in _MULTIPLE_NAMES},
             "scale_nz": a.scale[:7].any() & b.scale[:7].any()}
 
 
@@ -120,6 +120,10 @@ def decode(step: FusedStep, a, b, c, side, *, last=None):
                       "decode")
 
 
+#: The multiples of ``P`` a UE4M3 step forms once per block, and their fields.
+_MULTIPLES = (1, 3, 9)
+_MULTIPLE_NAMES = tuple(f"p{n}" for n in _MULTIPLES)
+
 #: ``sig_a * sig_b`` of two fp4_e2m1 significands (0..3) as ``m * 2^j`` with ``m`` one of
 #: 1, 3, 9: per product (0 omitted) the index of ``m`` among ``P, 3P, 9P`` (1, 2, 3; 0 for no
 #: product) and ``j``.
@@ -139,12 +143,17 @@ def _sig_product_choice(m, sig_a, sig_b, name: str):
 
 
 def scale_lanes(step: FusedStep, s):
-    """Section ``scale_lanes`` (UE4M3 scales; E8M0: none, ``s`` returned): per block ``9P``
-    (``8P + P``, ``P``'s third multiple beside ``P`` and ``3P``); per lane ``sig_a * sig_b``
-    as a multiple of ``P`` (``0, P, 3P, 9P``) and the shift of it (the multiple's and the
-    lane's), so that ``multiply_lo`` holds a choice and a shift, no carry chain per lane."""
+    """Section ``scale_lanes`` (UE4M3 scales; E8M0: none, ``s`` returned): per block the last
+    add of ``P``, ``3P`` and ``9P`` (``decode`` holds their partial products' first level,
+    :func:`hw.dot.nvfp4_scale.scale_fields`); per lane ``sig_a * sig_b`` as a multiple of
+    ``P`` (``0, P, 3P, 9P``) and the shift of it (the multiple's and the lane's), so that
+    ``multiply_lo`` holds a choice and a shift, no carry chain per lane.
+
+    Returns the view after the boundary and the multiples'
+    :data:`~hw.dot.nvfp4_scale.SCALE_COPIES` registers (the view's ``multiples`` the first),
+    each for a part of the lanes; E8M0: ``s`` and None."""
     if not step.ue4m3:
-        return s
+        return s, None
     m = step.m
     lanes = []
     for i, ln in enumerate(s.lanes):
@@ -152,18 +161,24 @@ def scale_lanes(step: FusedStep, s):
         # the lane's shift is at most 4 (two binades of 2 each), the multiple's 2: 3 bits
         lanes.append({"choice": choice, "shift": (ln.shift + j)[:3], "neg": ln.neg,
                       "nz": ln.nz})
-    p9 = wire(m, (s.p1 << 3) + s.p1, step.name("p9"))
+    multiples = wire(m, scale_multiples(m, s.multiples, step.name("scale"), _MULTIPLES),
+                     step.name("scale_multiples"))
     carried = {name: getattr(s, name) for name in ("c", "scale_sum", "scale_nan", "scale_nz")}
-    return step.cross({"lanes": lanes, "p1": s.p1, "p3": s.p3, "p9": p9, **carried,
-                       "side": step.side(s), **_pending(s)}, "scale_lanes")
+    s = step.cross({"lanes": lanes, "multiples": multiples, **carried,
+                    "side": step.side(s), **_pending(s)}, "scale_lanes")
+    # P's multiples in SCALE_COPIES registers, each for a part of the lanes (from one, their
+    # route to the 16 lanes' choices was most of the scale_lanes -> multiply_lo path)
+    return s, [s.multiples, *step.scope.replicate(multiples, "scale_lanes", SCALE_COPIES - 1)]
 
 
-def _lane_product(step: FusedStep, s, i: int):
+def _lane_product(step: FusedStep, s, i: int, multiples):
     """Lane ``i``'s unsigned significand product, shifted (units ``2^(lsb_a + lsb_b)``): with
-    UE4M3 scales ``scale_lanes``' multiple of ``P``, else ``sig_a * sig_b``."""
+    UE4M3 scales ``scale_lanes``' multiple of ``P`` (from ``multiples``' copy for its part of
+    the lanes), else ``sig_a * sig_b``."""
     ln = s.lanes[i]
     if step.ue4m3:
-        multiple = Array([Const(0, len(s.p9)), s.p1, s.p3, s.p9])[ln.choice]
+        p = multiples[i * len(multiples) // step.block_size]
+        multiple = Array([Const(0, len(p.p9)), p.p1, p.p3, p.p9])[ln.choice]
         return (multiple << ln.shift).as_unsigned()
     if step.multipliers == "lut":
         p = partial_product_sum(step.m, Cat(ln.sig_a, Const(0, 1)).as_signed(), ln.sig_b,
@@ -173,12 +188,13 @@ def _lane_product(step: FusedStep, s, i: int):
     return (p.as_unsigned()[:len(ln.sig_a) + len(ln.sig_b)] << ln.shift).as_unsigned()
 
 
-def multiply_lo(step: FusedStep, s):
+def multiply_lo(step: FusedStep, s, multiples=None):
     """Section ``multiply_lo``: each lane's unsigned significand product shifted, its sign;
     per group whether a product is non-zero; ``c``'s fields and the specials (NaN: a NaN scale
-    or ``c``; Inf: ``c``)."""
+    or ``c``; Inf: ``c``).  ``multiples``: with UE4M3 scales, :func:`scale_lanes`' copies of
+    ``P``'s multiples."""
     k = step.block_size
-    prods = [_lane_product(step, s, i) for i in range(k)]
+    prods = [_lane_product(step, s, i, multiples) for i in range(k)]
     cbits, c_exp = s.c, s.c[23:31]
     c_nan = (c_exp == 0xFF) & cbits[:23].any()
     c_inf = (c_exp == 0xFF) & ~cbits[:23].any()

@@ -80,8 +80,8 @@ def build_truncated_step(scope: PipelineScope | Pipeline, geometry: DotGeometry,
     if accumulation in F4_MODES:
         if last is not None:
             kind = chained_kind(accumulation, geometry.scale_format)
-        s = F4.scale_lanes(step, F4.decode(step, a, b, c, side, last=last))
-        s = F4.multiply(step, F4.multiply_lo(step, s))
+        s, multiples = F4.scale_lanes(step, F4.decode(step, a, b, c, side, last=last))
+        s = F4.multiply(step, F4.multiply_lo(step, s, multiples))
         s = F4.align(step, F4.align_hi(step, F4.group_sums(step, s, kind.sum_bits)))
     else:
         s = T.multiply(step, T.multiply_lo(step, T.decode(step, a, b, c, side)))
