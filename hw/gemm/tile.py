@@ -274,9 +274,11 @@ class MXGemm(Unit):
                    for (r, c), out in zip(lanes, outs, strict=True)]
         states = [out.state if self.levels == 1 else out.side.state if gpu else out.raw
                   for out in outs]
+        entering = pipe.last_input.side  # lane (0, 0)'s markers before the last boundary
         contexts.connect(pipe, i=self.i, o=o, last=lead.last,
                          ctx=lead.ctx if self.ctx_bits else None,
-                         results=states, payload=payload)
+                         results=states, payload=payload,
+                         entering=(entering.last, entering.ctx if self.ctx_bits else None))
         if self.out_fmt is not None:
             quantize_rows(m, self._quantizer, o, self.o, self.rows, self.ctx_bits)
         return m
