@@ -6,7 +6,8 @@ A unit writes its datapath as combinational *sections*, each followed by a named
 All registers advance together on one stall enable, itself a register (with one copy of it per
 stage, or per part of a wide stage register, so no net from ``o.ready`` reaches every stage);
 see :class:`Pipeline`.  A value that fans out over the die may cross a boundary in several
-registers, each driving a part of its loads (:meth:`Pipeline.replicate`).
+registers, each driving a part of its loads (:meth:`Pipeline.replicate`; at the last
+boundary, with the output's valid bit and skid register, :meth:`Pipeline.output_copies`).
 
 Several datapaths (steps) share one pipeline through scopes (:meth:`Pipeline.scope`): a
 step places its sections through a :class:`PipelineScope`, which prefixes its section names

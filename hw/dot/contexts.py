@@ -9,7 +9,10 @@ fp32 accumulator: a register, or (``storage="memory"``) a word of a memory of th
 contexts, one write and one combinational read per clock (on ECP5 distributed RAM, whose
 read is asynchronous as the accumulator input's path needs).  All lanes of a tile
 (:class:`hw.gemm.MXGemm`) move in lockstep, so the control is one and the accumulators and
-forwarding muxes are per lane; MXDotGeneral is the tile of one lane.
+forwarding muxes are per lane; MXDotGeneral is the tile of one lane.  With several lanes each
+lane's forwarding select and accumulator writes read a copy of its own of the leaving
+block's valid, ``last`` and context (:meth:`hw.pipeline.Pipeline.output_copies`), so no net
+from the pipeline's output reaches every lane's forwarding mux across the die.
 """
 
 from __future__ import annotations
