@@ -69,10 +69,13 @@ class FormalUnit:
         it belongs to; this shows it is the same function of that block at every depth).
     state : tuple of str
         Shell patterns naming the registers outside the pipeline (MXDotGeneral's accumulators
-        and busy bits).  The register-bypass proof accepts them only if no bit of the output
-        payload depends on them once the datapath is cut at ``cuts``; it then proves the part
-        after the cuts (the fused step) and leaves the part before them, whose state follows
-        the depth's timing, to the chain proof (:class:`formal.harness.ChainHarness`).
+        and busy bits; MXGemm's also its lanes' copies of the pipeline's output,
+        ``<prefix>_<boundary>_o<c>...``, :meth:`hw.pipeline.Pipeline.output_copies`, which
+        feed only the accumulators' side of the cuts).  The register-bypass proof accepts
+        them only if no bit of the output payload depends on them once the datapath is cut
+        at ``cuts``; it then proves the part after the cuts (the fused step) and leaves the
+        part before them, whose state follows the depth's timing, to the chain proof
+        (:class:`formal.harness.ChainHarness`).
     blocks : tuple of (str, str)
         Registers of instantiated blocks that stand for a boundary's data register: (shell
         pattern of their names in the flattened netlist, the boundary).  The dot units'
@@ -249,7 +252,8 @@ def _gemm(fmt: str, out_format: str | None = None, name: str = "gemm",
                       build, lambda k, s: build(k, None).sections, "gemm", runs=True,
                       cuts=tuple(f"{lane}_step_c" for lane in lanes),
                       compared=tuple(f"{lane}_leave_result" for lane in lanes),
-                      state=("r*c*_acc[0-9]*", "busy"), base=base, lanes=lanes, tail=tail)
+                      state=("r*c*_acc[0-9]*", "busy", "gemm_*_o[0-9]*"), base=base,
+                      lanes=lanes, tail=tail)
 
 
 UNITS = (

@@ -6,7 +6,8 @@ A unit writes its datapath as combinational *sections*, each followed by a named
 All registers advance together on one stall enable, itself a register (with one copy of it per
 stage, or per part of a wide stage register, so no net from ``o.ready`` reaches every stage);
 see :class:`Pipeline`.  A value that fans out over the die may cross a boundary in several
-registers, each driving a part of its loads (:meth:`Pipeline.replicate`).
+registers, each driving a part of its loads (:meth:`Pipeline.replicate`; at the last
+boundary, with the output's valid bit and skid register, :meth:`Pipeline.output_copies`).
 
 Several datapaths (steps) share one pipeline through scopes (:meth:`Pipeline.scope`): a
 step places its sections through a :class:`PipelineScope`, which prefixes its section names
@@ -156,6 +157,8 @@ class Pipeline:
         self._out_hold = None
         self._in_valid = Signal(name=f"{name}_in_valid")
         self._out_valid = None
+        self._last_input = None  # the value crossed at the last boundary, before its register
+        self._last_prev_valid = None  # the valid bit before the last boundary
 
     @property
     def latency(self) -> int:
@@ -260,6 +263,7 @@ class Pipeline:
         reg = self._register(value, copies, tag)
         if not last:
             return reg
+        self._last_input, self._last_prev_valid = value, prev_valid
         # The skid register beside the last stage.  It is full exactly when the enable is
         # low: the cycle after the output held a block that waited and was not taken.
         skid = self._register(reg, copies, f"{tag}_skid")
@@ -276,6 +280,51 @@ class Pipeline:
         if isinstance(reg, data.View):
             return reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
         return Mux(enable, reg, skid)
+
+    @property
+    def last_input(self):
+        """The value crossed at the last boundary by the datapath that crossed it first, before
+        its register (the block entering the last stage), for :meth:`output_copies`."""
+        if self._last_input is None:
+            raise ValueError("last_input is known once the last boundary is crossed")
+        return self._last_input
+
+    def output_copies(self, value, copies: int) -> list:
+        """``value`` (computed from the block entering the last stage, :attr:`last_input`)
+        at the output in ``copies`` copies, each with the output's valid bit: the pipeline's
+        last stage and skid register rebuilt, per copy, for a few bits that fan out over the
+        die from the output (the leaving block's context in every lane of a tile).
+
+        Copy ``c``: a valid bit ``<name>_<last>_o<c>_valid`` and a register ``..._o<c>``
+        beside the last stage's, a skid register ``..._o<c>_skid`` beside its skid register,
+        all on one enable copy of their own (the stage's next ``..._en<n>``).  Its valid is
+        ``valid | ~enable`` and its value ``Mux(enable, register, skid)``, as the output's
+        own: equal to the output's in every reachable state (reset included), a net per copy.
+
+        Returns
+        -------
+        list of (Value, Value)
+            Per copy, the output's valid bit and ``value``.
+        """
+        if not isinstance(copies, int) or isinstance(copies, bool) or copies < 1:
+            raise ValueError(f"copies must be a positive int, not {copies!r}")
+        if self._last_input is None:
+            raise ValueError("output copies are built once the last boundary is crossed")
+        name = self._names[-1]
+        stage_copies, tag, m = self._copies_by_name[name], f"{self._name}_{name}", self._m
+        out = []
+        for c in range(copies):
+            enable = Signal(name=f"{tag}_en{len(stage_copies)}")
+            stage_copies.append(enable)
+            valid = Signal(name=f"{tag}_o{c}_valid", attrs=self._attrs)
+            with m.If(enable):
+                m.d.sync += valid.eq(self._last_prev_valid)
+            reg = self._register(value, [enable], f"{tag}_o{c}")
+            skid = self._register(reg, [enable], f"{tag}_o{c}_skid")
+            shown = (reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
+                     if isinstance(reg, data.View) else Mux(enable, reg, skid))
+            out.append((valid | ~enable, shown))
+        return out
 
     def beside(self, value, name: str, tag: str):
         """Carry ``value`` over the boundary ``name``, which another datapath has crossed, in

@@ -354,6 +354,18 @@ def test_planted_chain_bug_fails(tmp_path, bug, unit):
     assert res.trace is not None and res.trace.is_file()
 
 
+def test_lane_copy_a_block_early_fails_the_gemm_chain(tmp_path):
+    """MXGemm's lanes forward on copies of the leaving block's markers
+    (:meth:`hw.pipeline.Pipeline.output_copies`): a copy of the context taken from the block
+    entering the last stage, one block early, fails the chain proof."""
+    planted = _planted_unit("gemm", "m.d.comb += lane_ctx.eq(shown[1:])",
+                            "m.d.comb += lane_ctx.eq(early_ctx)", "connect")
+    job = Job(planted, 2, 3, "chain", "bmc", planted.drain_cycles(3) + BMC_MARGIN["chain"])
+    res = job.run(tmp_path, 600)
+    assert res.status == "FAIL", res.failed
+    assert "chain_next_takes_previous_result" in res.failed, res.failed
+
+
 def test_depth_dependent_write_back_fails_the_fused_step_proof(tmp_path):
     """The accumulators' ``leave_result`` is compared too (not only ``o.payload``): a write
     back that differs at depth 3 from depth 1 fails the register-bypass proof."""

@@ -8,7 +8,7 @@ import random
 import re
 
 import pytest
-from amaranth.hdl import Cat, Elaboratable, Module, Signal
+from amaranth.hdl import Cat, Elaboratable, Module, ResetInserter, Signal
 
 from hw.pipeline import Pipeline, critical_stage, default_stages, enable_parts
 
@@ -237,6 +237,101 @@ def test_hold_when_only_flagged_blocks_wait(stages, seed):
     assert len(left) == blocks
     assert left == [expected(v) for v in sent][:blocks]
     assert any(v & 1 for v in sent) and not all(v & 1 for v in sent)
+
+
+class _OutputCopies(_Chain):
+    """The chain (with :meth:`Pipeline.hold_when` on bit 0, or every block waiting) and three
+    copies of the output's valid and data (:meth:`Pipeline.output_copies`), under a
+    synchronous reset ``rst``."""
+
+    def __init__(self, stages, enable_load=None, hold=True):
+        super().__init__(stages, enable_load)
+        self.hold, self.rst = hold, Signal()
+        self.copies = [(Signal(name=f"copy{c}_valid"), Signal(16, name=f"copy{c}_data"))
+                       for c in range(3)]
+
+    def elaborate(self, platform):
+        m = Module()
+        pipe = Pipeline(m, SECTIONS, self.stages, name="t", enable_load=self.enable_load)
+        x = self.i_data
+        for j, name in enumerate(SECTIONS, start=1):
+            if self.hold and name == list(SECTIONS)[-1]:
+                pipe.hold_when(x[0])
+            x = pipe.boundary(Cat(x[0], (x[1:] + j)[:15]), name)
+        m.d.comb += self.o_data.eq(x)
+        for (valid, value), (copy_valid, copy_data) in zip(
+                pipe.output_copies(pipe.last_input, 3), self.copies, strict=True):
+            m.d.comb += [copy_valid.eq(valid), copy_data.eq(value)]
+        pipe.connect(i_valid=self.i_valid, i_ready=self.i_ready, o_valid=self.o_valid,
+                     o_ready=self.o_ready)
+        return ResetInserter(self.rst)(m)
+
+
+@pytest.mark.parametrize("hold", [True, False], ids=["hold_when", "all_wait"])
+@pytest.mark.parametrize("flow", FLOWS)
+@pytest.mark.parametrize("stages", [1, 2, 4])
+def test_output_copies_show_the_output_every_cycle(stages, flow, hold, seed):
+    """Every cycle, under random valid, ready in runs (long stalls) and resets in traffic,
+    each copy's valid equals ``o_valid`` and, while valid, its data the output's."""
+    dut = _OutputCopies(stages, FLOWS[flow], hold)
+    rnd = random.Random(seed)
+    shown = {"valid": 0, "stalled": 0, "reset": 0}
+
+    async def bench(ctx):
+        nxt, ready = 0, True
+        for _ in range(600):
+            reset = rnd.random() < 0.01
+            if rnd.random() < 0.1:  # o_ready holds its level for runs of about ten cycles
+                ready = not ready
+            ctx.set(dut.rst, reset)
+            ctx.set(dut.i_valid, rnd.random() < 0.7)
+            ctx.set(dut.i_data, _value(nxt))
+            ctx.set(dut.o_ready, ready)
+            if ctx.get(dut.i_valid) and ctx.get(dut.i_ready):
+                nxt += 1
+            valid = ctx.get(dut.o_valid)
+            for c, (copy_valid, copy_data) in enumerate(dut.copies):
+                assert ctx.get(copy_valid) == valid, f"copy {c}: valid differs"
+                if valid:
+                    assert ctx.get(copy_data) == ctx.get(dut.o_data), f"copy {c}: data"
+            shown["valid"] += valid
+            shown["stalled"] += valid and not ready
+            shown["reset"] += reset
+            await ctx.tick()
+
+    _simulate(dut, bench)
+    assert shown["valid"] > 100 and shown["stalled"] > 20 and shown["reset"], shown
+
+
+def test_output_copies_load_on_enable_copies_of_their_own():
+    """Each copy loads on one enable copy of its own, numbered after the stage's (one for
+    each of its 4-bit parts): counted as the formal proofs count them."""
+    from amaranth.back import rtlil
+
+    from formal.units import enable_copies
+
+    text = rtlil.convert(_OutputCopies(4, 5), ports=[])
+    assert enable_copies(text, "t", SECTIONS) == {"a": 4, "b": 4, "c": 4, "d": 7}
+    for c in range(3):
+        for suffix in ("", "_skid", "_valid"):
+            assert re.search(rf"wire .*\\t_d_o{c}{suffix}$", text, flags=re.MULTILINE)
+
+
+def test_output_copies_check_their_arguments():
+    pipe = Pipeline(Module(), SECTIONS, 2, name="t")
+    value = Signal(4)
+    with pytest.raises(ValueError, match="last_input is known once the last boundary"):
+        pipe.last_input  # noqa: B018
+    for name in SECTIONS:
+        with pytest.raises(ValueError, match="output copies are built once the last"):
+            pipe.output_copies(value, 2)
+        pipe.boundary(value, name)
+    assert pipe.last_input is value
+    with pytest.raises(ValueError, match="copies must be a positive int, not 0"):
+        pipe.output_copies(value, 0)
+    with pytest.raises(ValueError, match="copies must be a positive int, not True"):
+        pipe.output_copies(value, True)
+    assert len(pipe.output_copies(value, 2)) == 2
 
 
 def test_pipeline_checks_its_boundaries():

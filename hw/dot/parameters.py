@@ -104,7 +104,9 @@ def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets):
     streams (:meth:`hw.dot.contexts.AccumulatorContexts.connect`).  Lane 0 carries the run's
     markers (``ctx``, ``last``; ``alpha``) through the pipeline; every lane's accumulator
     chains its step's state (its result, or its chained state, which rides through the
-    epilogue beside it), never the epilogue's result.
+    epilogue beside it), never the epilogue's result; with several lanes each forwards on its
+    own copy of lane 0's markers (``entering`` of
+    :meth:`hw.dot.contexts.AccumulatorContexts.connect`).
 
     Parameters
     ----------
@@ -145,9 +147,14 @@ def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets):
         outs, lead = epilogues, epilogues[0].side
     else:
         states = [out.state for out in outs]
+    # several lanes forward on copies of lane 0's markers, from the block entering the last
+    # stage (AccumulatorContexts.connect)
+    entering = pipe.last_input.side if len(lanes) > 1 else None
     contexts.connect(pipe, i=i, o=o, last=lead.last, ctx=lead.ctx if unit.ctx_bits else None,
                      results=states,
-                     payload=[t.eq(out.result) for t, out in zip(targets, outs, strict=True)])
+                     payload=[t.eq(out.result) for t, out in zip(targets, outs, strict=True)],
+                     entering=None if entering is None else (
+                         entering.last, entering.ctx if unit.ctx_bits else None))
 
 
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,
