@@ -183,11 +183,6 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "dot --format nvfp4 --accumulation tcgen05.mxf4nvf4 --block-size 16": "the scale "
-        "significands' product in `decode` (the input register -> `decode`, 8-9 cells, "
-        "3.3-3.7 ns of routing: the UE4M3 fields, the partial products' rows and `3P`'s two "
-        "levels of adds): the last add of P and 3P in a section of their own, as in the exact "
-        "nvfp4 step (`hw.dot.nvfp4_scale.scale_fields`)",
     "gemm": "the accumulators' forwarding, in both tiles (`finish` -> `decode`, 6 cells, "
             "8.3-9.3 ns of routing: the leaving block's context and the last stage's enable, "
             "each from one register, fan out to every lane's distributed-RAM read and "
