@@ -232,23 +232,25 @@ def _dot_general(fmt_a: str, fmt_b: str, name: str = "dot-general",
 
 
 def _gemm(fmt: str, out_format: str | None = None, name: str = "gemm",
-          base: str = "", levels: int | None = None) -> FormalUnit:
+          base: str = "", levels: int | None = None,
+          accumulation: str = "exact") -> FormalUnit:
     """MXGemm at its smallest tile that keeps its structure: 1 x 2 lanes (a lane beside the
     first, B blocks per column, A's shared along the row), 2 contexts; with ``out_format``
     its MX output, the quantize step of the row after the tile's pipeline (:attr:`tail`);
-    ``levels`` as MXGemm's (nvfp4)."""
+    ``levels`` and ``accumulation`` as MXGemm's."""
     rows, cols, lanes = 1, 2, ("r0c0", "r0c1")
 
     def build(k, s):
         return MXGemm(fmt, rows=rows, cols=cols, block_size=k, contexts=2, stages=s,
-                      out_format=out_format, levels=levels)
+                      out_format=out_format, levels=levels, accumulation=accumulation)
 
     tail = ()
     if out_format is not None:
         q = output_quantizer(out_format, cols)
         tail = (tuple(q.sections.items()), q.stages, "gq", ("q0", "ctx"))
     return FormalUnit(name, f"{fmt} x {fmt}, {rows} x {cols} lanes, 2 contexts, "
-                      + (f"{out_format} output" if out_format else "fp32 output"),
+                      + (f"{out_format} output" if out_format else "fp32 output")
+                      + ("" if accumulation == "exact" else f", {accumulation}"),
                       build, lambda k, s: build(k, None).sections, "gemm", runs=True,
                       cuts=tuple(f"{lane}_step_c" for lane in lanes),
                       compared=tuple(f"{lane}_leave_result" for lane in lanes),
@@ -310,7 +312,8 @@ GEMM_UNITS = (
 #: ``<unit>-tcgen05[-mxf4|-nvfp4]``.  MXDotGeneral also in ``"tcgen05.mxf4"`` (k = 32) and
 #: ``"tcgen05.mxf4nvf4"`` (E8M0, k = 16, and nvfp4 with UE4M3 scales, k = 16, ``levels=1``):
 #: a step per 64 elements of a run, its accumulators the chained state
-#: (:mod:`hw.dot.chained_f4`).  Not in :data:`UNITS` (their block sizes are 2 and 4).
+#: (:mod:`hw.dot.chained_f4`); MXGemm (1 x 2 lanes) in ``"tcgen05.mxf4"``, k = 32.  Not in
+#: :data:`UNITS` (their block sizes are 2 and 4).
 GPU_MODE = "tcgen05.mxf8f6f4"
 #: The block size a :data:`GPU_UNITS` entry is proven at, where not 32.
 GPU_BLOCK_SIZES = {"dot-tcgen05-nvfp4": 16, "dot-general-tcgen05-mxf4nvf4": 16,
@@ -357,6 +360,8 @@ GPU_UNITS = (
                                          accumulation="tcgen05.mxf4nvf4", levels=1).sections,
                "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
                state=("acc[0-9]*", "busy"), base="dot-general"),
+    # the GEMM tile in tcgen05.mxf4 (k = 32): each lane's accumulators the chained state
+    _gemm("fp4_e2m1", name="gemm-tcgen05-mxf4", base="gemm", accumulation="tcgen05.mxf4"),
 )
 
 

@@ -369,8 +369,9 @@ def test_lane_copy_a_block_early_fails_the_gemm_chain(tmp_path):
 def test_depth_dependent_write_back_fails_the_fused_step_proof(tmp_path):
     """The accumulators' ``leave_result`` is compared too (not only ``o.payload``): a write
     back that differs at depth 3 from depth 1 fails the register-bypass proof."""
-    unit = _planted_unit("dot-general", "results=[out.state],",
-                         "results=[out.state ^ (self.stages > 1)],")
+    unit = _planted_unit("dot-general", "*(held.eq(result) for held, result in",
+                         "*(held.eq(result ^ (sum(pipe.registered) > 1)) for held, result in",
+                         "connect")
     res = prove_same_datapath(unit, 2, 3, tmp_path / "write_back")
     assert (res.status, res.failed) == ("FAIL", ["same_datapath_given_cut_nets"])
 

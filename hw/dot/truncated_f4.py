@@ -139,6 +139,8 @@ def _sig_product_choice(m, sig_a, sig_b, name: str):
         for (a, b), (index, j) in _SIG_PRODUCTS.items():
             with m.Case(a | b << 2):
                 m.d.comb += [choice.eq(index), shift.eq(j)]
+        with m.Default():  # a zero significand: no product
+            m.d.comb += [choice.eq(0), shift.eq(0)]
     return choice, shift
 
 
