@@ -183,11 +183,12 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "gemm": "the accumulators' forwarding, in both tiles (`finish` -> `decode`, 6 cells, "
-            "8.3-9.3 ns of routing: the leaving block's context and the last stage's enable, "
-            "each from one register, fan out to every lane's distributed-RAM read and "
-            "forwarding mux across the die): a copy of the leaving context and its "
-            "forward-hit flag per lane (Pipeline.replicate), decided a cycle ahead",
+    "gemm": "the tile's output into the MX output quantizer (fp4 4 x 4: `gemm_finish_en12` "
+            "-> `gq_q3_decode`, 6 cells, 7.7 ns of routing: the tile's last stage, skid mux "
+            "on its enable, fans out to the row quantizers' decode across the die): a "
+            "register stage between the tile's output and each row's quantizer, and then "
+            "the input ring's `ctx`/`first` fan-out to every lane's RAM read; the fp8 2 x 4 "
+            "tile not placed since the per-lane forwarding copies",
     "nvfp4-dequantizer": "each lane's shifter onto the output grid (`position` -> `align`, "
                          "6 cells, 1.3 ns logic + 3.8-4.0 ns routing, from the shift "
                          "amount's first register, with three copies): the shift in two "
