@@ -281,3 +281,39 @@ def test_scale_halves_multiples_and_signed_lanes_for_every_significand_pair():
     for x, y, v, n, got1, got3, got_lane in seen:
         assert (got1, got3) == (x * y, 3 * x * y), (x, y)
         assert got_lane == (-1) ** n * v * x * y, (x, y, v, n)
+
+
+def test_scale_multiples_with_nine_for_every_significand_pair():
+    """The ``tcgen05.mxf4nvf4`` step's multiples: ``scale_fields(halves=True, multiples=(1, 3,
+    9))`` then ``scale_multiples`` give ``n * sig_a * sig_b`` (integer products) for n = 1, 3, 9
+    and all 16 x 16 UE4M3 significand pairs."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.sim import Simulator
+
+    from hw.dot.nvfp4_scale import scale_fields, scale_multiples
+    from hw.nets import wire
+
+    multiples = (1, 3, 9)
+    names = [f"p{n}" for n in multiples]
+    m = Module()
+    a, b = Signal(8), Signal(8)
+    fields = scale_fields(m, a, b, "s", halves=True, multiples=multiples)
+    halves = wire(m, {k: fields[k] for k in names}, "halves")
+    mult = scale_multiples(m, halves, "sum", multiples)
+    outs = {k: Signal(12, name=k) for k in names}
+    m.d.comb += [outs[k].eq(mult[k]) for k in names]
+    seen = []
+
+    async def bench(ctx):
+        for x in range(16):
+            for y in range(16):
+                ctx.set(a, x)
+                ctx.set(b, y)
+                seen.append((x, y, [ctx.get(outs[k]) for k in names]))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(seen) == 256
+    for x, y, got in seen:
+        assert got == [n * x * y for n in multiples], (x, y)
