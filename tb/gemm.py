@@ -91,7 +91,8 @@ class GemmModel(standard_tests.UnitModel):
 
     def coverage_model(self):
         return gemm_model(self.fmt_a, self.fmt_b, self.contexts, self.out_fmt,
-                          nvfp4_levels=self.levels if self.nvfp4 else None)
+                          nvfp4_levels=self.levels if self.nvfp4 else None,
+                          accumulation=self.accumulation)
 
     # -- runs --------------------------------------------------------------------------------
     def _blocks(self, rng, n, width, fmt, specials):

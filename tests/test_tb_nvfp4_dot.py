@@ -139,6 +139,17 @@ def test_models_name_every_bin():
                                                          nvfp4_levels=1).points]
 
 
+def test_gemm_classes_name_the_accumulation_mode():
+    # a GPU mode's runs round differently from the exact mode's: their bins are counted apart
+    exact = gemm_model("fp4_e2m1", "fp4_e2m1", 2, nvfp4_levels=2)
+    gpu = gemm_model("fp4_e2m1", "fp4_e2m1", 2, nvfp4_levels=2,
+                     accumulation="tcgen05.mxf4nvf4")
+    assert exact.config_class == "nvfp4_l2-multi_ctx"
+    assert gpu.config_class == "nvfp4_l2-multi_ctx-tcgen05_mxf4nvf4"
+    mx = gemm_model("fp8_e4m3", "fp8_e4m3", 1, "fp8_e4m3", accumulation="tcgen05.mxf8f6f4")
+    assert mx.config_class == "fp8_e4m3-x-fp8_e4m3-one_ctx-mx_fp8_e4m3-tcgen05_mxf8f6f4"
+
+
 def test_random_scales_cover_every_kind(rng):
     s = stim.random_scales(rng, 4000)
     for kind in (s == 0, (s >= 1) & (s <= 7), s == 0x7E, s == 0x7F, s >= 0x80,

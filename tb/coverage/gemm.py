@@ -22,7 +22,8 @@ With an MX output, the quantizer's cover points of its blocks (:mod:`tb.coverage
 row's C fp32 results are one block.
 
 Configuration class: the format pair (or nvfp4 and its levels), single or multiple contexts,
-and the MX output format.
+the MX output format, and the accumulation mode when it is not ``exact`` (a GPU mode's runs
+are counted apart from the exact mode's).
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ OUTPUT_BINS = ("cancelled_to_zero", "nan", "inf", "finite")
 
 
 def gemm_model(fmt_a, fmt_b, contexts: int, out_format=None, *,
-               nvfp4_levels: int | None = None) -> CoverageModel:
+               nvfp4_levels: int | None = None, accumulation: str = "exact") -> CoverageModel:
     """The tile's cover points for a format pair, context count and MX output format (None:
-    fp32 results); ``nvfp4_levels``: nvfp4 operands (UE4M3 scales) with that many levels."""
+    fp32 results); ``nvfp4_levels``: nvfp4 operands (UE4M3 scales) with that many levels;
+    ``accumulation``: the lanes' mode (:class:`hw.gemm.MXGemm`'s), in the class name unless
+    ``"exact"``."""
     fa, fb = golden.element_format(fmt_a), golden.element_format(fmt_b)
     why = {"interleaved_contexts": "one context: runs cannot interleave"
            if contexts == 1 else None}
@@ -63,6 +66,8 @@ def gemm_model(fmt_a, fmt_b, contexts: int, out_format=None, *,
         mx = quantizer_model(out_format, "fp32", ["rne"], ["floor"])
         points += [replace(p, name=MX_PREFIX + p.name) for p in mx.points]
         cls += f"-mx_{golden.element_format(out_format).name}"
+    if accumulation != "exact":
+        cls += f"-{accumulation.replace('.', '_')}"
     return CoverageModel("gemm", cls, tuple(points))
 
 
