@@ -1,7 +1,7 @@
 """golden.dot_blocks / golden.dot against the exact Fraction oracle (docs/numerics.md section 5).
 
 The oracle decodes every element exactly, sums the products as a Fraction, applies the two
-scales, adds c and rounds once with its own binary32 RNE (tests/oracle.py).  Results are
+scales, adds c and rounds once with its own binary32 RNE (tests/oracle).  Results are
 compared as fp32 bit patterns.
 """
 

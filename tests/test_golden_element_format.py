@@ -52,7 +52,7 @@ def test_ocp_formats_match_the_spec_table(name):
 
 @pytest.mark.parametrize("name", SPEC)
 def test_oracle_table_matches_the_spec_table(name):
-    """tests/oracle.py derives its formats from the contract's definitions: hold them against
+    """tests/oracle derives its formats from the contract's definitions: hold them against
     the same typed table (the oracle's emax and max normal come from decoding every code)."""
     bits, e, m, bias, emax, top, min_n, min_s, inf, nan, max_code, twos = SPEC[name]
     f = oracle.FORMATS[name]

@@ -1,6 +1,6 @@
 """golden for members of the element-format family beyond the six OCP formats, against
 independent oracles only: ml_dtypes where it has the type (every code decoded, the RNE cast of
-every bf16 value in range), tests/oracle.py's Fraction arithmetic for the rest (decode,
+every bf16 value in range), tests/oracle's Fraction arithmetic for the rest (decode,
 quantize, dequantize, the exact dot of mixed pairs), and the storage layout built here from its
 definition (a contiguous LSB-first bit stream).
 """

@@ -1,7 +1,7 @@
 """Element formats: every code decoded, every value cast, against independent oracles.
 
 Oracles: ml_dtypes' types (decoding and its RNE cast), int8 by its definition ``n * 2^-6``
-with numpy's ``rint`` (ties to even), and the Fraction reference in ``tests/oracle.py``.
+with numpy's ``rint`` (ties to even), and the Fraction reference in ``tests/oracle``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """golden's GPU accumulation modes (docs/numerics.md, "GPU accumulation modes").
 
 ``accumulation="tcgen05.mxf8f6f4"`` / ``"tcgen05.mxf4"`` on ``golden.dot_blocks`` and
-``golden.dot`` are checked against the independent Fraction model in ``tests/oracle.py``
+``golden.dot`` are checked against the independent Fraction model in ``tests/oracle``
 (``tcgen05_chain``) on directed cases for every rule, each pinned to hand-derived fp32 bits,
 and on random blocks; and against Microsoft's MMA-Sim (PyPI ``mmasim``, which needs torch)
 on random and adversarial vectors where both are installed, skipped with the reason otherwise.

@@ -1,4 +1,4 @@
-"""golden.matmul against the exact Fraction oracle (tests/oracle.py ``matmul``: every output a
+"""golden.matmul against the exact Fraction oracle (tests/oracle ``matmul``: every output a
 ``dot_chain`` of exact block sums, one fp32 RNE per block, in K order), against golden's
 per-element dot on larger shapes, and its output quantization against ``golden.quantize`` of
 the oracle's fp32 result.  Results are compared as fp32 bit patterns; random tests print their

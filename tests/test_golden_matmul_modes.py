@@ -2,7 +2,7 @@
 sections 7-9).
 
 * ``golden.matmul(a, b, accumulation=kind)``: every output bit for bit against the Fraction
-  model of the tcgen05 steps in ``tests/oracle.py`` (``tcgen05_chain``) and against
+  model of the tcgen05 steps in ``tests/oracle`` (``tcgen05_chain``) and against
   ``golden.dot(..., accumulation=kind)`` of its row and column, on small random shapes with any
   codes (NaN and Inf included), any scales and special accumulators.
 * ``golden.dot`` / ``golden.dot_blocks`` with ``"tcgen05.mxf4nvf4"`` on NVFP4 (UE4M3 scales, the

@@ -1,6 +1,6 @@
 """NVFP4 in golden (docs/numerics.md, NVFP4) against the Fraction oracle and against torchao.
 
-The oracle (tests/oracle.py, ``nvfp4_*``) restates both recipes with every fp32 operation an
+The oracle (tests/oracle, ``nvfp4_*``) restates both recipes with every fp32 operation an
 explicit exact-then-RNE step and the UE4M3 cast a search of the e4m3 value table; nothing in it
 comes from golden.  Where torch and torchao are installed, golden's torchao recipe is also
 compared bit for bit with torchao's own ``nvfp4_quantize`` (skipped with the reason otherwise).

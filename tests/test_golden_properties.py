@@ -1,7 +1,7 @@
 """Properties of golden.quantize that follow from the contract, checked with hypothesis.
 
 Each property is checked against plain exact arithmetic (Fractions) and the format constants of
-the independent oracle (``tests/oracle.py``, restated from the contract's table), never against
+the independent oracle (``tests/oracle``, restated from the contract's table), never against
 golden's own format records or decoder.  Reproducible: the hypothesis seed is the session's
 SEED (printed in the pytest header), and hypothesis prints the falsifying example.
 """

@@ -1,4 +1,4 @@
-"""golden.quantize / golden.dequantize against the exact Fraction oracle (tests/oracle.py).
+"""golden.quantize / golden.dequantize against the exact Fraction oracle (tests/oracle).
 
 Random blocks over many magnitudes in every input dtype, and crafted blocks for each corner of
 docs/numerics.md section 3: scale boundaries, subnormal inputs, zeros, non-finite lanes, exact

@@ -1,6 +1,6 @@
 """The building blocks of hw, each against an independent model written here: the gate-level
 comparisons (Python's < and >), the rounding decision (an integer model of RNE/RNA/RTZ and
-stochastic rounding), the element decoder (the spec values of tests/oracle.py), the register
+stochastic rounding), the element decoder (the spec values of tests/oracle), the register
 placement (brute force), and the import hygiene of the hw modules."""
 
 from __future__ import annotations
@@ -373,7 +373,7 @@ def test_round_increment_rejects_stochastic_without_random_bits():
         round_increment(Module(), Signal(2), Signal(), Signal(), STOCHASTIC)
 
 
-# -- the element decoder and encoder against the spec values of tests/oracle.py -------------
+# -- the element decoder and encoder against the spec values of tests/oracle -------------
 @pytest.mark.parametrize("name", list(oracle.FORMATS))
 def test_decode_element_every_code(name):
     from amaranth.hdl import Module, Signal

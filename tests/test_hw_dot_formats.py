@@ -3,7 +3,7 @@ two's complement intN, on either side.
 
 The formats are built by :func:`element_format`, the tests' one use of
 :class:`golden.formats.ElementFormat`'s constructor.  Each pair's widths are checked against
-exact Fraction arithmetic (``tests/oracle.py``'s decoder), each unit elaborates to RTLIL, and
+exact Fraction arithmetic (``tests/oracle``'s decoder), each unit elaborates to RTLIL, and
 three pairs (finite, ieee, intN x intM) are simulated against golden and exact Fractions.
 """
 

@@ -1,7 +1,7 @@
 """The dot units' GPU accumulation modes ``tcgen05.mxf8f6f4`` and ``tcgen05.mxf4`` at the
 Amaranth level: their parameters (golden's names and one-line errors), module names, sidecar
 and sections, the command line and FuseSoC, and the truncating steps in Amaranth's simulator
-against the independent Fraction model of ``tests/oracle.py`` (``tcgen05_f8f6f4_step``,
+against the independent Fraction model of ``tests/oracle`` (``tcgen05_f8f6f4_step``,
 ``tcgen05_chain``) and golden.
 """
 
@@ -314,7 +314,7 @@ def test_fusesoc_generator_takes_the_accumulation(tmp_path, monkeypatch):
     (MODE, "fp6_e3m2", 32, 2), (F4, "fp4_e2m1", 32, 3), ("tcgen05.mxf4nvf4", "fp4_e2m1", 16, 5)])
 def test_mxgemm_lanes_chain_steps_like_the_oracle(mode, fmt, k, blocks):
     """MXGemm (1 x 2 lanes, one context) in the mode: a run of ``blocks`` K blocks, each
-    lane's result the chain of tcgen05 steps of its row and column (tests/oracle.py; mxf4
+    lane's result the chain of tcgen05 steps of its row and column (tests/oracle; mxf4
     and mxf4nvf4 a step per 64 elements of K, the last one shorter)."""
     from amaranth.sim import Simulator
 

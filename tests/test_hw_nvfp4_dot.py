@@ -1,6 +1,6 @@
 """The NVFP4 dot units (MXDot and MXDotGeneral with ``--format nvfp4``) in the Amaranth
 simulator: every result bit-exact against golden and against exact Fractions
-(``tests/oracle.py``: ``nvfp4_dot``, ``rne_fp32_bits``), the widths against the oracle's
+(``tests/oracle``: ``nvfp4_dot``, ``rne_fp32_bits``), the widths against the oracle's
 decoder, the parameters, the sidecar and the CLI."""
 
 from __future__ import annotations

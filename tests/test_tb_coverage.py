@@ -1,6 +1,6 @@
 """The coverage model without a simulator: hand-worked blocks land in the bins the contract
 says (golden supplies the results, exactly as in a run), random batches are classified like
-an independent per-lane oracle on Fractions (``tests/oracle.py``), exclusions carry reasons,
+an independent per-lane oracle on Fractions (``tests/oracle``), exclusions carry reasons,
 and the database (cocotb-coverage YAML/XML plus exact counts) merges by summing."""
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def test_stochastic_threshold_of_the_worked_example():
 
 
 def _oracle_element_bins(value_bits, e, code, fmt_name, rounding, input_format):
-    """The element bins of one lane of a finite non-zero block, from tests/oracle.py's value
+    """The element bins of one lane of a finite non-zero block, from tests/oracle's value
     table (neighbours searched by value, not computed from exponents)."""
     ff = golden.float_format(input_format)
     neg, mag = oracle.decode_float_bits(int(value_bits), ff.ebits, ff.mbits)
@@ -267,7 +267,7 @@ def _dot(rows, fa, fb):
 
 def _is_tie_by_oracle(fa, a, sa, fb, b, sb, c_bits) -> bool:
     """c + T exactly halfway between two fp32 values: its reflection about the rounded result
-    is also an fp32 value (tests/oracle.py's Fraction arithmetic and fp32 RNE)."""
+    is also an fp32 value (tests/oracle's Fraction arithmetic and fp32 RNE)."""
     fa_, fb_ = oracle.FORMATS[fa], oracle.FORMATS[fb]
     t = sum(oracle.code_value(fa_, x) * oracle.code_value(fb_, y)
             for x, y in zip(a, b, strict=True))

@@ -1,6 +1,6 @@
 """The NVFP4 dot testbench offline: its coverage classifiers on hand-worked cases
 (:mod:`tb.coverage.nvfp4_dot`) and its stimulus (:mod:`tb.nvfp4_dot_stimulus`), each
-checked against exact Fractions (``tests/oracle.py``), not against golden alone."""
+checked against exact Fractions (``tests/oracle``), not against golden alone."""
 
 from __future__ import annotations
 
