@@ -6,7 +6,8 @@ properties and the measured table.
 
 * :mod:`formal.units` -- the units and configurations under proof; :mod:`formal.probes` -- where
   their pipeline control registers are (probes).
-* :mod:`formal.harness` -- the properties, as Amaranth harness modules.
+* :mod:`formal.harness`, :mod:`formal.chain_harness` -- the properties, as Amaranth harness
+  modules; :mod:`formal.environment` -- their shared parts.
 * :mod:`formal.sby` -- one SymbiYosys run and its verdict.
 * :mod:`formal.matrix` -- the proof matrix (jobs) and the report table.
 """

@@ -41,7 +41,7 @@ the state registers, checks that no bit of the output payload depends on them on
 nets are inputs (its cone of influence, :func:`state_in_cone`), and part 2 compares the part
 after the cut (the fused step, from its inputs to ``o.payload``).  The part before the cut
 (which block's result becomes which block's accumulator input) depends on the timing, so it
-is proven per depth by the chain harness (:class:`formal.harness.ChainHarness`).
+is proven per depth by the chain harness (:class:`formal.chain_harness.ChainHarness`).
 """
 
 from __future__ import annotations

@@ -22,110 +22,41 @@ Every harness has the same conventions:
 * :class:`MiterHarness` -- property 4: the unit at ``stages`` against the unit at 1.
 * :class:`OrderHarness` -- ordering, on the datapath-free :class:`hw.pipeline.Pipeline` with the
   unit's sections and depth, carrying sequence-number tags.
-* :class:`ChainHarness` -- MXDotGeneral's half of property 4 that depends on the timing: which
-  result becomes which block's accumulator input.
+* :class:`formal.chain_harness.ChainHarness` -- MXDotGeneral's half of property 4 that
+  depends on the timing: which result becomes which block's accumulator input.
+
+Their shared parts (the free inputs, the first-cycle reset, the probe input, the input's hold
+assumption) are :mod:`formal.environment`'s.
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import (
     Assert,
-    Assume,
     Cat,
-    Const,
-    Elaboratable,
     Module,
-    Mux,
-    ResetSignal,
     Signal,
     Value,
 )
 from amaranth.utils import bits_for
 
-from hw.dot.parameters import accumulator_bits
 from hw.pipeline import Pipeline
 
+from .environment import (
+    Harness,
+    drive_free,
+    held,
+    popcount,
+    probe_bits,
+    probe_fields,
+    quiet_cycles,
+)
 from .units import FormalUnit, pipeline_probes
 
-__all__ = ["FlowHarness", "MiterHarness", "OrderHarness", "ChainHarness"]
+__all__ = ["FlowHarness", "MiterHarness", "OrderHarness"]
 
 
-def _popcount(bits):
-    total = 0
-    for b in bits:
-        total = total + b
-    return total
-
-
-class _Harness(Elaboratable):
-    """Shared parts: the free inputs, the first-cycle reset and ``past_rst``."""
-
-    def __init__(self):
-        self.i_valid = Signal()
-        self.o_ready = Signal()
-
-    def _reset_control(self, m):
-        rst = ResetSignal()
-        started = Signal(reset_less=True)  # 0 only in the first cycle
-        past_rst = Signal(init=1, reset_less=True)
-        m.d.sync += [started.eq(1), past_rst.eq(rst)]
-        m.d.comb += Assume(started | rst, "the first cycle is a reset")
-        return rst, started, past_rst
-
-
-def _probe_fields(probe, names: dict[str, list[str]], widths: dict[str, int]):
-    """Slice the ``probe`` input into the probed registers: kind -> list of Values, in the
-    order of ``names`` (bit 0 of ``probe`` first; a kind in ``widths`` is that many bits per
-    register, the others one bit)."""
-    fields, at = {}, 0
-    for kind, wires in names.items():
-        w = widths.get(kind, 1)
-        fields[kind] = [probe[at + w * j:at + w * (j + 1)] for j in range(len(wires))]
-        at += w * len(wires)
-    return fields
-
-
-def _probe_bits(names: dict[str, list[str]], widths: dict[str, int]) -> list[str]:
-    """The netlist bits behind ``probe`` (bit 0 first), for :func:`formal.sby.run_sby`."""
-    bits = []
-    for kind, wires in names.items():
-        w = widths.get(kind, 1)
-        bits += [f"{wire}[{j}]" if kind in widths else wire for wire in wires for j in range(w)]
-    return bits
-
-
-def _held(m, name, valid, ready, payload):
-    """Registers of the previous cycle: ``valid & ~ready`` and the payload then."""
-    wait = Signal(name=f"{name}_wait_prev", reset_less=True)
-    prev = Signal(len(Value.cast(payload)), name=f"{name}_payload_prev", reset_less=True)
-    m.d.sync += [wait.eq(valid & ~ready), prev.eq(payload)]
-    return wait, prev
-
-
-def _drive_free(m, harness, dut, past_rst):
-    """Connect ``dut``'s streams to the harness's free inputs (``i_valid``, ``i_payload``,
-    ``o_ready``) and assume property 1 on the input: while ``i.valid & ~i.ready``, the next
-    cycle keeps ``i.valid`` and the payload (not across a reset)."""
-    m.d.comb += [dut.i.valid.eq(harness.i_valid), dut.i.payload.eq(harness.i_payload),
-                 dut.o.ready.eq(harness.o_ready)]
-    i_wait, i_prev = _held(m, "i", dut.i.valid, dut.i.ready, dut.i.payload)
-    with m.If(i_wait & ~past_rst):
-        m.d.comb += Assume(dut.i.valid & (Value.cast(dut.i.payload) == i_prev),
-                           "input held while not ready")
-
-
-def _quiet_cycles(m, rst, o_ready, accept, drain: int) -> Signal:
-    """Consecutive cycles (saturating at ``drain``) with ``o_ready`` high and nothing
-    accepted, restarted by a reset: at ``drain``, every block accepted before has left."""
-    quiet = Signal(range(drain + 1), name="quiet", reset_less=True)
-    with m.If(rst | ~o_ready | accept):
-        m.d.sync += quiet.eq(0)
-    with m.Elif(quiet != drain):
-        m.d.sync += quiet.eq(quiet + 1)
-    return quiet
-
-
-class FlowHarness(_Harness):
+class FlowHarness(Harness):
     """Properties 1-3 on one unit, with a free environment on both ports.
 
     1. Stream rules: while ``i.valid & ~i.ready`` the input keeps ``valid`` and its payload
@@ -173,20 +104,20 @@ class FlowHarness(_Harness):
     @property
     def probe_wires(self) -> list[str]:
         """Netlist names behind ``probe``, bit 0 first."""
-        return _probe_bits(self.probe_names, {})
+        return probe_bits(self.probe_names, {})
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.dut = dut = self.dut
         unit, latency = self.unit, self.unit.latency(self.stages)
-        rst, started, past_rst = self._reset_control(m)
-        _drive_free(m, self, dut, past_rst)  # 1. stream rules: the input's, assumed
+        rst, started, past_rst = self.reset_control(m)
+        drive_free(m, self, dut, past_rst)  # 1. stream rules: the input's, assumed
         accept = dut.i.valid & dut.i.ready
         produce = dut.o.valid & dut.o.ready
         counted = accept & dut.i.payload.last if unit.runs else accept
 
         # 1. stream rules: the output's
-        o_wait, o_prev = _held(m, "o", dut.o.valid, dut.o.ready, dut.o.payload)
+        o_wait, o_prev = held(m, "o", dut.o.valid, dut.o.ready, dut.o.payload)
         with m.If(o_wait & ~past_rst):
             m.d.comb += Assert(dut.o.valid, "stream_o_valid_held")
             m.d.comb += Assert(Value.cast(dut.o.payload) == o_prev, "stream_o_payload_held")
@@ -194,7 +125,7 @@ class FlowHarness(_Harness):
         # 2. scoreboard
         capacity, drain = unit.capacity(self.stages), unit.drain_cycles(self.stages)
         inflight = Signal(bits_for(capacity + 1), reset_less=True)
-        quiet = _quiet_cycles(m, rst, self.o_ready, accept, drain)
+        quiet = quiet_cycles(m, rst, self.o_ready, accept, drain)
         ready_run = Signal(range(drain + 1), reset_less=True)  # o.ready high
         history = Signal(latency, reset_less=True)  # history[j]: counted accept j+1 cycles ago
         with m.If(rst):
@@ -227,20 +158,20 @@ class FlowHarness(_Harness):
         return m
 
     def _invariants(self, m, started, inflight):
-        bits = _probe_fields(self.probe, self.probe_names, {})
+        bits = probe_fields(self.probe, self.probe_names, {})
         valid = bits["valid"]
         if self.unit.runs:  # hold_when: hold0 says whether the last stage's block waits
             checks = [Assert(~bits["hold"][0] | valid[-1], "inv_hold_implies_valid")]
         else:  # the skid register is full exactly when advance is low
             advance = bits["advance"]
             checks = [Assert(s == advance[0], "inv_stall_copies_equal") for s in advance[1:]]
-            checks.append(Assert(inflight == _popcount(valid) + ~advance[0],
+            checks.append(Assert(inflight == popcount(valid) + ~advance[0],
                                  "inv_inflight_counts_valid_and_skid"))
         with m.If(started):
             m.d.comb += checks
 
 
-class MiterHarness(_Harness):
+class MiterHarness(Harness):
     """Property 4: the unit at ``stages`` and at 1, fed the same input sequence, produce the
     same output sequence.
 
@@ -271,7 +202,7 @@ class MiterHarness(_Harness):
     def elaborate(self, platform):
         m = Module()
         m.submodules.deep, m.submodules.ref = deep, ref = self.deep, self.ref
-        rst, started, _ = self._reset_control(m)
+        rst, started, _ = self.reset_control(m)
         for a, b in ((deep, ref), (ref, deep)):
             m.d.comb += [a.i.valid.eq(self.i_valid & b.i.ready),
                          a.i.payload.eq(self.i_payload), a.o.ready.eq(1)]
@@ -293,7 +224,7 @@ class MiterHarness(_Harness):
         return m
 
 
-class OrderHarness(_Harness):
+class OrderHarness(Harness):
     """Ordering on the datapath-free pipeline: :class:`hw.pipeline.Pipeline` with the unit's
     sections and depth, carrying a sequence-number tag instead of a datapath.
 
@@ -336,12 +267,12 @@ class OrderHarness(_Harness):
     @property
     def probe_wires(self) -> list[str]:
         """Netlist names behind ``probe``, bit 0 first."""
-        return _probe_bits(self.probe_names, self.widths)
+        return probe_bits(self.probe_names, self.widths)
 
     def elaborate(self, platform):
         m = Module()
         unit = self.unit
-        rst, started, _ = self._reset_control(m)
+        rst, started, _ = self.reset_control(m)
         pipe = Pipeline(m, self.sections, self.stages, name="t")
         count_in = Signal(self.tag_bits, reset_less=True)
         count_out = Signal(self.tag_bits, reset_less=True)
@@ -380,7 +311,7 @@ class OrderHarness(_Harness):
         return m
 
     def _invariants(self, m, started, count_in, count_out):
-        f = _probe_fields(self.probe, self.probe_names, self.widths)
+        f = probe_fields(self.probe, self.probe_names, self.widths)
         valid, data, advance = f["valid"], f["data"], f["advance"]
         checks = [Assert(s == advance[0], "inv_stall_copies_equal") for s in advance[1:]]
         # the skid register is full exactly when advance is low, and then holds the oldest block
@@ -396,153 +327,3 @@ class OrderHarness(_Harness):
                              "inv_count_in_is_out_plus_held"))
         with m.If(started):
             m.d.comb += checks
-
-
-def _lane_value(payload, field: str, lane: str | None, default=None):
-    """A lane's part of a payload's ``field``: the field itself for a unit of one lane
-    (``lane`` None), ``field.row<r>[c]`` for MXGemm's lane ``r<r>c<c>``; ``default`` where
-    the payload has no such field (MXGemm's runs start from +0: no ``c0``)."""
-    if not hasattr(payload, field):
-        return default
-    value = getattr(payload, field)
-    if lane is None:
-        return value
-    r, c = lane[1:].split("c")
-    return value[f"row{r}"][int(c)]
-
-
-class ChainHarness(_Harness):
-    """MXDotGeneral's chaining: each block's accumulator input is its run's ``c0`` or the
-    result of the block of its context that left the fused step last, and results leave
-    once each.  For MXGemm (fp32 results) the same, lane by lane at once: ``step_c`` and
-    ``leave_result`` are the lanes' (:attr:`formal.units.FormalUnit.lanes`), compared
-    together, ``c0`` is +0 and an output beat carries every lane's result.
-
-    In the mxf4 modes an accumulator is a run's chained state (:mod:`hw.dot.chained_f4`):
-    ``step_c`` and ``leave_result`` are that state, a run's first block takes ``c0`` with the
-    rest cleared, and an output beat carries the fp32 ``c`` (low 32 bits) of its last block's.
-
-    The register-bypass proof (:mod:`formal.datapath`) cuts MXDotGeneral at ``step_c``, the
-    accumulator input entering the fused step, and proves the fused step the same function
-    of its inputs and ``step_c`` at every depth.  What is left is the wrapper around it (the
-    per-context accumulators, busy bits and the forwarding of a leaving result), whose
-    behaviour follows the pipeline's timing; this harness proves it at one depth, with a free
-    environment on both ports (``i`` held while not ready, as in :class:`FlowHarness`).
-
-    The harness keeps, per context ``j``: ``pending[j]`` (a block of ``j`` was accepted and
-    has not left the fused step), ``last[j]`` (that block ends its run), ``result[j]`` (the
-    result of the last block of ``j`` to leave) and ``known[j]`` (a block of ``j`` left since
-    the reset).  A block leaves when the unit's ``leave`` is high, with ``leave_ctx`` and
-    ``leave_result`` (probed).  Asserted:
-
-    * ``chain_one_block_per_context``: a block of ``j`` is accepted only while no block of
-      ``j`` is pending, or in the cycle the pending one leaves;
-    * ``chain_leave_only_pending`` / ``chain_leave_at_pipeline_output``: a result leaves only
-      for a pending block, and only while the pipeline presents a block;
-    * ``chain_first_takes_c0`` / ``chain_next_takes_previous_result``: the accepted block's
-      ``step_c`` is its ``c0`` if it starts a run, else the result of the previous block of
-      its context (the one leaving in this cycle, if any);
-    * ``chain_output_is_last_result`` / ``chain_last_result_is_output``: an output beat is
-      taken exactly when a pending ``last`` block leaves, with its context and result;
-    * ``chain_nothing_pending_after_drain``: after ``drain`` cycles of ``o.ready`` high with
-      nothing accepted, no block is pending (every block leaves).
-
-    With the fused step the same function at every depth, and the pipeline's flow and order
-    proofs (each block leaves once, in order), these make each run's result the same fold of
-    the fused step over the run's blocks, from its ``c0``, at every depth: property 4 for
-    MXDotGeneral, per context.  A non-first block for a context with no result since the reset
-    (a run that was never opened) is outside the contract and not checked.
-    """
-
-    def __init__(self, unit: FormalUnit, k: int, stages: int):
-        super().__init__()
-        if not unit.runs or unit.tail:
-            raise ValueError(f"the chain harness is for units with runs and fp32 results, "
-                             f"not {unit.name}")
-        self.unit, self.stages = unit, stages
-        self.dut = unit.build(k, stages)
-        self.i_payload = Signal(len(Value.cast(self.dut.i.payload)))
-        ctx_bits = self.dut.ctx_bits
-        lanes = unit.lanes
-        self.probe_names = {"step_c": [f"dut.{unit.net(ln, 'step_c')}" for ln in lanes],
-                            "leave": ["dut.leave"],
-                            "leave_result": [f"dut.{unit.net(ln, 'leave_result')}"
-                                             for ln in lanes],
-                            "pipe_valid": ["dut.pipe_valid"]}
-        # an accumulator: fp32, or a run's chained state (hw.dot.chained_f4, fp32 c low)
-        self.acc_bits = accumulator_bits(self.dut)
-        self.widths = {"step_c": self.acc_bits, "leave_result": self.acc_bits}
-        if ctx_bits:
-            self.probe_names["leave_ctx"] = ["dut.leave_ctx"]
-            self.widths["leave_ctx"] = ctx_bits
-        self.probe = Signal(len(self.probe_wires))
-
-    @property
-    def ports(self):
-        return [self.i_valid, self.i_payload, self.o_ready, self.probe]
-
-    @property
-    def probe_wires(self) -> list[str]:
-        """Netlist names behind ``probe``, bit 0 first."""
-        return _probe_bits(self.probe_names, self.widths)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.dut = dut = self.dut
-        rst, started, past_rst = self._reset_control(m)
-        _drive_free(m, self, dut, past_rst)
-        f = _probe_fields(self.probe, self.probe_names, self.widths)
-        step_c, leave, leave_result = f["step_c"], f["leave"][0], f["leave_result"]
-        pipe_valid = f["pipe_valid"][0]
-        leave_ctx = f["leave_ctx"][0] if "leave_ctx" in f else Const(0, 1)
-        p = dut.i.payload
-        ctx = p.ctx if dut.ctx_bits else Const(0, 1)
-        accept = dut.i.valid & dut.i.ready
-        produce = dut.o.valid & dut.o.ready
-        out_ctx = dut.o.payload.ctx if dut.ctx_bits else Const(0, 1)
-
-        wide = self.acc_bits - 32  # a run starts from c0 and a cleared rest of its state
-        c0 = [Cat(_lane_value(p, "c0", lane, Const(0, 32)), Const(0, wide))
-              for lane in self.unit.lanes]
-        lane_results = [_lane_value(dut.o.payload, "result", lane) for lane in self.unit.lanes]
-        left = Cat(*(r[:32] for r in leave_result))  # the leaving blocks' fp32 results
-        lanes_c = Cat(*step_c)
-        first_c0 = lanes_c == Cat(*c0)
-        checks = [Assert(~leave | pipe_valid, "chain_leave_at_pipeline_output"),
-                  Assert(~(accept & p.first) | first_c0, "chain_first_takes_c0")]
-        pending_any = []
-        drain = self.unit.drain_cycles(self.stages)
-        quiet = _quiet_cycles(m, rst, self.o_ready, accept, drain)
-        for j in range(dut.contexts):
-            pending = Signal(name=f"pending{j}", reset_less=True)
-            last = Signal(name=f"last{j}", reset_less=True)
-            known = Signal(name=f"known{j}", reset_less=True)
-            result = Signal(self.acc_bits * len(step_c), name=f"result{j}", reset_less=True)
-            leave_j = leave & (leave_ctx == j)
-            accept_j = accept & (ctx == j)
-            with m.If(rst):
-                m.d.sync += [pending.eq(0), known.eq(0)]
-            with m.Else():
-                m.d.sync += pending.eq((pending & ~leave_j) | accept_j)
-                with m.If(accept_j):
-                    m.d.sync += last.eq(p.last)
-                with m.If(leave_j):
-                    m.d.sync += [result.eq(Cat(*leave_result)), known.eq(1)]
-            # (each Assert with its message on one line: formal.sby reads the names from there)
-            chained = accept_j & ~p.first & (known | leave_j)
-            previous = Mux(leave_j, Cat(*leave_result), result)
-            output_j = produce & (out_ctx == j)
-            emitted = leave_j & pending & last & (Cat(*lane_results) == left)
-            checks += [
-                Assert(~accept_j | ~pending | leave_j, "chain_one_block_per_context"),
-                Assert(~leave_j | pending, "chain_leave_only_pending"),
-                Assert(~chained | (lanes_c == previous), "chain_next_takes_previous_result"),
-                Assert(~(leave_j & pending & last) | produce, "chain_last_result_is_output"),
-                Assert(~output_j | emitted, "chain_output_is_last_result"),
-            ]
-            pending_any.append(pending)
-        with m.If(started):
-            m.d.comb += checks
-            with m.If(quiet == drain):
-                m.d.comb += Assert(~Cat(*pending_any).any(), "chain_nothing_pending_after_drain")
-        return m

@@ -75,7 +75,7 @@ class FormalUnit:
         them only if no bit of the output payload depends on them once the datapath is cut
         at ``cuts``; it then proves the part after the cuts (the fused step) and leaves the
         part before them, whose state follows the depth's timing, to the chain proof
-        (:class:`formal.harness.ChainHarness`).
+        (:class:`formal.chain_harness.ChainHarness`).
     blocks : tuple of (str, str)
         Registers of instantiated blocks that stand for a boundary's data register: (shell
         pattern of their names in the flattened netlist, the boundary).  The dot units'
@@ -285,7 +285,7 @@ CUSTOM_UNITS = (
 #: MXDot and MXDotGeneral with ``--format nvfp4`` (UE4M3 scales), proven at k = 2 with the
 #: jobs of their unit there, and at k = 4 the flow jobs (:func:`formal.matrix.proof_jobs`).
 #: MXDotGeneral without the tensor scales' epilogue (``levels=1``): the chain proof
-#: (:class:`formal.harness.ChainHarness`) asserts that an output beat is its run's chained
+#: (:class:`formal.chain_harness.ChainHarness`) asserts that an output beat is its run's chained
 #: result, which ``f(alpha * sum)`` is not; the epilogue is checked in simulation (docs/dot.md,
 #: NVFP4).
 NVFP4_UNITS = (

@@ -36,7 +36,8 @@ CONFIGS = (
     # the quantizer's 16 lane products of 24 x 24 bits in MULT18X18D blocks (four a lane)
     + [("nvfp4-quantizer", ["--levels", "2", "--block-size", "16", "--multipliers",
                             "mult18x18d"])]
-    + [("dot", ["--format", "nvfp4", "--block-size", "16"])]
+    + [("dot", ["--format", "nvfp4", "--block-size", "16"]),
+       ("dot-general", ["--format", "nvfp4", "--block-size", "16"])]
     + [("dot", ["--format", f, *K]) for f in FORMATS]
     + [("dot", ["--format-a", "fp8_e4m3", "--format-b", "fp4_e2m1", *K]),
        ("dot", ["--format-a", "int8", "--format-b", "fp6_e2m3", *K]),
