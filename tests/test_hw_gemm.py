@@ -10,10 +10,13 @@ import sys
 
 import pytest
 
+import golden
 from hw.dot import MXDotGeneral
 from hw.gemm import MXGemm
+from hw.gemm.output import RECEIVE_BOUNDARY, output_quantizer
 from hw.gemm.tile import default_contexts
-from hw.pipeline import place_registers
+from hw.pipeline import place_registers, registered_boundaries
+from hw.quantizer import MXQuantizer
 from hw.sidecar import flat_fields, port_by_role, sidecar, validate
 from tb.runner import ROOT
 
@@ -122,6 +125,100 @@ def test_lanes_sit_side_by_side_under_their_own_names():
             assert f"gemm_{lane}_{section}" in wires
     for lane in ("r0c0", "r0c1", "r1c0", "r1c1"):
         assert {f"{lane}_acc0", f"{lane}_acc1", f"{lane}_step_c", f"{lane}_decode"} <= wires
+
+
+@pytest.mark.parametrize("out_format", sorted(golden.FORMATS))
+def test_output_quantizers_are_one_register_deeper_at_their_input(out_format):
+    """The MX output's quantizers (every OCP format, C = 2..16) are MXQuantizer's sections at
+    its default depth plus one register, at the ``input`` boundary (no logic before it):
+    the default's registers stay where they are."""
+    for cols in (2, 4, 8, 16):
+        default = MXQuantizer(out_format, cols, "fp32")
+        q = output_quantizer(out_format, cols)
+        assert q.stages == default.stages + 1 and q.sections == default.sections
+        assert registered_boundaries(q.sections, q.stages) == (
+            RECEIVE_BOUNDARY, *registered_boundaries(default.sections, default.stages))
+        g = MXGemm("fp4_e2m1", rows=1, cols=cols, block_size=2, contexts=2, stages=2,
+                   out_format=out_format)
+        assert g.quantizer_stages == q.stages and g.latency == 2 + default.stages + 1
+    assert RECEIVE_BOUNDARY not in registered_boundaries(default.sections, default.stages)
+
+
+def test_output_quantizer_without_its_receive_register_is_a_one_line_error(monkeypatch):
+    """Where the placement would not put the extra register at ``input``, the output
+    quantizer is refused with one line naming the registers it would have."""
+    import hw.gemm.output as output
+
+    monkeypatch.setattr(output, "registered_boundaries", lambda sections, stages: ("decode",))
+    with pytest.raises(ValueError, match=r"^the output quantizer to fp4_e2m1 of 4 values has "
+                                         r"no register stage of its own at 'input': its "
+                                         r"registers at \d+ stages are decode$"):
+        output.output_quantizer("fp4_e2m1", 4)
+
+
+#: An RTLIL register load ``with m.If(enable): reg.eq(source)``: the process that selects
+#: the register's next value, then the flip-flop.
+_LOAD = re.compile(r"process \S+\n    assign (\$\d+) \[[^\]]+\] \\(\S+) \[[^\]]+\]\n"
+                   r"    switch \\(\S+) \[0\]\n      case 1'1\n        assign \1 \[[^\]]+\] "
+                   r"(.+)\n")
+
+
+def test_each_row_receives_the_tiles_results_in_a_register_of_its_own():
+    """With an MX output each row's fp32 results, and the run's ctx, cross one register
+    (``gq_input`` for row 0, ``gq_q<r>_input``, ``gq_ctx_input``) that loads the tile's
+    output payload bits themselves (no logic before it), each on an enable copy of its own;
+    the rows' decode reads those registers."""
+    from amaranth.back import rtlil
+
+    rows, cols = 3, 2
+    g = MXGemm("fp4_e2m1", rows=rows, cols=cols, block_size=2, contexts=2, stages=2,
+               out_format="fp4_e2m1")
+    text = rtlil.convert(g)
+    loads = {reg: (enable, source) for _, reg, enable, source in _LOAD.findall(text)}
+    names = ["gq_input", *(f"gq_q{r}_input" for r in range(1, rows)), "gq_ctx_input"]
+    width = 32 * cols
+    sources = [*(f"\\tile__payload [{(r + 1) * width - 1}:{r * width}]" for r in range(rows)),
+               f"\\tile__payload [{rows * width}]"]
+    assert [loads[name][1] for name in names] == sources
+    enables = [loads[name][0] for name in names]
+    # row 0's on the stage's load enable (the tile's o.ready), the others on copies of it
+    assert enables == ["tile__ready", *(f"gq_input_en{n}" for n in range(1, len(names)))]
+    for r, name in enumerate(names[:-1]):
+        assert re.search(rf"connect \\A \\{name} \[\d+\]", text), f"row {r}'s decode"
+
+
+def test_mx_output_presents_a_run_latency_cycles_after_it_enters():
+    """A run of one block entering alone, the output always ready, leaves exactly
+    ``latency`` cycles later: the tile's stages, the quantizers' default depth and the
+    receive register."""
+    from amaranth.sim import Simulator
+
+    g = MXGemm("fp4_e2m1", rows=2, cols=2, block_size=2, contexts=2, stages=2,
+               out_format="fp8_e4m3")
+    assert g.latency == 2 + MXQuantizer("fp8_e4m3", 2, "fp32").stages + 1
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(g.o.ready, 1)
+        ctx.set(g.i.payload.first, 1)
+        ctx.set(g.i.payload.last, 1)
+        ctx.set(g.i.valid, 1)
+        entered = None
+        for cycle in range(40):
+            await ctx.delay(1e-8)
+            if entered is None and ctx.get(g.i.ready):
+                entered = cycle
+            if ctx.get(g.o.valid):
+                seen.append(cycle - entered)
+            await ctx.tick()
+            if entered is not None:
+                ctx.set(g.i.valid, 0)
+
+    sim = Simulator(g)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == [g.latency], seen
 
 
 def test_memory_accumulators_are_one_memory_per_lane():

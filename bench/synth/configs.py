@@ -184,12 +184,12 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "gemm": "the tile's output into the MX output quantizer (fp4 4 x 4: `gemm_finish_en12` "
-            "-> `gq_q3_decode`, 6 cells, 7.7 ns of routing: the tile's last stage, skid mux "
-            "on its enable, fans out to the row quantizers' decode across the die): a "
-            "register stage between the tile's output and each row's quantizer, and then "
-            "the input ring's `ctx`/`first` fan-out to every lane's RAM read; the fp8 2 x 4 "
-            "tile not placed since the per-lane forwarding copies",
+    "gemm": "place the build with each row's receive register (the tile's output, through "
+            "its skid mux, into a register per row, `gq_input`/`gq_q<r>_input`, on enable "
+            "copies of their own; the stored fp4 4 x 4 result's path, `gemm_finish_en12` -> "
+            "`gq_q3_decode`, 7.7 ns of routing, ran into every row's decode), then the input "
+            "ring's `ctx`/`first` fan-out to every lane's RAM read; the fp8 2 x 4 tile not "
+            "placed since the per-lane forwarding copies",
     "nvfp4-dequantizer": "each lane's shifter onto the output grid (`position` -> `align`, "
                          "6 cells, 1.3 ns logic + 3.8-4.0 ns routing, from the shift "
                          "amount's first register, with three copies): the shift in two "

@@ -96,7 +96,8 @@ class MXGemm(Unit):
         None (the default): fp32 results.  An element format: each row's C results leave as
         one MX block of that format (``cols`` a power of two in 2..16), quantized with the
         floor scale and RNE (:mod:`hw.gemm.output`: R quantize steps side by side on a
-        pipeline after the tile's, ``quantizer_stages`` more latency).  The fp32 results of
+        pipeline after the tile's, each row's results received in a register stage of its
+        own, ``quantizer_stages`` more latency).  The fp32 results of
         nvfp4 operands may be quantized so too (an NVFP4 output is golden's only).
     accumulation : {"exact", "tcgen05.mxf8f6f4", "tcgen05.mxf4", "tcgen05.mxf4nvf4"}
         Every lane's block step, chained as for :class:`hw.dot.MXDotGeneral` (mxf4 and
@@ -130,7 +131,9 @@ class MXGemm(Unit):
         ``stages`` (+ ``quantizer_stages``): a run's last block accepted in cycle t is
         presented in cycle t + latency (without backpressure).
     quantizer_stages : int
-        The output quantizers' depth (their default), 0 for fp32 results.
+        The output quantizers' depth, 0 for fp32 results: MXQuantizer's default and the
+        register stage that receives the tile's results
+        (:func:`hw.gemm.output.output_quantizer`).
     lanes : int
         ``rows * cols``: dot lanes, each ``block_size`` MACs per clock.
     sections : dict of str to float
