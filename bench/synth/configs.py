@@ -184,12 +184,12 @@ NEXT_STEPS: dict[str, str] = {
     "dot": "`--multipliers dsp` needs a synthesis pass that moves the fabric registers into the "
            "MULT18X18D (yosys has one for Nexus only, lattice_dsp_nexus); until then use "
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
-    "gemm": "place the build with each row's receive register (the tile's output, through "
-            "its skid mux, into a register per row, `gq_input`/`gq_q<r>_input`, on enable "
-            "copies of their own; the stored fp4 4 x 4 result's path, `gemm_finish_en12` -> "
-            "`gq_q3_decode`, 7.7 ns of routing, ran into every row's decode), then the input "
-            "ring's `ctx`/`first` fan-out to every lane's RAM read; the fp8 2 x 4 tile not "
-            "placed since the per-lane forwarding copies",
+    "gemm": "a lane's accumulator loop (fp4 4 x 4: `gemm_finish_en20` -> `r1c0_leave_last` "
+            "-> the accumulator RAM's read select -> `r1c0_decode`'s c, 1.48 ns logic + 6.41 "
+            "ns routing: the lane's last stage back to its first across the die): the "
+            "forwarding select decided a cycle ahead and registered, then c taken one section "
+            "after decode (a shorter loop); then the input ring's `ctx`/`first` fan-out to "
+            "every lane's RAM read; the fp8 2 x 4 tile not placed with the receive registers",
     "nvfp4-dequantizer": "each lane's shifter onto the output grid (`position` -> `align`, "
                          "6 cells, 1.3 ns logic + 3.8-4.0 ns routing, from the shift "
                          "amount's first register, with three copies): the shift in two "
