@@ -83,7 +83,12 @@ LANE_ESTIMATES = {
     "position": Estimate(3.0, "the lane's binade added to the block's, both signs; shift "
                          "amount as a select, the grid's constant offset in the block's "
                          "below (as the MX dequantizer's position)"),
-    "align": Estimate(3.5, "the shift and its sticky OR (as the MX dequantizer's align)"),
+    "align_hi": Estimate(2.5, "the shift by the amount's high bits (0, 8, 16 or 24 places) "
+                         "and the sticky bit, a comparison of the trailing zeros beside it "
+                         "(estimate; with the whole shift in one section, position -> align "
+                         "was the unit's critical path: 5 cells, 1.3 ns logic + 3.8-4.0 ns "
+                         "routing, 3 seeds)"),
+    "align": Estimate(2.5, "the shift by the amount's low bits, 0..7 places (estimate)"),
     "round": Estimate(3.5, "the increment and the code, overflow beside them (as the MX "
                       "dequantizer's round)"),
     "output": Estimate(0.5, "Inf, zero and NaN selects on registered flags"),
@@ -95,6 +100,10 @@ LANE_ESTIMATES = {
 #: 4.2-4.4 ns of routing, 3 seeds); in two and in three, still a worst path (5.1-5.3 ns, 3.8-4.0
 #: ns of routing, 3 seeds).
 POSITION_COPIES = 3
+
+#: The low bits of each lane's shift amount, by which section ``align`` shifts; ``align_hi``
+#: shifts by the others (:func:`hw.dequantizer.output_lanes`' ``shift_low_bits``).
+SHIFT_LOW_BITS = 3
 
 #: Registers of f(P * s)'s shift amounts, the leading-zero count at ``pcount`` and the drop at
 #: ``pposition``, each driving a part of the 28-bit product's shifter: from one register
@@ -374,7 +383,8 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
                "tz": ln.tz, "above": ln.above + ln.binade, "below": ln.below - ln.binade}
               for ln in lanes]
     return output_lanes(scope, grid, output_format, placed, trailing_zeros=True,
-                        position_copies=POSITION_COPIES, below_biased=True)
+                        position_copies=POSITION_COPIES, below_biased=True,
+                        shift_low_bits=SHIFT_LOW_BITS)
 
 
 def lane_grid(output_format, levels: int) -> Grid:
