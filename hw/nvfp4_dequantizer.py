@@ -354,10 +354,18 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
                        "t": (blk.sig + (blk.sig << 1))[:w + 2], "tz": tz,
                        "above": blk.above, "below": blk.below}, "triple")
 
-    # -- tnorm: 3 * S normalized, a select on the registered carry, and its binade ----------
+    # -- tnorm: 3 * S normalized, a select on the registered carry, and its binade; beside
+    # it each lane's e2m1 fields (tables of the code), so that decode's selects of S or 3 * S
+    # hang off a register per lane ---------------------------------------------------------
     flags = {f: getattr(blk, f) for f in flags}
     t, carry = blk.t, blk.t[w + 1]
-    blk = scope.cross({**flags, "codes": blk.codes, "s1": Cat(Const(0, 2), blk.sig),
+    codes = []
+    for i in range(k):
+        el = decode_element(m, blk.codes[i], FMT, scope.name(f"lane{i}"))
+        codes.append({"neg": el.neg, "zero": el.zero,
+                      "three": el.sig.all(),  # normal with the mantissa bit set: 1.5 * 2^b
+                      "binade": element_binade(m, el.mag, FMT, scope.name(f"lane{i}_binade"))})
+    blk = scope.cross({**flags, "codes": codes, "s1": Cat(Const(0, 2), blk.sig),
                        "s3": Mux(carry, t, t << 1)[:w + 2],
                        "tz1": blk.tz + 2, "tz3": blk.tz + ~carry,
                        "above1": blk.above, "below1": blk.below,
@@ -368,15 +376,13 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     # -- decode: per lane, e2m1 value = 2^b (S) or 1.5 * 2^b (3 * S, one binade down) ------
     lanes = []
     for i in range(k):
-        el = decode_element(m, blk.codes[i], FMT, scope.name(f"lane{i}"))
-        three = el.sig.all()  # normal with the mantissa bit set: 1.5 * 2^b
+        el = blk.codes[i]
         lanes.append({"neg": el.neg ^ blk.neg, "zero": el.zero | blk.zero,
                       "nan": blk.nan | (blk.inf & el.zero), "inf": blk.inf,
-                      "sig": Mux(three, blk.s3, blk.s1),
-                      "tz": Mux(three, blk.tz3, blk.tz1),
-                      "above": Mux(three, blk.above3, blk.above1),
-                      "below": Mux(three, blk.below3, blk.below1),
-                      "binade": element_binade(m, el.mag, FMT, scope.name(f"lane{i}_binade"))})
+                      "sig": Mux(el.three, blk.s3, blk.s1),
+                      "tz": Mux(el.three, blk.tz3, blk.tz1),
+                      "above": Mux(el.three, blk.above3, blk.above1),
+                      "below": Mux(el.three, blk.below3, blk.below1), "binade": el.binade})
     lanes = scope.cross(lanes, "decode")
 
     placed = [{"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf, "sig": ln.sig,
