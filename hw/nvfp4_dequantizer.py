@@ -23,7 +23,7 @@ from amaranth.lib import data
 import golden
 
 from .arith import leading_zeros, wire
-from .dequantizer import OUTPUTS, align_parts, output_lanes
+from .dequantizer import OUTPUTS, align_high, align_low, output_lanes
 from .dot.sections import Estimate
 from .elements import decode_element, element_binade
 from .params import check_block_size, check_choice
@@ -57,29 +57,43 @@ TENSOR_ESTIMATES = {
     "pcount": Estimate(3.5, "the leading-zero count of the 28-bit product (estimate; with "
                        "the shift in one section it was the critical path, 7.2-7.5 ns over "
                        "8-16 cells, 3 seeds)"),
-    "pnorm": Estimate(3.5, "the normalizing shift and the product's binade (estimate)"),
+    "pnorm_hi": Estimate(2.5, "the normalizing shift by the count's high bits (0, 8, 16 or 24 "
+                         "places), the product's binade and trailing zeros beside it "
+                         "(estimate; with the whole shift in one section, pcount -> pnorm was "
+                         "a worst path: 5 cells, 1.3 ns logic + 3.8 ns routing)"),
+    "pnorm": Estimate(2.5, "the shift by the count's low bits, 0..7 places (estimate)"),
     "pposition": Estimate(3.0, "the product's fp32 binade and shift amount (estimate)"),
-    "palign": Estimate(3.5, "the shift onto the fp32 grid and its sticky OR (estimate)"),
+    "palign_hi": Estimate(2.5, "the shift onto the fp32 grid by the drop's high bits and "
+                          "the sticky compare (estimate; with the whole shift in one section, "
+                          "pposition -> palign was the critical path: 5 cells, 1.29 ns logic + "
+                          "3.71 ns routing)"),
+    "palign": Estimate(2.5, "the shift by the drop's low bits, 0..7 places (estimate)"),
     "pround": Estimate(3.5, "the increment of f(P * s), its overflow beside it (estimate)"),
     "bnorm": Estimate(3.5, "f(P * s)'s fields and the leading-zero count of its 24-bit "
                       "significand (a subnormal f(P * s)); with the shift in one section it "
                       "was the unit's critical path, 7.9-8.6 ns over 16-19 cells (3 seeds)"),
+    "block_hi": Estimate(2.5, "the normalizing shift of f(P * s) by the count's high bits "
+                         "(0, 8 or 16 places) and the block's binade beside it (estimate; with "
+                         "the whole shift in block, bnorm -> block was a worst path: 5 cells, "
+                         "1.3 ns logic + 3.9 ns routing)"),
 }
 #: The block's sections, both levels: its significand S (normalized) and 3 * S.
 BLOCK_ESTIMATES = {
-    "block": Estimate(3.5, "the normalizing shift of f(P * s) (single level: the scale's "
-                      "fields, its 4-bit leading-zero count and shift) and the block's binade "
-                      "(estimate)"),
+    "block": Estimate(3.5, "the normalizing shift of f(P * s) by the count's low bits "
+                      "(single level: the scale's fields, its 4-bit leading-zero count and "
+                      "shift, and the block's binade) (estimate)"),
     "triple": Estimate(2.5, "3 * S (one carry chain of 26 bits) and the trailing zeros of S "
                        "(estimate; with the normalization in one section it was the unit's "
                        "critical path, 5.8-6.2 ns over 8-10 cells, 3 seeds)"),
-    "tnorm": Estimate(1.5, "3 * S's one-bit normalization: a select on the registered carry "
+    "tnorm": Estimate(1.5, "3 * S's one-bit normalization, a select on the registered carry, "
+                      "and beside it each lane's e2m1 fields and binade (tables of the code) "
                       "(estimate)"),
 }
 #: The lanes' sections: decode, then :func:`hw.dequantizer.output_lanes`' four.
 LANE_ESTIMATES = {
-    "decode": Estimate(2.5, "the e2m1 fields and binade (tables) and the S / 3 * S select "
-                       "(estimate)"),
+    "decode": Estimate(2.5, "the S / 3 * S selects on a registered flag per lane (estimate; "
+                       "with the e2m1 tables here, tnorm -> decode was the unit's critical "
+                       "path: 3 cells, 1.22 ns logic + 4.2-4.3 ns routing, 2 of 3 seeds)"),
     "position": Estimate(3.0, "the lane's binade added to the block's, both signs; shift "
                          "amount as a select, the grid's constant offset in the block's "
                          "below (as the MX dequantizer's position)"),
@@ -94,15 +108,18 @@ LANE_ESTIMATES = {
     "output": Estimate(0.5, "Inf, zero and NaN selects on registered flags"),
 }
 
-#: Registers of each lane's shift amount at the ``position`` boundary, each driving a part of
-#: the lane's 26-bit shifter (:func:`hw.dequantizer.output_lanes`): in one register, its bits'
-#: fan-out to the shifter is the unit's critical path (``position`` -> ``align``, 5 cells,
-#: 4.2-4.4 ns of routing, 3 seeds); in two and in three, still a worst path (5.1-5.3 ns, 3.8-4.0
-#: ns of routing, 3 seeds).
+#: Registers of each lane's shift amounts, the high bits at the ``position`` boundary and the
+#: low ones at ``align_hi``, each driving a part of the lane's shifter
+#: (:func:`hw.dequantizer.output_lanes`).  With the whole shift in one section: in one
+#: register, its bits' fan-out to the shifter was the unit's critical path (``position`` ->
+#: ``align``, 5 cells, 4.2-4.4 ns of routing, 3 seeds); in two and in three, still a worst
+#: path (5.1-5.3 ns, 3.8-4.0 ns of routing, 3 seeds).
 POSITION_COPIES = 3
 
-#: The low bits of each lane's shift amount, by which section ``align`` shifts; ``align_hi``
-#: shifts by the others (:func:`hw.dequantizer.output_lanes`' ``shift_low_bits``).
+#: The low bits of each shift amount by which a shift's second section shifts, the first by
+#: the others: each lane's onto the output grid (``align_hi``, ``align``;
+#: :func:`hw.dequantizer.output_lanes`' ``shift_low_bits``), f(P * s)'s normalization
+#: (``pnorm_hi``, ``pnorm``) and its shift onto the fp32 grid (``palign_hi``, ``palign``).
 SHIFT_LOW_BITS = 3
 
 #: Registers of f(P * s)'s shift amounts, the leading-zero count at ``pcount`` and the drop at
@@ -270,12 +287,18 @@ def tensor_scale_product(scope, payload):
     lz = leading_zeros(m, blk.q, name=scope.name("p_lz"))
     blk = scope.cross({**flags, "q": blk.q, "lz": lz}, "pcount")
     lzs = [blk.lz, *scope.replicate(lz, "pcount", TENSOR_COPIES - 1)]
-    lz = blk.lz
+    lz, low = blk.lz, SHIFT_LOW_BITS
     above = blk.lsb + (width - 1 - _FP32_EMIN) - lz
-    blk = scope.cross({"codes": blk.codes, "sig": _shift_left(blk.q, lzs), "tz": blk.tz + lz,
-                       "above": above, "below": lz - (width - 1 - _FP32_EMIN) - blk.lsb,
-                       "zero": ~blk.q.any(), "nan": blk.nan, "inf": blk.inf, "neg": blk.neg},
-                      "pnorm")
+    flags = {"codes": blk.codes, "tz": blk.tz + lz, "above": above,
+             "below": lz - (width - 1 - _FP32_EMIN) - blk.lsb, "zero": ~blk.q.any(),
+             "nan": blk.nan, "inf": blk.inf, "neg": blk.neg}
+    # the shift by the count's high bits, then by its low ones
+    blk = scope.cross({**flags, "sig": _shift_left(blk.q, [Cat(Const(0, low), c[low:])
+                                                           for c in lzs]),
+                       "fine": lz[:low]}, "pnorm_hi")
+    fines = [blk.fine, *scope.replicate(lz[:low], "pnorm_hi", TENSOR_COPIES - 1)]
+    flags = {f: getattr(blk, f) for f in flags}
+    blk = scope.cross({**flags, "sig": _shift_left(blk.sig, fines)}, "pnorm")
 
     # -- pposition, palign, pround: f(P * s) on the fp32 grid (subnormals included) --------
     grid = Grid(sig_width=width, emin=_FP32_EMIN, mbits=_FP32.mbits,
@@ -288,8 +311,12 @@ def tensor_scale_product(scope, payload):
     drops = [blk.position.drop, *scope.replicate(position.drop, "pposition",
                                                  TENSOR_COPIES - 1)]
     flags = {f: getattr(blk, f) for f in flags}
-    blk = scope.cross({**flags, "grid": align_parts(m, grid, blk, drops, scope.name("p_rnd"),
-                                                    trailing_zeros=True)}, "palign")
+    high = align_high(m, grid, blk, drops, SHIFT_LOW_BITS, scope.name("p_rnd"))
+    blk = scope.cross({**flags, "part": high}, "palign_hi")
+    fines = [blk.part.fine, *scope.replicate(high.fine, "palign_hi", TENSOR_COPIES - 1)]
+    flags = {f: getattr(blk, f) for f in flags}
+    blk = scope.cross({**flags, "grid": align_low(m, grid, blk.part, fines,
+                                                  scope.name("p_rnd"))}, "palign")
     flags = {f: getattr(blk, f) for f in flags}
     ebits = _FP32.bits - 1 - _FP32.mbits
     overflow = overflows(m, blk.grid.binade, ebits=ebits, name=scope.name("p_overflow"))
@@ -332,7 +359,14 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
                            "below0": (emin_out - (w - 1) + drop_normal) - lsb,
                            "lz": leading_zeros(m, sig, name=scope.name("b_lz"))}, "bnorm")
         flags = {f: getattr(blk, f) for f in flags}
-        sig, above0, below0, lz = blk.sig, blk.above0, blk.below0, blk.lz
+        # block_hi: the shift by the count's high bits and the binade; block: by its low bits
+        low = SHIFT_LOW_BITS
+        blk = scope.cross({**flags, "codes": blk.codes,
+                           "sig": (blk.sig << Cat(Const(0, low), blk.lz[low:]))[:w],
+                           "fine": blk.lz[:low], "above": blk.above0 - blk.lz,
+                           "below": blk.below0 + blk.lz}, "block_hi")
+        flags = {f: getattr(blk, f) for f in flags}
+        sig, lz, above, below = blk.sig, blk.fine, blk.above, blk.below
     else:
         blk = payload
         s = _ue4m3(m, payload.scale, scope.name("s"))
@@ -342,8 +376,9 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
         below0 = (emin_out - (w - 1) + drop_normal) - s.lsb
         flags = {"zero": ~sig.any(), "nan": s.nan, "inf": Const(0, 1), "neg": Const(0, 1)}
         lz = leading_zeros(m, sig, name=scope.name("b_lz"))
+        above, below = above0 - lz, below0 + lz
     blk = scope.cross({**flags, "codes": blk.codes, "sig": (sig << lz)[:w],
-                       "above": above0 - lz, "below": below0 + lz}, "block")
+                       "above": above, "below": below}, "block")
 
     # -- triple: 3 * S (its top bit is S's plus 1 or 2: the carry out says which) and the
     # trailing zeros of S and 3 * S (3 is odd: 3 * S has S's), from which every lane takes
