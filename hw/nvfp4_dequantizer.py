@@ -207,14 +207,18 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     if levels == 2:
         blk = tensor_scale_product(scope, payload)
         fe, ff = blk.code[_FP32.mbits:], blk.code[:_FP32.mbits]
-        sig = Cat(ff, fe.any())
+        normal = fe.any()
+        sig = Cat(ff, normal)
         w = len(sig)
-        lsb = signed_wider(Mux(fe.any(), fe, 1)) - (_FP32.bias + _FP32.mbits)
+        # lsb = max(fe, 1) - (bias + mbits): both binades as adds straight from the
+        # registered field, the select on normal after them (not an OR before a carry chain)
+        up = w - 1 - emin_out - (_FP32.bias + _FP32.mbits)
+        down = emin_out - (w - 1) + drop_normal + (_FP32.bias + _FP32.mbits)
         flags = {"zero": blk.zero | ~sig.any(), "nan": blk.nan, "inf": blk.inf,
                  "neg": blk.neg}
         blk = scope.cross({**flags, "codes": blk.codes, "sig": sig,
-                           "above0": lsb + (w - 1 - emin_out),
-                           "below0": (emin_out - (w - 1) + drop_normal) - lsb,
+                           "above0": Mux(normal, signed_wider(fe) + up, 1 + up),
+                           "below0": Mux(normal, down - signed_wider(fe), down - 1),
                            "lz": leading_zeros(m, sig, name=scope.name("b_lz"))}, "bnorm")
         flags = {f: getattr(blk, f) for f in flags}
         # block_hi: the shift by the count's high bits and the binade; block: by its low bits
