@@ -11,6 +11,7 @@ once (:func:`hw.rounding.round_aligned`), overflow to Inf from the binade.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Mux, Value
+from amaranth.utils import bits_for
 
 import golden
 
@@ -138,9 +139,17 @@ def tensor_scale_product(scope, payload):
     blk = scope.cross({**flags, "q": blk.q, "lz": lz}, "pcount")
     lzs = [blk.lz, *scope.replicate(lz, "pcount", TENSOR_COPIES - 1)]
     lz, low = blk.lz, SHIFT_LOW_BITS
-    above = blk.lsb + (width - 1 - _FP32_EMIN) - lz
-    flags = {"codes": blk.codes, "tz": blk.tz + lz, "above": above,
-             "below": lz - (width - 1 - _FP32_EMIN) - blk.lsb, "zero": ~blk.q.any(),
+    grid = Grid(sig_width=width, emin=_FP32_EMIN, mbits=_FP32.mbits,
+                top_min=(_FP32_EMIN - _FP32.mbits) - 9)
+    # the binade above fp32's lowest normal one, and beside it what grid.position forms
+    # from its negation ``below`` (a subnormal f(P * s)'s shift ``below + drop_normal``,
+    # clamped where ``below > drop_max - drop_normal``), each one carry chain from lz: so
+    # pposition is two selects
+    below = lz - (width - 1 - _FP32_EMIN) - blk.lsb
+    flags = {"codes": blk.codes, "tz": blk.tz + lz,
+             "above": blk.lsb + (width - 1 - _FP32_EMIN) - lz,
+             "clamp": ~(below - (grid.drop_max - grid.drop_normal + 1))[-1],
+             "biased": below + grid.drop_normal, "zero": ~blk.q.any(),
              "nan": blk.nan, "inf": blk.inf, "neg": blk.neg}
     # the shift by the count's high bits, then by its low ones
     blk = scope.cross({**flags, "sig": _shift_left(blk.q, [Cat(Const(0, low), c[low:])
@@ -151,11 +160,13 @@ def tensor_scale_product(scope, payload):
     blk = scope.cross({**flags, "sig": _shift_left(blk.sig, fines)}, "pnorm")
 
     # -- pposition, palign, pround: f(P * s) on the fp32 grid (subnormals included) --------
-    grid = Grid(sig_width=width, emin=_FP32_EMIN, mbits=_FP32.mbits,
-                top_min=(_FP32_EMIN - _FP32.mbits) - 9)
     flags = {"codes": blk.codes, "zero": blk.zero, "nan": blk.nan, "inf": blk.inf,
              "neg": blk.neg}
-    position = grid.position(m, blk.above, blk.below, name=scope.name("p_rnd"))
+    under = blk.above[-1]  # a subnormal f(P * s)
+    drop = Mux(under, Mux(blk.clamp, grid.drop_max, blk.biased), grid.drop_normal)
+    position = wire(m, {"drop": drop.as_unsigned()[:bits_for(grid.drop_reach)],
+                        "binade": Mux(under, 0, blk.above).as_unsigned()[:len(blk.above) - 1]},
+                    scope.name("p_rnd_position"))
     blk = scope.cross({**flags, "sig": blk.sig, "tz": blk.tz, "position": position},
                       "pposition")
     drops = [blk.position.drop, *scope.replicate(position.drop, "pposition",
