@@ -133,23 +133,22 @@ def tensor_scale_product(scope, payload):
 
     # -- pcount, pnorm: normalize the product, its binade above fp32's lowest normal one ---
     width = _P_BITS + _S_BITS
-    flags = {"codes": blk.codes, "lsb": blk.lsb, "tz": blk.tz, "nan": blk.nan,
-             "inf": blk.inf, "neg": blk.neg}
+    grid = Grid(sig_width=width, emin=_FP32_EMIN, mbits=_FP32.mbits,
+                top_min=(_FP32_EMIN - _FP32.mbits) - 9)
+    # the binade above fp32's lowest normal one is top - lz; its negation ``below``, from
+    # which grid.position forms a subnormal f(P * s)'s shift ``below + drop_normal``, clamped
+    # where ``below > drop_max - drop_normal``: the constants go into top here (beside the
+    # count), so that each is one carry chain from lz in pnorm_hi and pposition two selects
+    top = blk.lsb + (width - 1 - _FP32_EMIN)
+    flags = {"codes": blk.codes, "top": top, "base": top - grid.drop_normal,
+             "lim": top + (grid.drop_max - grid.drop_normal + 1), "tz": blk.tz,
+             "nan": blk.nan, "inf": blk.inf, "neg": blk.neg}
     lz = leading_zeros(m, blk.q, name=scope.name("p_lz"))
     blk = scope.cross({**flags, "q": blk.q, "lz": lz}, "pcount")
     lzs = [blk.lz, *scope.replicate(lz, "pcount", TENSOR_COPIES - 1)]
     lz, low = blk.lz, SHIFT_LOW_BITS
-    grid = Grid(sig_width=width, emin=_FP32_EMIN, mbits=_FP32.mbits,
-                top_min=(_FP32_EMIN - _FP32.mbits) - 9)
-    # the binade above fp32's lowest normal one, and beside it what grid.position forms
-    # from its negation ``below`` (a subnormal f(P * s)'s shift ``below + drop_normal``,
-    # clamped where ``below > drop_max - drop_normal``), each one carry chain from lz: so
-    # pposition is two selects
-    below = lz - (width - 1 - _FP32_EMIN) - blk.lsb
-    flags = {"codes": blk.codes, "tz": blk.tz + lz,
-             "above": blk.lsb + (width - 1 - _FP32_EMIN) - lz,
-             "clamp": ~(below - (grid.drop_max - grid.drop_normal + 1))[-1],
-             "biased": below + grid.drop_normal, "zero": ~blk.q.any(),
+    flags = {"codes": blk.codes, "tz": blk.tz + lz, "above": blk.top - lz,
+             "clamp": ~(lz - blk.lim)[-1], "biased": lz - blk.base, "zero": ~blk.q.any(),
              "nan": blk.nan, "inf": blk.inf, "neg": blk.neg}
     # the shift by the count's high bits, then by its low ones
     blk = scope.cross({**flags, "sig": _shift_left(blk.q, [Cat(Const(0, low), c[low:])
