@@ -119,7 +119,7 @@ class NVFP4Dequantizer(Unit):
         1: single level, ``e2m1(code) * s``; 2: two level, the fp32 tensor scale P is the
         input field ``tensor_scale``, given with every block (it changes per tensor).
     stages : int, optional
-        Pipeline registers, ``1..len(sections)`` (8 single level, 16 two level); default
+        Pipeline registers, ``1..len(sections)`` (9 single level, 20 two level); default
         :func:`hw.pipeline.default_stages` of the estimates (:data:`TENSOR_ESTIMATES`,
         :data:`BLOCK_ESTIMATES`, :data:`LANE_ESTIMATES`).
 
@@ -137,8 +137,8 @@ class NVFP4Dequantizer(Unit):
 
     Latency is ``stages`` cycles, one block per clock; flow control is
     :class:`hw.pipeline.Pipeline`'s (``i.ready`` a register, a skid register at the output).
-    Two level, k = 16, fp32, default 16 stages: 5,548 LUT4, 5,620 FF, 196.0 MHz on ECP5
-    (188.7-198.1, 3 seeds; docs/performance.md).
+    Two level, k = 16, fp32, default 20 stages: 4,630 LUT4, 6,741 FF, 205.0 MHz on ECP5
+    (201.6-206.5, 3 seeds; docs/performance.md).
     """
 
     def __init__(self, block_size=16, output_format="fp32", levels=2, *, stages=None):
