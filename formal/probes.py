@@ -6,11 +6,12 @@ registers of every registered boundary (:func:`pipeline_probes`), for the formal
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from hw.pipeline import registered_boundaries
 
-__all__ = ["pipeline_probes", "lane_probes", "replicas", "enable_copies"]
+__all__ = ["pipeline_probes", "lane_probes", "replicas", "replica_names",
+           "enable_copies"]
 
 
 def lane_probes(text: str, sections, stages: int, prefix: str, lanes, **options):
@@ -20,20 +21,33 @@ def lane_probes(text: str, sections, stages: int, prefix: str, lanes, **options)
     named = [lane for lane in lanes if lane is not None]
     lane_replicas = replicas(text, f"{prefix}_{named[0]}", boundaries) if named else {}
     return pipeline_probes(sections, stages, prefix, **options,
-                           replicas=replicas(text, prefix, boundaries, named), lanes=lanes,
-                           lane_replicas=lane_replicas)
+                           replicas=replica_names(text, prefix, boundaries, named),
+                           lanes=lanes, lane_replicas=lane_replicas)
 
 
 def replicas(text: str, prefix: str, boundaries, lanes=()) -> dict[str, int]:
-    """How many replicas (:meth:`hw.pipeline.Pipeline.replicate`) of a value each registered
+    """How many replica registers (:meth:`hw.pipeline.Pipeline.replicate`) each registered
     boundary of a :class:`hw.pipeline.Pipeline` named ``prefix`` carries (those with any),
-    read off the unit's RTLIL ``text``: the registers ``<prefix>_<boundary>_r<c>``, numbered
-    from 0; those of the named ``lanes`` (``<prefix>_<lane>_<boundary>_r<c>``, a lane's
-    replicas beside the boundary's register, :meth:`hw.scope.PipelineScope.replicate`) left
-    out (their count: ``replicas(text, "<prefix>_<lane>", boundaries)``)."""
-    counts = _numbered_wires(text, prefix, boundaries, r"_r(\d+)", 0, "replicas",
-                             skip=tuple(f"{prefix}_{lane}_" for lane in lanes))
-    return {boundary: n for boundary, n in counts.items() if n}
+    read off the unit's RTLIL ``text``: the counts of :func:`replica_names`."""
+    return {boundary: len(names)
+            for boundary, names in replica_names(text, prefix, boundaries, lanes).items()}
+
+
+def replica_names(text: str, prefix: str, boundaries, lanes=()) -> dict[str, list[str]]:
+    """The replica registers (:meth:`hw.pipeline.Pipeline.replicate`) of each registered
+    boundary of a :class:`hw.pipeline.Pipeline` named ``prefix`` (those with any), read off
+    the unit's RTLIL ``text``, in the order they were made (the order they load on the
+    stage's enable copies): the registers ``<prefix>_<boundary>_r<c>``, numbered from 0.
+    Each call of ``replicate`` numbers its copies from 0, so where several values cross one
+    boundary in replicas (a value per lane), the later calls' registers repeat the names and
+    Amaranth makes them unique as ``<prefix>_<boundary>_r<c>$<n>``: a boundary's replicas
+    are runs, each numbered from 0 without a gap.  Those of the named ``lanes``
+    (``<prefix>_<lane>_<boundary>_r<c>``, a lane's replicas beside the boundary's register,
+    :meth:`hw.scope.PipelineScope.replicate`) are left out (their count:
+    ``replicas(text, "<prefix>_<lane>", boundaries)``)."""
+    names = _numbered_wires(text, prefix, boundaries, r"_r(\d+)", 0, "replicas",
+                            skip=tuple(f"{prefix}_{lane}_" for lane in lanes), runs=True)
+    return {boundary: found for boundary, found in names.items() if found}
 
 
 def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
@@ -42,37 +56,48 @@ def enable_copies(text: str, prefix: str, boundaries) -> dict[str, int]:
     register loads in parts, one per copy, and each replica on copies of its own), read off
     the unit's RTLIL ``text``: the wires ``<prefix>_<boundary>_en<c>_advance`` besides
     ``..._en_advance``."""
-    counts = _numbered_wires(text, prefix, boundaries, r"_en(\d+)_advance", 1,
-                             "enable copies")
-    return {boundary: 1 + n for boundary, n in counts.items()}
+    names = _numbered_wires(text, prefix, boundaries, r"_en(\d+)_advance", 1,
+                            "enable copies")
+    return {boundary: 1 + len(found) for boundary, found in names.items()}
 
 
 def _numbered_wires(text: str, prefix: str, boundaries, suffix: str, first: int,
-                    what: str, skip: tuple[str, ...] = ()) -> dict[str, int]:
-    """Per boundary, how many wires ``<prefix>_<boundary>`` + ``suffix`` (a pattern with one
-    number group) the RTLIL ``text`` has, numbered from ``first`` without a gap; any other
-    such wire (except those starting with one of ``skip``) is an error."""
-    found = {(tag, n) for tag, n in
-             re.findall(rf"^\s*wire .*\\({re.escape(prefix)}_\w+){suffix}$", text,
+                    what: str, skip: tuple[str, ...] = (),
+                    runs: bool = False) -> dict[str, list[str]]:
+    """Per boundary, the names of the wires ``<prefix>_<boundary>`` + ``suffix`` (a pattern
+    with one number group) of the RTLIL ``text``, numbered from ``first`` without a gap;
+    with ``runs``, in the text's order, in runs each numbered so, a run after the first with
+    Amaranth's suffix of a repeated name, ``$<n>``.  Any other such wire (except those
+    starting with one of ``skip``) is an error."""
+    repeat = r"(\$\d+)?" if runs else r"()"
+    found = [(name, tag, int(n), again) for name, tag, n, again in
+             re.findall(rf"^\s*wire .*\\(({re.escape(prefix)}_\w+){suffix}{repeat})$", text,
                         flags=re.MULTILINE)
-             if not tag.startswith(skip)}
-    counts = {}
+             if not tag.startswith(skip)]
+    if not runs:
+        found.sort(key=lambda wire: wire[2])
+    names = {}
     for boundary in boundaries:
-        tag, n = f"{prefix}_{boundary}", first
-        while (tag, str(n)) in found:
-            n += 1
-        counts[boundary] = n - first
-    if sum(counts.values()) != len(found):
+        tag, numbers, names[boundary] = f"{prefix}_{boundary}", [], []
+        for name, t, n, again in found:
+            if t != tag:
+                continue
+            if n != (numbers[-1] + 1 if numbers else first) and not (numbers and n == first
+                                                                      and again):
+                break
+            numbers.append(n)
+            names[boundary].append(name)
+    if sum(len(v) for v in names.values()) != len(found):
         raise ValueError(f"{what} of {prefix!r} outside the registered boundaries or not "
-                         f"numbered from {first}: {sorted(found)}")
-    return counts
+                         f"numbered from {first}: {sorted(name for name, *_ in found)}")
+    return names
 
 
 def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
                     *, scope: str = "", data: bool = False,
                     copies: Mapping[str, int] | None = None,
                     hold_when: bool = False,
-                    replicas: Mapping[str, int] | None = None,
+                    replicas: Mapping[str, int | Sequence[str]] | None = None,
                     lanes=(None,),
                     lane_replicas: Mapping[str, int] | None = None) -> dict[str, list[str]]:
     """Names, in the flattened netlist, of the registers of a :class:`hw.pipeline.Pipeline`
@@ -84,7 +109,8 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     each stage's further copies after its first) and with ``hold_when`` ``hold`` (the one
     register saying whether the last stage's block waits); with ``data``, also ``data`` (each
     stage's data register), ``skid`` (the skid register after the last stage) and ``replicas``
-    (with ``replicas``, boundary -> number, :func:`replicas`: each boundary's replica
+    (with ``replicas``, boundary -> number, :func:`replicas`, the registers ``..._r<c>``, or
+    boundary -> the registers' names, :func:`replica_names`: each boundary's replica
     registers, in order; their enables are the stage's enable copies after its own parts) and
     ``beside``: with several ``lanes`` (:attr:`FormalUnit.lanes`), the registers beside the
     boundary's, lane by lane: a named first lane's replicas, each other lane's register
@@ -108,8 +134,12 @@ def pipeline_probes(sections: Mapping[str, float], stages: int, prefix: str,
     if data:
         probes["data"] = tags
         probes["skid"] = [f"{tags[-1]}_skid"]
-        probes["replicas"] = [f"{t}_r{c}" for b, t in zip(boundaries, tags, strict=True)
-                              for c in range((replicas or {}).get(b, 0))]
+        given = replicas or {}
+        probes["replicas"] = [
+            name for b, t in zip(boundaries, tags, strict=True)
+            for name in ([f"{t}_r{c}" for c in range(given.get(b, 0))]
+                         if isinstance(given.get(b, 0), int)
+                         else [f"{scope}{r}" for r in given[b]])]
         lane_regs = [(f"{scope}{prefix}_{lane}_{b}{r}", t)
                      for j, lane in enumerate(lanes) if lane is not None
                      for b, t in zip(boundaries, tags, strict=True)

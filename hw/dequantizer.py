@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from amaranth.hdl import Cat, Module, Mux
+from amaranth.hdl import Cat, Const, Module, Mux
 from amaranth.lib import data
 
 import golden
@@ -24,8 +24,8 @@ from .registry import UnitSpec, format_help
 from .rounding import RNE, Grid, overflows, round_aligned
 from .unit import Unit
 
-__all__ = ["MXDequantizer", "dequantize_step", "output_lanes", "align_parts", "ESTIMATES",
-           "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
+__all__ = ["MXDequantizer", "dequantize_step", "output_lanes", "align_parts", "align_high",
+           "align_low", "ESTIMATES", "DEQUANTIZER_SECTIONS", "DEFAULT_STAGES", "cli_units"]
 
 OUTPUTS = ("fp32", "bf16", "fp16")
 
@@ -174,7 +174,8 @@ def dequantize_step(scope, fmt, output_format, block_size: int, payload):
 
 
 def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = False,
-                 position_copies: int = 1, below_biased: bool = False):
+                 position_copies: int = 1, below_biased: bool = False,
+                 shift_low_bits: int | None = None):
     """The ``position``, ``align``, ``round`` and ``output`` sections of a dequantizer: each
     lane's normalized significand onto ``output_format``'s grid (``grid``, a
     :class:`hw.rounding.Grid`), rounded once (RNE), with overflow to Inf, zeros and the
@@ -192,11 +193,23 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
     out to every bit of the shifter.
     ``below_biased``: each lane's ``below`` includes ``grid.drop_normal``
     (:meth:`hw.rounding.Grid.position`).
+    ``shift_low_bits``: the shift onto the grid in two sections, ``align_hi`` (by the shift
+    amount's bits from ``shift_low_bits`` up, and the sticky bit) and ``align`` (by its low
+    ``shift_low_bits`` bits; all of them where the amount is no wider), each amount in
+    ``position_copies`` registers (:func:`align_high`, :func:`align_low`); needs
+    ``trailing_zeros``.  Default: one section, ``align``.
     """
     m, k = scope.module, len(lanes)
     if not isinstance(position_copies, int) or isinstance(position_copies, bool) \
             or position_copies < 1:
         raise ValueError(f"position_copies must be a positive int, not {position_copies!r}")
+    if shift_low_bits is not None:
+        if not isinstance(shift_low_bits, int) or isinstance(shift_low_bits, bool) \
+                or shift_low_bits < 1:
+            raise ValueError(f"shift_low_bits must be a positive int, not {shift_low_bits!r}")
+        if not trailing_zeros:
+            raise ValueError("shift_low_bits needs trailing_zeros (the sticky bit as a "
+                             "comparison beside the first shift)")
 
     # -- position: the shift amount (non-zero only for a subnormal result) and the binade
     # as a select on the sign of top - emin_out -------------------------------------------
@@ -215,13 +228,26 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
              + (scope.replicate(placed[i]["position"].drop, "position", position_copies - 1)
                 if position_copies > 1 else []) for i in range(k)]
 
-    # -- align onto the output grid ----------------------------------------------------------
+    # -- align onto the output grid (align_hi, align: by the high bits, then the low ones) ---
+    if shift_low_bits is not None:
+        high = []
+        for i in range(k):
+            ln = lanes[i]
+            high.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
+                         "part": align_high(m, grid, ln, drops[i], shift_low_bits,
+                                            scope.name(f"lane{i}_rnd"))})
+        lanes = scope.cross(high, "align_hi")
+        fines = [[lanes[i].part.fine]
+                 + (scope.replicate(high[i]["part"].fine, "align_hi", position_copies - 1)
+                    if position_copies > 1 else []) for i in range(k)]
     aligned = []
     for i in range(k):
         ln = lanes[i]
+        name = scope.name(f"lane{i}_rnd")
+        part = (align_low(m, grid, ln.part, fines[i], name) if shift_low_bits is not None
+                else align_parts(m, grid, ln, drops[i], name, trailing_zeros))
         aligned.append({"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf,
-                        "grid": align_parts(m, grid, ln, drops[i], scope.name(f"lane{i}_rnd"),
-                                       trailing_zeros)})
+                        "grid": part})
     lanes = scope.cross(aligned, "align")
 
     # -- round to the output format (exact for fp32), and overflow beside it -------------
@@ -269,6 +295,43 @@ def align_parts(m, grid, lane, drops, name, trailing_zeros):
                                                                    strict=True))),
                     "frac": parts[0].frac, "sticky": parts[0].sticky,
                     "binade": lane.position.binade}, f"{name}_aligned")
+
+
+def _bounds(width: int, parts: int) -> list[int]:
+    """The bounds of ``parts`` parts of ``width`` bits, lowest first."""
+    return [c * width // parts for c in range(parts + 1)]
+
+
+def align_high(m, grid, lane, drops, low_bits: int, name):
+    """The first of the two sections of :meth:`hw.rounding.Grid.align` (``trailing_zeros``
+    form): the lane's significand, ``grid.frac_bits`` zero bits below it, shifted right by
+    the shift amount's bits from ``low_bits`` up, in ``len(drops)`` parts, part ``c`` by
+    ``drops[c]`` (copies of one amount); beside it the sticky bit (``lane.tz`` compared with
+    the whole amount, from ``drops[0]``).  Returns fields ``coarse`` (the shifted bits,
+    ``grid.padded_width + grid.frac_bits`` of them), ``fine`` (the amount's low ``low_bits``
+    bits), ``sticky`` and ``binade``; :func:`align_low` finishes the shift."""
+    p, f = grid.padded_width, grid.frac_bits
+    w = p + f
+    placed = Cat(Const(0, f + p - len(lane.sig)), lane.sig)
+    bounds = _bounds(w, len(drops))
+    coarse = Cat(*((placed >> Cat(Const(0, low_bits), drop[low_bits:]))[lo:hi]
+                   for drop, lo, hi in zip(drops, bounds[:-1], bounds[1:], strict=True)))
+    drop = drops[0]
+    return wire(m, {"coarse": coarse, "fine": drop[:low_bits],
+                    "sticky": lane.tz + (p - len(lane.sig) + f) < drop,
+                    "binade": lane.position.binade}, f"{name}_high")
+
+
+def align_low(m, grid, high, fines, name):
+    """The second section of the shift (:func:`align_high`): ``high.coarse`` shifted right by
+    the amount's low bits, in ``len(fines)`` parts, part ``c`` by ``fines[c]``; returns
+    :meth:`hw.rounding.Grid.align`'s fields ``n``, ``frac``, ``sticky`` and ``binade``."""
+    f, w = grid.frac_bits, len(high.coarse)
+    bounds = _bounds(w, len(fines))
+    kept = Cat(*((high.coarse >> fine)[lo:hi]
+                 for fine, lo, hi in zip(fines, bounds[:-1], bounds[1:], strict=True)))
+    return wire(m, {"n": kept[f:], "frac": kept[:f], "sticky": high.sticky,
+                    "binade": high.binade}, f"{name}_aligned")
 
 
 def _add_arguments(p):

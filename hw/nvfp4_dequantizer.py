@@ -17,19 +17,26 @@ MX dequantizer's output sections (:func:`hw.dequantizer.output_lanes`).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Value, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, unsigned
 from amaranth.lib import data
 
 import golden
 
-from .arith import leading_zeros, wire
-from .dequantizer import OUTPUTS, align_parts, output_lanes
+from .arith import leading_zeros
+from .dequantizer import OUTPUTS, output_lanes
 from .dot.sections import Estimate
 from .elements import decode_element, element_binade
+from .nvfp4_tensor_scale import (
+    SHIFT_LOW_BITS,
+    TENSOR_ESTIMATES,
+    signed_wider,
+    tensor_scale_product,
+    ue4m3_fields,
+)
 from .params import check_block_size, check_choice
 from .pipeline import registered_boundaries
 from .registry import UnitSpec
-from .rounding import RNE, Grid, overflows, round_aligned
+from .rounding import Grid
 from .unit import Unit
 
 __all__ = ["NVFP4Dequantizer", "nvfp4_dequantize_step", "nvfp4_layout", "nvfp4_sections",
@@ -40,68 +47,48 @@ __all__ = ["NVFP4Dequantizer", "nvfp4_dequantize_step", "nvfp4_layout", "nvfp4_s
 FMT = golden.element_format("fp4_e2m1")
 #: Single level (no tensor scale) and two level (P a field of the input payload).
 LEVELS = (1, 2)
-_UE4M3_NAN = golden.scale_format("ue4m3").nan_code
 _FP32 = golden.float_format("fp32")
 _FP32_EMIN = 1 - _FP32.bias
-_P_BITS = 24  # P's significand, hidden bit included
 _S_BITS = 4  # UE4M3's significand, hidden bit included
 
-#: The sections of the tensor-scale product, two level only, in datapath order (ns, ECP5 speed
-#: 8).  Estimates by analogy with the MX dequantizer's measured sections (hw.dequantizer), not
-#: measured on this unit.
-TENSOR_ESTIMATES = {
-    "scale": Estimate(3.5, "UE4M3 and fp32 fields, the 24 x 4-bit product's two partial "
-                      "sums side by side (estimate; with the third add here it was the "
-                      "critical path, 5.8-6.1 ns over 9-11 cells, 3 seeds)"),
-    "pproduct": Estimate(2.5, "the third add of the product (estimate)"),
-    "pcount": Estimate(3.5, "the leading-zero count of the 28-bit product (estimate; with "
-                       "the shift in one section it was the critical path, 7.2-7.5 ns over "
-                       "8-16 cells, 3 seeds)"),
-    "pnorm": Estimate(3.5, "the normalizing shift and the product's binade (estimate)"),
-    "pposition": Estimate(3.0, "the product's fp32 binade and shift amount (estimate)"),
-    "palign": Estimate(3.5, "the shift onto the fp32 grid and its sticky OR (estimate)"),
-    "pround": Estimate(3.5, "the increment of f(P * s), its overflow beside it (estimate)"),
-    "bnorm": Estimate(3.5, "f(P * s)'s fields and the leading-zero count of its 24-bit "
-                      "significand (a subnormal f(P * s)); with the shift in one section it "
-                      "was the unit's critical path, 7.9-8.6 ns over 16-19 cells (3 seeds)"),
-}
 #: The block's sections, both levels: its significand S (normalized) and 3 * S.
 BLOCK_ESTIMATES = {
-    "block": Estimate(3.5, "the normalizing shift of f(P * s) (single level: the scale's "
-                      "fields, its 4-bit leading-zero count and shift) and the block's binade "
-                      "(estimate)"),
+    "block": Estimate(3.5, "the normalizing shift of f(P * s) by the count's low bits "
+                      "(single level: the scale's fields, its 4-bit leading-zero count and "
+                      "shift, and the block's binade) (estimate)"),
     "triple": Estimate(2.5, "3 * S (one carry chain of 26 bits) and the trailing zeros of S "
                        "(estimate; with the normalization in one section it was the unit's "
                        "critical path, 5.8-6.2 ns over 8-10 cells, 3 seeds)"),
-    "tnorm": Estimate(1.5, "3 * S's one-bit normalization: a select on the registered carry "
+    "tnorm": Estimate(1.5, "3 * S's one-bit normalization, a select on the registered carry, "
+                      "and beside it each lane's e2m1 fields and binade (tables of the code) "
                       "(estimate)"),
 }
 #: The lanes' sections: decode, then :func:`hw.dequantizer.output_lanes`' four.
 LANE_ESTIMATES = {
-    "decode": Estimate(2.5, "the e2m1 fields and binade (tables) and the S / 3 * S select "
-                       "(estimate)"),
+    "decode": Estimate(2.5, "the S / 3 * S selects on a registered flag per lane (estimate; "
+                       "with the e2m1 tables here, tnorm -> decode was the unit's critical "
+                       "path: 3 cells, 1.22 ns logic + 4.2-4.3 ns routing, 2 of 3 seeds)"),
     "position": Estimate(3.0, "the lane's binade added to the block's, both signs; shift "
                          "amount as a select, the grid's constant offset in the block's "
                          "below (as the MX dequantizer's position)"),
-    "align": Estimate(3.5, "the shift and its sticky OR (as the MX dequantizer's align)"),
+    "align_hi": Estimate(2.5, "the shift by the amount's high bits (0, 8, 16 or 24 places) "
+                         "and the sticky bit, a comparison of the trailing zeros beside it "
+                         "(estimate; with the whole shift in one section, position -> align "
+                         "was the unit's critical path: 5 cells, 1.3 ns logic + 3.8-4.0 ns "
+                         "routing, 3 seeds)"),
+    "align": Estimate(2.5, "the shift by the amount's low bits, 0..7 places (estimate)"),
     "round": Estimate(3.5, "the increment and the code, overflow beside them (as the MX "
                       "dequantizer's round)"),
     "output": Estimate(0.5, "Inf, zero and NaN selects on registered flags"),
 }
 
-#: Registers of each lane's shift amount at the ``position`` boundary, each driving a part of
-#: the lane's 26-bit shifter (:func:`hw.dequantizer.output_lanes`): in one register, its bits'
-#: fan-out to the shifter is the unit's critical path (``position`` -> ``align``, 5 cells,
-#: 4.2-4.4 ns of routing, 3 seeds); in two and in three, still a worst path (5.1-5.3 ns, 3.8-4.0
-#: ns of routing, 3 seeds).
+#: Registers of each lane's shift amounts, the high bits at the ``position`` boundary and the
+#: low ones at ``align_hi``, each driving a part of the lane's shifter
+#: (:func:`hw.dequantizer.output_lanes`).  With the whole shift in one section: in one
+#: register, its bits' fan-out to the shifter was the unit's critical path (``position`` ->
+#: ``align``, 5 cells, 4.2-4.4 ns of routing, 3 seeds); in two and in three, still a worst
+#: path (5.1-5.3 ns, 3.8-4.0 ns of routing, 3 seeds).
 POSITION_COPIES = 3
-
-#: Registers of f(P * s)'s shift amounts, the leading-zero count at ``pcount`` and the drop at
-#: ``pposition``, each driving a part of the 28-bit product's shifter: from one register
-#: each was a worst path (``pcount`` -> ``pnorm`` 5.1 ns, ``pposition`` -> ``palign`` 5.3 ns,
-#: 3.8-4.2 ns of routing, seeds 1-3).
-TENSOR_COPIES = 2
-
 
 def nvfp4_sections(levels: int) -> dict[str, float]:
     """The sections (name -> estimated delay, ns, in datapath order) of a ``levels`` build."""
@@ -132,7 +119,7 @@ class NVFP4Dequantizer(Unit):
         1: single level, ``e2m1(code) * s``; 2: two level, the fp32 tensor scale P is the
         input field ``tensor_scale``, given with every block (it changes per tensor).
     stages : int, optional
-        Pipeline registers, ``1..len(sections)`` (8 single level, 16 two level); default
+        Pipeline registers, ``1..len(sections)`` (9 single level, 20 two level); default
         :func:`hw.pipeline.default_stages` of the estimates (:data:`TENSOR_ESTIMATES`,
         :data:`BLOCK_ESTIMATES`, :data:`LANE_ESTIMATES`).
 
@@ -150,8 +137,8 @@ class NVFP4Dequantizer(Unit):
 
     Latency is ``stages`` cycles, one block per clock; flow control is
     :class:`hw.pipeline.Pipeline`'s (``i.ready`` a register, a skid register at the output).
-    Two level, k = 16, fp32, default 16 stages: 5,548 LUT4, 5,620 FF, 196.0 MHz on ECP5
-    (188.7-198.1, 3 seeds; docs/performance.md).
+    Two level, k = 16, fp32, default 20 stages: 4,630 LUT4, 6,741 FF, 205.0 MHz on ECP5
+    (201.6-206.5, 3 seeds; docs/performance.md).
     """
 
     def __init__(self, block_size=16, output_format="fp32", levels=2, *, stages=None):
@@ -197,99 +184,6 @@ class NVFP4Dequantizer(Unit):
         return m
 
 
-def _signed(v):
-    """``v`` (unsigned) as a signed value one bit wider."""
-    v = Value.cast(v)
-    return Cat(v, Const(0, 1)).as_signed()
-
-
-def _ue4m3(m, scale, name):
-    """The scale byte's significand (4 bits, not normalized for a subnormal), the exponent of
-    its last bit (signed, -9..5) and NaN (0x7F, or bit 7 set)."""
-    scale = Value.cast(scale)
-    e, normal = scale[3:7], scale[3:7].any()
-    return wire(m, {"sig": Cat(scale[:3], normal),
-                    "lsb": _signed(Mux(normal, e, 1)) - 10,
-                    "nan": (scale[:7] == _UE4M3_NAN) | scale[7]}, name)
-
-
-def _shift_left(value, amounts):
-    """``value << amount`` at ``value``'s width, in ``len(amounts)`` parts of its bits, part
-    ``c`` shifted by ``amounts[c]`` (copies of one amount, each driving a part's muxes)."""
-    value = Value.cast(value)
-    width = len(value)
-    bounds = [c * width // len(amounts) for c in range(len(amounts) + 1)]
-    return Cat(*((value << a)[lo:hi] for a, lo, hi in zip(amounts, bounds[:-1], bounds[1:],
-                                                          strict=True)))
-
-
-def tensor_scale_product(scope, payload):
-    """Sections ``scale`` to ``pround``: ``f(P * s)``, P the payload's ``tensor_scale``.
-
-    Returns the view after ``pround``: ``codes``, ``code`` (the fp32 magnitude code of
-    ``f(P * s)``, valid unless a flag is set), ``zero``, ``nan``, ``inf`` and ``neg`` (P's
-    sign)."""
-    m = scope.module
-    s = _ue4m3(m, payload.scale, scope.name("s"))
-    p = Value.cast(payload.tensor_scale)
-    pf, pe = p[:23], p[23:31]
-    p_normal = pe.any()
-    psig = Cat(pf, p_normal)
-    # the exact product of the significands: four partial products, two adds side by side
-    # here, the third in pproduct
-    pp = [Mux(s.sig[j], psig << j, 0) for j in range(_S_BITS)]
-    special = pe.all()
-    p_nan, p_inf = special & pf.any(), special & ~pf.any()
-    s_zero = ~s.sig.any()
-    # q's trailing zeros are its factors' (their sum): the sticky bit of f(P * s)'s alignment
-    blk = scope.cross({"codes": payload.codes, "lo": pp[0] + pp[1], "hi": pp[2] + pp[3],
-                       "tz_p": leading_zeros(m, psig[::-1], name=scope.name("p_tz")),
-                       "tz_s": leading_zeros(m, s.sig[::-1], name=scope.name("s_tz")),
-                       "lsb": _signed(Mux(p_normal, pe, 1)) - (_FP32.bias + _FP32.mbits)
-                       + s.lsb,
-                       "nan": s.nan | p_nan | (p_inf & s_zero), "inf": p_inf,
-                       "neg": p[31]}, "scale")
-    flags = {"codes": blk.codes, "lsb": blk.lsb, "nan": blk.nan, "inf": blk.inf,
-             "neg": blk.neg}
-    blk = scope.cross({**flags, "q": (blk.lo + blk.hi)[:_P_BITS + _S_BITS],
-                       "tz": blk.tz_p + blk.tz_s}, "pproduct")
-
-    # -- pcount, pnorm: normalize the product, its binade above fp32's lowest normal one ---
-    width = _P_BITS + _S_BITS
-    flags = {"codes": blk.codes, "lsb": blk.lsb, "tz": blk.tz, "nan": blk.nan,
-             "inf": blk.inf, "neg": blk.neg}
-    lz = leading_zeros(m, blk.q, name=scope.name("p_lz"))
-    blk = scope.cross({**flags, "q": blk.q, "lz": lz}, "pcount")
-    lzs = [blk.lz, *scope.replicate(lz, "pcount", TENSOR_COPIES - 1)]
-    lz = blk.lz
-    above = blk.lsb + (width - 1 - _FP32_EMIN) - lz
-    blk = scope.cross({"codes": blk.codes, "sig": _shift_left(blk.q, lzs), "tz": blk.tz + lz,
-                       "above": above, "below": lz - (width - 1 - _FP32_EMIN) - blk.lsb,
-                       "zero": ~blk.q.any(), "nan": blk.nan, "inf": blk.inf, "neg": blk.neg},
-                      "pnorm")
-
-    # -- pposition, palign, pround: f(P * s) on the fp32 grid (subnormals included) --------
-    grid = Grid(sig_width=width, emin=_FP32_EMIN, mbits=_FP32.mbits,
-                top_min=(_FP32_EMIN - _FP32.mbits) - 9)
-    flags = {"codes": blk.codes, "zero": blk.zero, "nan": blk.nan, "inf": blk.inf,
-             "neg": blk.neg}
-    position = grid.position(m, blk.above, blk.below, name=scope.name("p_rnd"))
-    blk = scope.cross({**flags, "sig": blk.sig, "tz": blk.tz, "position": position},
-                      "pposition")
-    drops = [blk.position.drop, *scope.replicate(position.drop, "pposition",
-                                                 TENSOR_COPIES - 1)]
-    flags = {f: getattr(blk, f) for f in flags}
-    blk = scope.cross({**flags, "grid": align_parts(m, grid, blk, drops, scope.name("p_rnd"),
-                                                    trailing_zeros=True)}, "palign")
-    flags = {f: getattr(blk, f) for f in flags}
-    ebits = _FP32.bits - 1 - _FP32.mbits
-    overflow = overflows(m, blk.grid.binade, ebits=ebits, name=scope.name("p_overflow"))
-    code = round_aligned(m, blk.grid, mbits=_FP32.mbits, rounding=RNE,
-                         name=scope.name("p_rnd"))
-    return scope.cross({**flags, "inf": blk.inf | (overflow & ~blk.zero),
-                        "code": code[:_FP32.bits - 1]}, "pround")
-
-
 def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, payload):
     """Place the NVFP4 dequantizer's sections through ``scope`` (a
     :class:`hw.pipeline.PipelineScope`): ``scale`` to ``pround`` and ``bnorm`` (two level
@@ -313,28 +207,40 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     if levels == 2:
         blk = tensor_scale_product(scope, payload)
         fe, ff = blk.code[_FP32.mbits:], blk.code[:_FP32.mbits]
-        sig = Cat(ff, fe.any())
+        normal = fe.any()
+        sig = Cat(ff, normal)
         w = len(sig)
-        lsb = _signed(Mux(fe.any(), fe, 1)) - (_FP32.bias + _FP32.mbits)
+        # lsb = max(fe, 1) - (bias + mbits): both binades as adds straight from the
+        # registered field, the select on normal after them (not an OR before a carry chain)
+        up = w - 1 - emin_out - (_FP32.bias + _FP32.mbits)
+        down = emin_out - (w - 1) + drop_normal + (_FP32.bias + _FP32.mbits)
         flags = {"zero": blk.zero | ~sig.any(), "nan": blk.nan, "inf": blk.inf,
                  "neg": blk.neg}
         blk = scope.cross({**flags, "codes": blk.codes, "sig": sig,
-                           "above0": lsb + (w - 1 - emin_out),
-                           "below0": (emin_out - (w - 1) + drop_normal) - lsb,
+                           "above0": Mux(normal, signed_wider(fe) + up, 1 + up),
+                           "below0": Mux(normal, down - signed_wider(fe), down - 1),
                            "lz": leading_zeros(m, sig, name=scope.name("b_lz"))}, "bnorm")
         flags = {f: getattr(blk, f) for f in flags}
-        sig, above0, below0, lz = blk.sig, blk.above0, blk.below0, blk.lz
+        # block_hi: the shift by the count's high bits and the binade; block: by its low bits
+        low = SHIFT_LOW_BITS
+        blk = scope.cross({**flags, "codes": blk.codes,
+                           "sig": (blk.sig << Cat(Const(0, low), blk.lz[low:]))[:w],
+                           "fine": blk.lz[:low], "above": blk.above0 - blk.lz,
+                           "below": blk.below0 + blk.lz}, "block_hi")
+        flags = {f: getattr(blk, f) for f in flags}
+        sig, lz, above, below = blk.sig, blk.fine, blk.above, blk.below
     else:
         blk = payload
-        s = _ue4m3(m, payload.scale, scope.name("s"))
+        s = ue4m3_fields(m, payload.scale, scope.name("s"))
         sig = s.sig
         w = len(sig)
         above0 = s.lsb + (w - 1 - emin_out)
         below0 = (emin_out - (w - 1) + drop_normal) - s.lsb
         flags = {"zero": ~sig.any(), "nan": s.nan, "inf": Const(0, 1), "neg": Const(0, 1)}
         lz = leading_zeros(m, sig, name=scope.name("b_lz"))
+        above, below = above0 - lz, below0 + lz
     blk = scope.cross({**flags, "codes": blk.codes, "sig": (sig << lz)[:w],
-                       "above": above0 - lz, "below": below0 + lz}, "block")
+                       "above": above, "below": below}, "block")
 
     # -- triple: 3 * S (its top bit is S's plus 1 or 2: the carry out says which) and the
     # trailing zeros of S and 3 * S (3 is odd: 3 * S has S's), from which every lane takes
@@ -345,10 +251,18 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
                        "t": (blk.sig + (blk.sig << 1))[:w + 2], "tz": tz,
                        "above": blk.above, "below": blk.below}, "triple")
 
-    # -- tnorm: 3 * S normalized, a select on the registered carry, and its binade ----------
+    # -- tnorm: 3 * S normalized, a select on the registered carry, and its binade; beside
+    # it each lane's e2m1 fields (tables of the code), so that decode's selects of S or 3 * S
+    # hang off a register per lane ---------------------------------------------------------
     flags = {f: getattr(blk, f) for f in flags}
     t, carry = blk.t, blk.t[w + 1]
-    blk = scope.cross({**flags, "codes": blk.codes, "s1": Cat(Const(0, 2), blk.sig),
+    codes = []
+    for i in range(k):
+        el = decode_element(m, blk.codes[i], FMT, scope.name(f"lane{i}"))
+        codes.append({"neg": el.neg, "zero": el.zero,
+                      "three": el.sig.all(),  # normal with the mantissa bit set: 1.5 * 2^b
+                      "binade": element_binade(m, el.mag, FMT, scope.name(f"lane{i}_binade"))})
+    blk = scope.cross({**flags, "codes": codes, "s1": Cat(Const(0, 2), blk.sig),
                        "s3": Mux(carry, t, t << 1)[:w + 2],
                        "tz1": blk.tz + 2, "tz3": blk.tz + ~carry,
                        "above1": blk.above, "below1": blk.below,
@@ -359,22 +273,21 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     # -- decode: per lane, e2m1 value = 2^b (S) or 1.5 * 2^b (3 * S, one binade down) ------
     lanes = []
     for i in range(k):
-        el = decode_element(m, blk.codes[i], FMT, scope.name(f"lane{i}"))
-        three = el.sig.all()  # normal with the mantissa bit set: 1.5 * 2^b
+        el = blk.codes[i]
         lanes.append({"neg": el.neg ^ blk.neg, "zero": el.zero | blk.zero,
                       "nan": blk.nan | (blk.inf & el.zero), "inf": blk.inf,
-                      "sig": Mux(three, blk.s3, blk.s1),
-                      "tz": Mux(three, blk.tz3, blk.tz1),
-                      "above": Mux(three, blk.above3, blk.above1),
-                      "below": Mux(three, blk.below3, blk.below1),
-                      "binade": element_binade(m, el.mag, FMT, scope.name(f"lane{i}_binade"))})
+                      "sig": Mux(el.three, blk.s3, blk.s1),
+                      "tz": Mux(el.three, blk.tz3, blk.tz1),
+                      "above": Mux(el.three, blk.above3, blk.above1),
+                      "below": Mux(el.three, blk.below3, blk.below1), "binade": el.binade})
     lanes = scope.cross(lanes, "decode")
 
     placed = [{"neg": ln.neg, "zero": ln.zero, "nan": ln.nan, "inf": ln.inf, "sig": ln.sig,
                "tz": ln.tz, "above": ln.above + ln.binade, "below": ln.below - ln.binade}
               for ln in lanes]
     return output_lanes(scope, grid, output_format, placed, trailing_zeros=True,
-                        position_copies=POSITION_COPIES, below_biased=True)
+                        position_copies=POSITION_COPIES, below_biased=True,
+                        shift_low_bits=SHIFT_LOW_BITS)
 
 
 def lane_grid(output_format, levels: int) -> Grid:

@@ -11,6 +11,7 @@ import inspect
 import re
 import textwrap
 from dataclasses import replace
+from unittest import mock
 
 import pytest
 from amaranth.hdl import Const, Module, Signal
@@ -21,6 +22,7 @@ import golden
 from formal.datapath import bypass_data_registers, prove_same_datapath
 from formal.harness import FlowHarness, MiterHarness
 from formal.matrix import BMC_MARGIN, SLOW_MITERS, Job, proof_jobs, report_table
+from formal.probes import replica_names
 from formal.sby import SbyResult, run_sby, sby_available
 from formal.units import (
     CUSTOM_UNITS,
@@ -39,6 +41,7 @@ from formal.units import (
     unit_by_name,
 )
 from hw.arith import wire
+from hw.nvfp4_dequantizer import POSITION_COPIES as NVFP4_POSITION_COPIES
 from hw.pipeline import Pipeline, registered_boundaries
 
 _MISSING = sby_available()
@@ -489,6 +492,56 @@ def test_replicas_are_read_off_the_units_rtlil():
     assert probes["replicas"] == [f"dut.q_{at}_r{c}" for c in range(4)]
     with pytest.raises(ValueError, match="not numbered from 0"):
         replicas("  wire width 3 \\q_a_r1\n", "q", ["a"])
+
+
+def test_replicas_of_several_values_at_a_boundary_are_runs():
+    """Each call of ``Pipeline.replicate`` numbers its copies from 0, so several values
+    replicated at one boundary (a value per lane) repeat the names, which Amaranth makes
+    unique as ``..._r<c>$<n>``: the probes list every run in the order made (the order of
+    the enable copies); a run with a gap, or one repeating a name without the suffix, is an
+    error."""
+    def text(names):
+        return "".join(f"  wire width 5 \\{n}\n" for n in names)
+
+    made = ["t_a_r0", "t_a_r1", "t_a_r0$7", "t_a_r1$8", "t_b_r0", "t_a_r0$9", "t_a_r1$10"]
+    assert replica_names(text(made), "t", ["a", "b"]) == {
+        "a": ["t_a_r0", "t_a_r1", "t_a_r0$7", "t_a_r1$8", "t_a_r0$9", "t_a_r1$10"],
+        "b": ["t_b_r0"]}
+    assert replicas(text(made), "t", ["a", "b"]) == {"a": 6, "b": 1}
+    probes = pipeline_probes({"a": 1.0, "b": 1.0}, 2, "t", scope="dut.", data=True,
+                             replicas=replica_names(text(made), "t", ["a", "b"]))
+    assert probes["replicas"] == [f"dut.{n}" for n in made if n.startswith("t_a")] + [
+        "dut.t_b_r0"]
+    for bad in (["t_a_r0", "t_a_r1", "t_a_r0$7", "t_a_r2$8"], ["t_a_r1$3"],
+                ["t_a_r0", "t_a_r0"]):
+        with pytest.raises(ValueError, match="not numbered from 0"):
+            replica_names(text(bad), "t", ["a"])
+
+
+def test_nvfp4_dequantizer_lane_replicas_are_checked(tmp_path):
+    """The NVFP4 dequantizer replicates each lane's shift amounts at ``position`` and
+    ``align_hi`` (``hw.dequantizer.output_lanes(position_copies=...)``): at k = 2, deepest,
+    the probes list both lanes' copies and the register bypass against 1 stage is proven;
+    with the later lanes' copies left out of the probes it is an error naming them."""
+    unit = unit_by_name("nvfp4-dequantizer")
+    top = unit.max_stages(2)
+    probes = unit.control_probes(2, top, data=True, scope="")
+    copies = NVFP4_POSITION_COPIES - 1
+    for boundary in ("position", "align_hi"):
+        mine = [r for r in probes["replicas"] if r.startswith(f"d_{boundary}_r")]
+        assert len(mine) == 2 * copies and len(set(mine)) == len(mine), mine
+    res = prove_same_datapath(unit, 2, top, tmp_path / "lanes")
+    assert res.status == "PASS", res.failed
+
+    def first_runs(text, prefix, boundaries, lanes=()):
+        return {b: [n for n in names if "$" not in n]
+                for b, names in replica_names(text, prefix, boundaries, lanes).items()}
+
+    with mock.patch("formal.probes.replica_names", first_runs):
+        res = prove_same_datapath(unit, 2, top, tmp_path / "first")
+    assert res.status == "ERROR"
+    assert any("outside the pipeline" in p and "d_position_r0$" in p for p in res.failed), \
+        res.failed
 
 
 def test_enable_copies_are_read_off_the_units_rtlil():

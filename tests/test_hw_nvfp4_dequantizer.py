@@ -146,9 +146,12 @@ def test_parameters_checked():
     with pytest.raises(ValueError, match="block_size"):
         NVFP4Dequantizer(12, "fp32", 2)
     with pytest.raises(ValueError, match="stages"):
-        NVFP4Dequantizer(16, "fp32", 1, stages=9)
-    assert NVFP4Dequantizer(16, "fp32", 1).max_stages == 8
-    assert NVFP4Dequantizer(16, "fp32", 2).max_stages == 16
+        NVFP4Dequantizer(16, "fp32", 1, stages=10)
+    assert NVFP4Dequantizer(16, "fp32", 1).max_stages == 9
+    assert NVFP4Dequantizer(16, "fp32", 2).max_stages == 20
+    # the default registers every boundary (the make synth row)
+    assert NVFP4Dequantizer(16, "fp32", 2).stages == 20
+    assert NVFP4Dequantizer(16, "fp32", 1).stages == 9
 
 
 def test_cli_generates_and_rejects(tmp_path):

@@ -190,12 +190,6 @@ NEXT_STEPS: dict[str, str] = {
             "forwarding select decided a cycle ahead and registered, then c taken one section "
             "after decode (a shorter loop); then the input ring's `ctx`/`first` fan-out to "
             "every lane's RAM read; the fp8 2 x 4 tile not placed with the receive registers",
-    "nvfp4-dequantizer": "each lane's shifter onto the output grid (`position` -> `align`, "
-                         "6 cells, 1.3 ns logic + 3.8-4.0 ns routing, from the shift "
-                         "amount's first register, with three copies): the shift in two "
-                         "sections (the drop's high bits, then its low ones, as the dot's "
-                         "`shift_hi` and `shift_lo`), then fewer copies (the third lane "
-                         "copy and f(P * s)'s two added 614 LUT4 together)",
     "nvfp4-quantizer": "the `--multipliers mult18x18d` build (64 MULT18X18D, 18,119 "
                        "TRELLIS_COMB, 26,116 FF packed) placed at 69.4 MHz before routing "
                        "(nextpnr's estimate; the routing unfinished after 50 minutes beside "
