@@ -7,10 +7,12 @@ pipeline (``levels=2``).
 ``f(Pa * Pb)`` of the two tensor scales, or any fp32 (IEEE arithmetic: NaN in, NaN out;
 ``0 * Inf`` NaN; the sign of ``alpha`` in the result).  Sections:
 
-* ``emul`` -- both operands' fields and the exact 24 x 24-bit significand product (a tree of
-  carry chains, :func:`hw.arith.partial_product_sum`), the specials;
-* ``enorm`` -- the product normalized (leading-zero count and shift), its binade above
-  fp32's lowest normal one;
+* ``efields`` -- both operands' fields, the specials and the product's lsb exponent;
+* ``emul_<j>`` -- the exact 24 x 24-bit significand product, a tree of carry chains
+  (:func:`hw.multiply.pair_sum_sections`), :data:`PRODUCT_LEVELS_PER_SECTION` levels a
+  section;
+* ``ecount``, ``enorm`` -- the product's leading-zero count, then its normalizing shift and
+  its binade above fp32's lowest normal one;
 * ``eposition``, ``ealign``, ``eround`` -- onto the fp32 grid and rounded once (RNE,
   subnormal results, overflow to Inf) by the project's rounder, :class:`hw.rounding.Grid`
   and :func:`hw.rounding.round_aligned`, as the NVFP4 dequantizer's ``f(P * s)``.
@@ -22,26 +24,41 @@ not the epilogue's.  NaN results are 0x7FC00000, or ``nan_bits`` (0x7FFFFFFF aft
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Mux, Value
 
 from golden.formats import FP32
 
-from ..arith import leading_zeros, partial_product_sum
+from ..arith import leading_zeros
+from ..multiply import pair_sum_sections, partial_products
 from ..placement import Estimate
 from ..rounding import RNE, Grid, overflows, round_aligned
 
-__all__ = ["EPILOGUE_ESTIMATES", "epilogue_sections", "build_epilogue"]
+__all__ = ["EPILOGUE_ESTIMATES", "PRODUCT_LEVELS_PER_SECTION", "epilogue_sections",
+           "build_epilogue"]
 
 _SIG = FP32.mbits + 1  # 24
 _EMIN = 1 - FP32.bias  # -126
 _LSB_MIN = _EMIN - FP32.mbits  # -149, a subnormal's lsb
 
-#: The epilogue's sections (ns, ECP5 speed 8): estimates by analogy with the NVFP4
-#: dequantizer's ``f(P * s)`` and the fused step's sections, not measured on this unit.
+#: Levels of the product's tree of carry chains (24 rows: five levels) per ``emul_<j>``.
+PRODUCT_LEVELS_PER_SECTION = 2
+_PRODUCT_SECTIONS = tuple(
+    f"emul_{j}" for j in range(-(-(_SIG - 1).bit_length() // PRODUCT_LEVELS_PER_SECTION)))
+_PRODUCT = Estimate(4.5, "partial products and two levels of the tree of carry chains "
+                    "(estimate; the whole tree in one section with the fields was the critical "
+                    "path, 11.9 ns over 5 chains, 3 seeds)")
+
+#: The epilogue's sections (ns, ECP5 speed 8), in datapath order.
 EPILOGUE_ESTIMATES = {
-    "emul": Estimate(5.0, "the 24 x 24-bit product as a tree of carry chains in one "
-                     "section (estimate, not measured: place more registers by hand)"),
-    "enorm": Estimate(4.0, "the 48-bit leading-zero count and shift (estimate)"),
+    "efields": Estimate(3.0, "the operands' fields (an 8-bit OR for each hidden bit), the "
+                        "specials and the lsb exponent's add (estimate)"),
+    **{name: _PRODUCT for name in _PRODUCT_SECTIONS[:-1]},
+    _PRODUCT_SECTIONS[-1]: Estimate(2.5, "the tree's last level: one 49-bit carry chain "
+                                    "(estimate)"),
+    "ecount": Estimate(3.5, "the 48-bit leading-zero count (estimate)"),
+    "enorm": Estimate(3.5, "the normalizing shift and the product's binade (estimate)"),
     "eposition": Estimate(3.0, "the binade and the shift amount (estimate)"),
     "ealign": Estimate(3.5, "the shift onto the fp32 grid and its sticky OR (estimate)"),
     "eround": Estimate(3.5, "the increment, overflow and the specials (estimate)"),
@@ -78,24 +95,32 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
         return None if side is None else s.side
 
     a, b = _fields(x), _fields(alpha)
-    q = partial_product_sum(m, Cat(a["sig"], Const(0, 1)).as_signed(), b["sig"],
-                            scope.name("epi_prod"))[:2 * _SIG]
-    keep = {"raw": x, "side": side}
     s = scope.cross({
-        **keep, "q": q, "neg": a["neg"] ^ b["neg"],
+        "raw": x, "side": side, "sig_a": a["sig"], "sig_b": b["sig"], "neg": a["neg"] ^ b["neg"],
         # lsb exponent of the product: (exp_a - 150) + (exp_b - 150), as a signed sum
         "lsb": (Cat(a["exp"], Const(0, 2)).as_signed() + Cat(b["exp"], Const(0, 2)).as_signed()
                 - 2 * (FP32.bias + FP32.mbits)),
         "nan": a["nan"] | b["nan"] | (a["inf"] & b["zero"]) | (b["inf"] & a["zero"]),
         "inf": a["inf"] | b["inf"],
-    }, "emul")
+    }, "efields")
     width = 2 * _SIG
-    lz = leading_zeros(m, s.q, name=scope.name("epi_lz"))
-    above = s.lsb + (width - 1 - _EMIN) - lz
+    rows = partial_products(Cat(s.sig_a, Const(0, 1)).as_signed(), s.sig_b)
+    ride = {"raw": s.raw, "side": riding(s), "neg": s.neg, "lsb": s.lsb, "nan": s.nan,
+            "inf": s.inf}
+    (lane,), s = pair_sum_sections(scope, [{"rows": rows}], ride, width=width + 1,
+                                   names=[scope.name("epi_prod")], sections=_PRODUCT_SECTIONS,
+                                   levels_per_section=PRODUCT_LEVELS_PER_SECTION)
+    s = SimpleNamespace(**s)
+    q = Value.cast(lane["prod"])[:width]
+    flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg}
+    keep = {"raw": s.raw, "side": s.side}
+    s = scope.cross({**keep, **flags, "q": q, "lsb": s.lsb,
+                     "lz": leading_zeros(m, q, name=scope.name("epi_lz"))}, "ecount")
+    above = s.lsb + (width - 1 - _EMIN) - s.lz
     flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg}
     keep = {"raw": s.raw, "side": riding(s)}
-    s = scope.cross({**keep, **flags, "sig": (s.q << lz)[:width], "above": above,
-                     "below": lz - (width - 1 - _EMIN) - s.lsb, "zero": ~s.q.any()}, "enorm")
+    s = scope.cross({**keep, **flags, "sig": (s.q << s.lz)[:width], "above": above,
+                     "below": s.lz - (width - 1 - _EMIN) - s.lsb, "zero": ~s.q.any()}, "enorm")
     grid = Grid(sig_width=width, emin=_EMIN, mbits=FP32.mbits, top_min=2 * _LSB_MIN)
     flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg, "zero": s.zero}
     keep = {"raw": s.raw, "side": riding(s)}
