@@ -22,7 +22,7 @@ from amaranth.lib import data
 
 import golden
 
-from .arith import leading_zeros, wire
+from .arith import leading_zeros, shift_left_parts, wire
 from .dequantizer import OUTPUTS, align_parts, output_lanes
 from .dot.sections import Estimate
 from .elements import decode_element, element_binade
@@ -213,16 +213,6 @@ def _ue4m3(m, scale, name):
                     "nan": (scale[:7] == _UE4M3_NAN) | scale[7]}, name)
 
 
-def _shift_left(value, amounts):
-    """``value << amount`` at ``value``'s width, in ``len(amounts)`` parts of its bits, part
-    ``c`` shifted by ``amounts[c]`` (copies of one amount, each driving a part's muxes)."""
-    value = Value.cast(value)
-    width = len(value)
-    bounds = [c * width // len(amounts) for c in range(len(amounts) + 1)]
-    return Cat(*((value << a)[lo:hi] for a, lo, hi in zip(amounts, bounds[:-1], bounds[1:],
-                                                          strict=True)))
-
-
 def tensor_scale_product(scope, payload):
     """Sections ``scale`` to ``pround``: ``f(P * s)``, P the payload's ``tensor_scale``.
 
@@ -263,7 +253,7 @@ def tensor_scale_product(scope, payload):
     lzs = [blk.lz, *scope.replicate(lz, "pcount", TENSOR_COPIES - 1)]
     lz = blk.lz
     above = blk.lsb + (width - 1 - _FP32_EMIN) - lz
-    blk = scope.cross({"codes": blk.codes, "sig": _shift_left(blk.q, lzs), "tz": blk.tz + lz,
+    blk = scope.cross({"codes": blk.codes, "sig": shift_left_parts(blk.q, lzs), "tz": blk.tz + lz,
                        "above": above, "below": lz - (width - 1 - _FP32_EMIN) - blk.lsb,
                        "zero": ~blk.q.any(), "nan": blk.nan, "inf": blk.inf, "neg": blk.neg},
                       "pnorm")
