@@ -11,8 +11,9 @@ pipeline (``levels=2``).
 * ``emul_<j>`` -- the exact 24 x 24-bit significand product, a tree of carry chains
   (:func:`hw.multiply.pair_sum_sections`), :data:`PRODUCT_LEVELS_PER_SECTION` levels a
   section;
-* ``ecount``, ``enorm`` -- the product's leading-zero count, then its normalizing shift and
-  its binade above fp32's lowest normal one;
+* ``ecoarse``, ``ecount``, ``enorm`` -- the product normalized: shifted by 0, 16 or 32 bits
+  (its top 16 bits non-zero after it), the leading zeros of those 16 bits, then their shift
+  and the product's binade above fp32's lowest normal one;
 * ``eposition``, ``ealign``, ``eround`` -- onto the fp32 grid and rounded once (RNE,
   subnormal results, overflow to Inf) by the project's rounder, :class:`hw.rounding.Grid`
   and :func:`hw.rounding.round_aligned`, as the NVFP4 dequantizer's ``f(P * s)``.
@@ -51,7 +52,7 @@ _PRODUCT = Estimate(4.5, "partial products and two levels of the tree of carry c
                     "(estimate; the whole tree in one section with the fields was the critical "
                     "path, 11.9 ns over 5 chains, 3 seeds)")
 
-#: Registers of each shift amount, the leading-zero count at ``ecount`` and the drop at
+#: Registers of each shift amount, the fine leading-zero count at ``ecount`` and the drop at
 #: ``eposition``, each driving a part of its shifter (:func:`hw.arith.shift_left_parts`,
 #: :func:`hw.dequantizer.align_parts`), as the NVFP4 dequantizer's ``TENSOR_COPIES``.
 SHIFT_COPIES = 2
@@ -63,8 +64,13 @@ EPILOGUE_ESTIMATES = {
     **{name: _PRODUCT for name in _PRODUCT_SECTIONS[:-1]},
     _PRODUCT_SECTIONS[-1]: Estimate(2.5, "the tree's last level: one 49-bit carry chain "
                                     "(estimate)"),
-    "ecount": Estimate(3.5, "the 48-bit leading-zero count (estimate)"),
-    "enorm": Estimate(3.5, "the normalizing shift and the product's binade (estimate)"),
+    "ecoarse": Estimate(3.0, "the product's top 16 and middle 16 bits' zero flags and the "
+                        "shift by 0, 16 or 32 bits on them (estimate)"),
+    "ecount": Estimate(3.5, "the leading-zero count of the top 16 bits (estimate; the "
+                       "48-bit count in one section was the critical path, 6.3 ns over 7 "
+                       "cells, seed 1)"),
+    "enorm": Estimate(3.5, "the 4-bit normalizing shift in two parts and the product's binade "
+                      "(estimate)"),
     "eposition": Estimate(3.0, "the binade and the shift amount, the OR of the product's 23 "
                           "bits below fp32's round bit (estimate)"),
     "ealign": Estimate(3.5, "the 26-bit shift onto the fp32 grid and its sticky OR (estimate; "
@@ -89,6 +95,31 @@ def _fields(bits) -> dict:
             "neg": bits[31]}
 
 
+def _normalize(scope, q, keep: dict, lsb):
+    """Sections ``ecoarse``, ``ecount``, ``enorm``: the 48-bit product ``q`` (its lsb's
+    exponent ``lsb``) normalized; returns the view after ``enorm``: ``keep``'s fields,
+    ``sig`` (the top bit set, or zero), ``above`` and ``below`` (the top bit's exponent above
+    fp32's lowest normal one, and its negation) and ``zero``."""
+    m, width = scope.module, 2 * _SIG
+
+    def kept(s):
+        return {k: None if v is None else getattr(s, k) for k, v in keep.items()}
+
+    top, mid = ~q[32:].any(), ~q[16:32].any()
+    s = scope.cross({**keep, "lsb": lsb, "zero": top & mid & ~q[:16].any(),
+                     "q": Mux(top, Mux(mid, q << 32, q << 16), q)[:width],
+                     "coarse": Mux(top, Mux(mid, 2, 1), 0)}, "ecoarse")
+    # the top 16 bits are non-zero unless q is: fewer than 16 leading zeros, 4 bits
+    fine = leading_zeros(m, s.q[width - 16:], name=scope.name("epi_lz"))[:4]
+    s = scope.cross({**kept(s), "lsb": s.lsb, "zero": s.zero, "q": s.q, "coarse": s.coarse,
+                     "fine": fine}, "ecount")
+    fines = [s.fine, *scope.replicate(fine, "ecount", SHIFT_COPIES - 1)]
+    lz = Cat(s.fine, s.coarse)  # 16 * coarse + fine
+    return scope.cross({**kept(s), "sig": shift_left_parts(s.q, fines),
+                        "above": s.lsb + (width - 1 - _EMIN) - lz,
+                        "below": lz - (width - 1 - _EMIN) - s.lsb, "zero": s.zero}, "enorm")
+
+
 def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bits):
     """``f(alpha * x)`` of the fp32 bits ``x`` and ``alpha`` through the sections of
     :func:`epilogue_sections` in ``scope`` (a :class:`hw.pipeline.PipelineScope`); a NaN
@@ -103,6 +134,7 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
     def riding(s):
         return None if side is None else s.side
 
+    width = 2 * _SIG
     a, b = _fields(x), _fields(alpha)
     s = scope.cross({
         "raw": x, "side": side, "sig_a": a["sig"], "sig_b": b["sig"], "neg": a["neg"] ^ b["neg"],
@@ -112,7 +144,6 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
         "nan": a["nan"] | b["nan"] | (a["inf"] & b["zero"]) | (b["inf"] & a["zero"]),
         "inf": a["inf"] | b["inf"],
     }, "efields")
-    width = 2 * _SIG
     rows = partial_products(Cat(s.sig_a, Const(0, 1)).as_signed(), s.sig_b)
     ride = {"raw": s.raw, "side": riding(s), "neg": s.neg, "lsb": s.lsb, "nan": s.nan,
             "inf": s.inf}
@@ -121,16 +152,8 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
                                    levels_per_section=PRODUCT_LEVELS_PER_SECTION)
     s = SimpleNamespace(**s)
     q = Value.cast(lane["prod"])[:width]
-    flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg}
-    keep = {"raw": s.raw, "side": s.side}
-    lz = leading_zeros(m, q, name=scope.name("epi_lz"))
-    s = scope.cross({**keep, **flags, "q": q, "lsb": s.lsb, "lz": lz}, "ecount")
-    lzs = [s.lz, *scope.replicate(lz, "ecount", SHIFT_COPIES - 1)]
-    above = s.lsb + (width - 1 - _EMIN) - s.lz
-    flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg}
-    keep = {"raw": s.raw, "side": riding(s)}
-    s = scope.cross({**keep, **flags, "sig": shift_left_parts(s.q, lzs), "above": above,
-                     "below": s.lz - (width - 1 - _EMIN) - s.lsb, "zero": ~s.q.any()}, "enorm")
+    s = _normalize(scope, q, {"raw": s.raw, "side": s.side, "nan": s.nan, "inf": s.inf,
+                              "neg": s.neg}, s.lsb)
     # fp32's 24 bits and the round bit; the 23 below them only as their OR (sticky), which
     # is exact for RNE wherever the grid's last place falls (at or above the 24th bit)
     grid = Grid(sig_width=_SIG + 2, emin=_EMIN, mbits=FP32.mbits, top_min=2 * _LSB_MIN)
