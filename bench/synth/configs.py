@@ -196,6 +196,16 @@ NEXT_STEPS: dict[str, str] = {
                          "sections (the drop's high bits, then its low ones, as the dot's "
                          "`shift_hi` and `shift_lo`), then fewer copies (the third lane "
                          "copy and f(P * s)'s two added 614 LUT4 together)",
+    "dot-general --format nvfp4 --block-size 16": "the epilogue's first product section "
+                                                  "(`efields` -> `emul_0`: the partial "
+                                                  "products' muxes and two 49-bit carry "
+                                                  "chains, 6.0 ns, seeds 1-2) and the 26-bit "
+                                                  "alignment's sticky OR (`eposition` -> "
+                                                  "`ealign`, 6.0 ns, seed 3): one tree level "
+                                                  "in `emul_0`, and the sticky bit from the "
+                                                  "product's trailing zeros (tz(sig_a) + "
+                                                  "tz(sig_b), `Grid.align`'s trailing_zeros, "
+                                                  "as the NVFP4 dequantizer's `palign`)",
     "nvfp4-quantizer": "the `--multipliers mult18x18d` build (64 MULT18X18D, 18,119 "
                        "TRELLIS_COMB, 26,116 FF packed) placed at 69.4 MHz before routing "
                        "(nextpnr's estimate; the routing unfinished after 50 minutes beside "
