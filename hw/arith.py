@@ -1,7 +1,8 @@
 """Format-agnostic arithmetic pieces of the MX units, written as gates where it matters.
 
 * :func:`increment_gates`, :func:`negate_gates` -- ``v + 1`` and ``-v`` without a carry chain.
-* :func:`leading_zeros`, :func:`reduce_significand` -- normalization.
+* :func:`leading_zeros`, :func:`shift_left_parts`, :func:`reduce_significand` --
+  normalization.
 * :func:`add_with_carry` -- ``a + b + carry`` as one carry chain.
 
 The other pieces have modules of their own, and their names are here too, for the units:
@@ -25,6 +26,7 @@ from .multiply import pair_sum_tree, pair_sums, partial_product_sum, partial_pro
 from .nets import any_of_kept, kept, wire
 
 __all__ = ["wire", "less_than_const", "greater_than", "compare", "leading_zeros",
+           "shift_left_parts",
            "reduce_significand", "increment_gates", "negate_gates", "max_tree_levels",
            "max_tree_compare", "max_tree_wins", "max_tree_select",
            "kept", "any_of_kept", "add_with_carry",
@@ -92,6 +94,18 @@ def leading_zeros(m: Module, v, name: str = "lzc") -> Signal:
 
     count, _ = tree(padded, "")
     return wire(m, count.as_unsigned()[:bits_for(w)], name)
+
+
+def shift_left_parts(value, amounts):
+    """``value << amount`` at ``value``'s width, in ``len(amounts)`` parts of its bits, part
+    ``c`` shifted by ``amounts[c]`` (copies of one amount in registers of their own, each
+    driving a part's muxes: from one register, the amount's fan-out to a wide shifter is a
+    unit's critical path, as in the NVFP4 dequantizer's ``pnorm``)."""
+    value = Value.cast(value)
+    width = len(value)
+    bounds = [c * width // len(amounts) for c in range(len(amounts) + 1)]
+    return Cat(*((value << a)[lo:hi] for a, lo, hi in zip(amounts, bounds[:-1], bounds[1:],
+                                                          strict=True)))
 
 
 def reduce_significand(m: Module, sig, lz, keep: int, name: str = "red"):

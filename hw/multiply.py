@@ -4,6 +4,7 @@
 * :func:`pair_sums` -- one level of the tree of carry chains.
 * :func:`pair_sum_tree` -- the rest of the tree; :func:`partial_product_sum`, the whole
   product.
+* :func:`pair_sum_sections` -- the tree over pipeline sections, a few levels in each.
 
 Not ``*``: yosys maps a multiply of 2 bits or more to a DSP block on ECP5, slower here than
 these few bits (see :func:`partial_product_sum`).
@@ -13,11 +14,12 @@ from __future__ import annotations
 
 import itertools
 
-from amaranth.hdl import Module, Mux, Signal, Value, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 
 from .nets import wire
 
-__all__ = ["partial_products", "pair_sums", "pair_sum_tree", "partial_product_sum"]
+__all__ = ["partial_products", "pair_sums", "pair_sum_tree", "partial_product_sum",
+           "pair_sum_sections"]
 
 
 def partial_products(x, y, *, y_signed: bool = False) -> list[tuple[Value, Value | None]]:
@@ -82,3 +84,63 @@ def pair_sum_tree(m: Module, level, width: int, name: str, first_depth: int = 0)
                 value = value + carry
             return wire(m, value.as_signed()[:width].as_signed(), name)
         level = pair_sums(m, level, width, name, depth)
+
+
+def _widen(row, width: int):
+    """A non-negative partial product or sum as ``width`` bits."""
+    row = Value.cast(row).as_unsigned()
+    return Cat(row, Const(0, width - len(row))) if len(row) < width else row[:width]
+
+
+def pair_sum_sections(scope, lanes: list[dict], ride: dict, *, width: int, names, sections,
+                      levels_per_section: int):
+    """Trees of carry chains over pipeline sections: per lane :func:`pair_sums`,
+    ``levels_per_section`` levels in each of ``sections`` (boundary names of ``scope``, a
+    :class:`hw.scope.PipelineScope`), every lane's rows crossing each boundary as
+    ``width``-bit values, until one row (the product) is left.
+
+    Parameters
+    ----------
+    scope : hw.scope.PipelineScope
+    lanes : list of dict
+        Per lane ``rows`` (non-negative ``(value, carry)`` pairs whose carries are None, as
+        :func:`partial_products` gives them for an unsigned ``y``) and the lane's values that
+        ride along beside them.
+    ride : dict
+        Values that ride along beside the lanes (None: nothing).
+    width : int
+        Bits of every sum: the product's.
+    names : list of str
+        Per lane the name of its sums (``<name>_l<depth>_<i>``).
+    sections : sequence of str
+        The boundaries, in order; the tree must end by the last one.
+    levels_per_section : int
+
+    Returns
+    -------
+    (lanes, ride)
+        After the last boundary: per lane a dict of its riding values and ``prod`` (``width``
+        bits, unsigned), and ``ride``'s values (None where ``ride`` had None).
+    """
+    m = scope.module
+    lanes = [dict(lane) for lane in lanes]
+    depth = 0
+    for section in sections:
+        for lane, name in zip(lanes, names, strict=True):
+            for d in range(levels_per_section):
+                if len(lane["rows"]) > 1:
+                    lane["rows"] = pair_sums(m, lane["rows"], width, name, depth + d)
+        depth += levels_per_section
+        y = scope.cross({**ride, "lanes": [
+            {**{k: v for k, v in lane.items() if k != "rows"},
+             "rows": [_widen(row, width) for row, _ in lane["rows"]]} for lane in lanes]},
+            section)
+        ride = {k: None if v is None else getattr(y, k) for k, v in ride.items()}
+        lanes = [{**{k: getattr(view, k) for k in lane if k != "rows"},
+                  "rows": [(row.as_signed(), None) for row in view.rows]}
+                 for lane, view in zip(lanes, y.lanes, strict=True)]
+    if any(len(lane["rows"]) > 1 for lane in lanes):
+        raise ValueError(f"{len(sections)} sections of {levels_per_section} levels do not end "
+                         f"the tree")
+    return [{**{k: v for k, v in lane.items() if k != "rows"}, "prod": lane["rows"][0][0]}
+            for lane in lanes], ride

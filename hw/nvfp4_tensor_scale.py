@@ -15,7 +15,7 @@ from amaranth.utils import bits_for
 
 import golden
 
-from .arith import leading_zeros, wire
+from .arith import leading_zeros, shift_left_parts, wire
 from .dequantizer import align_high, align_low
 from .dot.sections import Estimate
 from .rounding import RNE, Grid, overflows, round_aligned
@@ -90,16 +90,6 @@ def ue4m3_fields(m, scale, name):
                     "nan": (scale[:7] == _UE4M3_NAN) | scale[7]}, name)
 
 
-def _shift_left(value, amounts):
-    """``value << amount`` at ``value``'s width, in ``len(amounts)`` parts of its bits, part
-    ``c`` shifted by ``amounts[c]`` (copies of one amount, each driving a part's muxes)."""
-    value = Value.cast(value)
-    width = len(value)
-    bounds = [c * width // len(amounts) for c in range(len(amounts) + 1)]
-    return Cat(*((value << a)[lo:hi] for a, lo, hi in zip(amounts, bounds[:-1], bounds[1:],
-                                                          strict=True)))
-
-
 def tensor_scale_product(scope, payload):
     """Sections ``scale`` to ``pround``: ``f(P * s)``, P the payload's ``tensor_scale``.
 
@@ -151,12 +141,12 @@ def tensor_scale_product(scope, payload):
              "clamp": ~(lz - blk.lim)[-1], "biased": lz - blk.base, "zero": ~blk.q.any(),
              "nan": blk.nan, "inf": blk.inf, "neg": blk.neg}
     # the shift by the count's high bits, then by its low ones
-    blk = scope.cross({**flags, "sig": _shift_left(blk.q, [Cat(Const(0, low), c[low:])
+    blk = scope.cross({**flags, "sig": shift_left_parts(blk.q, [Cat(Const(0, low), c[low:])
                                                            for c in lzs]),
                        "fine": lz[:low]}, "pnorm_hi")
     fines = [blk.fine, *scope.replicate(lz[:low], "pnorm_hi", TENSOR_COPIES - 1)]
     flags = {f: getattr(blk, f) for f in flags}
-    blk = scope.cross({**flags, "sig": _shift_left(blk.sig, fines)}, "pnorm")
+    blk = scope.cross({**flags, "sig": shift_left_parts(blk.sig, fines)}, "pnorm")
 
     # -- pposition, palign, pround: f(P * s) on the fp32 grid (subnormals included) --------
     flags = {"codes": blk.codes, "zero": blk.zero, "nan": blk.nan, "inf": blk.inf,

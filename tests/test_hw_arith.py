@@ -145,6 +145,64 @@ def test_one_chain_takes_one_carry():
         pair_sums(Module(), rows, 5, "p")
 
 
+def _sections_tree(xbits: int, ybits: int, sections, levels: int):
+    """A pipeline of ``sections`` (every boundary registered) whose tree of carry chains
+    (:func:`hw.multiply.pair_sum_sections`) multiplies an unsigned ``x`` and ``y``, ``y`` and
+    a lane field riding along; returns (module, x, y, product, ridden y, ridden lane field)."""
+    from amaranth.hdl import Cat, Const, Module, Signal
+
+    from hw.multiply import pair_sum_sections, partial_products
+    from hw.pipeline import Pipeline
+
+    m = Module()
+    x, y = Signal(xbits), Signal(ybits)
+    pipe = Pipeline(m, {name: 1.0 for name in sections}, len(sections), name="t")
+    (lane,), ride = pair_sum_sections(
+        pipe.scope(), [{"rows": partial_products(Cat(x, Const(0, 1)).as_signed(), y),
+                        "tag": x[0]}], {"y": y, "nothing": None}, width=xbits + ybits + 1,
+        names=["prod"], sections=sections, levels_per_section=levels)
+    assert ride["nothing"] is None
+    outs = [Signal(xbits + ybits), Signal(ybits), Signal()]
+    m.d.comb += [outs[0].eq(lane["prod"]), outs[1].eq(ride["y"]), outs[2].eq(lane["tag"])]
+    pipe.connect(i_valid=Const(1), i_ready=Signal(), o_valid=Signal(), o_ready=Const(1))
+    return m, x, y, outs
+
+
+@pytest.mark.parametrize("xbits,ybits,sections,levels", [
+    (5, 4, ("a", "b"), 1),  # 4 rows: one level a section
+    (6, 7, ("a", "b"), 2),  # 7 rows, three levels: the last section's one
+    (4, 5, ("a",), 3),  # 5 rows: the whole tree in one section
+])
+def test_pair_sum_sections_exhaustive(xbits, ybits, sections, levels):
+    """The tree of carry chains over registered sections: every product of an unsigned x and
+    y comes out ``len(sections)`` cycles later, with the values that ride beside it."""
+    from amaranth.sim import Simulator
+
+    m, x, y, outs = _sections_tree(xbits, ybits, sections, levels)
+    cases = list(itertools.product(range(1 << xbits), range(1 << ybits)))
+    got = []
+
+    async def bench(ctx):
+        for cycle in range(len(cases) + len(sections)):
+            if cycle < len(cases):
+                ctx.set(x, cases[cycle][0])
+                ctx.set(y, cases[cycle][1])
+            await ctx.tick()
+            if cycle + 1 >= len(sections):
+                got.append(tuple(ctx.get(o) for o in outs))
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got[:len(cases)] == [(a * b, b, a & 1) for a, b in cases]
+
+
+def test_pair_sum_sections_must_end_the_tree():
+    with pytest.raises(ValueError, match="1 sections of 2 levels do not end the tree"):
+        _sections_tree(4, 5, ("a",), 2)  # 5 rows: three levels
+
+
 # -- the block-max tree: radix 2 and 4, against max() and the OR of the flags at the max ----
 def _max_and_flag(case, radix):
     """A tree group's answer from its keys and flags (``case``: the keys, then the flags):

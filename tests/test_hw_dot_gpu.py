@@ -18,6 +18,7 @@ import pytest
 import golden
 from golden.gpu_accumulation import check_accumulation
 from hw.dot import MXDot, MXDotGeneral
+from hw.dot.epilogue import epilogue_sections
 from hw.dot.truncated_sections import ESTIMATES, truncated_sections, truncated_tree_levels
 from hw.sidecar import sidecar
 from tb.dot_gpu import code_of, gpu_directed_blocks, nvfp4_gpu_directed_runs
@@ -86,7 +87,8 @@ def test_nvfp4_takes_mxf4nvf4_at_k16(cls, accumulation, k):
         "tcgen05.mxf4nvf4", 2, 49)
     assert "alpha" in gen.i.payload.shape().members
     assert MXDotGeneral("nvfp4", levels=1, accumulation="tcgen05.mxf4nvf4").module_name == (
-        f"nvfp4_dot_general_l1_k16_c4_s{gen.max_stages - 5}_tcgen05_mxf4nvf4")
+        f"nvfp4_dot_general_l1_k16_c4_s{gen.max_stages - len(epilogue_sections())}"
+        "_tcgen05_mxf4nvf4")
 
 
 def test_module_names_sidecar_and_sections():

@@ -84,7 +84,7 @@ def test_ports_are_typed_and_the_sidecar_describes_every_field():
 
 def test_nvfp4_tile_parameters_ports_and_one_line_errors():
     """nvfp4 x nvfp4: blocks of 16 by default, UE4M3 scales recorded in the sidecar, and with
-    ``levels`` 2 (the default) the input field ``alpha`` and five epilogue sections after the
+    ``levels`` 2 (the default) the input field ``alpha`` and ten epilogue sections after the
     step's, MXDotGeneral's; the combinations the tile does not take are one-line errors."""
     g = MXGemm("nvfp4", rows=2, cols=2, contexts=4, stages=3)
     d = MXDotGeneral("nvfp4")

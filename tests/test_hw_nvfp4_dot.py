@@ -157,6 +157,68 @@ def test_mxdot_general_nvfp4_epilogue(contexts, stages, rng):
     assert len(got) == n and not bad, f"{len(bad)} differ: {bad[:5]}"
 
 
+def _epilogue_vectors(rng) -> list[tuple[int, int]]:
+    """(x, alpha) fp32 bit pairs: every pair of significand leading-zero counts 0..23 (a
+    subnormal's 1..23, as it is) at random exponents, signs and lower bits, so the product's
+    leading zeros take every value 0..47; then the specials and random bits."""
+    def operand(lz):
+        low = int(rng.integers(0, 1 << 23))
+        if lz == 0:
+            return (int(rng.integers(1, 255)) << 23) | low
+        return (1 << (23 - lz)) | (low & ((1 << (23 - lz)) - 1))
+
+    sign = lambda: int(rng.integers(0, 2)) << 31  # noqa: E731
+    pairs = [(operand(la) | sign(), operand(lb) | sign())
+             for la in range(24) for lb in range(24) for _ in range(3)]
+    special = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 1, 0x7F7FFFFF,
+               0x00800000, 0x3F800000, 0x3F7FFFFF, 0x00400000]
+    pairs += [(a, b) for a in special for b in special]
+    return pairs + [tuple(int(v) for v in rng.integers(0, 1 << 32, 2)) for _ in range(300)]
+
+
+def test_epilogue_every_leading_zero_count(rng):
+    """:func:`hw.dot.epilogue.build_epilogue` alone, every section registered: the fp32 RNE
+    product of x and alpha against exact Fractions (``_epilogue_oracle``) for products with
+    every leading-zero count of the 48-bit significand product (the normalization's three
+    sections), subnormal and overflowing results and the specials."""
+    from amaranth.hdl import Const, Module, Signal
+    from amaranth.sim import Simulator
+
+    from hw.dot.epilogue import build_epilogue, epilogue_sections
+    from hw.pipeline import Pipeline
+
+    m = Module()
+    x, alpha, result = Signal(32), Signal(32), Signal(32)
+    sections = epilogue_sections()
+    pipe = Pipeline(m, sections, len(sections), name="e")
+    m.d.comb += result.eq(build_epilogue(pipe.scope(), x, alpha, None).result)
+    pipe.connect(i_valid=Const(1), i_ready=Signal(), o_valid=Signal(), o_ready=Const(1))
+    pairs = _epilogue_vectors(rng)
+    sig = [((a & 0x7FFFFF) | (0x800000 if a & 0x7F800000 else 0))
+           * ((b & 0x7FFFFF) | (0x800000 if b & 0x7F800000 else 0)) for a, b in pairs]
+    assert {48 - q.bit_length() for q in sig if q} >= set(range(48))
+    got = []
+
+    async def bench(ctx):
+        for cycle in range(len(pairs) + len(sections)):
+            if cycle < len(pairs):
+                ctx.set(x, pairs[cycle][0])
+                ctx.set(alpha, pairs[cycle][1])
+            await ctx.tick()
+            if cycle + 1 >= len(sections):
+                got.append(ctx.get(result))
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    want = [_epilogue_oracle(a, b) for a, b in pairs]
+    bad = [(hex(a), hex(b), hex(g), hex(w))
+           for (a, b), g, w in zip(pairs, got, want, strict=False) if g != w]
+    assert len(got) >= len(pairs) and not bad, f"{len(bad)} differ: {bad[:5]}"
+    assert {w & 0x7F800000 for w in want} >= {0, 0x7F800000}  # subnormal or zero, and Inf
+
+
 def test_mxdot_general_nvfp4_levels_1_has_no_alpha():
     dut = MXDotGeneral("nvfp4", levels=1, stages=2)
     assert "alpha" not in dut.i.payload.shape().members

@@ -190,6 +190,16 @@ NEXT_STEPS: dict[str, str] = {
             "forwarding select decided a cycle ahead and registered, then c taken one section "
             "after decode (a shorter loop); then the input ring's `ctx`/`first` fan-out to "
             "every lane's RAM read; the fp8 2 x 4 tile not placed with the receive registers",
+    "dot-general --format nvfp4 --block-size 16": "the epilogue's first product section "
+                                                  "(`efields` -> `emul_0`: the partial "
+                                                  "products' muxes and two 49-bit carry "
+                                                  "chains, 6.0 ns, seeds 1-2) and the 26-bit "
+                                                  "alignment's sticky OR (`eposition` -> "
+                                                  "`ealign`, 6.0 ns, seed 3): one tree level "
+                                                  "in `emul_0`, and the sticky bit from the "
+                                                  "product's trailing zeros (tz(sig_a) + "
+                                                  "tz(sig_b), `Grid.align`'s trailing_zeros, "
+                                                  "as the NVFP4 dequantizer's `palign`)",
     "nvfp4-quantizer": "the `--multipliers mult18x18d` build (64 MULT18X18D, 18,119 "
                        "TRELLIS_COMB, 26,116 FF packed) placed at 69.4 MHz before routing "
                        "(nextpnr's estimate; the routing unfinished after 50 minutes beside "

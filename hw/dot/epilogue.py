@@ -7,10 +7,13 @@ pipeline (``levels=2``).
 ``f(Pa * Pb)`` of the two tensor scales, or any fp32 (IEEE arithmetic: NaN in, NaN out;
 ``0 * Inf`` NaN; the sign of ``alpha`` in the result).  Sections:
 
-* ``emul`` -- both operands' fields and the exact 24 x 24-bit significand product (a tree of
-  carry chains, :func:`hw.arith.partial_product_sum`), the specials;
-* ``enorm`` -- the product normalized (leading-zero count and shift), its binade above
-  fp32's lowest normal one;
+* ``efields`` -- both operands' fields, the specials and the product's lsb exponent;
+* ``emul_<j>`` -- the exact 24 x 24-bit significand product, a tree of carry chains
+  (:func:`hw.multiply.pair_sum_sections`), :data:`PRODUCT_LEVELS_PER_SECTION` levels a
+  section;
+* ``ecoarse``, ``ecount``, ``enorm`` -- the product normalized: shifted by 0, 16 or 32 bits
+  (its top 16 bits non-zero after it), the leading zeros of those 16 bits, then their shift
+  and the product's binade above fp32's lowest normal one;
 * ``eposition``, ``ealign``, ``eround`` -- onto the fp32 grid and rounded once (RNE,
   subnormal results, overflow to Inf) by the project's rounder, :class:`hw.rounding.Grid`
   and :func:`hw.rounding.round_aligned`, as the NVFP4 dequantizer's ``f(P * s)``.
@@ -22,28 +25,57 @@ not the epilogue's.  NaN results are 0x7FC00000, or ``nan_bits`` (0x7FFFFFFF aft
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Mux, Value
 
 from golden.formats import FP32
 
-from ..arith import leading_zeros, partial_product_sum
+from ..arith import leading_zeros, shift_left_parts
+from ..dequantizer import align_parts
+from ..multiply import pair_sum_sections, partial_products
 from ..placement import Estimate
 from ..rounding import RNE, Grid, overflows, round_aligned
 
-__all__ = ["EPILOGUE_ESTIMATES", "epilogue_sections", "build_epilogue"]
+__all__ = ["EPILOGUE_ESTIMATES", "PRODUCT_LEVELS_PER_SECTION", "SHIFT_COPIES",
+           "epilogue_sections", "build_epilogue"]
 
 _SIG = FP32.mbits + 1  # 24
 _EMIN = 1 - FP32.bias  # -126
 _LSB_MIN = _EMIN - FP32.mbits  # -149, a subnormal's lsb
 
-#: The epilogue's sections (ns, ECP5 speed 8): estimates by analogy with the NVFP4
-#: dequantizer's ``f(P * s)`` and the fused step's sections, not measured on this unit.
+#: Levels of the product's tree of carry chains (24 rows: five levels) per ``emul_<j>``.
+PRODUCT_LEVELS_PER_SECTION = 2
+_PRODUCT_SECTIONS = tuple(
+    f"emul_{j}" for j in range(-(-(_SIG - 1).bit_length() // PRODUCT_LEVELS_PER_SECTION)))
+_PRODUCT = Estimate(4.5, "partial products and two levels of the tree of carry chains "
+                    "(estimate; the whole tree in one section with the fields was the critical "
+                    "path, 11.9 ns over 5 chains, 3 seeds)")
+
+#: Registers of each shift amount, the fine leading-zero count at ``ecount`` and the drop at
+#: ``eposition``, each driving a part of its shifter (:func:`hw.arith.shift_left_parts`,
+#: :func:`hw.dequantizer.align_parts`), as the NVFP4 dequantizer's ``TENSOR_COPIES``.
+SHIFT_COPIES = 2
+
+#: The epilogue's sections (ns, ECP5 speed 8), in datapath order.
 EPILOGUE_ESTIMATES = {
-    "emul": Estimate(5.0, "the 24 x 24-bit product as a tree of carry chains in one "
-                     "section (estimate, not measured: place more registers by hand)"),
-    "enorm": Estimate(4.0, "the 48-bit leading-zero count and shift (estimate)"),
-    "eposition": Estimate(3.0, "the binade and the shift amount (estimate)"),
-    "ealign": Estimate(3.5, "the shift onto the fp32 grid and its sticky OR (estimate)"),
+    "efields": Estimate(3.0, "the operands' fields (an 8-bit OR for each hidden bit), the "
+                        "specials and the lsb exponent's add (estimate)"),
+    **{name: _PRODUCT for name in _PRODUCT_SECTIONS[:-1]},
+    _PRODUCT_SECTIONS[-1]: Estimate(2.5, "the tree's last level: one 49-bit carry chain "
+                                    "(estimate)"),
+    "ecoarse": Estimate(3.0, "the product's top 16 and middle 16 bits' zero flags and the "
+                        "shift by 0, 16 or 32 bits on them (estimate)"),
+    "ecount": Estimate(3.5, "the leading-zero count of the top 16 bits (estimate; the "
+                       "48-bit count in one section was the critical path, 6.3 ns over 7 "
+                       "cells, seed 1)"),
+    "enorm": Estimate(3.5, "the 4-bit normalizing shift in two parts and the product's binade "
+                      "(estimate)"),
+    "eposition": Estimate(3.0, "the binade and the shift amount, the OR of the product's 23 "
+                          "bits below fp32's round bit (estimate)"),
+    "ealign": Estimate(3.5, "the 26-bit shift onto the fp32 grid and its sticky OR (estimate; "
+                       "shifting all 48 bits, it was the critical path, 7.2 ns over 8 "
+                       "cells, 5.4 ns of it routing, seed 1)"),
     "eround": Estimate(3.5, "the increment, overflow and the specials (estimate)"),
 }
 
@@ -63,6 +95,31 @@ def _fields(bits) -> dict:
             "neg": bits[31]}
 
 
+def _normalize(scope, q, keep: dict, lsb):
+    """Sections ``ecoarse``, ``ecount``, ``enorm``: the 48-bit product ``q`` (its lsb's
+    exponent ``lsb``) normalized; returns the view after ``enorm``: ``keep``'s fields,
+    ``sig`` (the top bit set, or zero), ``above`` and ``below`` (the top bit's exponent above
+    fp32's lowest normal one, and its negation) and ``zero``."""
+    m, width = scope.module, 2 * _SIG
+
+    def kept(s):
+        return {k: None if v is None else getattr(s, k) for k, v in keep.items()}
+
+    top, mid = ~q[32:].any(), ~q[16:32].any()
+    s = scope.cross({**keep, "lsb": lsb, "zero": top & mid & ~q[:16].any(),
+                     "q": Mux(top, Mux(mid, q << 32, q << 16), q)[:width],
+                     "coarse": Mux(top, Mux(mid, 2, 1), 0)}, "ecoarse")
+    # the top 16 bits are non-zero unless q is: fewer than 16 leading zeros, 4 bits
+    fine = leading_zeros(m, s.q[width - 16:], name=scope.name("epi_lz"))[:4]
+    s = scope.cross({**kept(s), "lsb": s.lsb, "zero": s.zero, "q": s.q, "coarse": s.coarse,
+                     "fine": fine}, "ecount")
+    fines = [s.fine, *scope.replicate(fine, "ecount", SHIFT_COPIES - 1)]
+    lz = Cat(s.fine, s.coarse)  # 16 * coarse + fine
+    return scope.cross({**kept(s), "sig": shift_left_parts(s.q, fines),
+                        "above": s.lsb + (width - 1 - _EMIN) - lz,
+                        "below": lz - (width - 1 - _EMIN) - s.lsb, "zero": s.zero}, "enorm")
+
+
 def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bits):
     """``f(alpha * x)`` of the fp32 bits ``x`` and ``alpha`` through the sections of
     :func:`epilogue_sections` in ``scope`` (a :class:`hw.pipeline.PipelineScope`); a NaN
@@ -77,35 +134,41 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
     def riding(s):
         return None if side is None else s.side
 
+    width = 2 * _SIG
     a, b = _fields(x), _fields(alpha)
-    q = partial_product_sum(m, Cat(a["sig"], Const(0, 1)).as_signed(), b["sig"],
-                            scope.name("epi_prod"))[:2 * _SIG]
-    keep = {"raw": x, "side": side}
     s = scope.cross({
-        **keep, "q": q, "neg": a["neg"] ^ b["neg"],
+        "raw": x, "side": side, "sig_a": a["sig"], "sig_b": b["sig"], "neg": a["neg"] ^ b["neg"],
         # lsb exponent of the product: (exp_a - 150) + (exp_b - 150), as a signed sum
         "lsb": (Cat(a["exp"], Const(0, 2)).as_signed() + Cat(b["exp"], Const(0, 2)).as_signed()
                 - 2 * (FP32.bias + FP32.mbits)),
         "nan": a["nan"] | b["nan"] | (a["inf"] & b["zero"]) | (b["inf"] & a["zero"]),
         "inf": a["inf"] | b["inf"],
-    }, "emul")
-    width = 2 * _SIG
-    lz = leading_zeros(m, s.q, name=scope.name("epi_lz"))
-    above = s.lsb + (width - 1 - _EMIN) - lz
-    flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg}
-    keep = {"raw": s.raw, "side": riding(s)}
-    s = scope.cross({**keep, **flags, "sig": (s.q << lz)[:width], "above": above,
-                     "below": lz - (width - 1 - _EMIN) - s.lsb, "zero": ~s.q.any()}, "enorm")
-    grid = Grid(sig_width=width, emin=_EMIN, mbits=FP32.mbits, top_min=2 * _LSB_MIN)
+    }, "efields")
+    rows = partial_products(Cat(s.sig_a, Const(0, 1)).as_signed(), s.sig_b)
+    ride = {"raw": s.raw, "side": riding(s), "neg": s.neg, "lsb": s.lsb, "nan": s.nan,
+            "inf": s.inf}
+    (lane,), s = pair_sum_sections(scope, [{"rows": rows}], ride, width=width + 1,
+                                   names=[scope.name("epi_prod")], sections=_PRODUCT_SECTIONS,
+                                   levels_per_section=PRODUCT_LEVELS_PER_SECTION)
+    s = SimpleNamespace(**s)
+    q = Value.cast(lane["prod"])[:width]
+    s = _normalize(scope, q, {"raw": s.raw, "side": s.side, "nan": s.nan, "inf": s.inf,
+                              "neg": s.neg}, s.lsb)
+    # fp32's 24 bits and the round bit; the 23 below them only as their OR (sticky), which
+    # is exact for RNE wherever the grid's last place falls (at or above the 24th bit)
+    grid = Grid(sig_width=_SIG + 2, emin=_EMIN, mbits=FP32.mbits, top_min=2 * _LSB_MIN)
     flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg, "zero": s.zero}
     keep = {"raw": s.raw, "side": riding(s)}
-    s = scope.cross({**keep, **flags, "sig": s.sig, "position": grid.position(
-        m, s.above, s.below, name=scope.name("epi_rnd"))}, "eposition")
+    position = grid.position(m, s.above, s.below, name=scope.name("epi_rnd"))
+    cut = width - _SIG - 1
+    s = scope.cross({**keep, **flags, "sig": Cat(s.sig[:cut].any(), s.sig[cut:]),
+                     "position": position}, "eposition")
+    drops = [s.position.drop, *scope.replicate(position.drop, "eposition", SHIFT_COPIES - 1)]
     flags = {f: getattr(s, f) for f in flags}
     keep = {"raw": s.raw, "side": riding(s)}
-    s = scope.cross({**keep, **flags, "grid": grid.align(m, s.sig, s.position,
-                                                         name=scope.name("epi_rnd"))},
-                    "ealign")
+    s = scope.cross({**keep, **flags, "grid": align_parts(m, grid, s, drops,
+                                                          scope.name("epi_rnd"),
+                                                          trailing_zeros=False)}, "ealign")
     overflow = overflows(m, s.grid.binade, ebits=FP32.ebits, name=scope.name("epi_overflow"))
     code = round_aligned(m, s.grid, mbits=FP32.mbits, rounding=RNE,
                          name=scope.name("epi_rnd"))[:31]

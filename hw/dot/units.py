@@ -236,7 +236,7 @@ class MXDotGeneral(Unit):
         result.
     levels : {1, 2}, optional
         nvfp4 only: 2 (its default) applies the tensor scales' epilogue ``f(alpha * sum)``
-        to each run's result (:mod:`hw.dot.epilogue`: one fp32 RNE multiply, five sections
+        to each run's result (:mod:`hw.dot.epilogue`: one fp32 RNE multiply, ten sections
         after the step's); 1 (MX formats: the only choice) none.
 
     Members

@@ -107,7 +107,7 @@ class MXGemm(Unit):
         chained, the epilogue after a run's last step, as MXDotGeneral's).
     levels : {1, 2}, optional
         nvfp4 only: 2 (its default) applies the tensor scales' epilogue ``f(alpha * sum)`` to
-        every output of a run (one fp32 RNE multiply per lane, five sections after the
+        every output of a run (one fp32 RNE multiply per lane, ten sections after the
         step's; ``alpha`` is ``golden.matmul``'s ``f(Pa * Pb)``); 1 (MX formats: the only
         choice) none.
 

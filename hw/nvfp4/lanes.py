@@ -2,7 +2,7 @@
 from x's sign bit.
 
 The product of x's significand (subnormals as they are) and r's is exact (a tree of carry
-chains, :func:`hw.multiply.pair_sums`; or ``multipliers="mult18x18d"``, MULT18X18D blocks,
+chains, :func:`hw.multiply.pair_sum_sections`; or ``multipliers="mult18x18d"``, MULT18X18D blocks,
 :mod:`hw.nvfp4.products`), normalized, and rounded to 24 bits by
 :func:`hw.rounding.round_increment` with an unbounded exponent: a product below fp32's normal
 range gives e2m1 code 0 either way, and one above it saturates either way.  That value is
@@ -17,7 +17,7 @@ from amaranth.hdl import Cat, Const, Mux, Value
 import golden
 
 from ..arith import leading_zeros
-from ..multiply import pair_sums, partial_products
+from ..multiply import pair_sum_sections, partial_products
 from ..nets import wire
 from ..rounding import RNE, Grid, round_aligned, round_increment
 from .products import dsp_products
@@ -30,40 +30,6 @@ __all__ = ["quantize_lanes", "NAN_BLOCK_BYTE"]
 NAN_BLOCK_BYTE = golden.scale_format("ue4m3").nan_code
 _FP32 = golden.float_format("fp32")
 _E2M1 = golden.element_format("fp4_e2m1")
-
-
-def _widen(row, width: int):
-    """A partial product or sum (non-negative: both factors are) as ``width`` bits."""
-    row = Value.cast(row).as_unsigned()
-    return Cat(row, Const(0, width - len(row))) if len(row) < width else row[:width]
-
-
-def _tree_products(scope, g, sig_r, lanes, blk):
-    """Sections ``mul_<j>``: each lane's product ``sig_x * sig_r`` in a tree of carry chains,
-    :data:`MUL_LEVELS_PER_SECTION` levels per section; returns ``(lanes, blk)`` after them,
-    each lane's ``neg``, ``lsb`` and ``prod``."""
-    m, mb = scope.module, g.mbits
-    width = 24 + 1 + mb + 1  # the signed product of (0, sig_r) and sig_x
-    lanes = [{"neg": ln["neg"], "lsb": ln["lsb"],
-              "rows": partial_products(Cat(sig_r, Const(0, 1)).as_signed(), ln["sig"])}
-             for ln in lanes]
-    depth = 0
-    for j in range(g.mul_sections):
-        for i, ln in enumerate(lanes):
-            for d in range(MUL_LEVELS_PER_SECTION):
-                if len(ln["rows"]) > 1:
-                    ln["rows"] = pair_sums(m, ln["rows"], width, scope.name(f"lane{i}_mul"),
-                                           depth + d)
-        depth += MUL_LEVELS_PER_SECTION
-        y = scope.cross({**blk, "lanes": [
-            {"neg": ln["neg"], "lsb": ln["lsb"],
-             "rows": [_widen(row, width) for row, _ in ln["rows"]]} for ln in lanes]},
-            f"mul_{j}")
-        blk = {name: getattr(y, name) for name in blk}
-        lanes = [{"neg": ln.neg, "lsb": ln.lsb,
-                  "rows": [(row.as_signed(), None) for row in ln.rows]} for ln in y.lanes]
-    return [{"neg": ln["neg"], "lsb": ln["lsb"], "prod": ln["rows"][0][0]}
-            for ln in lanes], blk
 
 
 def quantize_lanes(scope, g, x):
@@ -85,7 +51,14 @@ def quantize_lanes(scope, g, x):
         lsb = signed(Mux(e.any(), e, 1)) - (f.bias + mb) + r_lsb
         lanes.append({"neg": v[w - 1], "lsb": lsb, "sig": sig_x})
     if g.multipliers == "lut":
-        lanes, blk = _tree_products(scope, g, sig_r, lanes, blk)
+        # sections mul_<j>: each lane's product sig_x * sig_r in a tree of carry chains
+        lanes, blk = pair_sum_sections(
+            scope, [{"neg": ln["neg"], "lsb": ln["lsb"],
+                     "rows": partial_products(Cat(sig_r, Const(0, 1)).as_signed(), ln["sig"])}
+                    for ln in lanes], blk, width=24 + 1 + mb + 1,
+            names=[scope.name(f"lane{i}_mul") for i in range(k)],
+            sections=[f"mul_{j}" for j in range(g.mul_sections)],
+            levels_per_section=MUL_LEVELS_PER_SECTION)
     else:
         lanes, blk = dsp_products(scope, sig_r, lanes, blk)
     # -- plz: normalize the product ----------------------------------------------------
