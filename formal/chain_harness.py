@@ -19,7 +19,6 @@ from hw.dot.parameters import accumulator_bits
 from .environment import (
     Harness,
     drive_free,
-    probe_bits,
     probe_fields,
     quiet_cycles,
 )
@@ -110,11 +109,6 @@ class ChainHarness(Harness):
     @property
     def ports(self):
         return [self.i_valid, self.i_payload, self.o_ready, self.probe]
-
-    @property
-    def probe_wires(self) -> list[str]:
-        """Netlist names behind ``probe``, bit 0 first."""
-        return probe_bits(self.probe_names, self.widths)
 
     def elaborate(self, platform):
         m = Module()

@@ -26,11 +26,18 @@ def popcount(bits):
 
 
 class Harness(Elaboratable):
-    """Shared parts: the free inputs, the first-cycle reset and ``past_rst``."""
+    """Shared parts: the free inputs, the first-cycle reset and ``past_rst``, and the netlist
+    names behind a ``probe`` input (a harness with probes sets ``probe_names``, kind -> wires,
+    and ``widths``, bits per register of a kind, :func:`probe_fields`)."""
 
     def __init__(self):
         self.i_valid = Signal()
         self.o_ready = Signal()
+
+    @property
+    def probe_wires(self) -> list[str]:
+        """Netlist names behind ``probe``, bit 0 first."""
+        return probe_bits(self.probe_names, self.widths)
 
     def reset_control(self, m):
         rst = ResetSignal()

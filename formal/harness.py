@@ -47,7 +47,6 @@ from .environment import (
     drive_free,
     held,
     popcount,
-    probe_bits,
     probe_fields,
     quiet_cycles,
 )
@@ -95,16 +94,12 @@ class FlowHarness(Harness):
         self.dut = unit.build(k, stages)
         self.i_payload = Signal(len(Value.cast(self.dut.i.payload)))
         self.probe_names = unit.control_probes(k, stages) if probes else {}
+        self.widths = {}  # every probed control register is one bit
         self.probe = Signal(max(1, sum(len(v) for v in self.probe_names.values())))
 
     @property
     def ports(self):
         return [self.i_valid, self.i_payload, self.o_ready, self.probe]
-
-    @property
-    def probe_wires(self) -> list[str]:
-        """Netlist names behind ``probe``, bit 0 first."""
-        return probe_bits(self.probe_names, {})
 
     def elaborate(self, platform):
         m = Module()
@@ -158,7 +153,7 @@ class FlowHarness(Harness):
         return m
 
     def _invariants(self, m, started, inflight):
-        bits = probe_fields(self.probe, self.probe_names, {})
+        bits = probe_fields(self.probe, self.probe_names, self.widths)
         valid = bits["valid"]
         if self.unit.runs:  # hold_when: hold0 says whether the last stage's block waits
             checks = [Assert(~bits["hold"][0] | valid[-1], "inv_hold_implies_valid")]
@@ -263,11 +258,6 @@ class OrderHarness(Harness):
     @property
     def ports(self):
         return [self.i_valid, self.i_last, self.o_ready, self.probe]
-
-    @property
-    def probe_wires(self) -> list[str]:
-        """Netlist names behind ``probe``, bit 0 first."""
-        return probe_bits(self.probe_names, self.widths)
 
     def elaborate(self, platform):
         m = Module()
