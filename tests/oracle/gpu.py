@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .formats import NAN, code_value, floor_log2, fmt_of, pow2
-from .mx import fp32_bits_value
+from .mx import fp32_bits_value, product_specials
 
 __all__ = [
     "GPU_NAN", "GPU_KINDS", "rz_fp32_bits", "tcgen05_f8f6f4_step", "tcgen05_f4_step",
@@ -45,29 +45,6 @@ def rz_fp32_bits(x: Fraction) -> int:
     return mag | (int(neg) << 31)
 
 
-def _gpu_specials(pairs, c, nan_scale: bool):
-    """GPU_NAN, an Inf's bits, or None (all finite) for the products' factor pairs and c."""
-    nan = nan_scale or c is NAN
-    infs = {c} if isinstance(c, str) and c != NAN else set()
-    for x, y in pairs:
-        if x is NAN or y is NAN:
-            nan = True
-            continue
-        xi, yi = isinstance(x, str), isinstance(y, str)
-        if xi or yi:
-            if (not xi and x == 0) or (not yi and y == 0):
-                nan = True  # Inf * 0
-                continue
-            sx = x.startswith("-") if xi else x < 0
-            sy = y.startswith("-") if yi else y < 0
-            infs.add("-inf" if sx != sy else "+inf")
-    if nan or len(infs) == 2:
-        return GPU_NAN
-    if infs:
-        return 0xFF800000 if infs == {"-inf"} else 0x7F800000
-    return None
-
-
 def _alignment_exponent(value: Fraction, floor: int) -> int:
     """floor(log2 |value|), but not below ``floor`` (the binade of the smallest normal)."""
     return max(floor_log2(abs(value)), floor)
@@ -86,7 +63,7 @@ def tcgen05_f8f6f4_step(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
     c = fp32_bits_value(c_bits)
     a = [code_value(fa, x) for x in a_codes]
     b = [code_value(fb, x) for x in b_codes]
-    special = _gpu_specials(zip(a, b, strict=True), c, sa == 255 or sb == 255)
+    special = product_specials(zip(a, b, strict=True), c, sa == 255 or sb == 255, GPU_NAN)
     if special is not None:
         return special
     f, e_zero, _ = GPU_KINDS["tcgen05.mxf8f6f4"]

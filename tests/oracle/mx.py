@@ -26,7 +26,8 @@ from .formats import (
 
 __all__ = [
     "shared_exponent", "round_to_grid", "quantize_block", "quantize", "FP32_QNAN",
-    "rne_fp32_bits", "fp32_bits_value", "dot_block", "dot_chain", "matmul",
+    "rne_float_bits", "rne_fp32_bits", "fp32_bits_value", "product_specials", "dot_block",
+    "dot_chain", "matmul",
 ]
 
 
@@ -132,31 +133,34 @@ def quantize(x, name, *, block_size=32, axis=-1, scale_mode="floor", rounding="r
 FP32_QNAN = 0x7FC00000
 
 
-def rne_fp32_bits(x: Fraction) -> int:
-    """IEEE binary32 RNE of an exact value: subnormals kept, overflow to Inf.
-
-    A non-zero value that rounds to zero keeps its sign (IEEE); an exact zero is +0.
-    """
+def rne_float_bits(x: Fraction, ebits: int, mbits: int) -> int:
+    """IEEE RNE of an exact value into a binary format with ``ebits``/``mbits`` (subnormals kept,
+    overflow to Inf, a non-zero value that rounds to zero keeps its sign; exact zero +0)."""
     if x == 0:
         return 0
-    neg = x < 0
-    a = -x if neg else x
-    p = floor_log2(a)
-    quantum = pow2(max(p, -126) - 23)  # the last place at a (subnormal range: 2^-149)
+    neg, a = x < 0, abs(x)
+    bias = (1 << (ebits - 1)) - 1
+    emin = 1 - bias
+    quantum = pow2(max(floor_log2(a), emin) - mbits)
     n_exact = a / quantum
     n = n_exact.numerator // n_exact.denominator
     rem = n_exact - n
     if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1):
         n += 1
     val = n * quantum
-    if val >= pow2(128):
-        mag = 0x7F800000
-    elif val < pow2(-126):  # subnormal (or zero): mantissa counts 2^-149 units
-        mag = int(val / pow2(-149))
+    if val >= pow2(bias + 1):
+        mag = ((1 << ebits) - 1) << mbits
+    elif val < pow2(emin):
+        mag = int(val / pow2(emin - mbits))
     else:
         e = floor_log2(val)
-        mag = ((e + 127) << 23) | (int(val / pow2(e - 23)) - (1 << 23))
-    return mag | (int(neg) << 31)
+        mag = ((e + bias) << mbits) | (int(val / pow2(e - mbits)) - (1 << mbits))
+    return mag | (int(neg) << (ebits + mbits))
+
+
+def rne_fp32_bits(x: Fraction) -> int:
+    """IEEE binary32 RNE of an exact value (:func:`rne_float_bits` with 8 and 23 bits)."""
+    return rne_float_bits(x, 8, 23)
 
 
 def fp32_bits_value(bits: int):
@@ -169,34 +173,41 @@ def fp32_bits_value(bits: int):
     return -mag if neg else mag
 
 
-def dot_block(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
-    """One block pair of docs/numerics.md section 5: fp32 bits of the result."""
-    fa, fb = fmt_of(fa), fmt_of(fb)
-    c = fp32_bits_value(c_bits)
-    a = [code_value(fa, x) for x in a_codes]
-    b = [code_value(fb, x) for x in b_codes]
-    # Step 1: NaN.
-    nan = sa == 255 or sb == 255 or c is NAN or any(v is NAN for v in a + b)
-    infs = set()
-    if isinstance(c, str) and c != NAN:
-        infs.add(c)
-    for x, y in zip(a, b, strict=True):
+def product_specials(pairs, c, nan_scale: bool, nan_bits: int):
+    """Steps 1 and 2 of docs/numerics.md section 5 for the products' factor pairs (values,
+    NAN or '+inf'/'-inf') and c: ``nan_bits`` for a NaN (a NaN factor, scale or c, Inf * 0,
+    or Infs of both signs), an Inf's fp32 bits, or None (every term finite)."""
+    nan = nan_scale or c is NAN
+    infs = {c} if isinstance(c, str) and c != NAN else set()
+    for x, y in pairs:
         if x is NAN or y is NAN:
+            nan = True
             continue
         xi, yi = isinstance(x, str), isinstance(y, str)
         if xi or yi:
-            other = y if xi else x
-            if not (xi and yi) and other == 0:
+            if (not xi and x == 0) or (not yi and y == 0):
                 nan = True  # Inf * 0
                 continue
             sx = x.startswith("-") if xi else x < 0
             sy = y.startswith("-") if yi else y < 0
             infs.add("-inf" if sx != sy else "+inf")
     if nan or len(infs) == 2:
-        return FP32_QNAN
-    # Step 2: Inf.
+        return nan_bits
     if infs:
         return 0xFF800000 if infs == {"-inf"} else 0x7F800000
+    return None
+
+
+def dot_block(fa, a_codes, sa, fb, b_codes, sb, c_bits=0) -> int:
+    """One block pair of docs/numerics.md section 5: fp32 bits of the result."""
+    fa, fb = fmt_of(fa), fmt_of(fb)
+    c = fp32_bits_value(c_bits)
+    a = [code_value(fa, x) for x in a_codes]
+    b = [code_value(fb, x) for x in b_codes]
+    # Steps 1 and 2: NaN, then Inf.
+    special = product_specials(zip(a, b, strict=True), c, sa == 255 or sb == 255, FP32_QNAN)
+    if special is not None:
+        return special
     # Step 3: exact T, one rounding.
     products = sum((x * y for x, y in zip(a, b, strict=True)), Fraction(0))
     t = products * pow2(sa - 127) * pow2(sb - 127)

@@ -13,7 +13,6 @@ from .formats import (
     decode_code,
     decode_input,
     encode_magnitude,
-    floor_log2,
     pow2,
     spec,
 )
@@ -22,7 +21,7 @@ from .mx import FP32_QNAN, fp32_bits_value, rne_fp32_bits, round_to_grid
 
 __all__ = [
     "E2M1", "UE4M3_MAGS", "F32_INF", "FLT_MAX", "f32", "f32_div", "ue4m3_code", "ue4m3_value",
-    "nvfp4_tensor_scale", "nvfp4_block", "nvfp4_quantize", "rne_float_bits",
+    "nvfp4_tensor_scale", "nvfp4_block", "nvfp4_quantize",
     "nvfp4_dequantize_value", "nvfp4_dot", "nvfp4_tcgen05_dot", "nvfp4_matmul",
 ]
 
@@ -120,31 +119,6 @@ def nvfp4_quantize(x: np.ndarray, recipe="torchao", tensor_scale=None, block_siz
         scales.append([s for s, _ in blocks])
         codes.append([c for _, cs in blocks for c in cs])
     return np.array(scales, np.uint8), np.array(codes, np.uint8), p
-
-
-def rne_float_bits(x: Fraction, ebits: int, mbits: int) -> int:
-    """IEEE RNE of an exact value into a binary format with ``ebits``/``mbits`` (subnormals kept,
-    overflow to Inf, a non-zero value that rounds to zero keeps its sign; exact zero +0)."""
-    if x == 0:
-        return 0
-    neg, a = x < 0, abs(x)
-    bias = (1 << (ebits - 1)) - 1
-    emin = 1 - bias
-    quantum = pow2(max(floor_log2(a), emin) - mbits)
-    n_exact = a / quantum
-    n = n_exact.numerator // n_exact.denominator
-    rem = n_exact - n
-    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1):
-        n += 1
-    val = n * quantum
-    if val >= pow2(bias + 1):
-        mag = ((1 << ebits) - 1) << mbits
-    elif val < pow2(emin):
-        mag = int(val / pow2(emin - mbits))
-    else:
-        e = floor_log2(val)
-        mag = ((e + bias) << mbits) | (int(val / pow2(e - mbits)) - (1 << mbits))
-    return mag | (int(neg) << (ebits + mbits))
 
 
 def nvfp4_dequantize_value(code: int, scale: int, p=None):
