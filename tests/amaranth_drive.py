@@ -1,12 +1,13 @@
 """Driving a stream unit in Amaranth's simulator: one block per clock with ``o.ready`` held
 high, the outputs collected in order.  The quantizer's and dequantizer's Amaranth-simulator
-tests (``tests/test_hw_quantizer.py``, ``tests/test_hw_quantize_formats.py``) share it."""
+tests (``tests/test_hw_quantizer.py``, ``tests/test_hw_quantize_formats.py``) share it; the
+tests of bare pipeline sections (no stream ports) share :func:`simulate_pipeline`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-__all__ = ["simulate_stream", "simulate_quantizer"]
+__all__ = ["simulate_stream", "simulate_pipeline", "simulate_quantizer"]
 
 
 def simulate_stream(dut, rows: Sequence, read: Callable) -> list:
@@ -53,6 +54,29 @@ def simulate_stream(dut, rows: Sequence, read: Callable) -> list:
     sim.add_testbench(bench)
     sim.run()
     assert len(out) == len(rows), f"{len(out)} of {len(rows)} blocks came out"
+    return out
+
+
+def simulate_pipeline(m, rows: Sequence, read: Callable, latency: int) -> list:
+    """Run ``rows`` through the free-running pipeline in ``m`` (its valid and ready held
+    high), one a clock: per row the (signal, value) pairs to set, and ``read(ctx)`` of each
+    row ``latency`` clocks after it was set, in order (``len(rows)`` results)."""
+    from amaranth.sim import Simulator
+
+    out = []
+
+    async def bench(ctx):
+        for cycle in range(len(rows) + latency - 1):
+            for signal, value in rows[cycle] if cycle < len(rows) else ():
+                ctx.set(signal, value)
+            await ctx.tick()
+            if cycle + 1 >= latency:
+                out.append(read(ctx))
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
     return out
 
 

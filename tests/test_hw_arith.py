@@ -12,6 +12,7 @@ from pathlib import Path
 
 import oracle
 import pytest
+from amaranth_drive import simulate_pipeline
 
 import golden
 
@@ -176,25 +177,10 @@ def _sections_tree(xbits: int, ybits: int, sections, levels: int):
 def test_pair_sum_sections_exhaustive(xbits, ybits, sections, levels):
     """The tree of carry chains over registered sections: every product of an unsigned x and
     y comes out ``len(sections)`` cycles later, with the values that ride beside it."""
-    from amaranth.sim import Simulator
-
     m, x, y, outs = _sections_tree(xbits, ybits, sections, levels)
     cases = list(itertools.product(range(1 << xbits), range(1 << ybits)))
-    got = []
-
-    async def bench(ctx):
-        for cycle in range(len(cases) + len(sections)):
-            if cycle < len(cases):
-                ctx.set(x, cases[cycle][0])
-                ctx.set(y, cases[cycle][1])
-            await ctx.tick()
-            if cycle + 1 >= len(sections):
-                got.append(tuple(ctx.get(o) for o in outs))
-
-    sim = Simulator(m)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    got = simulate_pipeline(m, [((x, a), (y, b)) for a, b in cases],
+                            lambda ctx: tuple(ctx.get(o) for o in outs), len(sections))
     assert got[:len(cases)] == [(a * b, b, a & 1) for a, b in cases]
 
 

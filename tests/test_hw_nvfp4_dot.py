@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import oracle
 import pytest
+from amaranth_drive import simulate_pipeline
 
 from hw.dot import DotGeometry, MXDot, MXDotGeneral
 from tb import nvfp4_dot_stimulus as stim
@@ -182,7 +183,6 @@ def test_epilogue_every_leading_zero_count(rng):
     every leading-zero count of the 48-bit significand product (the normalization's three
     sections), subnormal and overflowing results and the specials."""
     from amaranth.hdl import Const, Module, Signal
-    from amaranth.sim import Simulator
 
     from hw.dot.epilogue import build_epilogue, epilogue_sections
     from hw.pipeline import Pipeline
@@ -197,21 +197,8 @@ def test_epilogue_every_leading_zero_count(rng):
     sig = [((a & 0x7FFFFF) | (0x800000 if a & 0x7F800000 else 0))
            * ((b & 0x7FFFFF) | (0x800000 if b & 0x7F800000 else 0)) for a, b in pairs]
     assert {48 - q.bit_length() for q in sig if q} >= set(range(48))
-    got = []
-
-    async def bench(ctx):
-        for cycle in range(len(pairs) + len(sections)):
-            if cycle < len(pairs):
-                ctx.set(x, pairs[cycle][0])
-                ctx.set(alpha, pairs[cycle][1])
-            await ctx.tick()
-            if cycle + 1 >= len(sections):
-                got.append(ctx.get(result))
-
-    sim = Simulator(m)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    got = simulate_pipeline(m, [((x, a), (alpha, b)) for a, b in pairs],
+                            lambda ctx: ctx.get(result), len(sections))
     want = [_epilogue_oracle(a, b) for a, b in pairs]
     bad = [(hex(a), hex(b), hex(g), hex(w))
            for (a, b), g, w in zip(pairs, got, want, strict=False) if g != w]
