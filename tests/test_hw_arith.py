@@ -146,7 +146,7 @@ def test_one_chain_takes_one_carry():
         pair_sums(Module(), rows, 5, "p")
 
 
-def _sections_tree(xbits: int, ybits: int, sections, levels: int):
+def _sections_tree(xbits: int, ybits: int, sections, levels):
     """A pipeline of ``sections`` (every boundary registered) whose tree of carry chains
     (:func:`hw.multiply.pair_sum_sections`) multiplies an unsigned ``x`` and ``y``, ``y`` and
     a lane field riding along; returns (module, x, y, product, ridden y, ridden lane field)."""
@@ -173,6 +173,8 @@ def _sections_tree(xbits: int, ybits: int, sections, levels: int):
     (5, 4, ("a", "b"), 1),  # 4 rows: one level a section
     (6, 7, ("a", "b"), 2),  # 7 rows, three levels: the last section's one
     (4, 5, ("a",), 3),  # 5 rows: the whole tree in one section
+    (5, 8, ("a", "b"), (1, 2)),  # 8 rows, three levels: one, then two
+    (4, 7, ("a", "b", "c"), (1, 2, 2)),  # 7 rows, three levels: the last section has none
 ])
 def test_pair_sum_sections_exhaustive(xbits, ybits, sections, levels):
     """The tree of carry chains over registered sections: every product of an unsigned x and
@@ -187,6 +189,13 @@ def test_pair_sum_sections_exhaustive(xbits, ybits, sections, levels):
 def test_pair_sum_sections_must_end_the_tree():
     with pytest.raises(ValueError, match="1 sections of 2 levels do not end the tree"):
         _sections_tree(4, 5, ("a",), 2)  # 5 rows: three levels
+    with pytest.raises(ValueError, match=r"2 sections of \(2, 1\) levels do not end"):
+        _sections_tree(4, 9, ("a", "b"), (2, 1))  # 9 rows: four levels
+
+
+def test_pair_sum_sections_levels_per_section():
+    with pytest.raises(ValueError, match="3 levels per section for 2 sections"):
+        _sections_tree(4, 5, ("a", "b"), (1, 1, 1))
 
 
 # -- the block-max tree: radix 2 and 4, against max() and the OR of the flags at the max ----
