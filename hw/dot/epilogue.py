@@ -165,21 +165,23 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
                                                "inf": s.inf, "neg": s.neg}, s.lsb)
     # fp32's 24 bits and the round bit; the 23 below them only as their OR (sticky), which
     # is exact for RNE wherever the grid's last place falls (at or above the 24th bit); the
-    # trailing zeros of those 26 bits: 0 where the OR is set, else the 48 bits' less 22
+    # trailing zeros of those 26 bits (0 where the OR is set, else the 48 bits' less 22) as
+    # the sticky bit's limit, registered ahead of the shift's section
     grid = Grid(sig_width=_SIG + 2, emin=_EMIN, mbits=FP32.mbits, top_min=2 * _LSB_MIN)
     flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg, "zero": s.zero}
     keep = {"raw": s.raw, "side": riding(s)}
     position = grid.position(m, s.above, s.below, name=scope.name("epi_rnd"))
     cut = width - _SIG - 1
     s = scope.cross({**keep, **flags, "sig": Cat(s.sig[:cut].any(), s.sig[cut:]),
-                     "tz": Mux(s.tz < cut, 0, s.tz - (cut - 1)), "position": position},
-                    "eposition")
+                     "sticky_limit": grid.sticky_limit(Mux(s.tz < cut, 0, s.tz - (cut - 1))),
+                     "position": position}, "eposition")
     drops = [s.position.drop, *scope.replicate(position.drop, "eposition", SHIFT_COPIES - 1)]
     flags = {f: getattr(s, f) for f in flags}
     keep = {"raw": s.raw, "side": riding(s)}
     s = scope.cross({**keep, **flags, "grid": align_parts(m, grid, s, drops,
                                                           scope.name("epi_rnd"),
-                                                          trailing_zeros=True)}, "ealign")
+                                                          trailing_zeros=False,
+                                                          sticky_limit=True)}, "ealign")
     overflow = overflows(m, s.grid.binade, ebits=FP32.ebits, name=scope.name("epi_overflow"))
     code = round_aligned(m, s.grid, mbits=FP32.mbits, rounding=RNE,
                          name=scope.name("epi_rnd"))[:31]
