@@ -417,6 +417,43 @@ def test_grid_position_with_a_biased_below(top_min):
         grid.position(Module(), above, name="bad", below_biased=True)
 
 
+@pytest.mark.parametrize("sig_width,mbits,frac_bits", [(5, 5, 1), (6, 3, 2)],
+                         ids=["padded", "unpadded"])
+def test_grid_align_sticky_forms(sig_width, mbits, frac_bits):
+    """Grid.align's three sticky bits, the OR of the shifted-out bits, ``trailing_zeros``
+    compared with the shift and ``sticky_limit`` (:meth:`Grid.sticky_limit` of the count),
+    and its kept bits, against an integer model for every non-zero significand and every
+    shift amount up to ``drop_max`` (a grid whose significands are padded and one not)."""
+    from types import SimpleNamespace
+
+    from amaranth.hdl import Module, Signal
+
+    from hw.rounding import Grid
+
+    grid = Grid(sig_width=sig_width, emin=-2, mbits=mbits, frac_bits=frac_bits)
+    p, f = grid.padded_width, grid.frac_bits
+    assert (p > sig_width) == (mbits + 1 > sig_width)
+    m = Module()
+    sig, tz = Signal(sig_width), Signal(4)
+    limit = Signal(5)
+    position = SimpleNamespace(drop=Signal(range(grid.drop_max + 1)), binade=Signal(2))
+    m.d.comb += limit.eq(grid.sticky_limit(tz))
+    forms = [grid.align(m, sig, position, name="or"),
+             grid.align(m, sig, position, name="tz", trailing_zeros=tz),
+             grid.align(m, sig, position, name="limit", sticky_limit=limit)]
+    cases = [(v, (v & -v).bit_length() - 1, d) for v in range(1, 1 << sig_width)
+             for d in range(grid.drop_max + 1)]
+    got = _run_comb(m, [sig, tz, position.drop],
+                    [x for a in forms for x in (a.n, a.frac, a.sticky)], cases)
+    for (v, _, d), row in zip(cases, got, strict=True):
+        ext = v << (p - sig_width + f)
+        kept = ext >> d
+        want = [kept >> f, kept & ((1 << f) - 1), int(ext & ((1 << d) - 1) != 0)]
+        assert row == want * 3, (v, d)
+    with pytest.raises(ValueError, match="trailing_zeros or sticky_limit, not both"):
+        grid.align(m, sig, position, trailing_zeros=tz, sticky_limit=limit)
+
+
 def test_round_increment_rejects_stochastic_without_random_bits():
     from amaranth.hdl import Module, Signal
 
