@@ -251,6 +251,17 @@ def _trailing_zero_vectors(rng) -> list[tuple[int, int]]:
     return pairs
 
 
+def _underflow_vectors() -> list[tuple[int, int]]:
+    """(x, alpha) fp32 bit pairs whose product's top bit lies at 2^-153 .. 2^-147, around
+    the smallest subnormal's half (2^-150, where products start to round to +-0): normal
+    operands, the significands 1, 1 + 2^-23, 1.5 and the largest, of both signs."""
+    sigs = [0, 1, 1 << 22, (1 << 23) - 1]
+    return [(((ex + 127) << 23) | fa | (sign & 1) << 31,
+             ((top - ex + 127) << 23) | fb | (sign >> 1) << 31)
+            for top in range(-153, -146) for ex in (-75, -60) for fa in sigs for fb in sigs
+            for sign in range(4)]
+
+
 def _lowest_bit_to_round_bit(a: int, b: int) -> tuple[bool, int]:
     """(subnormal result, exponent of the exact product's lowest set bit less that of the
     rounded result's round bit) of non-zero finite fp32 bits ``a`` and ``b``."""
@@ -265,8 +276,9 @@ def test_epilogue_sticky_bit_at_every_trailing_zero_count(rng):
     """:func:`hw.dot.epilogue.build_epilogue` alone against exact Fractions where the sticky
     bit decides: every pair of the significands' trailing-zero counts (the sticky bit compares
     their sum, plus the normalizing shift, with the shift onto the fp32 grid), the product's
-    lowest set bit below, at and above the round bit, in normal and subnormal results."""
-    pairs = _trailing_zero_vectors(rng)
+    lowest set bit below, at and above the round bit, in normal and subnormal results; and
+    products around 2^-150, below which they round to +-0."""
+    pairs = _trailing_zero_vectors(rng) + _underflow_vectors()
     tz = [(_significand(a) & -_significand(a)).bit_length() - 1 for a, _ in pairs]
     assert set(tz) == set(range(24))
     finite = [(a, b) for a, b in pairs if _significand(a) * _significand(b)
@@ -274,7 +286,9 @@ def test_epilogue_sticky_bit_at_every_trailing_zero_count(rng):
     reach = {_lowest_bit_to_round_bit(a, b) for a, b in finite}
     for subnormal in (False, True):
         assert {(subnormal, d) for d in (-3, -2, -1, 0, 1, 2)} <= reach, subnormal
-    _check_epilogue(pairs)
+    want = _check_epilogue(pairs)
+    # around 2^-150: results +-0 and the smallest subnormal of both signs
+    assert {0, 0x80000000, 1, 0x80000001} <= set(want)
 
 
 def test_mxdot_general_nvfp4_levels_1_has_no_alpha():
