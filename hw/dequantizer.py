@@ -278,16 +278,19 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
     return scope.cross({"data": out}, "output")
 
 
-def align_parts(m, grid, lane, drops, name, trailing_zeros):
+def align_parts(m, grid, lane, drops, name, trailing_zeros, sticky_limit=None):
     """:meth:`hw.rounding.Grid.align` of one lane, its kept bits in ``len(drops)`` parts,
     part ``c`` shifted by ``drops[c]`` (copies of one shift amount; the first also gives the
-    fraction and sticky bit)."""
+    fraction and sticky bit); ``sticky_limit``: the lane's ``sticky_limit`` field is
+    :meth:`hw.rounding.Grid.sticky_limit` of its trailing zeros."""
     tz = lane.tz if trailing_zeros else None
+    limit = lane.sticky_limit if sticky_limit else None
     if len(drops) == 1:
-        return grid.align(m, lane.sig, lane.position, name=name, trailing_zeros=tz)
+        return grid.align(m, lane.sig, lane.position, name=name, trailing_zeros=tz,
+                          sticky_limit=limit)
     parts = [grid.align(m, lane.sig, wire(m, {"drop": drop, "binade": lane.position.binade},
                                           f"{name}_position{c}"),
-                        name=f"{name}{c}", trailing_zeros=tz)
+                        name=f"{name}{c}", trailing_zeros=tz, sticky_limit=limit)
              for c, drop in enumerate(drops)]
     width = len(parts[0].n)
     bounds = [c * width // len(parts) for c in range(len(parts) + 1)]

@@ -93,7 +93,7 @@ def _widen(row, width: int):
 
 
 def pair_sum_sections(scope, lanes: list[dict], ride: dict, *, width: int, names, sections,
-                      levels_per_section: int):
+                      levels_per_section):
     """Trees of carry chains over pipeline sections: per lane :func:`pair_sums`,
     ``levels_per_section`` levels in each of ``sections`` (boundary names of ``scope``, a
     :class:`hw.scope.PipelineScope`), every lane's rows crossing each boundary as
@@ -114,7 +114,8 @@ def pair_sum_sections(scope, lanes: list[dict], ride: dict, *, width: int, names
         Per lane the name of its sums (``<name>_l<depth>_<i>``).
     sections : sequence of str
         The boundaries, in order; the tree must end by the last one.
-    levels_per_section : int
+    levels_per_section : int or tuple of int
+        Levels in every section, or per section (one entry per boundary of ``sections``).
 
     Returns
     -------
@@ -124,13 +125,17 @@ def pair_sum_sections(scope, lanes: list[dict], ride: dict, *, width: int, names
     """
     m = scope.module
     lanes = [dict(lane) for lane in lanes]
+    levels = (tuple(levels_per_section) if isinstance(levels_per_section, (tuple, list))
+              else (levels_per_section,) * len(sections))
+    if len(levels) != len(sections):
+        raise ValueError(f"{len(levels)} levels per section for {len(sections)} sections")
     depth = 0
-    for section in sections:
+    for section, per_section in zip(sections, levels, strict=True):
         for lane, name in zip(lanes, names, strict=True):
-            for d in range(levels_per_section):
+            for d in range(per_section):
                 if len(lane["rows"]) > 1:
                     lane["rows"] = pair_sums(m, lane["rows"], width, name, depth + d)
-        depth += levels_per_section
+        depth += per_section
         y = scope.cross({**ride, "lanes": [
             {**{k: v for k, v in lane.items() if k != "rows"},
              "rows": [_widen(row, width) for row, _ in lane["rows"]]} for lane in lanes]},

@@ -161,7 +161,16 @@ class Grid:
             "binade": Mux(under, 0, above).as_unsigned()[:len(above) - 1],
         }, f"{name}_position")
 
-    def align(self, m: Module, sig, position, name: str = "rnd", trailing_zeros=None):
+    def sticky_limit(self, trailing_zeros):
+        """``trailing_zeros`` (of a ``sig_width``-bit significand) plus the grid's padding
+        and fraction bits: :meth:`align`'s sticky bit is ``limit < drop``.  A caller that
+        has the count a section ahead of the shift passes the limit (``sticky_limit``) and
+        leaves only the comparison beside the shifter."""
+        pad = self.padded_width - self.sig_width
+        return Value.cast(trailing_zeros) + pad + self.frac_bits
+
+    def align(self, m: Module, sig, position, name: str = "rnd", trailing_zeros=None, *,
+              sticky_limit=None):
         """Shift ``sig`` by ``position.drop`` (from :meth:`position`) onto the grid.
 
         ``trailing_zeros``, if given, is ``sig``'s count of trailing zero bits (``len(sig)``
@@ -171,7 +180,8 @@ class Grid:
         kept bits (for a zero ``sig`` the sticky bit is then unspecified, which no rounding of
         a zero kept part and fraction turns into an increment under RNE; the callers' zero
         flags decide such lanes).  Without it the sticky bit is the OR of the shifted-out
-        bits.
+        bits.  ``sticky_limit``, instead of ``trailing_zeros``, is
+        :meth:`sticky_limit` of the count.
 
         Returns
         -------
@@ -189,10 +199,12 @@ class Grid:
         w = p + f
         pad = p - len(sig)
         sig = Cat(Const(0, pad), sig)
-        if trailing_zeros is not None:
+        if trailing_zeros is not None and sticky_limit is not None:
+            raise ValueError("trailing_zeros or sticky_limit, not both")
+        if trailing_zeros is not None or sticky_limit is not None:
             # the bits shifted out are sig's below bit drop - f: some is non-zero exactly when
             # the lowest set bit (at trailing_zeros + pad) lies below it
-            tz = Value.cast(trailing_zeros) + pad + f
+            tz = self.sticky_limit(trailing_zeros) if sticky_limit is None else sticky_limit
             kept = wire(m, (Cat(Const(0, f), sig) >> position.drop)[:w], f"{name}_kept")
             return wire(m, {"n": kept[f:], "frac": kept[:f], "sticky": tz < position.drop,
                             "binade": position.binade}, f"{name}_aligned")

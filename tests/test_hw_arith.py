@@ -146,7 +146,7 @@ def test_one_chain_takes_one_carry():
         pair_sums(Module(), rows, 5, "p")
 
 
-def _sections_tree(xbits: int, ybits: int, sections, levels: int):
+def _sections_tree(xbits: int, ybits: int, sections, levels):
     """A pipeline of ``sections`` (every boundary registered) whose tree of carry chains
     (:func:`hw.multiply.pair_sum_sections`) multiplies an unsigned ``x`` and ``y``, ``y`` and
     a lane field riding along; returns (module, x, y, product, ridden y, ridden lane field)."""
@@ -173,6 +173,8 @@ def _sections_tree(xbits: int, ybits: int, sections, levels: int):
     (5, 4, ("a", "b"), 1),  # 4 rows: one level a section
     (6, 7, ("a", "b"), 2),  # 7 rows, three levels: the last section's one
     (4, 5, ("a",), 3),  # 5 rows: the whole tree in one section
+    (5, 8, ("a", "b"), (1, 2)),  # 8 rows, three levels: one, then two
+    (4, 7, ("a", "b", "c"), (1, 2, 2)),  # 7 rows, three levels: the last section has none
 ])
 def test_pair_sum_sections_exhaustive(xbits, ybits, sections, levels):
     """The tree of carry chains over registered sections: every product of an unsigned x and
@@ -187,6 +189,13 @@ def test_pair_sum_sections_exhaustive(xbits, ybits, sections, levels):
 def test_pair_sum_sections_must_end_the_tree():
     with pytest.raises(ValueError, match="1 sections of 2 levels do not end the tree"):
         _sections_tree(4, 5, ("a",), 2)  # 5 rows: three levels
+    with pytest.raises(ValueError, match=r"2 sections of \(2, 1\) levels do not end"):
+        _sections_tree(4, 9, ("a", "b"), (2, 1))  # 9 rows: four levels
+
+
+def test_pair_sum_sections_levels_per_section():
+    with pytest.raises(ValueError, match="3 levels per section for 2 sections"):
+        _sections_tree(4, 5, ("a", "b"), (1, 1, 1))
 
 
 # -- the block-max tree: radix 2 and 4, against max() and the OR of the flags at the max ----
@@ -406,6 +415,43 @@ def test_grid_position_with_a_biased_below(top_min):
         assert row[2:] == row[:2], t
     with pytest.raises(ValueError, match="below_biased needs below"):
         grid.position(Module(), above, name="bad", below_biased=True)
+
+
+@pytest.mark.parametrize("sig_width,mbits,frac_bits", [(5, 5, 1), (6, 3, 2)],
+                         ids=["padded", "unpadded"])
+def test_grid_align_sticky_forms(sig_width, mbits, frac_bits):
+    """Grid.align's three sticky bits, the OR of the shifted-out bits, ``trailing_zeros``
+    compared with the shift and ``sticky_limit`` (:meth:`Grid.sticky_limit` of the count),
+    and its kept bits, against an integer model for every non-zero significand and every
+    shift amount up to ``drop_max`` (a grid whose significands are padded and one not)."""
+    from types import SimpleNamespace
+
+    from amaranth.hdl import Module, Signal
+
+    from hw.rounding import Grid
+
+    grid = Grid(sig_width=sig_width, emin=-2, mbits=mbits, frac_bits=frac_bits)
+    p, f = grid.padded_width, grid.frac_bits
+    assert (p > sig_width) == (mbits + 1 > sig_width)
+    m = Module()
+    sig, tz = Signal(sig_width), Signal(4)
+    limit = Signal(5)
+    position = SimpleNamespace(drop=Signal(range(grid.drop_max + 1)), binade=Signal(2))
+    m.d.comb += limit.eq(grid.sticky_limit(tz))
+    forms = [grid.align(m, sig, position, name="or"),
+             grid.align(m, sig, position, name="tz", trailing_zeros=tz),
+             grid.align(m, sig, position, name="limit", sticky_limit=limit)]
+    cases = [(v, (v & -v).bit_length() - 1, d) for v in range(1, 1 << sig_width)
+             for d in range(grid.drop_max + 1)]
+    got = _run_comb(m, [sig, tz, position.drop],
+                    [x for a in forms for x in (a.n, a.frac, a.sticky)], cases)
+    for (v, _, d), row in zip(cases, got, strict=True):
+        ext = v << (p - sig_width + f)
+        kept = ext >> d
+        want = [kept >> f, kept & ((1 << f) - 1), int(ext & ((1 << d) - 1) != 0)]
+        assert row == want * 3, (v, d)
+    with pytest.raises(ValueError, match="trailing_zeros or sticky_limit, not both"):
+        grid.align(m, sig, position, trailing_zeros=tz, sticky_limit=limit)
 
 
 def test_round_increment_rejects_stochastic_without_random_bits():

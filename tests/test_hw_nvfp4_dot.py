@@ -177,11 +177,9 @@ def _epilogue_vectors(rng) -> list[tuple[int, int]]:
     return pairs + [tuple(int(v) for v in rng.integers(0, 1 << 32, 2)) for _ in range(300)]
 
 
-def test_epilogue_every_leading_zero_count(rng):
-    """:func:`hw.dot.epilogue.build_epilogue` alone, every section registered: the fp32 RNE
-    product of x and alpha against exact Fractions (``_epilogue_oracle``) for products with
-    every leading-zero count of the 48-bit significand product (the normalization's three
-    sections), subnormal and overflowing results and the specials."""
+def _epilogue_alone(pairs) -> list[int]:
+    """:func:`hw.dot.epilogue.build_epilogue` alone, every section registered: its results
+    for the (x, alpha) fp32 bit pairs ``pairs``."""
     from amaranth.hdl import Const, Module, Signal
 
     from hw.dot.epilogue import build_epilogue, epilogue_sections
@@ -193,17 +191,104 @@ def test_epilogue_every_leading_zero_count(rng):
     pipe = Pipeline(m, sections, len(sections), name="e")
     m.d.comb += result.eq(build_epilogue(pipe.scope(), x, alpha, None).result)
     pipe.connect(i_valid=Const(1), i_ready=Signal(), o_valid=Signal(), o_ready=Const(1))
-    pairs = _epilogue_vectors(rng)
-    sig = [((a & 0x7FFFFF) | (0x800000 if a & 0x7F800000 else 0))
-           * ((b & 0x7FFFFF) | (0x800000 if b & 0x7F800000 else 0)) for a, b in pairs]
-    assert {48 - q.bit_length() for q in sig if q} >= set(range(48))
     got = simulate_pipeline(m, [((x, a), (alpha, b)) for a, b in pairs],
                             lambda ctx: ctx.get(result), len(sections))
+    assert len(got) >= len(pairs)
+    return got[:len(pairs)]
+
+
+def _significand(bits: int) -> int:
+    return (bits & 0x7FFFFF) | (0x800000 if bits & 0x7F800000 else 0)
+
+
+def _check_epilogue(pairs):
+    got = _epilogue_alone(pairs)
     want = [_epilogue_oracle(a, b) for a, b in pairs]
     bad = [(hex(a), hex(b), hex(g), hex(w))
-           for (a, b), g, w in zip(pairs, got, want, strict=False) if g != w]
-    assert len(got) >= len(pairs) and not bad, f"{len(bad)} differ: {bad[:5]}"
+           for (a, b), g, w in zip(pairs, got, want, strict=True) if g != w]
+    assert not bad, f"{len(bad)} differ: {bad[:5]}"
+    return want
+
+
+def test_epilogue_every_leading_zero_count(rng):
+    """:func:`hw.dot.epilogue.build_epilogue` alone: the fp32 RNE product of x and alpha
+    against exact Fractions (``_epilogue_oracle``) for products with every leading-zero count
+    of the 48-bit significand product (the normalization's three sections), subnormal and
+    overflowing results and the specials."""
+    pairs = _epilogue_vectors(rng)
+    sig = [_significand(a) * _significand(b) for a, b in pairs]
+    assert {48 - q.bit_length() for q in sig if q} >= set(range(48))
+    want = _check_epilogue(pairs)
     assert {w & 0x7F800000 for w in want} >= {0, 0x7F800000}  # subnormal or zero, and Inf
+
+
+def _trailing_zero_vectors(rng) -> list[tuple[int, int]]:
+    """(x, alpha) fp32 bit pairs: every pair of significand trailing-zero counts 0..23, the
+    significands' top bits random at or above them (subnormal operands too), at exponents
+    that put the product's lowest set bit within a few places of a subnormal result's round
+    bit, and at random exponents."""
+    def sig(tz):
+        top = int(rng.integers(tz, 24)) if rng.integers(0, 2) else 23
+        middle = int(rng.integers(0, 1 << 23)) & ((1 << top) - 1) & ~((2 << tz) - 1)
+        return (1 << top) | middle | (1 << tz)
+
+    def encode(s, e):  # e: the biased exponent a normal s (bit 23 set) takes
+        return (e << 23) | (s & 0x7FFFFF) if s >> 23 else s
+
+    pairs = []
+    for ta in range(24):
+        for tb in range(24):
+            sa, sb = sig(ta), sig(tb)
+            # lsb exponent (ea - 150) + (eb - 150); the lowest set bit at lsb + ta + tb,
+            # a subnormal's round bit at -150
+            for total in (150 + int(rng.integers(-4, 4)) - ta - tb, int(rng.integers(2, 400))):
+                ea = 1 if sa >> 23 == 0 else min(max(total - 1 - int(rng.integers(0, 120)), 1),
+                                                 254)
+                eb = 1 if sb >> 23 == 0 else min(max(total - ea, 1), 254)
+                sign = int(rng.integers(0, 4))
+                pairs.append((encode(sa, ea) | (sign & 1) << 31,
+                              encode(sb, eb) | (sign >> 1) << 31))
+    return pairs
+
+
+def _underflow_vectors() -> list[tuple[int, int]]:
+    """(x, alpha) fp32 bit pairs whose product's top bit lies at 2^-153 .. 2^-147, around
+    the smallest subnormal's half (2^-150, where products start to round to +-0): normal
+    operands, the significands 1, 1 + 2^-23, 1.5 and the largest, of both signs."""
+    sigs = [0, 1, 1 << 22, (1 << 23) - 1]
+    return [(((ex + 127) << 23) | fa | (sign & 1) << 31,
+             ((top - ex + 127) << 23) | fb | (sign >> 1) << 31)
+            for top in range(-153, -146) for ex in (-75, -60) for fa in sigs for fb in sigs
+            for sign in range(4)]
+
+
+def _lowest_bit_to_round_bit(a: int, b: int) -> tuple[bool, int]:
+    """(subnormal result, exponent of the exact product's lowest set bit less that of the
+    rounded result's round bit) of non-zero finite fp32 bits ``a`` and ``b``."""
+    q = _significand(a) * _significand(b)
+    lsb = max((a >> 23) & 0xFF, 1) + max((b >> 23) & 0xFF, 1) - 300
+    top = lsb + q.bit_length() - 1
+    round_bit = max(top, -126) - 24
+    return top < -126, lsb + ((q & -q).bit_length() - 1) - round_bit
+
+
+def test_epilogue_sticky_bit_at_every_trailing_zero_count(rng):
+    """:func:`hw.dot.epilogue.build_epilogue` alone against exact Fractions where the sticky
+    bit decides: every pair of the significands' trailing-zero counts (the sticky bit compares
+    their sum, plus the normalizing shift, with the shift onto the fp32 grid), the product's
+    lowest set bit below, at and above the round bit, in normal and subnormal results; and
+    products around 2^-150, below which they round to +-0."""
+    pairs = _trailing_zero_vectors(rng) + _underflow_vectors()
+    tz = [(_significand(a) & -_significand(a)).bit_length() - 1 for a, _ in pairs]
+    assert set(tz) == set(range(24))
+    finite = [(a, b) for a, b in pairs if _significand(a) * _significand(b)
+              and (a >> 23) & 0xFF < 255 and (b >> 23) & 0xFF < 255]
+    reach = {_lowest_bit_to_round_bit(a, b) for a, b in finite}
+    for subnormal in (False, True):
+        assert {(subnormal, d) for d in (-3, -2, -1, 0, 1, 2)} <= reach, subnormal
+    want = _check_epilogue(pairs)
+    # around 2^-150: results +-0 and the smallest subnormal of both signs
+    assert {0, 0x80000000, 1, 0x80000001} <= set(want)
 
 
 def test_mxdot_general_nvfp4_levels_1_has_no_alpha():

@@ -8,15 +8,19 @@ pipeline (``levels=2``).
 ``0 * Inf`` NaN; the sign of ``alpha`` in the result).  Sections:
 
 * ``efields`` -- both operands' fields, the specials and the product's lsb exponent;
-* ``emul_<j>`` -- the exact 24 x 24-bit significand product, a tree of carry chains
-  (:func:`hw.multiply.pair_sum_sections`), :data:`PRODUCT_LEVELS_PER_SECTION` levels a
-  section;
+* ``emul_0``, ``emul_1``, ``emul_2`` -- the exact 24 x 24-bit significand product, a tree
+  of carry chains (:func:`hw.multiply.pair_sum_sections`), :data:`PRODUCT_LEVELS_PER_SECTION`
+  levels in each (one in ``emul_0``, beside the partial products), and beside it both
+  significands' trailing zeros;
 * ``ecoarse``, ``ecount``, ``enorm`` -- the product normalized: shifted by 0, 16 or 32 bits
   (its top 16 bits non-zero after it), the leading zeros of those 16 bits, then their shift
   and the product's binade above fp32's lowest normal one;
 * ``eposition``, ``ealign``, ``eround`` -- onto the fp32 grid and rounded once (RNE,
   subnormal results, overflow to Inf) by the project's rounder, :class:`hw.rounding.Grid`
-  and :func:`hw.rounding.round_aligned`, as the NVFP4 dequantizer's ``f(P * s)``.
+  and :func:`hw.rounding.round_aligned`, as the NVFP4 dequantizer's ``f(P * s)``; the
+  sticky bit compares the product's trailing zeros (``tz(sig_a) + tz(sig_b)``, plus the
+  normalizing shift) with the shift amount, beside the shifter
+  (:meth:`hw.rounding.Grid.align`'s ``trailing_zeros``).
 
 The block steps' result (``raw``) rides along unchanged: the accumulation contexts chain it,
 not the epilogue's.  NaN results are 0x7FC00000, or ``nan_bits`` (0x7FFFFFFF after the
@@ -43,14 +47,12 @@ __all__ = ["EPILOGUE_ESTIMATES", "PRODUCT_LEVELS_PER_SECTION", "SHIFT_COPIES",
 _SIG = FP32.mbits + 1  # 24
 _EMIN = 1 - FP32.bias  # -126
 _LSB_MIN = _EMIN - FP32.mbits  # -149, a subnormal's lsb
+_TOP_MIN = _LSB_MIN - 1  # -150: the lowest top bit of a product that can round to non-zero
 
-#: Levels of the product's tree of carry chains (24 rows: five levels) per ``emul_<j>``.
-PRODUCT_LEVELS_PER_SECTION = 2
-_PRODUCT_SECTIONS = tuple(
-    f"emul_{j}" for j in range(-(-(_SIG - 1).bit_length() // PRODUCT_LEVELS_PER_SECTION)))
-_PRODUCT = Estimate(4.5, "partial products and two levels of the tree of carry chains "
-                    "(estimate; the whole tree in one section with the fields was the critical "
-                    "path, 11.9 ns over 5 chains, 3 seeds)")
+#: Levels of the product's tree of carry chains (24 rows: five levels) in each ``emul_<j>``:
+#: one in the first, beside the partial products' selection, then two.
+PRODUCT_LEVELS_PER_SECTION = (1, 2, 2)
+_PRODUCT_SECTIONS = tuple(f"emul_{j}" for j in range(len(PRODUCT_LEVELS_PER_SECTION)))
 
 #: Registers of each shift amount, the fine leading-zero count at ``ecount`` and the drop at
 #: ``eposition``, each driving a part of its shifter (:func:`hw.arith.shift_left_parts`,
@@ -61,9 +63,11 @@ SHIFT_COPIES = 2
 EPILOGUE_ESTIMATES = {
     "efields": Estimate(3.0, "the operands' fields (an 8-bit OR for each hidden bit), the "
                         "specials and the lsb exponent's add (estimate)"),
-    **{name: _PRODUCT for name in _PRODUCT_SECTIONS[:-1]},
-    _PRODUCT_SECTIONS[-1]: Estimate(2.5, "the tree's last level: one 49-bit carry chain "
-                                    "(estimate)"),
+    "emul_0": Estimate(3.5, "the partial products' selection (an AND of each row) and one "
+                      "level of the tree of carry chains: one 49-bit chain (estimate; with two "
+                      "levels it was the critical path, 6.0 ns over 25 cells, seeds 1-2)"),
+    "emul_1": Estimate(4.5, "two levels of the tree of carry chains (estimate)"),
+    "emul_2": Estimate(4.5, "the tree's last two levels, two 49-bit carry chains (estimate)"),
     "ecoarse": Estimate(3.0, "the product's top 16 and middle 16 bits' zero flags and the "
                         "shift by 0, 16 or 32 bits on them (estimate)"),
     "ecount": Estimate(3.5, "the leading-zero count of the top 16 bits (estimate; the "
@@ -71,11 +75,16 @@ EPILOGUE_ESTIMATES = {
                        "cells, seed 1)"),
     "enorm": Estimate(3.5, "the 4-bit normalizing shift in two parts and the product's binade "
                       "(estimate)"),
-    "eposition": Estimate(3.0, "the binade and the shift amount, the OR of the product's 23 "
-                          "bits below fp32's round bit (estimate)"),
-    "ealign": Estimate(3.5, "the 26-bit shift onto the fp32 grid and its sticky OR (estimate; "
-                       "shifting all 48 bits, it was the critical path, 7.2 ns over 8 "
-                       "cells, 5.4 ns of it routing, seed 1)"),
+    "eposition": Estimate(3.5, "the binade and the shift amount (no clamp: products below "
+                          "2^-150 flagged zero by a compare beside it), the OR of the product's "
+                          "23 bits below fp32's round bit, the 26 bits' trailing zeros (a "
+                          "7-bit subtract and compare; estimate; the clamped shift amount was "
+                          "the critical path, 5.5 ns over 15 cells, 3.6 ns of it routing, seeds "
+                          "2-3)"),
+    "ealign": Estimate(3.5, "the 26-bit shift onto the fp32 grid and beside it the sticky bit, "
+                       "a 7-bit compare of the trailing zeros with the shift amount (estimate; "
+                       "its sticky as the OR of the shifted-out bits was the critical path, "
+                       "6.0 ns over 6 cells, 4.5 ns of it routing, seed 3)"),
     "eround": Estimate(3.5, "the increment, overflow and the specials (estimate)"),
 }
 
@@ -95,10 +104,11 @@ def _fields(bits) -> dict:
             "neg": bits[31]}
 
 
-def _normalize(scope, q, keep: dict, lsb):
+def _normalize(scope, q, tz, keep: dict, lsb):
     """Sections ``ecoarse``, ``ecount``, ``enorm``: the 48-bit product ``q`` (its lsb's
-    exponent ``lsb``) normalized; returns the view after ``enorm``: ``keep``'s fields,
-    ``sig`` (the top bit set, or zero), ``above`` and ``below`` (the top bit's exponent above
+    exponent ``lsb``, its trailing zeros ``tz`` where non-zero) normalized; returns the view
+    after ``enorm``: ``keep``'s fields, ``sig`` (the top bit set, or zero), ``tz`` (its
+    trailing zeros, where non-zero), ``above`` and ``below`` (the top bit's exponent above
     fp32's lowest normal one, and its negation) and ``zero``."""
     m, width = scope.module, 2 * _SIG
 
@@ -106,16 +116,16 @@ def _normalize(scope, q, keep: dict, lsb):
         return {k: None if v is None else getattr(s, k) for k, v in keep.items()}
 
     top, mid = ~q[32:].any(), ~q[16:32].any()
-    s = scope.cross({**keep, "lsb": lsb, "zero": top & mid & ~q[:16].any(),
+    s = scope.cross({**keep, "lsb": lsb, "tz": tz, "zero": top & mid & ~q[:16].any(),
                      "q": Mux(top, Mux(mid, q << 32, q << 16), q)[:width],
                      "coarse": Mux(top, Mux(mid, 2, 1), 0)}, "ecoarse")
     # the top 16 bits are non-zero unless q is: fewer than 16 leading zeros, 4 bits
     fine = leading_zeros(m, s.q[width - 16:], name=scope.name("epi_lz"))[:4]
-    s = scope.cross({**kept(s), "lsb": s.lsb, "zero": s.zero, "q": s.q, "coarse": s.coarse,
-                     "fine": fine}, "ecount")
+    s = scope.cross({**kept(s), "lsb": s.lsb, "tz": s.tz, "zero": s.zero, "q": s.q,
+                     "coarse": s.coarse, "fine": fine}, "ecount")
     fines = [s.fine, *scope.replicate(fine, "ecount", SHIFT_COPIES - 1)]
     lz = Cat(s.fine, s.coarse)  # 16 * coarse + fine
-    return scope.cross({**kept(s), "sig": shift_left_parts(s.q, fines),
+    return scope.cross({**kept(s), "sig": shift_left_parts(s.q, fines), "tz": s.tz + lz,
                         "above": s.lsb + (width - 1 - _EMIN) - lz,
                         "below": lz - (width - 1 - _EMIN) - s.lsb, "zero": s.zero}, "enorm")
 
@@ -145,30 +155,40 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
         "inf": a["inf"] | b["inf"],
     }, "efields")
     rows = partial_products(Cat(s.sig_a, Const(0, 1)).as_signed(), s.sig_b)
+    # the product's trailing zeros, tz(sig_a) + tz(sig_b), for the sticky bit (ecoarse adds)
     ride = {"raw": s.raw, "side": riding(s), "neg": s.neg, "lsb": s.lsb, "nan": s.nan,
-            "inf": s.inf}
+            "inf": s.inf,
+            "tz_a": leading_zeros(m, s.sig_a[::-1], name=scope.name("epi_tz_a")),
+            "tz_b": leading_zeros(m, s.sig_b[::-1], name=scope.name("epi_tz_b"))}
     (lane,), s = pair_sum_sections(scope, [{"rows": rows}], ride, width=width + 1,
                                    names=[scope.name("epi_prod")], sections=_PRODUCT_SECTIONS,
                                    levels_per_section=PRODUCT_LEVELS_PER_SECTION)
     s = SimpleNamespace(**s)
     q = Value.cast(lane["prod"])[:width]
-    s = _normalize(scope, q, {"raw": s.raw, "side": s.side, "nan": s.nan, "inf": s.inf,
-                              "neg": s.neg}, s.lsb)
+    s = _normalize(scope, q, s.tz_a + s.tz_b, {"raw": s.raw, "side": s.side, "nan": s.nan,
+                                               "inf": s.inf, "neg": s.neg}, s.lsb)
     # fp32's 24 bits and the round bit; the 23 below them only as their OR (sticky), which
-    # is exact for RNE wherever the grid's last place falls (at or above the 24th bit)
-    grid = Grid(sig_width=_SIG + 2, emin=_EMIN, mbits=FP32.mbits, top_min=2 * _LSB_MIN)
-    flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg, "zero": s.zero}
+    # is exact for RNE wherever the grid's last place falls (at or above the 24th bit); the
+    # trailing zeros of those 26 bits (0 where the OR is set, else the 48 bits' less 22) as
+    # the sticky bit's limit, registered ahead of the shift's section
+    # a product whose top bit lies below 2^-150 rounds to +-0 (below half the smallest
+    # subnormal): it is flagged zero, so the grid's shift amount needs no clamp (top_min)
+    grid = Grid(sig_width=_SIG + 2, emin=_EMIN, mbits=FP32.mbits, top_min=_TOP_MIN)
+    tiny = s.above < _TOP_MIN - _EMIN
+    flags = {"nan": s.nan, "inf": s.inf, "neg": s.neg, "zero": s.zero | tiny}
     keep = {"raw": s.raw, "side": riding(s)}
     position = grid.position(m, s.above, s.below, name=scope.name("epi_rnd"))
     cut = width - _SIG - 1
     s = scope.cross({**keep, **flags, "sig": Cat(s.sig[:cut].any(), s.sig[cut:]),
+                     "sticky_limit": grid.sticky_limit(Mux(s.tz < cut, 0, s.tz - (cut - 1))),
                      "position": position}, "eposition")
     drops = [s.position.drop, *scope.replicate(position.drop, "eposition", SHIFT_COPIES - 1)]
     flags = {f: getattr(s, f) for f in flags}
     keep = {"raw": s.raw, "side": riding(s)}
     s = scope.cross({**keep, **flags, "grid": align_parts(m, grid, s, drops,
                                                           scope.name("epi_rnd"),
-                                                          trailing_zeros=False)}, "ealign")
+                                                          trailing_zeros=False,
+                                                          sticky_limit=True)}, "ealign")
     overflow = overflows(m, s.grid.binade, ebits=FP32.ebits, name=scope.name("epi_overflow"))
     code = round_aligned(m, s.grid, mbits=FP32.mbits, rounding=RNE,
                          name=scope.name("epi_rnd"))[:31]
