@@ -190,20 +190,22 @@ NEXT_STEPS: dict[str, str] = {
             "forwarding select decided a cycle ahead and registered, then c taken one section "
             "after decode (a shorter loop); then the input ring's `ctx`/`first` fan-out to "
             "every lane's RAM read; the fp8 2 x 4 tile not placed with the receive registers",
-    "dot-general --format nvfp4 --block-size 16": "the epilogue's first product section "
-                                                  "(`efields` -> `emul_0`: the partial "
-                                                  "products' muxes and two 49-bit carry "
-                                                  "chains, 6.0 ns, seeds 1-2) and the 26-bit "
-                                                  "alignment's sticky OR (`eposition` -> "
-                                                  "`ealign`, 6.0 ns, seed 3): one tree level "
-                                                  "in `emul_0`, and the sticky bit from the "
-                                                  "product's trailing zeros (tz(sig_a) + "
-                                                  "tz(sig_b), `Grid.align`'s trailing_zeros, "
-                                                  "as the NVFP4 dequantizer's `palign`)",
+    "dot-general --format nvfp4 --block-size 16": "the epilogue's first product section, "
+                                                  "now one tree level (`efields` -> "
+                                                  "`emul_0`: 5 cells, 1.3 ns logic + 4.03 "
+                                                  "ns routing at the median seed; seeds "
+                                                  "202.5, 183.7, 187.6 MHz): the partial "
+                                                  "products registered on their own "
+                                                  "(`efields` -> a `epp` section), then "
+                                                  "the next path by measurement",
     "nvfp4-quantizer": "f(R / s)'s restoring division, four steps a section (`q_scale` -> "
-                       "`q_rdiv_0`: four 5-bit subtracts and their selects in series, 22 "
-                       "cells, 4.39 ns logic + 9.12 ns routing, 13.5 ns against the 4.0 ns "
-                       "estimated): fewer steps a section (about 3.4 ns a step placed), or "
-                       "the quotient as a product by the reciprocal of the scale's 4-bit "
-                       "significand (one of eight); then the next path, by measurement",
+                       "`q_rdiv_0`: 22 cells, 4.39 ns logic + 9.12 ns routing, 13.5 ns "
+                       "against 4.0 ns estimated). Two steps a section (its estimate 6.8 ns "
+                       "from this) placed at 72.4 MHz (seed 1, depth 45, +2,037 FF): the "
+                       "taller estimate merged the tail (`ealign` + `eround` + `output`, "
+                       "13.8 ns against 6.5 ns estimated). Next: the tail's and `pdiv`'s "
+                       "estimates from placement too, then the division as a product by "
+                       "the reciprocal of the scale's 4-bit significand (one of eight), and "
+                       "the 16 input values waiting in a RAM delay line, not in 38 stages "
+                       "of flip-flops (about 19,500 of the 27,500 FF)",
 }
