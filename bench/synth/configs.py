@@ -186,10 +186,13 @@ NEXT_STEPS: dict[str, str] = {
            "`--multipliers mult18x18d`, which instantiates the block with its own registers",
     "gemm": "a lane's accumulator loop (fp4 4 x 4: `gemm_finish_en20` -> `r1c0_leave_last` "
             "-> the accumulator RAM's read select -> `r1c0_decode`'s c, 1.48 ns logic + 6.41 "
-            "ns routing: the lane's last stage back to its first across the die): the "
-            "forwarding select decided a cycle ahead and registered, then c taken one section "
-            "after decode (a shorter loop); then the input ring's `ctx`/`first` fan-out to "
-            "every lane's RAM read; the fp8 2 x 4 tile not placed with the receive registers",
+            "ns routing). The select read off the last stage's flip-flops (branch wip-gacc) "
+            "takes the loop off the critical path but places at 104.7 MHz (seed 1): the "
+            "input's `ctx` -> the contexts' `busy` bits (`r_i__payload` -> `dut.busy`, 1.48 "
+            "ns logic + 8.08 ns routing). Next: the entering block's `ctx`/`first` "
+            "registered (copies per lane group) before the busy/free logic and the lanes' "
+            "RAM reads, with that select; the fp8 2 x 4 tile not placed with the receive "
+            "registers",
     "dot-general --format nvfp4 --block-size 16": "the epilogue's first product section, "
                                                   "now one tree level (`efields` -> "
                                                   "`emul_0`: 5 cells, 1.3 ns logic + 4.03 "
