@@ -278,11 +278,12 @@ def output_lanes(scope, grid, output_format, lanes, *, trailing_zeros: bool = Fa
     return scope.cross({"data": out}, "output")
 
 
-def align_parts(m, grid, lane, drops, name, trailing_zeros, sticky_limit=None):
+def align_parts(m, grid, lane, drops, name, trailing_zeros, sticky_limit: bool = False):
     """:meth:`hw.rounding.Grid.align` of one lane, its kept bits in ``len(drops)`` parts,
     part ``c`` shifted by ``drops[c]`` (copies of one shift amount; the first also gives the
-    fraction and sticky bit); ``sticky_limit``: the lane's ``sticky_limit`` field is
-    :meth:`hw.rounding.Grid.sticky_limit` of its trailing zeros."""
+    fraction and sticky bit); ``trailing_zeros``: the lane carries ``tz``, ``sig``'s
+    trailing-zero count; ``sticky_limit``: it carries ``sticky_limit`` instead
+    (:meth:`hw.rounding.Grid.sticky_limit` of the count)."""
     tz = lane.tz if trailing_zeros else None
     limit = lane.sticky_limit if sticky_limit else None
     if len(drops) == 1:

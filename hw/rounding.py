@@ -204,9 +204,9 @@ class Grid:
         if trailing_zeros is not None or sticky_limit is not None:
             # the bits shifted out are sig's below bit drop - f: some is non-zero exactly when
             # the lowest set bit (at trailing_zeros + pad) lies below it
-            tz = self.sticky_limit(trailing_zeros) if sticky_limit is None else sticky_limit
+            limit = self.sticky_limit(trailing_zeros) if sticky_limit is None else sticky_limit
             kept = wire(m, (Cat(Const(0, f), sig) >> position.drop)[:w], f"{name}_kept")
-            return wire(m, {"n": kept[f:], "frac": kept[:f], "sticky": tz < position.drop,
+            return wire(m, {"n": kept[f:], "frac": kept[:f], "sticky": limit < position.drop,
                             "binade": position.binade}, f"{name}_aligned")
         # One shifter gives the kept bits (upper half) and everything shifted out (lower half).
         ext = Cat(Const(0, w), Const(0, f), sig)

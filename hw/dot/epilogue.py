@@ -19,8 +19,9 @@ pipeline (``levels=2``).
   subnormal results, overflow to Inf) by the project's rounder, :class:`hw.rounding.Grid`
   and :func:`hw.rounding.round_aligned`, as the NVFP4 dequantizer's ``f(P * s)``; the
   sticky bit compares the product's trailing zeros (``tz(sig_a) + tz(sig_b)``, plus the
-  normalizing shift) with the shift amount, beside the shifter
-  (:meth:`hw.rounding.Grid.align`'s ``trailing_zeros``).
+  normalizing shift), as :meth:`hw.rounding.Grid.sticky_limit` registered at ``eposition``,
+  with the shift amount beside the shifter; products whose top bit lies below 2^-150 are
+  flagged zero there (they round to +-0).
 
 The block steps' result (``raw``) rides along unchanged: the accumulation contexts chain it,
 not the epilogue's.  NaN results are 0x7FC00000, or ``nan_bits`` (0x7FFFFFFF after the
@@ -170,8 +171,8 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
     # fp32's 24 bits and the round bit; the 23 below them only as their OR (sticky), which
     # is exact for RNE wherever the grid's last place falls (at or above the 24th bit); the
     # trailing zeros of those 26 bits (0 where the OR is set, else the 48 bits' less 22) as
-    # the sticky bit's limit, registered ahead of the shift's section
-    # a product whose top bit lies below 2^-150 rounds to +-0 (below half the smallest
+    # the sticky bit's limit, registered ahead of the shift's section.
+    # A product whose top bit lies below 2^-150 rounds to +-0 (below half the smallest
     # subnormal): it is flagged zero, so the grid's shift amount needs no clamp (top_min)
     grid = Grid(sig_width=_SIG + 2, emin=_EMIN, mbits=FP32.mbits, top_min=_TOP_MIN)
     tiny = s.above < _TOP_MIN - _EMIN
