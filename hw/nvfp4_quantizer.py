@@ -30,7 +30,8 @@ import golden
 
 from .elements import block_layout
 from .nvfp4.lanes import NAN_BLOCK_BYTE, quantize_lanes
-from .nvfp4.scale import block_scale, scale_reciprocal
+from .nvfp4.reciprocal import rcp_candidates, scale_reciprocal
+from .nvfp4.scale import block_scale
 from .nvfp4.sections import ESTIMATES, NVQGeometry, nvq_sections
 from .params import check_block_size, check_choice
 from .pipeline import registered_boundaries
@@ -114,12 +115,13 @@ class NVFP4Quantizer(Unit):
         self._choose_stages(stages, self._sections)
         super().__init__(self._input_layout(blocks), self._output_layout())
 
-    def _input_layout(self, blocks: int) -> data.StructLayout:
-        """``blocks`` blocks of values and, two level, P and f(1/P)."""
+    def _input_layout(self, blocks: int, rcp: bool = True) -> data.StructLayout:
+        """``blocks`` blocks of values and, two level, P and (``rcp``) f(1/P)."""
         fields = {"data": data.ArrayLayout(self.input_format.bits, blocks * self.block_size)}
         if self.levels == 2:
             fields["tensor_scale"] = unsigned(32)
-            fields["tensor_scale_rcp"] = unsigned(32)
+            if rcp:
+                fields["tensor_scale_rcp"] = unsigned(32)
         return data.StructLayout(fields)
 
     def _output_layout(self) -> data.StructLayout:
@@ -157,33 +159,44 @@ class NVFP4Quantizer(Unit):
         m = Module()
         pipe = self.pipeline(m, "q")
         if self.blocks == 1:
-            m.d.comb += self.o.payload.eq(self._block(pipe.scope(), self.i.payload))
+            scope = pipe.scope()
+            x = block_scale(scope, self.geometry, self.i.payload)
+            out = quantize_lanes(scope, self.geometry,
+                                 scale_reciprocal(scope, x, self._reciprocals(pipe)))
+            m.d.comb += self.o.payload.eq(out)
         else:
             self._beside(m, pipe)
         pipe.connect(i_valid=self.i.valid, i_ready=self.i.ready,
                      o_valid=self.o.valid, o_ready=self.o.ready)
         return m
 
+    def _reciprocals(self, pipe):
+        """The eight candidates of ``f(R / s)`` (:func:`hw.nvfp4.reciprocal.rcp_candidates`),
+        beside the block path (registers ``q_rcp_...``) once the block path has crossed
+        ``scale``: one set for the beat, whose blocks share P."""
+        names = list(self._sections)
+        rcp = self.i.payload.tensor_scale_rcp if self.levels == 2 else None
+        return rcp_candidates(pipe.scope("rcp", sections=None), rcp,
+                              names[:names.index("scale") + 1])
+
     def _beside(self, m, pipe):
         """Two blocks a beat: each block's path on the same sections, block 0's names the
         unit's, block j's registers beside them (``q_b<j>_...``)."""
         k, w = self.block_size, self.input_format.bits
+        scopes, views = [], []
         for j in range(self.blocks):
             scope = pipe.scope(f"b{j}" if j else None, sections=None)
-            block = Signal(self._input_layout(1), name=f"b{j}_in")
+            block = Signal(self._input_layout(1, rcp=False), name=f"b{j}_in")
             m.d.comb += block.data.eq(self.i.payload.data.as_value()[j * k * w:(j + 1) * k * w])
             if self.levels == 2:
-                m.d.comb += [block.tensor_scale.eq(self.i.payload.tensor_scale),
-                             block.tensor_scale_rcp.eq(self.i.payload.tensor_scale_rcp)]
-            out = self._block(scope, block)
+                m.d.comb += block.tensor_scale.eq(self.i.payload.tensor_scale)
+            scopes.append(scope)
+            views.append(block_scale(scope, self.geometry, block))
+        rcp = self._reciprocals(pipe)
+        for j, (scope, x) in enumerate(zip(scopes, views, strict=True)):
+            out = quantize_lanes(scope, self.geometry, scale_reciprocal(scope, x, rcp))
             m.d.comb += [self.o.payload.scale[j].eq(out.scale),
                          *(self.o.payload.codes[j * k + i].eq(out.codes[i]) for i in range(k))]
-
-    def _block(self, scope, payload):
-        """One block's path on ``scope``: its scale byte and codes (a view of
-        :func:`hw.elements.block_layout`'s fields)."""
-        x = scale_reciprocal(scope, self.geometry, block_scale(scope, self.geometry, payload))
-        return quantize_lanes(scope, self.geometry, x)
 
 
 def _add_arguments(p):

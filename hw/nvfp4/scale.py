@@ -1,10 +1,9 @@
-"""The NVFP4 quantizer's block path: amax, ``b = f(amax / 6)``, two level ``f(b / P)``, the
-UE4M3 cast of the clamped value, and ``r = f(R / s)`` (R = 1, or two level ``f(1 / P)``).
+"""The NVFP4 quantizer's block path: amax, ``b = f(amax / 6)``, two level ``f(b / P)`` and the
+UE4M3 cast of the clamped value (``r = f(R / s)``: :mod:`hw.nvfp4.reciprocal`).
 
 Each f() is one fp32 RNE rounding, reproduced exactly: every division is exact (a restoring
-division's quotient and its remainder), rounded once by :func:`hw.rounding.round_increment`
-(``f(R / s)``, whose result may be subnormal two level, onto the fp32 grid by
-:class:`hw.rounding.Grid`).  ``f(amax / 6)`` and ``f(b / P)`` are rounded with an unbounded
+division's quotient and its remainder), rounded once by :func:`hw.rounding.round_increment`.
+``f(amax / 6)`` and ``f(b / P)`` are rounded with an unbounded
 exponent: a value below fp32's normal range is below the clamp's 2^-6 either way (P at most
 2^119, golden's range), and one above it above 448.
 """
@@ -18,17 +17,16 @@ import golden
 from ..arith import leading_zeros
 from ..maxtree import max_tree_levels
 from ..nets import wire
-from ..rounding import RNE, Grid, round_aligned, round_increment
+from ..rounding import RNE, round_increment
 from .divide import divide_over_sections
 from .sections import DIV3_PER_SECTION, DIV3_STEPS, PDIV_PER_SECTION, PDIV_STEPS
 
-__all__ = ["block_scale", "scale_reciprocal", "signed", "CLAMP_LO_BYTE", "CLAMP_HI_BYTE"]
+__all__ = ["block_scale", "signed", "CLAMP_LO_BYTE", "CLAMP_HI_BYTE"]
 
 _FP32 = golden.float_format("fp32")
 #: UE4M3 bytes of the clamp's ends: 2^-6 and 448.
 CLAMP_LO_BYTE, CLAMP_HI_BYTE = 0x08, 0x7E
 _E4_EMIN, _E4_EMAX = -6, 8  # UE4M3's normal binades
-_R_SHIFT = 6  # R / s: floor(sig_R * 2^6 / sig_s), 27 quotient bits
 
 
 def signed(v):
@@ -54,11 +52,10 @@ def _round24(m, q, hi, extra_sticky, name):
 
 def block_scale(scope, g, payload):
     """Sections ``amax<j>`` to ``scale``: the UE4M3 byte of the block (``payload``: the
-    unit's input).  Returns the view after ``scale``: ``data``, ``nonfinite``, ``byte`` and,
-    two level, ``rcp`` (f(1/P)'s bits)."""
+    unit's input).  Returns the view after ``scale``: ``data``, ``nonfinite`` and
+    ``byte``."""
     m, f = scope.module, g.input_format
     w, mb = g.width, g.mbits
-    ctl = {"rcp": payload.tensor_scale_rcp} if g.levels == 2 else {}
     p_ctl = {"p": payload.tensor_scale} if g.levels == 2 else {}
     # -- amax<j>: the block-max tree over the magnitudes (their unsigned order is the
     # values'), NaN or Inf beside the first level --------------------------------------
@@ -69,10 +66,9 @@ def block_scale(scope, g, payload):
     data = payload.data
     for j, radix in enumerate(g.tree_radices, 1):
         level = max_tree_levels(m, level, 1, scope.name(f"amax{j}"), radix)
-        x = scope.cross({"data": data, "nonfinite": nonfinite, **ctl, **p_ctl,
+        x = scope.cross({"data": data, "nonfinite": nonfinite, **p_ctl,
                          "keys": [key for key, _ in level]}, f"amax{j}")
         data, nonfinite = x.data, x.nonfinite
-        ctl = {k: getattr(x, k) for k in ctl}
         p_ctl = {k: getattr(x, k) for k in p_ctl}
         level = [(key, None) for key in x.keys]
     amax = level[0][0]
@@ -82,7 +78,7 @@ def block_scale(scope, g, payload):
     sig = Cat(frac, e.any())
     lz = leading_zeros(m, sig, name=scope.name("a_lz"))
     top = signed(Mux(e.any(), e, 1)) - f.bias - lz
-    blk = {"data": data, "nonfinite": nonfinite, **ctl, **p_ctl}
+    blk = {"data": data, "nonfinite": nonfinite, **p_ctl}
     x = scope.cross({**blk, "sig": (sig << lz)[:mb + 1], "top": top, "zero": ~sig.any()},
                     "anorm")
 
@@ -133,43 +129,3 @@ def _over_p(scope, blk, x):
     sig_v, carry = _round24(m, Cat(Const(0, 2), q), hi, y.rem.any(), scope.name("v_rnd"))
     return scope.cross({**blk, "sig": sig_v, "top": y.top - 1 + hi + carry, "zero": y.zero},
                        "pround")
-
-
-def scale_reciprocal(scope, g, x):
-    """Sections ``rdiv_<j>`` to ``rround``: ``r = f(R / s)`` from the ``scale`` view ``x``
-    (R = 1 single level, else the payload's ``tensor_scale_rcp``).  Returns the view after
-    ``rround``: ``data``, ``nonfinite``, ``byte`` and ``r`` (fp32 bits, sign clear)."""
-    m = scope.module
-    byte = x.byte
-    sig_s = Cat(byte[:3], Const(1, 1))
-    top_s = signed(byte[3:7]) - 7
-    if g.levels == 2:
-        rcp = Value.cast(x.rcp)
-        sig_r = Cat(rcp[:23], rcp[23:31].any())
-        top_r = signed(rcp[23:31]) - _FP32.bias
-    else:
-        sig_r, top_r = Const(1 << 23, 24), Const(0, 2).as_signed()
-    # floor(sig_R * 2^6 / sig_s): sig_R's top 3 bits are the first remainder (< 8 <= sig_s)
-    rem = Cat(sig_r[21:], Const(0, 1))
-    bits = Cat(Const(0, _R_SHIFT), sig_r[:21])
-    blk = {"data": x.data, "nonfinite": x.nonfinite, "byte": byte}
-    y = divide_over_sections(scope, rem, sig_s, bits, g.rdiv_per_section, "rdiv",
-                             {**blk, "top": top_r - top_s})
-    # -- rpos: Cat(sticky, q) is 28 bits, top bit at 27 or 26; r's top exponent
-    # top_R - top_s - 1 + hi --------------------------------------------------------------
-    blk = {name: getattr(y, name) for name in blk}
-    q = y.q
-    hi = q[26]
-    sig = Cat(y.rem.any(), q)
-    sig = Mux(hi, sig, sig << 1)[:28]
-    top = y.top - 1 + hi
-    emin = 1 - _FP32.bias
-    grid = Grid(sig_width=28, emin=emin, mbits=_FP32.mbits)
-    x = scope.cross({**blk, "sig": sig, "position": grid.position(
-        m, top - emin, emin - top, name=scope.name("r_rnd"))}, "rpos")
-    blk = {name: getattr(x, name) for name in blk}
-    x = scope.cross({**blk, "grid": grid.align(m, x.sig, x.position,
-                                               name=scope.name("r_rnd"))}, "ralign")
-    blk = {name: getattr(x, name) for name in blk}
-    code = round_aligned(m, x.grid, mbits=_FP32.mbits, rounding=RNE, name=scope.name("r_rnd"))
-    return scope.cross({**blk, "r": code[:31]}, "rround")

@@ -4,8 +4,9 @@ The datapath (docs/nvfp4.md, quantizer): the block-max tree over full magnitudes
 (``amax1``..), the amax's normalization (``anorm``), ``f(amax / 6)`` as a restoring division by
 3 (``div3_<j>``) and its rounding (``bround``); two level ``f(b / P)``, a restoring division of
 24-bit significands (``pdiv_<j>``) and its rounding (``pround``); the UE4M3 cast (``scale``);
-``r = f(R / s)`` by a restoring division by the scale's 4-bit significand (``rdiv_<j>``) and its
-rounding onto the fp32 grid (``rpos``, ``ralign``, ``rround``); per lane the product ``x * r``
+``r = f(R / s)``: the quotients by all eight 4-bit significands computed beside the block path
+(:mod:`hw.nvfp4.reciprocal`), the scale's selected (``rsel``) and rounded onto the fp32 grid
+(``rpos``, ``ralign``, ``rround``); per lane the product ``x * r``
 (``mul_<j>``; in MULT18X18D blocks ``operands``, ``multiply``, ``drain``, ``psum``), its
 normalization (``plz``) and fp32 rounding (``yround``), the e2m1 rounding (``epos``,
 ``ealign``, ``eround``) and ``output``.
@@ -17,15 +18,14 @@ from dataclasses import dataclass
 
 from ..placement import Estimate
 
-__all__ = ["NVQGeometry", "ESTIMATES", "nvq_sections", "DIV3_STEPS", "PDIV_STEPS", "RDIV_STEPS",
-           "DIV3_PER_SECTION", "PDIV_PER_SECTION", "RDIV_PER_SECTION", "MUL_LEVELS_PER_SECTION"]
+__all__ = ["NVQGeometry", "ESTIMATES", "nvq_sections", "DIV3_STEPS", "PDIV_STEPS",
+           "DIV3_PER_SECTION", "PDIV_PER_SECTION", "MUL_LEVELS_PER_SECTION"]
 
-#: Quotient bits of each division: ``floor(sig_A * 2^K / 3)`` over 29 dividend bits,
-#: ``floor(sig_b * 2^25 / sig_P)`` (26 bits), ``floor(sig_R * 2^6 / sig_s)`` (27 bits).
-DIV3_STEPS, PDIV_STEPS, RDIV_STEPS = 29, 26, 27
-#: Division steps per section (two level's ``R / s``; single level's R is 1, a constant, and
-#: its whole division is one section: a function of the scale's three mantissa bits).
-DIV3_PER_SECTION, PDIV_PER_SECTION, RDIV_PER_SECTION = 10, 2, 4
+#: Quotient bits of the block path's divisions: ``floor(sig_A * 2^K / 3)`` over 29 dividend
+#: bits, ``floor(sig_b * 2^25 / sig_P)`` (26 bits).
+DIV3_STEPS, PDIV_STEPS = 29, 26
+#: Division steps per section.
+DIV3_PER_SECTION, PDIV_PER_SECTION = 10, 2
 #: Levels of the product's tree of carry chains per ``mul`` section.
 MUL_LEVELS_PER_SECTION = 2
 
@@ -42,10 +42,10 @@ ESTIMATES = {
                      "their selects in series); " + _EST),
     "pround": Estimate(3.5, "one-bit normalization and the 24-bit increment; " + _EST),
     "scale": Estimate(3.5, "the clamp comparisons and the 4-bit UE4M3 rounding; " + _EST),
-    "rdiv": Estimate(4.0, "four steps of a restoring division by a 4-bit significand; "
-                     + _EST),
-    "rdiv_const": Estimate(2.0, "single level: the quotient of the constant 1 is a function "
-                           "of the scale's three mantissa bits; " + _EST),
+    "rsel": Estimate(3.5, "the 8:1 select of the 28-bit quotient by the scale's mantissa bits "
+                     "and the exponent's add (the quotients computed beside the block path: "
+                     "four restoring steps a section were 13.5 ns, 22 cells, at 74.0 MHz, "
+                     "seed 1); " + _EST),
     "rpos": Estimate(3.0, "one-bit normalization, the binade and the shift amount; " + _EST),
     "ralign": Estimate(3.5, "the shift onto the fp32 grid and its sticky OR; " + _EST),
     "rround": Estimate(3.5, "the increment of f(R / s); " + _EST),
@@ -118,11 +118,6 @@ class NVQGeometry:
     def mul_sections(self) -> int:
         return max(1, -(-self.mul_levels // MUL_LEVELS_PER_SECTION))
 
-    @property
-    def rdiv_per_section(self) -> int:
-        """Steps of ``R / s`` per section: all in one single level."""
-        return RDIV_PER_SECTION if self.levels == 2 else RDIV_STEPS
-
 
 def _chunks(steps: int, per: int) -> int:
     return -(-steps // per)
@@ -140,9 +135,7 @@ def nvq_sections(g: NVQGeometry) -> dict[str, Estimate]:
                     for j in range(_chunks(PDIV_STEPS, PDIV_PER_SECTION))})
         out["pround"] = e["pround"]
     out["scale"] = e["scale"]
-    rdiv = e["rdiv"] if g.levels == 2 else e["rdiv_const"]
-    out.update({f"rdiv_{j}": rdiv for j in range(_chunks(RDIV_STEPS, g.rdiv_per_section))})
-    for name in ("rpos", "ralign", "rround"):
+    for name in ("rsel", "rpos", "ralign", "rround"):
         out[name] = e[name]
     if g.multipliers == "lut":
         out.update({f"mul_{j}": e["mul"] for j in range(g.mul_sections)})

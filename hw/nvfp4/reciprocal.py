@@ -1,0 +1,136 @@
+"""The NVFP4 quantizer's ``r = f(R / s)``, its division done beside the block path.
+
+R (1 single level, else the payload's ``f(1/P)``) is known when a block enters; the scale s
+is known only at the ``scale`` section, but its significand ``sig_s`` is one of eight values,
+8..15 (UE4M3: ``1.mmm``).  So the quotient ``floor(sig_R * 2^6 / d)`` and its remainder are
+computed for all eight d while the block path runs its amax tree and divisions, each a
+restoring division by a constant (:func:`hw.nvfp4.divide.restoring_steps`: with a constant
+divisor a step is a function of the 4-bit remainder and one dividend bit), spread evenly over
+the sections before ``scale`` (:func:`rcp_steps_per_section`); at ``scale`` each quotient is
+normalized (its top bit at 27 of 28, the remainder's OR as the last bit).  Section ``rsel``
+then selects the one of the scale's three mantissa bits, and ``rpos``, ``ralign``, ``rround``
+round it onto the fp32 grid (it may be subnormal, two level).
+
+Single level R = 1: the eight quotients are constants, computed here at elaboration (the
+same integer division), and ``rsel`` is a function of the three mantissa bits.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Cat, Const, Mux, Value
+
+import golden
+
+from ..rounding import RNE, Grid, round_aligned
+from .divide import restoring_steps
+from .scale import signed
+
+__all__ = ["RCP_STEPS", "rcp_candidates", "rcp_steps_per_section", "scale_reciprocal"]
+
+_FP32 = golden.float_format("fp32")
+#: Quotient bits of ``floor(sig_R * 2^6 / d)``: sig_R's top 3 bits are the first remainder
+#: (below 8 <= d), then its other 21 bits and six zeros.
+RCP_STEPS = 27
+#: The scale significands d = 8 + m, m the UE4M3 byte's three mantissa bits.
+DIVISORS = tuple(range(8, 16))
+
+
+def rcp_steps_per_section(sections_before_scale: int) -> int:
+    """Division steps in each section before ``scale`` (all 27 done by the last of them)."""
+    return -(-RCP_STEPS // sections_before_scale)
+
+
+def _normalized(q, rem_nonzero):
+    """``Cat(sticky, q)`` (28 bits) shifted so its top bit is at 27, and whether it was
+    there (``hi``: the quotient's top bit at 26)."""
+    hi = q[RCP_STEPS - 1]
+    sig = Cat(rem_nonzero, q)
+    return {"sig": Mux(hi, sig, sig << 1)[:RCP_STEPS + 1], "hi": hi}
+
+
+def _constant_candidates() -> list[dict]:
+    """Single level (R = 1, sig_R = 2^23): the eight normalized quotients as constants."""
+    out = []
+    for d in DIVISORS:
+        q, rem = divmod(1 << 29, d)
+        hi = q >> (RCP_STEPS - 1) & 1
+        sig = (q << 1 | (rem != 0)) << (1 - hi)
+        out.append({"sig": Const(sig & ((1 << RCP_STEPS + 1) - 1), RCP_STEPS + 1),
+                    "hi": Const(hi, 1)})
+    return out
+
+
+def rcp_candidates(scope, rcp, names: list[str]):
+    """The eight normalized quotients of ``sig_R * 2^6 / d`` and R's exponent, for section
+    ``rsel``.
+
+    Parameters
+    ----------
+    scope : hw.scope.PipelineScope
+        A scope beside the block path's (its own registers), on the same sections.
+    rcp : Value or None
+        f(1/P)'s fp32 bits (a positive normal value: P in golden's range); None single level.
+    names : list of str
+        The block path's sections up to and including ``scale``, in datapath order; the
+        block path has crossed them.
+
+    Returns
+    -------
+    view or dict
+        ``cands`` (eight of ``sig``, ``hi``, by d = 8..15) and ``top_r`` (R's exponent).
+    """
+    if rcp is None:
+        return {"cands": _constant_candidates(), "top_r": Const(0, 2).as_signed()}
+    m = scope.module
+    rcp = Value.cast(rcp)
+    sig_r = Cat(rcp[:23], rcp[23:31].any())
+    state = {"top_r": signed(rcp[23:31]) - _FP32.bias,
+             "rest": Cat(Const(0, 6), sig_r[:21]),
+             "div": [{"rem": Cat(sig_r[21:], Const(0, 1)), "q": Const(0, 0)} for _ in DIVISORS]}
+    per = rcp_steps_per_section(len(names) - 1)
+    for name in names[:-1]:
+        rest = Value.cast(state["rest"])
+        take = min(per, len(rest))
+        div = []
+        for d, c in zip(DIVISORS, state["div"], strict=True):
+            rem, q = (restoring_steps(m, c["rem"], Const(d, 4), rest[len(rest) - take:],
+                                      scope.name(f"rcp{d}_{name}"))
+                      if take else (c["rem"], Const(0, 0)))
+            div.append({"rem": rem, "q": Cat(q, c["q"])})
+        fields = {"top_r": state["top_r"], "div": div}
+        if len(rest) > take:
+            fields["rest"] = rest[:len(rest) - take]
+        x = scope.cross(fields, name)
+        state = {"top_r": x.top_r, "rest": x.rest if len(rest) > take else Const(0, 0),
+                 "div": [{"rem": c.rem, "q": c.q} for c in x.div]}
+    x = scope.cross({"top_r": state["top_r"],
+                     "cands": [_normalized(Value.cast(c["q"]), Value.cast(c["rem"]).any())
+                               for c in state["div"]]}, names[-1])
+    return {"cands": [{"sig": c.sig, "hi": c.hi} for c in x.cands], "top_r": x.top_r}
+
+
+def scale_reciprocal(scope, x, rcp):
+    """Sections ``rsel`` to ``rround``: ``r = f(R / s)`` from the ``scale`` view ``x`` and
+    :func:`rcp_candidates`' ``rcp``.  Returns the view after ``rround``: ``data``,
+    ``nonfinite``, ``byte`` and ``r`` (fp32 bits, sign clear)."""
+    m = scope.module
+    byte = x.byte
+    mant = byte[:3]
+    top_s = signed(byte[3:7]) - 7
+    cands = rcp["cands"]
+    sig = Array(Value.cast(c["sig"]) for c in cands)[mant]
+    hi = Array(Value.cast(c["hi"]) for c in cands)[mant]
+    # r's top bit: 2^(top_R - top_s - 1 + hi)
+    blk = {"data": x.data, "nonfinite": x.nonfinite, "byte": byte}
+    y = scope.cross({**blk, "sig": sig, "top": rcp["top_r"] - top_s - 1 + hi}, "rsel")
+    blk = {name: getattr(y, name) for name in blk}
+    emin = 1 - _FP32.bias
+    grid = Grid(sig_width=RCP_STEPS + 1, emin=emin, mbits=_FP32.mbits)
+    x = scope.cross({**blk, "sig": y.sig, "position": grid.position(
+        m, y.top - emin, emin - y.top, name=scope.name("r_rnd"))}, "rpos")
+    blk = {name: getattr(x, name) for name in blk}
+    x = scope.cross({**blk, "grid": grid.align(m, x.sig, x.position,
+                                               name=scope.name("r_rnd"))}, "ralign")
+    blk = {name: getattr(x, name) for name in blk}
+    code = round_aligned(m, x.grid, mbits=_FP32.mbits, rounding=RNE, name=scope.name("r_rnd"))
+    return scope.cross({**blk, "r": code[:31]}, "rround")
