@@ -28,6 +28,7 @@ from amaranth.lib import data
 
 import golden
 
+from .delay_line import delay_line
 from .elements import block_layout
 from .nvfp4.lanes import NAN_BLOCK_BYTE, quantize_lanes
 from .nvfp4.reciprocal import rcp_candidates, scale_reciprocal
@@ -160,9 +161,9 @@ class NVFP4Quantizer(Unit):
         pipe = self.pipeline(m, "q")
         if self.blocks == 1:
             scope = pipe.scope()
-            x = block_scale(scope, self.geometry, self.i.payload)
-            out = quantize_lanes(scope, self.geometry,
-                                 scale_reciprocal(scope, x, self._reciprocals(pipe)))
+            x = scale_reciprocal(scope, block_scale(scope, self.geometry, self.i.payload),
+                                 self._reciprocals(pipe))
+            out = quantize_lanes(scope, self.geometry, x, self._waiting(pipe))
             m.d.comb += self.o.payload.eq(out)
         else:
             self._beside(m, pipe)
@@ -179,6 +180,14 @@ class NVFP4Quantizer(Unit):
         return rcp_candidates(pipe.scope("rcp", sections=None), rcp,
                               names[:names.index("scale") + 1])
 
+    def _waiting(self, pipe):
+        """The beat's input values as after ``rround``, once the block path has crossed it:
+        they wait in a delay line (:func:`hw.delay_line.delay_line`, ``q_data_...``) while
+        the block path computes the scale and r."""
+        names = list(self._sections)
+        return delay_line(pipe, self.i.payload.data.as_value(),
+                          names[:names.index("rround") + 1], "data")
+
     def _beside(self, m, pipe):
         """Two blocks a beat: each block's path on the same sections, block 0's names the
         unit's, block j's registers beside them (``q_b<j>_...``)."""
@@ -193,8 +202,10 @@ class NVFP4Quantizer(Unit):
             scopes.append(scope)
             views.append(block_scale(scope, self.geometry, block))
         rcp = self._reciprocals(pipe)
+        views = [scale_reciprocal(scope, x, rcp) for scope, x in zip(scopes, views, strict=True)]
+        data = self._waiting(pipe)
         for j, (scope, x) in enumerate(zip(scopes, views, strict=True)):
-            out = quantize_lanes(scope, self.geometry, scale_reciprocal(scope, x, rcp))
+            out = quantize_lanes(scope, self.geometry, x, data[j * k * w:(j + 1) * k * w])
             m.d.comb += [self.o.payload.scale[j].eq(out.scale),
                          *(self.o.payload.codes[j * k + i].eq(out.codes[i]) for i in range(k))]
 

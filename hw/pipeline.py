@@ -326,6 +326,19 @@ class Pipeline:
             out.append((valid | ~enable, shown))
         return out
 
+    def enable_copy(self, name: str) -> Signal:
+        """A new copy of the registered boundary ``name``'s stage enable (``<prefix>_<name>_en<n>``,
+        its own ``_advance`` register), for state built outside the pipeline that must move
+        with the stage: a delay line's memory and pointer (:mod:`hw.delay_line`)."""
+        if not self.registers(name):
+            raise ValueError(f"boundary {name!r} holds no register")
+        if name not in self._copies_by_name:
+            raise ValueError(f"boundary {name!r} is not crossed yet")
+        copies = self._copies_by_name[name]
+        enable = Signal(name=f"{self._name}_{name}_en{len(copies)}")
+        copies.append(enable)
+        return enable
+
     def beside(self, value, name: str, tag: str):
         """Carry ``value`` over the boundary ``name``, which another datapath has crossed, in
         registers of its own named ``<pipeline name>_<tag>``: a second step on the same

@@ -32,10 +32,12 @@ _FP32 = golden.float_format("fp32")
 _E2M1 = golden.element_format("fp4_e2m1")
 
 
-def quantize_lanes(scope, g, x):
+def quantize_lanes(scope, g, x, data):
     """Sections ``mul_<j>`` (LUT products; MULT18X18D blocks: ``operands`` to ``psum``,
-    :func:`hw.nvfp4.products.dsp_products`) to ``output`` on the ``rround`` view ``x``;
-    returns the view after ``output``: ``scale`` (the UE4M3 byte) and ``codes``."""
+    :func:`hw.nvfp4.products.dsp_products`) to ``output`` on the ``rround`` view ``x`` and
+    the block's values ``data`` (a Value, value i at bits ``[w*i, w*(i+1))``, as after
+    ``rround``); returns the view after ``output``: ``scale`` (the UE4M3 byte) and
+    ``codes``."""
     m, f, k = scope.module, g.input_format, g.block_size
     mb, w = g.mbits, g.width
     rbits = Value.cast(x.r)
@@ -45,7 +47,7 @@ def quantize_lanes(scope, g, x):
     blk = {"nonfinite": x.nonfinite, "byte": x.byte}
     lanes = []
     for i in range(k):
-        v = x.data[i]
+        v = data[w * i:w * (i + 1)]
         e = v[mb:w - 1]
         sig_x = Cat(v[:mb], e.any())
         lsb = signed(Mux(e.any(), e, 1)) - (f.bias + mb) + r_lsb

@@ -111,8 +111,8 @@ def rcp_candidates(scope, rcp, names: list[str]):
 
 def scale_reciprocal(scope, x, rcp):
     """Sections ``rsel`` to ``rround``: ``r = f(R / s)`` from the ``scale`` view ``x`` and
-    :func:`rcp_candidates`' ``rcp``.  Returns the view after ``rround``: ``data``,
-    ``nonfinite``, ``byte`` and ``r`` (fp32 bits, sign clear)."""
+    :func:`rcp_candidates`' ``rcp``.  Returns the view after ``rround``: ``nonfinite``,
+    ``byte`` and ``r`` (fp32 bits, sign clear)."""
     m = scope.module
     byte = x.byte
     mant = byte[:3]
@@ -121,7 +121,7 @@ def scale_reciprocal(scope, x, rcp):
     sig = Array(Value.cast(c["sig"]) for c in cands)[mant]
     hi = Array(Value.cast(c["hi"]) for c in cands)[mant]
     # r's top bit: 2^(top_R - top_s - 1 + hi)
-    blk = {"data": x.data, "nonfinite": x.nonfinite, "byte": byte}
+    blk = {"nonfinite": x.nonfinite, "byte": byte}
     y = scope.cross({**blk, "sig": sig, "top": rcp["top_r"] - top_s - 1 + hi}, "rsel")
     blk = {name: getattr(y, name) for name in blk}
     emin = 1 - _FP32.bias

@@ -52,8 +52,8 @@ def _round24(m, q, hi, extra_sticky, name):
 
 def block_scale(scope, g, payload):
     """Sections ``amax<j>`` to ``scale``: the UE4M3 byte of the block (``payload``: the
-    unit's input).  Returns the view after ``scale``: ``data``, ``nonfinite`` and
-    ``byte``."""
+    unit's input; its values wait in a delay line of the unit's, :mod:`hw.delay_line`).
+    Returns the view after ``scale``: ``nonfinite`` and ``byte``."""
     m, f = scope.module, g.input_format
     w, mb = g.width, g.mbits
     p_ctl = {"p": payload.tensor_scale} if g.levels == 2 else {}
@@ -63,12 +63,11 @@ def block_scale(scope, g, payload):
     nonfinite = 0
     for i in range(g.block_size):
         nonfinite = nonfinite | payload.data[i][mb:w - 1].all()
-    data = payload.data
     for j, radix in enumerate(g.tree_radices, 1):
         level = max_tree_levels(m, level, 1, scope.name(f"amax{j}"), radix)
-        x = scope.cross({"data": data, "nonfinite": nonfinite, **p_ctl,
+        x = scope.cross({"nonfinite": nonfinite, **p_ctl,
                          "keys": [key for key, _ in level]}, f"amax{j}")
-        data, nonfinite = x.data, x.nonfinite
+        nonfinite = x.nonfinite
         p_ctl = {k: getattr(x, k) for k in p_ctl}
         level = [(key, None) for key in x.keys]
     amax = level[0][0]
@@ -78,7 +77,7 @@ def block_scale(scope, g, payload):
     sig = Cat(frac, e.any())
     lz = leading_zeros(m, sig, name=scope.name("a_lz"))
     top = signed(Mux(e.any(), e, 1)) - f.bias - lz
-    blk = {"data": data, "nonfinite": nonfinite, **p_ctl}
+    blk = {"nonfinite": nonfinite, **p_ctl}
     x = scope.cross({**blk, "sig": (sig << lz)[:mb + 1], "top": top, "zero": ~sig.any()},
                     "anorm")
 
