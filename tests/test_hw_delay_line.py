@@ -7,10 +7,10 @@ import random
 
 import pytest
 from amaranth.hdl import Cat, Elaboratable, Module, ResetInserter, Signal
+from pipeline_toys import simulate
 
 from hw.delay_line import RING_MIN, delay_line
 from hw.pipeline import Pipeline
-from pipeline_toys import simulate
 
 SECTIONS = {f"s{j}": 1.0 for j in range(9)}
 
