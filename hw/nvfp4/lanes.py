@@ -89,13 +89,18 @@ def quantize_lanes(scope, g, x, values):
                     "sig": Mux(hi, prod, prod << 1)[:pw], "top": ln["lsb"] + (pw - 2) + hi})
     y = scope.cross({**blk, "lanes": out}, "plz")
     blk = {name: getattr(y, name) for name in blk}
-    # -- yround: f(x * r) to 24 bits ----------------------------------------------------
+    # -- yup, yround: f(x * r) to 24 bits: the increment, then its add --------------------
     out = []
     for i, ln in enumerate(y.lanes):
         n = ln.sig[pw - 24:]
-        up = round_increment(m, ln.sig[pw - 25], ln.sig[:pw - 25].any(), n[0], RNE,
-                             name=scope.name(f"lane{i}_yup"))
-        s = wire(m, n + up, scope.name(f"lane{i}_ysum"))
+        out.append({"neg": ln.neg, "zero": ln.zero, "n": n, "top": ln.top,
+                    "up": round_increment(m, ln.sig[pw - 25], ln.sig[:pw - 25].any(), n[0],
+                                          RNE, name=scope.name(f"lane{i}_yup"))})
+    y = scope.cross({**blk, "lanes": out}, "yup")
+    blk = {name: getattr(y, name) for name in blk}
+    out = []
+    for i, ln in enumerate(y.lanes):
+        s = wire(m, ln.n + ln.up, scope.name(f"lane{i}_ysum"))
         carry = s[24]
         out.append({"neg": ln.neg, "zero": ln.zero, "sig": Mux(carry, 1 << 23, s[:24]),
                     "top": ln.top + carry})
