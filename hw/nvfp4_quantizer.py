@@ -30,7 +30,7 @@ import golden
 
 from .delay_line import delay_line
 from .elements import block_layout
-from .nvfp4.lanes import NAN_BLOCK_BYTE, quantize_lanes
+from .nvfp4.lanes import NAN_BLOCK_BYTE, normalized_values, quantize_lanes
 from .nvfp4.reciprocal import rcp_candidates, scale_reciprocal
 from .nvfp4.scale import block_scale
 from .nvfp4.sections import ESTIMATES, NVQGeometry, nvq_sections
@@ -180,13 +180,18 @@ class NVFP4Quantizer(Unit):
         return rcp_candidates(pipe.scope("rcp", sections=None), rcp,
                               names[:names.index("scale") + 1])
 
-    def _waiting(self, pipe):
-        """The beat's input values as after ``rround``, once the block path has crossed it:
-        they wait in a delay line (:func:`hw.delay_line.delay_line`, ``q_data_...``) while
-        the block path computes the scale and r."""
+    def _waiting(self, pipe) -> list:
+        """The beat's input values, normalized beside the block path's first two sections
+        (:func:`hw.nvfp4.lanes.normalized_values`, ``q_x_...``), as after ``rnorm``: they
+        wait in a delay line (:func:`hw.delay_line.delay_line`, ``q_data_...``) while the
+        block path computes the scale and r.  Returns the values' lanes (views), in order,
+        once the block path has crossed ``rnorm``."""
         names = list(self._sections)
-        return delay_line(pipe, self.i.payload.data.as_value(),
-                          names[:names.index("rround") + 1], "data")
+        x = normalized_values(pipe.scope("x", sections=None), self.geometry,
+                              self.i.payload.data.as_value(), names[:2])
+        waited = x.shape()(delay_line(pipe, x.as_value(), names[2:names.index("rnorm") + 1],
+                                      "data"))
+        return [waited.lanes[i] for i in range(self.blocks * self.block_size)]
 
     def _beside(self, m, pipe):
         """Two blocks a beat: each block's path on the same sections, block 0's names the
@@ -203,9 +208,9 @@ class NVFP4Quantizer(Unit):
             views.append(block_scale(scope, self.geometry, block))
         rcp = self._reciprocals(pipe)
         views = [scale_reciprocal(scope, x, rcp) for scope, x in zip(scopes, views, strict=True)]
-        data = self._waiting(pipe)
+        values = self._waiting(pipe)
         for j, (scope, x) in enumerate(zip(scopes, views, strict=True)):
-            out = quantize_lanes(scope, self.geometry, x, data[j * k * w:(j + 1) * k * w])
+            out = quantize_lanes(scope, self.geometry, x, values[j * k:(j + 1) * k])
             m.d.comb += [self.o.payload.scale[j].eq(out.scale),
                          *(self.o.payload.codes[j * k + i].eq(out.codes[i]) for i in range(k))]
 

@@ -215,7 +215,7 @@ def test_multipliers_checked_and_instantiated(tmp_path):
         validate(meta)
     q = NVFP4Quantizer(16, "fp32", 2, multipliers="mult18x18d")
     names = list(q.sections)
-    assert names[names.index("rround") + 1:names.index("plz")] == [
+    assert names[names.index("rnorm") + 1:names.index("plz")] == [
         "operands", "multiply", "drain", "psum"]
     r = subprocess.run([sys.executable, "-m", "hw", "generate", "nvfp4-quantizer",
                         "--multipliers", "dsp", "-o", str(tmp_path / "x.v")],

@@ -201,14 +201,11 @@ NEXT_STEPS: dict[str, str] = {
                                                   "products registered on their own "
                                                   "(`efields` -> a `epp` section), then "
                                                   "the next path by measurement",
-    "nvfp4-quantizer": "f(R / s)'s restoring division, four steps a section (`q_scale` -> "
-                       "`q_rdiv_0`: 22 cells, 4.39 ns logic + 9.12 ns routing, 13.5 ns "
-                       "against 4.0 ns estimated). Two steps a section (its estimate 6.8 ns "
-                       "from this) placed at 72.4 MHz (seed 1, depth 45, +2,037 FF): the "
-                       "taller estimate merged the tail (`ealign` + `eround` + `output`, "
-                       "13.8 ns against 6.5 ns estimated). Next: the tail's and `pdiv`'s "
-                       "estimates from placement too, then the division as a product by "
-                       "the reciprocal of the scale's 4-bit significand (one of eight), and "
-                       "the 16 input values waiting in a RAM delay line, not in 38 stages "
-                       "of flip-flops (about 19,500 of the 27,500 FF)",
+    "nvfp4-quantizer": "the amax's normalization (`q_amax2` -> `q_anorm`: its 24-bit "
+                       "leading-zero count and the exponent's subtract, 13 cells, 2.29 ns "
+                       "logic + 5.74 ns routing, 8.0 ns against 3.5 ns estimated) in two "
+                       "sections, then the next section by measurement as each one so far "
+                       "(f(R / s), f(b / P), the product's normalization, the 24-bit "
+                       "roundings, the division by 3: 74.0 -> 124.5 MHz); the lanes' tail "
+                       "(`epos` .. `output`) and the DSP sections are not yet measured alone",
 }

@@ -1,9 +1,13 @@
 """The NVFP4 quantizer's lanes: ``y = f(x * r)``, ``clamp(y, -6, 6)``, e2m1 RNE, the sign
 from x's sign bit.
 
-The product of x's significand (subnormals as they are) and r's is exact (a tree of carry
-chains, :func:`hw.multiply.pair_sum_sections`; or ``multipliers="mult18x18d"``, MULT18X18D blocks,
-:mod:`hw.nvfp4.products`), normalized, and rounded to 24 bits by
+Both factors are normalized before the product: x's significand as the block enters, in the
+block path's first two sections beside it (:func:`normalized_values`: a subnormal x's
+leading zeros, then the shift), r's after ``rround`` (:func:`hw.nvfp4.reciprocal.
+scale_reciprocal`).  The product is exact (a tree of carry chains,
+:func:`hw.multiply.pair_sum_sections`; or ``multipliers="mult18x18d"``, MULT18X18D blocks,
+:mod:`hw.nvfp4.products`), its top bit one of two places (``plz``), and it is rounded to 24
+bits by
 :func:`hw.rounding.round_increment` with an unbounded exponent: a product below fp32's normal
 range gives e2m1 code 0 either way, and one above it saturates either way.  That value is
 then rounded onto the e2m1 grid (:class:`hw.rounding.Grid`, :func:`hw.rounding.round_aligned`):
@@ -24,7 +28,7 @@ from .products import dsp_products
 from .scale import signed
 from .sections import MUL_LEVELS_PER_SECTION
 
-__all__ = ["quantize_lanes", "NAN_BLOCK_BYTE"]
+__all__ = ["normalized_values", "quantize_lanes", "NAN_BLOCK_BYTE"]
 
 #: The scale byte of a block holding a NaN or an Inf (UE4M3's NaN); its codes are 0.
 NAN_BLOCK_BYTE = golden.scale_format("ue4m3").nan_code
@@ -32,26 +36,37 @@ _FP32 = golden.float_format("fp32")
 _E2M1 = golden.element_format("fp4_e2m1")
 
 
-def quantize_lanes(scope, g, x, data):
-    """Sections ``mul_<j>`` (LUT products; MULT18X18D blocks: ``operands`` to ``psum``,
-    :func:`hw.nvfp4.products.dsp_products`) to ``output`` on the ``rround`` view ``x`` and
-    the block's values ``data`` (a Value, value i at bits ``[w*i, w*(i+1))``, as after
-    ``rround``); returns the view after ``output``: ``scale`` (the UE4M3 byte) and
-    ``codes``."""
-    m, f, k = scope.module, g.input_format, g.block_size
-    mb, w = g.mbits, g.width
-    rbits = Value.cast(x.r)
-    r_e = rbits[_FP32.mbits:]
-    sig_r = Cat(rbits[:_FP32.mbits], r_e.any())
-    r_lsb = signed(Mux(r_e.any(), r_e, 1)) - (_FP32.bias + _FP32.mbits)
-    blk = {"nonfinite": x.nonfinite, "byte": x.byte}
-    lanes = []
-    for i in range(k):
+def normalized_values(scope, g, data, names):
+    """The input values normalized over the boundaries ``names[0]`` and ``names[1]`` (the
+    block path's first two, crossed beside it in ``scope``): per value its sign ``neg``,
+    ``sig`` (the significand, top bit set unless x is +-0) and ``lsb`` (the exponent of its
+    last bit).  ``data`` is the beat's values (value i at bits ``[w*i, w*(i+1))``).  Returns
+    the view after ``names[1]`` (field ``lanes``)."""
+    m, f, mb, w = scope.module, g.input_format, g.mbits, g.width
+    data = Value.cast(data)
+    out = []
+    for i in range(len(data) // w):
         v = data[w * i:w * (i + 1)]
         e = v[mb:w - 1]
-        sig_x = Cat(v[:mb], e.any())
-        lsb = signed(Mux(e.any(), e, 1)) - (f.bias + mb) + r_lsb
-        lanes.append({"neg": v[w - 1], "lsb": lsb, "sig": sig_x})
+        sig = Cat(v[:mb], e.any())
+        out.append({"neg": v[w - 1], "exp": Mux(e.any(), e, 1), "sig": sig,
+                    "lz": leading_zeros(m, sig, name=scope.name(f"x{i}_lz"))})
+    x = scope.cross({"lanes": out}, names[0])
+    return scope.cross({"lanes": [
+        {"neg": v.neg, "sig": (v.sig << v.lz)[:mb + 1],
+         "lsb": signed(v.exp) - (f.bias + mb) - v.lz} for v in x.lanes]}, names[1])
+
+
+def quantize_lanes(scope, g, x, values):
+    """Sections ``mul_<j>`` (LUT products; MULT18X18D blocks: ``operands`` to ``psum``,
+    :func:`hw.nvfp4.products.dsp_products`) to ``output`` on the ``rnorm`` view ``x`` (the
+    block's byte, nonfinite flag and r normalized) and the block's ``values`` (a list of
+    :func:`normalized_values`' lanes as after ``rnorm``); returns the view after
+    ``output``: ``scale`` (the UE4M3 byte) and ``codes``."""
+    m, k, mb = scope.module, g.block_size, g.mbits
+    sig_r = x.sig
+    blk = {"nonfinite": x.nonfinite, "byte": x.byte}
+    lanes = [{"neg": v.neg, "lsb": v.lsb + x.lsb, "sig": v.sig} for v in values]
     if g.multipliers == "lut":
         # sections mul_<j>: each lane's product sig_x * sig_r in a tree of carry chains
         lanes, blk = pair_sum_sections(
@@ -63,23 +78,29 @@ def quantize_lanes(scope, g, x, data):
             levels_per_section=MUL_LEVELS_PER_SECTION)
     else:
         lanes, blk = dsp_products(scope, sig_r, lanes, blk)
-    # -- plz: normalize the product ----------------------------------------------------
+    # -- plz: normalize the product of two normalized significands: its top bit at pw - 1
+    # or pw - 2, or zero (x is +-0) -----------------------------------------------------
     pw = 24 + mb + 1
     out = []
-    for i, ln in enumerate(lanes):
+    for ln in lanes:
         prod = Value.cast(ln["prod"])[:pw]
-        lz = leading_zeros(m, prod, name=scope.name(f"lane{i}_plz"))
-        out.append({"neg": ln["neg"], "zero": ~prod.any(), "sig": (prod << lz)[:pw],
-                    "top": ln["lsb"] + (pw - 1) - lz})
+        hi = prod[pw - 1]
+        out.append({"neg": ln["neg"], "zero": ~(hi | prod[pw - 2]),
+                    "sig": Mux(hi, prod, prod << 1)[:pw], "top": ln["lsb"] + (pw - 2) + hi})
     y = scope.cross({**blk, "lanes": out}, "plz")
     blk = {name: getattr(y, name) for name in blk}
-    # -- yround: f(x * r) to 24 bits ----------------------------------------------------
+    # -- yup, yround: f(x * r) to 24 bits: the increment, then its add --------------------
     out = []
     for i, ln in enumerate(y.lanes):
         n = ln.sig[pw - 24:]
-        up = round_increment(m, ln.sig[pw - 25], ln.sig[:pw - 25].any(), n[0], RNE,
-                             name=scope.name(f"lane{i}_yup"))
-        s = wire(m, n + up, scope.name(f"lane{i}_ysum"))
+        out.append({"neg": ln.neg, "zero": ln.zero, "n": n, "top": ln.top,
+                    "up": round_increment(m, ln.sig[pw - 25], ln.sig[:pw - 25].any(), n[0],
+                                          RNE, name=scope.name(f"lane{i}_yup"))})
+    y = scope.cross({**blk, "lanes": out}, "yup")
+    blk = {name: getattr(y, name) for name in blk}
+    out = []
+    for i, ln in enumerate(y.lanes):
+        s = wire(m, ln.n + ln.up, scope.name(f"lane{i}_ysum"))
         carry = s[24]
         out.append({"neg": ln.neg, "zero": ln.zero, "sig": Mux(carry, 1 << 23, s[:24]),
                     "top": ln.top + carry})

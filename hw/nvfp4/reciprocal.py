@@ -8,8 +8,9 @@ restoring division by a constant (:func:`hw.nvfp4.divide.restoring_steps`: with 
 divisor a step is a function of the 4-bit remainder and one dividend bit), spread evenly over
 the sections before ``scale`` (:func:`rcp_steps_per_section`); at ``scale`` each quotient is
 normalized (its top bit at 27 of 28, the remainder's OR as the last bit).  Section ``rsel``
-then selects the one of the scale's three mantissa bits, and ``rpos``, ``ralign``, ``rround``
-round it onto the fp32 grid (it may be subnormal, two level).
+then selects the one of the scale's three mantissa bits, ``rpos``, ``ralign``, ``rround``
+round it onto the fp32 grid (it may be subnormal, two level), and ``rlz``, ``rnorm``
+normalize it for the lanes' products.
 
 Single level R = 1: the eight quotients are constants, computed here at elaboration (the
 same integer division), and ``rsel`` is a function of the three mantissa bits.
@@ -21,6 +22,7 @@ from amaranth.hdl import Array, Cat, Const, Mux, Value
 
 import golden
 
+from ..arith import leading_zeros
 from ..rounding import RNE, Grid, round_aligned
 from .divide import restoring_steps
 from .scale import signed
@@ -110,9 +112,10 @@ def rcp_candidates(scope, rcp, names: list[str]):
 
 
 def scale_reciprocal(scope, x, rcp):
-    """Sections ``rsel`` to ``rround``: ``r = f(R / s)`` from the ``scale`` view ``x`` and
-    :func:`rcp_candidates`' ``rcp``.  Returns the view after ``rround``: ``nonfinite``,
-    ``byte`` and ``r`` (fp32 bits, sign clear)."""
+    """Sections ``rsel`` to ``rnorm``: ``r = f(R / s)`` from the ``scale`` view ``x`` and
+    :func:`rcp_candidates`' ``rcp``, then normalized for the lanes' products (two level r
+    may be subnormal).  Returns the view after ``rnorm``: ``nonfinite``, ``byte``, ``sig``
+    (r's significand, top bit set) and ``lsb`` (the exponent of its last bit)."""
     m = scope.module
     byte = x.byte
     mant = byte[:3]
@@ -133,4 +136,13 @@ def scale_reciprocal(scope, x, rcp):
                                                name=scope.name("r_rnd"))}, "ralign")
     blk = {name: getattr(x, name) for name in blk}
     code = round_aligned(m, x.grid, mbits=_FP32.mbits, rounding=RNE, name=scope.name("r_rnd"))
-    return scope.cross({**blk, "r": code[:31]}, "rround")
+    e = code[_FP32.mbits:31]
+    x = scope.cross({**blk, "sig": Cat(code[:_FP32.mbits], e.any()),
+                     "lsb": signed(Mux(e.any(), e, 1)) - (_FP32.bias + _FP32.mbits)}, "rround")
+    # -- rlz, rnorm: r's leading zeros, then the shift ----------------------------------
+    blk = {name: getattr(x, name) for name in blk}
+    lz = leading_zeros(m, x.sig, name=scope.name("r_lz"))
+    x = scope.cross({**blk, "sig": x.sig, "lsb": x.lsb, "lz": lz}, "rlz")
+    blk = {name: getattr(x, name) for name in blk}
+    return scope.cross({**blk, "sig": (x.sig << x.lz)[:_FP32.mbits + 1], "lsb": x.lsb - x.lz},
+                       "rnorm")

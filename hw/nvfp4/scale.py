@@ -35,16 +35,20 @@ def signed(v):
     return Cat(v, Const(0, 1)).as_signed()
 
 
-def _round24(m, q, hi, extra_sticky, name):
-    """RNE of a quotient ``q`` whose top bit is ``q[-1]`` (``hi``) or ``q[-2]`` to 24 bits:
-    ``(sig, carry)``, ``sig`` normalized, ``carry`` the increment's carry into the next
-    binade."""
+def _round_decision(m, q, hi, extra_sticky, name) -> dict:
+    """RNE of a quotient ``q`` whose top bit is ``q[-1]`` (``hi``) or ``q[-2]`` to 24 bits,
+    its first section: the 24 kept bits ``n`` and the increment ``up`` (its guard and sticky
+    bits: the OR of the bits below, ``extra_sticky`` the remainder's)."""
     w = len(q)
-    hi_n, lo_n = q[w - 24:], q[w - 25:w - 1]
-    n = Mux(hi, hi_n, lo_n)
+    n = Mux(hi, q[w - 24:], q[w - 25:w - 1])
     guard = Mux(hi, q[w - 25], q[w - 26])
     sticky = Mux(hi, q[:w - 25].any(), q[:w - 26].any()) | extra_sticky
-    up = round_increment(m, guard, sticky, n[0], RNE, name=f"{name}_up")
+    return {"n": n, "up": round_increment(m, guard, sticky, n[0], RNE, name=f"{name}_up")}
+
+
+def _round_add(m, n, up, name):
+    """The second section of :func:`_round_decision`'s rounding: ``(sig, carry)``, ``sig``
+    normalized, ``carry`` the increment's carry into the next binade."""
     s = wire(m, n + up, f"{name}_sum")  # 25 bits
     carry = s[24]
     return wire(m, Mux(carry, 1 << 23, s[:24]), f"{name}_sig"), carry
@@ -87,13 +91,15 @@ def block_scale(scope, g, payload):
     x = divide_over_sections(scope, Const(0, 2), Const(3, 2), bits, DIV3_PER_SECTION, "div3",
                              {**blk, "top": x.top, "zero": x.zero})
 
-    # -- bround: b = f(amax / 6), the quotient's top bit at 27 or 26 ---------------------
+    # -- bup, bround: b = f(amax / 6), the quotient's top bit at 27 or 26 ----------------
     blk = {name: getattr(x, name) for name in blk}
     q = x.q[:28]
     hi = q[27]
-    sig_b, carry = _round24(m, q, hi, x.rem.any(), scope.name("b_rnd"))
-    x = scope.cross({**blk, "sig": sig_b, "top": x.top - 3 + hi + carry, "zero": x.zero},
-                    "bround")
+    x = scope.cross({**blk, **_round_decision(m, q, hi, x.rem.any(), scope.name("b_rnd")),
+                     "top": x.top - 3 + hi, "zero": x.zero}, "bup")
+    blk = {name: getattr(x, name) for name in blk}
+    sig_b, carry = _round_add(m, x.n, x.up, scope.name("b_rnd"))
+    x = scope.cross({**blk, "sig": sig_b, "top": x.top + carry, "zero": x.zero}, "bround")
 
     if g.levels == 2:
         x = _over_p(scope, blk, x)
@@ -110,7 +116,7 @@ def block_scale(scope, g, payload):
 
 
 def _over_p(scope, blk, x):
-    """Sections ``pdiv_<j>`` and ``pround``: ``f(b / P)`` from the ``bround`` view ``x``,
+    """Sections ``pdiv_<j>``, ``pup`` and ``pround``: ``f(b / P)`` from the ``bround`` view ``x``,
     P the payload's ``tensor_scale`` (a positive normal fp32 value, golden's range)."""
     m = scope.module
     blk = {name: getattr(x, name) for name in blk}
@@ -125,6 +131,9 @@ def _over_p(scope, blk, x):
     blk = {name: getattr(y, name) for name in blk}
     q = y.q  # in (2^24, 2^26)
     hi = q[25]
-    sig_v, carry = _round24(m, Cat(Const(0, 2), q), hi, y.rem.any(), scope.name("v_rnd"))
-    return scope.cross({**blk, "sig": sig_v, "top": y.top - 1 + hi + carry, "zero": y.zero},
-                       "pround")
+    y = scope.cross({**blk, **_round_decision(m, Cat(Const(0, 2), q), hi, y.rem.any(),
+                                              scope.name("v_rnd")),
+                     "top": y.top - 1 + hi, "zero": y.zero}, "pup")
+    blk = {name: getattr(y, name) for name in blk}
+    sig_v, carry = _round_add(m, y.n, y.up, scope.name("v_rnd"))
+    return scope.cross({**blk, "sig": sig_v, "top": y.top + carry, "zero": y.zero}, "pround")

@@ -6,8 +6,9 @@ The datapath (docs/nvfp4.md, quantizer): the block-max tree over full magnitudes
 24-bit significands (``pdiv_<j>``) and its rounding (``pround``); the UE4M3 cast (``scale``);
 ``r = f(R / s)``: the quotients by all eight 4-bit significands computed beside the block path
 (:mod:`hw.nvfp4.reciprocal`), the scale's selected (``rsel``) and rounded onto the fp32 grid
-(``rpos``, ``ralign``, ``rround``); per lane the product ``x * r``
-(``mul_<j>``; in MULT18X18D blocks ``operands``, ``multiply``, ``drain``, ``psum``), its
+(``rpos``, ``ralign``, ``rround``) and normalized for the lanes (``rlz``, ``rnorm``); per
+lane (x normalized beside the first two sections) the product ``x * r`` (``mul_<j>``; in
+MULT18X18D blocks ``operands``, ``multiply``, ``drain``, ``psum``), its one-bit
 normalization (``plz``) and fp32 rounding (``yround``), the e2m1 rounding (``epos``,
 ``ealign``, ``eround``) and ``output``.
 """
@@ -25,7 +26,7 @@ __all__ = ["NVQGeometry", "ESTIMATES", "nvq_sections", "DIV3_STEPS", "PDIV_STEPS
 #: bits, ``floor(sig_b * 2^25 / sig_P)`` (26 bits).
 DIV3_STEPS, PDIV_STEPS = 29, 26
 #: Division steps per section.
-DIV3_PER_SECTION, PDIV_PER_SECTION = 10, 1
+DIV3_PER_SECTION, PDIV_PER_SECTION = 4, 1
 #: Levels of the product's tree of carry chains per ``mul`` section.
 MUL_LEVELS_PER_SECTION = 2
 
@@ -36,13 +37,16 @@ ESTIMATES = {
                             + _EST),
     "amax_radix4": Estimate(4.5, "six comparisons in parallel and a one-hot select; " + _EST),
     "anorm": Estimate(3.5, "the amax's fields, a 24-bit leading-zero count and shift; " + _EST),
-    "div3": Estimate(3.5, "10 steps of a division by 3 (2-bit remainders); " + _EST),
-    "bround": Estimate(3.5, "one-bit normalization and the 24-bit increment; " + _EST),
+    "div3": Estimate(4.0, "four steps of a division by 3 (2-bit remainders; ten steps a section "
+                     "were the critical path, 9.7 ns over 14 cells, 6.8 ns of it routing, at "
+                     "103.0 MHz, levels 2 from fp32 with MULT18X18D products, depth 53, seed "
+                     "1); " + _EST),
+    "bround": Estimate(3.5, "the 24-bit increment and its carry into the next binade; " + _EST),
     "pdiv": Estimate(4.5, "one step of a 24-bit restoring division (a carry chain and its "
                      "select; two steps a section were the critical path, 11.85 ns over 14 "
                      "cells, 8.65 ns of it routing, at 84.3 MHz, levels 2 from fp32 with "
                      "MULT18X18D products, seed 1); " + _EST),
-    "pround": Estimate(3.5, "one-bit normalization and the 24-bit increment; " + _EST),
+    "pround": Estimate(3.5, "the 24-bit increment and its carry into the next binade; " + _EST),
     "scale": Estimate(3.5, "the clamp comparisons and the 4-bit UE4M3 rounding; " + _EST),
     "rsel": Estimate(3.5, "the 8:1 select of the 28-bit quotient by the scale's mantissa bits "
                      "and the exponent's add (the quotients computed beside the block path: "
@@ -51,6 +55,8 @@ ESTIMATES = {
     "rpos": Estimate(3.0, "one-bit normalization, the binade and the shift amount; " + _EST),
     "ralign": Estimate(3.5, "the shift onto the fp32 grid and its sticky OR; " + _EST),
     "rround": Estimate(3.5, "the increment of f(R / s); " + _EST),
+    "rlz": Estimate(3.5, "r's 24-bit leading-zero count; " + _EST),
+    "rnorm": Estimate(3.5, "r's normalizing shift and its exponent; " + _EST),
     "mul": Estimate(4.5, "partial products and two levels of the tree of carry chains; "
                     + _EST),
     "dsp_operands": Estimate(3.5, "the route into the DSP column (MXDot's `operands` with "
@@ -60,7 +66,15 @@ ESTIMATES = {
                           "logic + 4.5 ns routing); " + _EST),
     "psum": Estimate(4.5, "two carry chains in series: the middle chunk products' sum, "
                      "then its add into the outer ones' concatenation; " + _EST),
-    "plz": Estimate(4.0, "the product's leading-zero count and normalizing shift; " + _EST),
+    "plz": Estimate(1.5, "the product's one-bit normalization, both factors normalized (its "
+                    "48-bit leading-zero count and shift were the critical path, 12.35 ns over "
+                    "14 cells, 9.43 ns of it routing, at 81.0 MHz, levels 2 from fp32 with "
+                    "MULT18X18D products, depth 48, seed 1); " + _EST),
+    "round_up": Estimate(3.5, "a 24-bit RNE's decision: the kept bits' select, the guard bit and "
+                         "the sticky OR (with the 24-bit increment in one section it was the "
+                         "critical path, `pdiv_25` -> `pround`, 10.6 ns over 48 cells, 6.9 ns of "
+                         "it routing, at 94.5 MHz, levels 2 from fp32 with MULT18X18D products, "
+                         "depth 50, seed 1); " + _EST),
     "yround": Estimate(3.5, "the 24-bit increment of f(x * r) and its carry; " + _EST),
     "epos": Estimate(2.0, "the e2m1 binade and shift amount; " + _EST),
     "ealign": Estimate(3.0, "the shift onto the e2m1 grid and its sticky OR; " + _EST),
@@ -131,19 +145,23 @@ def nvq_sections(g: NVQGeometry) -> dict[str, Estimate]:
     out = {f"amax{j}": e[f"amax_radix{r}"] for j, r in enumerate(g.tree_radices, 1)}
     out["anorm"] = e["anorm"]
     out.update({f"div3_{j}": e["div3"] for j in range(_chunks(DIV3_STEPS, DIV3_PER_SECTION))})
+    out["bup"] = e["round_up"]
     out["bround"] = e["bround"]
     if g.levels == 2:
         out.update({f"pdiv_{j}": e["pdiv"]
                     for j in range(_chunks(PDIV_STEPS, PDIV_PER_SECTION))})
+        out["pup"] = e["round_up"]
         out["pround"] = e["pround"]
     out["scale"] = e["scale"]
-    for name in ("rsel", "rpos", "ralign", "rround"):
+    for name in ("rsel", "rpos", "ralign", "rround", "rlz", "rnorm"):
         out[name] = e[name]
     if g.multipliers == "lut":
         out.update({f"mul_{j}": e["mul"] for j in range(g.mul_sections)})
     else:
         out.update(operands=e["dsp_operands"], multiply=e["dsp_multiply"],
                    drain=e["dsp_drain"], psum=e["psum"])
-    for name in ("plz", "yround", "epos", "ealign", "eround", "output"):
+    out["plz"] = e["plz"]
+    out["yup"] = e["round_up"]
+    for name in ("yround", "epos", "ealign", "eround", "output"):
         out[name] = e[name]
     return out
