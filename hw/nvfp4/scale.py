@@ -76,14 +76,16 @@ def block_scale(scope, g, payload):
         level = [(key, None) for key in x.keys]
     amax = level[0][0]
 
-    # -- anorm: amax = sig * 2^top, sig normalized (24 bits from fp32, 8 bf16, 11 fp16) ----
+    # -- alz, anorm: amax = sig * 2^top, sig normalized (24 bits from fp32, 8 bf16, 11
+    # fp16): the leading zeros, then the shift and the binade ------------------------------
     e, frac = amax[mb:], amax[:mb]
     sig = Cat(frac, e.any())
-    lz = leading_zeros(m, sig, name=scope.name("a_lz"))
-    top = signed(Mux(e.any(), e, 1)) - f.bias - lz
     blk = {"nonfinite": nonfinite, **p_ctl}
-    x = scope.cross({**blk, "sig": (sig << lz)[:mb + 1], "top": top, "zero": ~sig.any()},
-                    "anorm")
+    x = scope.cross({**blk, "sig": sig, "exp": Mux(e.any(), e, 1),
+                     "lz": leading_zeros(m, sig, name=scope.name("a_lz"))}, "alz")
+    blk = {name: getattr(x, name) for name in blk}
+    x = scope.cross({**blk, "sig": (x.sig << x.lz)[:mb + 1],
+                     "top": signed(x.exp) - f.bias - x.lz, "zero": ~x.sig.any()}, "anorm")
 
     # -- div3_<j>: floor(sig * 2^K / 3), K = 28 - mb, sig * 2^K in [2^28, 2^29) ----------
     blk = {name: getattr(x, name) for name in blk}

@@ -1,16 +1,16 @@
 """The NVFP4 quantizer's geometry and sections (name -> :class:`hw.placement.Estimate`).
 
-The datapath (docs/nvfp4.md, quantizer): the block-max tree over full magnitudes
-(``amax1``..), the amax's normalization (``anorm``), ``f(amax / 6)`` as a restoring division by
-3 (``div3_<j>``) and its rounding (``bround``); two level ``f(b / P)``, a restoring division of
+The datapath (docs/nvfp4.md, quantizer): the block-max tree over full magnitudes (``amax1``..),
+the amax's normalization (``alz``, ``anorm``), ``f(amax / 6)`` as a restoring division by 3
+(``div3_<j>``) and its rounding (``bround``); two level ``f(b / P)``, a restoring division of
 24-bit significands (``pdiv_<j>``) and its rounding (``pround``); the UE4M3 cast (``scale``);
 ``r = f(R / s)``: the quotients by all eight 4-bit significands computed beside the block path
 (:mod:`hw.nvfp4.reciprocal`), the scale's selected (``rsel``) and rounded onto the fp32 grid
-(``rpos``, ``ralign``, ``rround``) and normalized for the lanes (``rlz``, ``rnorm``); per
-lane (x normalized beside the first two sections) the product ``x * r`` (``mul_<j>``; in
-MULT18X18D blocks ``operands``, ``multiply``, ``drain``, ``psum``), its one-bit
-normalization (``plz``) and fp32 rounding (``yround``), the e2m1 rounding (``epos``,
-``ealign``, ``eround``) and ``output``.
+(``rpos``, ``ralign``, ``rround``) and normalized for the lanes (``rlz``, ``rnorm``); per lane
+(x normalized beside the first two sections) the product ``x * r`` (``mul_<j>``; in MULT18X18D
+blocks ``operands``, ``multiply``, ``drain``, ``psum``), its one-bit normalization (``plz``)
+and fp32 rounding (``yround``), the e2m1 rounding (``epos``, ``ealign``, ``eround``) and
+``output``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,11 @@ ESTIMATES = {
     "amax_radix2": Estimate(3.2, "a 31-bit comparison on a carry chain and a 2:1 select; "
                             + _EST),
     "amax_radix4": Estimate(4.5, "six comparisons in parallel and a one-hot select; " + _EST),
-    "anorm": Estimate(3.5, "the amax's fields, a 24-bit leading-zero count and shift; " + _EST),
+    "alz": Estimate(3.5, "the amax's fields and its 24-bit leading-zero count (with the shift "
+                    "and the binade's subtract in one section it was the critical path, 8.0 "
+                    "ns over 13 cells, 5.74 ns of it routing, at 124.5 MHz, levels 2 from fp32 "
+                    "with MULT18X18D products, depth 58, seed 1); " + _EST),
+    "anorm": Estimate(3.5, "the amax's normalizing shift and its binade; " + _EST),
     "div3": Estimate(4.0, "four steps of a division by 3 (2-bit remainders; ten steps a section "
                      "were the critical path, 9.7 ns over 14 cells, 6.8 ns of it routing, at "
                      "103.0 MHz, levels 2 from fp32 with MULT18X18D products, depth 53, seed "
@@ -143,6 +147,7 @@ def nvq_sections(g: NVQGeometry) -> dict[str, Estimate]:
     """The sections of a quantizer of geometry ``g``, in datapath order."""
     e = ESTIMATES
     out = {f"amax{j}": e[f"amax_radix{r}"] for j, r in enumerate(g.tree_radices, 1)}
+    out["alz"] = e["alz"]
     out["anorm"] = e["anorm"]
     out.update({f"div3_{j}": e["div3"] for j in range(_chunks(DIV3_STEPS, DIV3_PER_SECTION))})
     out["bup"] = e["round_up"]
