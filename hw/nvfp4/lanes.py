@@ -25,7 +25,7 @@ from ..multiply import pair_sum_sections, partial_products
 from ..nets import wire
 from ..rounding import RNE, Grid, round_aligned, round_increment
 from .products import dsp_products
-from .scale import signed
+from .scale import magnitude_fields, signed
 from .sections import MUL_LEVELS_PER_SECTION
 
 __all__ = ["normalized_values", "quantize_lanes", "NAN_BLOCK_BYTE"]
@@ -47,9 +47,8 @@ def normalized_values(scope, g, data, names):
     out = []
     for i in range(len(data) // w):
         v = data[w * i:w * (i + 1)]
-        e = v[mb:w - 1]
-        sig = Cat(v[:mb], e.any())
-        out.append({"neg": v[w - 1], "exp": Mux(e.any(), e, 1), "sig": sig,
+        sig, exp = magnitude_fields(v[:w - 1], mb)
+        out.append({"neg": v[w - 1], "exp": exp, "sig": sig,
                     "lz": leading_zeros(m, sig, name=scope.name(f"x{i}_lz"))})
     x = scope.cross({"lanes": out}, names[0])
     return scope.cross({"lanes": [

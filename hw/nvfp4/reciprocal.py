@@ -25,7 +25,7 @@ import golden
 from ..arith import leading_zeros
 from ..rounding import RNE, Grid, round_aligned
 from .divide import restoring_steps
-from .scale import signed
+from .scale import magnitude_fields, signed
 
 __all__ = ["RCP_STEPS", "rcp_candidates", "rcp_steps_per_section", "scale_reciprocal"]
 
@@ -51,15 +51,9 @@ def _normalized(q, rem_nonzero):
 
 
 def _constant_candidates() -> list[dict]:
-    """Single level (R = 1, sig_R = 2^23): the eight normalized quotients as constants."""
-    out = []
-    for d in DIVISORS:
-        q, rem = divmod(1 << 29, d)
-        hi = q >> (RCP_STEPS - 1) & 1
-        sig = (q << 1 | (rem != 0)) << (1 - hi)
-        out.append({"sig": Const(sig & ((1 << RCP_STEPS + 1) - 1), RCP_STEPS + 1),
-                    "hi": Const(hi, 1)})
-    return out
+    """Single level (R = 1, sig_R = 2^23): the eight normalized quotients of constants."""
+    return [_normalized(Const(q, RCP_STEPS), Const(rem != 0, 1))
+            for q, rem in (divmod(1 << 29, d) for d in DIVISORS)]
 
 
 def rcp_candidates(scope, rcp, names: list[str]):
@@ -136,9 +130,9 @@ def scale_reciprocal(scope, x, rcp):
                                                name=scope.name("r_rnd"))}, "ralign")
     blk = {name: getattr(x, name) for name in blk}
     code = round_aligned(m, x.grid, mbits=_FP32.mbits, rounding=RNE, name=scope.name("r_rnd"))
-    e = code[_FP32.mbits:31]
-    x = scope.cross({**blk, "sig": Cat(code[:_FP32.mbits], e.any()),
-                     "lsb": signed(Mux(e.any(), e, 1)) - (_FP32.bias + _FP32.mbits)}, "rround")
+    sig, exp = magnitude_fields(code[:31], _FP32.mbits)
+    x = scope.cross({**blk, "sig": sig, "lsb": signed(exp) - (_FP32.bias + _FP32.mbits)},
+                    "rround")
     # -- rlz, rnorm: r's leading zeros, then the shift ----------------------------------
     blk = {name: getattr(x, name) for name in blk}
     lz = leading_zeros(m, x.sig, name=scope.name("r_lz"))

@@ -21,7 +21,7 @@ from ..rounding import RNE, round_increment
 from .divide import divide_over_sections
 from .sections import DIV3_PER_SECTION, DIV3_STEPS, PDIV_PER_SECTION, PDIV_STEPS
 
-__all__ = ["block_scale", "signed", "CLAMP_LO_BYTE", "CLAMP_HI_BYTE"]
+__all__ = ["block_scale", "signed", "magnitude_fields", "CLAMP_LO_BYTE", "CLAMP_HI_BYTE"]
 
 _FP32 = golden.float_format("fp32")
 #: UE4M3 bytes of the clamp's ends: 2^-6 and 448.
@@ -33,6 +33,15 @@ def signed(v):
     """``v`` (unsigned) as a signed value one bit wider."""
     v = Value.cast(v)
     return Cat(v, Const(0, 1)).as_signed()
+
+
+def magnitude_fields(v, mbits: int) -> tuple[Value, Value]:
+    """An IEEE magnitude ``v`` (its exponent and fraction fields, ``mbits`` fraction bits):
+    ``(sig, exp)``, the significand with its hidden bit (set by a non-zero exponent field)
+    and the exponent field, 1 for a subnormal (the two share a binade)."""
+    v = Value.cast(v)
+    e = v[mbits:]
+    return Cat(v[:mbits], e.any()), Mux(e.any(), e, 1)
 
 
 def _round_decision(m, q, hi, extra_sticky, name) -> dict:
@@ -78,10 +87,9 @@ def block_scale(scope, g, payload):
 
     # -- alz, anorm: amax = sig * 2^top, sig normalized (24 bits from fp32, 8 bf16, 11
     # fp16): the leading zeros, then the shift and the binade ------------------------------
-    e, frac = amax[mb:], amax[:mb]
-    sig = Cat(frac, e.any())
+    sig, exp = magnitude_fields(amax, mb)
     blk = {"nonfinite": nonfinite, **p_ctl}
-    x = scope.cross({**blk, "sig": sig, "exp": Mux(e.any(), e, 1),
+    x = scope.cross({**blk, "sig": sig, "exp": exp,
                      "lz": leading_zeros(m, sig, name=scope.name("a_lz"))}, "alz")
     blk = {name: getattr(x, name) for name in blk}
     x = scope.cross({**blk, "sig": (x.sig << x.lz)[:mb + 1],
