@@ -1,8 +1,8 @@
 """Format-agnostic arithmetic pieces of the MX units, written as gates where it matters.
 
 * :func:`increment_gates`, :func:`negate_gates` -- ``v + 1`` and ``-v`` without a carry chain.
-* :func:`leading_zeros`, :func:`shift_left_parts`, :func:`reduce_significand` --
-  normalization.
+* :func:`leading_zeros`, :func:`trailing_zeros`, :func:`shift_left_parts`,
+  :func:`reduce_significand` -- normalization.
 * :func:`add_with_carry` -- ``a + b + carry`` as one carry chain.
 
 The other pieces have modules of their own, and their names are here too, for the units:
@@ -26,7 +26,7 @@ from .multiply import pair_sum_tree, pair_sums, partial_product_sum, partial_pro
 from .nets import any_of_kept, kept, wire
 
 __all__ = ["wire", "less_than_const", "greater_than", "compare", "leading_zeros",
-           "shift_left_parts",
+           "trailing_zeros", "shift_left_parts",
            "reduce_significand", "increment_gates", "negate_gates", "max_tree_levels",
            "max_tree_compare", "max_tree_wins", "max_tree_select",
            "kept", "any_of_kept", "add_with_carry",
@@ -94,6 +94,12 @@ def leading_zeros(m: Module, v, name: str = "lzc") -> Signal:
 
     count, _ = tree(padded, "")
     return wire(m, count.as_unsigned()[:bits_for(w)], name)
+
+
+def trailing_zeros(m: Module, v, name: str = "tzc") -> Signal:
+    """Number of trailing zeros of ``v`` (``len(v)`` for zero): :func:`leading_zeros` of its
+    bits reversed (the same tree, no logic of its own)."""
+    return leading_zeros(m, Value.cast(v)[::-1], name=name)
 
 
 def shift_left_parts(value, amounts):

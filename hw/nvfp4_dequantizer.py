@@ -22,7 +22,7 @@ from amaranth.lib import data
 
 import golden
 
-from .arith import leading_zeros
+from .arith import leading_zeros, trailing_zeros
 from .dequantizer import OUTPUTS, output_lanes
 from .dot.sections import Estimate
 from .elements import decode_element, element_binade
@@ -246,7 +246,7 @@ def nvfp4_dequantize_step(scope, output_format, block_size: int, levels: int, pa
     # trailing zeros of S and 3 * S (3 is odd: 3 * S has S's), from which every lane takes
     # its sticky bit ------------------------------------------------------------------------
     flags = {f: getattr(blk, f) for f in ("zero", "nan", "inf", "neg")}
-    tz = leading_zeros(m, blk.sig[::-1], name=scope.name("b_tz"))
+    tz = trailing_zeros(m, blk.sig, name=scope.name("b_tz"))
     blk = scope.cross({**flags, "codes": blk.codes, "sig": blk.sig,
                        "t": (blk.sig + (blk.sig << 1))[:w + 2], "tz": tz,
                        "above": blk.above, "below": blk.below}, "triple")

@@ -15,7 +15,7 @@ from amaranth.utils import bits_for
 
 import golden
 
-from .arith import leading_zeros, shift_left_parts, wire
+from .arith import leading_zeros, shift_left_parts, trailing_zeros, wire
 from .dequantizer import align_high, align_low
 from .dot.sections import Estimate
 from .rounding import RNE, Grid, overflows, round_aligned
@@ -110,8 +110,8 @@ def tensor_scale_product(scope, payload):
     s_zero = ~s.sig.any()
     # q's trailing zeros are its factors' (their sum): the sticky bit of f(P * s)'s alignment
     blk = scope.cross({"codes": payload.codes, "lo": pp[0] + pp[1], "hi": pp[2] + pp[3],
-                       "tz_p": leading_zeros(m, psig[::-1], name=scope.name("p_tz")),
-                       "tz_s": leading_zeros(m, s.sig[::-1], name=scope.name("s_tz")),
+                       "tz_p": trailing_zeros(m, psig, name=scope.name("p_tz")),
+                       "tz_s": trailing_zeros(m, s.sig, name=scope.name("s_tz")),
                        "lsb": signed_wider(Mux(p_normal, pe, 1)) - (_FP32.bias + _FP32.mbits)
                        + s.lsb,
                        "nan": s.nan | p_nan | (p_inf & s_zero), "inf": p_inf,

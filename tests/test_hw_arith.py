@@ -56,6 +56,23 @@ def test_less_than_const_exhaustive(shape, tree):
         assert row == [int(x < c) for c in consts], x
 
 
+@pytest.mark.parametrize("width", [1, 2, 5, 8])
+def test_leading_and_trailing_zeros_exhaustive(width):
+    """Both counts of every ``width``-bit value against Python's bit arithmetic (``width``
+    for zero)."""
+    from amaranth.hdl import Module, Signal
+
+    from hw.arith import leading_zeros, trailing_zeros
+
+    m = Module()
+    v = Signal(width)
+    outs = [leading_zeros(m, v, "lz"), trailing_zeros(m, v, "tz")]
+    got = _run_comb(m, [v], outs, [(x,) for x in range(1 << width)])
+    for x, row in enumerate(got):
+        tz = (x & -x).bit_length() - 1 if x else width
+        assert row == [width - x.bit_length(), tz], (width, x)
+
+
 @pytest.mark.parametrize("width", [1, 3, 5])
 def test_increment_and_negate_gates_exhaustive(width):
     """Every value of an unsigned ``width``-bit signal: ``increment_gates`` is ``(v + 1) mod

@@ -36,7 +36,7 @@ from amaranth.hdl import Cat, Const, Mux, Value
 
 from golden.formats import FP32
 
-from ..arith import leading_zeros, shift_left_parts
+from ..arith import leading_zeros, shift_left_parts, trailing_zeros
 from ..dequantizer import align_parts
 from ..multiply import pair_sum_sections, partial_products
 from ..placement import Estimate
@@ -159,8 +159,8 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
     # the product's trailing zeros, tz(sig_a) + tz(sig_b), for the sticky bit (ecoarse adds)
     ride = {"raw": s.raw, "side": riding(s), "neg": s.neg, "lsb": s.lsb, "nan": s.nan,
             "inf": s.inf,
-            "tz_a": leading_zeros(m, s.sig_a[::-1], name=scope.name("epi_tz_a")),
-            "tz_b": leading_zeros(m, s.sig_b[::-1], name=scope.name("epi_tz_b"))}
+            "tz_a": trailing_zeros(m, s.sig_a, name=scope.name("epi_tz_a")),
+            "tz_b": trailing_zeros(m, s.sig_b, name=scope.name("epi_tz_b"))}
     (lane,), s = pair_sum_sections(scope, [{"rows": rows}], ride, width=width + 1,
                                    names=[scope.name("epi_prod")], sections=_PRODUCT_SECTIONS,
                                    levels_per_section=PRODUCT_LEVELS_PER_SECTION)
