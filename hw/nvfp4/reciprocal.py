@@ -117,14 +117,19 @@ def scale_reciprocal(scope, x, rcp):
     cands = rcp["cands"]
     sig = Array(Value.cast(c["sig"]) for c in cands)[mant]
     hi = Array(Value.cast(c["hi"]) for c in cands)[mant]
-    # r's top bit: 2^(top_R - top_s - 1 + hi)
-    blk = {"nonfinite": x.nonfinite, "byte": byte}
-    y = scope.cross({**blk, "sig": sig, "top": rcp["top_r"] - top_s - 1 + hi}, "rsel")
-    blk = {name: getattr(y, name) for name in blk}
+    # r's top bit: 2^(top - emin), top = top_R - top_s - 1 + hi.  The exponent differences
+    # are formed from the registers beside the 8:1 selects, and hi is added a section later,
+    # so no carry chain follows the selects (the select into the add was the critical path).
     emin = 1 - _FP32.bias
     grid = Grid(sig_width=RCP_STEPS + 1, emin=emin, mbits=_FP32.mbits)
+    base = rcp["top_r"] - top_s - 1 - emin
+    blk = {"nonfinite": x.nonfinite, "byte": byte}
+    y = scope.cross({**blk, "sig": sig, "hi": hi, "above": base,
+                     "below": grid.drop_normal - base}, "rsel")
+    blk = {name: getattr(y, name) for name in blk}
     x = scope.cross({**blk, "sig": y.sig, "position": grid.position(
-        m, y.top - emin, emin - y.top, name=scope.name("r_rnd"))}, "rpos")
+        m, y.above + y.hi, y.below - y.hi, name=scope.name("r_rnd"), below_biased=True)},
+        "rpos")
     blk = {name: getattr(x, name) for name in blk}
     x = scope.cross({**blk, "grid": grid.align(m, x.sig, x.position,
                                                name=scope.name("r_rnd"))}, "ralign")
