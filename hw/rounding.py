@@ -161,6 +161,24 @@ class Grid:
             "binade": Mux(under, 0, above).as_unsigned()[:len(above) - 1],
         }, f"{name}_position")
 
+    def position_inputs(self, top) -> dict:
+        """The differences :meth:`position_of_either` takes, for a significand whose top bit
+        has the exponent ``top`` or ``top + 1`` (the last a carry not yet known): ``above<k>
+        = top + k - emin`` and ``below<k>`` its negation plus ``drop_normal``.  A section
+        ahead of the carry forms them, so no add follows the carry."""
+        above = Value.cast(top) - self.emin
+        return {"above0": above, "above1": above + 1,
+                "below0": self.drop_normal - above, "below1": self.drop_normal - 1 - above}
+
+    def position_of_either(self, m: Module, inputs, plus_one, name: str = "rnd") -> dict:
+        """:meth:`position` of ``top + plus_one`` from :meth:`position_inputs`' ``inputs``
+        (a view of them after a register): both positions side by side, ``plus_one``
+        selects (one LUT level after the carry that decides it)."""
+        both = [self.position(m, getattr(inputs, f"above{k}"), getattr(inputs, f"below{k}"),
+                              name=f"{name}{k}", below_biased=True) for k in (0, 1)]
+        return {field: Mux(plus_one, both[1][field], both[0][field])
+                for field in ("drop", "binade")}
+
     def sticky_limit(self, trailing_zeros):
         """``trailing_zeros`` (of a ``sig_width``-bit significand) plus the grid's padding
         and fraction bits: :meth:`align`'s sticky bit is ``limit < drop``.  A caller that

@@ -117,23 +117,17 @@ def scale_reciprocal(scope, x, rcp):
     cands = rcp["cands"]
     sig = Array(Value.cast(c["sig"]) for c in cands)[mant]
     hi = Array(Value.cast(c["hi"]) for c in cands)[mant]
-    # r's top bit: 2^(top - emin), top = top_R - top_s - 1 + hi.  Beside the 8:1 selects the
-    # exponent differences for both values of hi are formed from the registers, both shift
-    # positions are computed in ``rpos`` and the selected hi picks one: no carry chain follows
-    # a select (the select into the exponent's add was the critical path).
-    emin = 1 - _FP32.bias
-    grid = Grid(sig_width=RCP_STEPS + 1, emin=emin, mbits=_FP32.mbits)
-    base = rcp["top_r"] - top_s - 1 - emin
+    # r's top bit: 2^(top + hi), top = top_R - top_s - 1.  The exponent differences for
+    # both values of hi are formed beside the 8:1 selects, both shift positions in ``rpos``,
+    # and the selected hi picks one: no carry chain follows a select (the select into the
+    # exponent's add was the critical path).
+    grid = Grid(sig_width=RCP_STEPS + 1, emin=1 - _FP32.bias, mbits=_FP32.mbits)
     blk = {"nonfinite": x.nonfinite, "byte": byte}
     y = scope.cross({**blk, "sig": sig, "hi": hi,
-                     **{f"above{k}": base + k for k in (0, 1)},
-                     **{f"below{k}": grid.drop_normal - k - base for k in (0, 1)}}, "rsel")
+                     "at": grid.position_inputs(rcp["top_r"] - top_s - 1)}, "rsel")
     blk = {name: getattr(y, name) for name in blk}
-    by_hi = [grid.position(m, getattr(y, f"above{k}"), getattr(y, f"below{k}"),
-                           name=scope.name(f"r_rnd{k}"), below_biased=True) for k in (0, 1)]
-    x = scope.cross({**blk, "sig": y.sig, "position": {
-        field: Mux(y.hi, by_hi[1][field], by_hi[0][field]) for field in ("drop", "binade")}},
-        "rpos")
+    x = scope.cross({**blk, "sig": y.sig, "position": grid.position_of_either(
+        m, y.at, y.hi, name=scope.name("r_rnd"))}, "rpos")
     blk = {name: getattr(x, name) for name in blk}
     x = scope.cross({**blk, "grid": grid.align(m, x.sig, x.position,
                                                name=scope.name("r_rnd"))}, "ralign")
