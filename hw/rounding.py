@@ -166,18 +166,21 @@ class Grid:
             "binade": Mux(under, 0, above).as_unsigned()[:len(above) - 1],
         }, f"{name}_position")
 
-    def position_inputs(self, top) -> dict:
+    def position_inputs(self, top, *, clamp: bool = True) -> dict:
         """The differences :meth:`position_of_either` takes, for a significand whose top bit
         has the exponent ``top`` or ``top + 1`` (the last a carry not yet known): ``above<k>
         = top + k - emin``, ``below<k>`` its negation plus ``drop_normal`` and ``clamped<k>``
-        whether that exceeds ``drop_max`` (``top + k`` below a constant).  A section ahead of
-        the carry forms them, so no add or comparison follows the carry."""
+        whether that exceeds ``drop_max`` (``top + k`` below a constant; without ``clamp``
+        :meth:`position` compares, for a ``top`` that is itself a chain of adds).  A section
+        ahead of the carry forms them, so no add or comparison follows the carry."""
         top = Value.cast(top)
         above = top - self.emin
         limit = self.emin + self.drop_normal - self.drop_max  # below > drop_max: top < limit
-        return {"above0": above, "above1": above + 1,
-                "below0": self.drop_normal - above, "below1": self.drop_normal - 1 - above,
-                "clamped0": top < limit, "clamped1": top < limit - 1}
+        out = {"above0": above, "above1": above + 1,
+               "below0": self.drop_normal - above, "below1": self.drop_normal - 1 - above}
+        if clamp:
+            out.update(clamped0=top < limit, clamped1=top < limit - 1)
+        return out
 
     def position_of_either(self, m: Module, inputs, plus_one, name: str = "rnd") -> dict:
         """:meth:`position` of ``top + plus_one`` from :meth:`position_inputs`' ``inputs``
@@ -185,7 +188,7 @@ class Grid:
         selects (one LUT level after the carry that decides it)."""
         both = [self.position(m, getattr(inputs, f"above{k}"), getattr(inputs, f"below{k}"),
                               name=f"{name}{k}", below_biased=True,
-                              clamped=getattr(inputs, f"clamped{k}")) for k in (0, 1)]
+                              clamped=getattr(inputs, f"clamped{k}", None)) for k in (0, 1)]
         return {field: Mux(plus_one, both[1][field], both[0][field])
                 for field in ("drop", "binade")}
 

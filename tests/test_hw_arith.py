@@ -419,7 +419,9 @@ def test_grid_position_with_a_biased_below(top_min):
 
 @pytest.mark.parametrize("sig_width,emin,mbits", [(24, 0, 1), (28, -126, 23)],
                          ids=["e2m1", "fp32"])
-def test_grid_position_of_either_is_the_position_of_top_plus_one(sig_width, emin, mbits):
+@pytest.mark.parametrize("clamp", [True, False], ids=["clamp-inputs", "clamp-here"])
+def test_grid_position_of_either_is_the_position_of_top_plus_one(sig_width, emin, mbits,
+                                                                clamp):
     """Grid.position_of_either on Grid.position_inputs(top) and a carry gives the shift amount
     and binade of the integer model at ``top + carry``, for every top from three binades
     above ``emin`` to beyond ``drop_max`` below it and both carries."""
@@ -431,7 +433,7 @@ def test_grid_position_of_either_is_the_position_of_top_plus_one(sig_width, emin
     grid = Grid(sig_width=sig_width, emin=emin, mbits=mbits)
     m = Module()
     top, carry = Signal(signed(10)), Signal()
-    inputs = grid.position_inputs(top)
+    inputs = grid.position_inputs(top, clamp=clamp)
     at = Signal(data.StructLayout({k: v.shape() for k, v in inputs.items()}))
     m.d.comb += [getattr(at, k).eq(v) for k, v in inputs.items()]
     pos = grid.position_of_either(m, at, carry, name="either")

@@ -124,7 +124,8 @@ def scale_reciprocal(scope, x, rcp):
     grid = Grid(sig_width=RCP_STEPS + 1, emin=1 - _FP32.bias, mbits=_FP32.mbits)
     blk = {"nonfinite": x.nonfinite, "byte": byte}
     y = scope.cross({**blk, "sig": sig, "hi": hi,
-                     "at": grid.position_inputs(rcp["top_r"] - top_s - 1)}, "rsel")
+                     "at": grid.position_inputs(rcp["top_r"] - top_s - 1, clamp=False)},
+                    "rsel")
     blk = {name: getattr(y, name) for name in blk}
     x = scope.cross({**blk, "sig": y.sig, "position": grid.position_of_either(
         m, y.at, y.hi, name=scope.name("r_rnd"))}, "rpos")
