@@ -10,6 +10,12 @@ at every stage enable the register takes the ring's oldest entry and the ring's 
 entry takes the new value, so the register holds, after enable ``t``, the value that entered
 at enable ``t - (n - 1)``, as the last of ``n`` stage registers would.  Under backpressure
 the ring moves with the pipeline's common enable; bubbles ride in it as in the registers.
+
+The last registered boundary stays an ordinary stage register after the ring's: a
+distributed RAM's output is late (4.26 ns from the write clock in nextpnr's ECP5 model), so
+its register must be a plain flip-flop beside it, and a ring register that fed a multiplier
+directly was packed into the MULT18X18D's input register across the die (the NVFP4
+quantizer's critical path, 8.16 ns).
 """
 
 from __future__ import annotations
@@ -52,11 +58,24 @@ def delay_line(pipe, value, names, name: str):
         ``names``.
     """
     value = Value.cast(value)
+    names = list(names)
     registered = [b for b in names if pipe.registers(b)]
     if len(registered) < RING_MIN:
-        for b in names:
-            value = pipe.beside(value, b, f"{name}_{b}")
-        return value
+        return _beside(pipe, value, names, name)
+    last = names.index(registered[-1])
+    return _beside(pipe, _ring(pipe, value, registered[:-1], name), names[last:], name)
+
+
+def _beside(pipe, value, names, name: str):
+    """``value`` in the stage registers of ``names``."""
+    for b in names:
+        value = pipe.beside(value, b, f"{name}_{b}")
+    return value
+
+
+def _ring(pipe, value, registered, name: str):
+    """``value`` over the registered boundaries ``registered``: a ring of one entry fewer
+    and a register of its own, per part of at most :data:`RING_PART_BITS` bits."""
     depth = len(registered) - 1
     m = pipe.module
     out = []

@@ -126,7 +126,7 @@ class Grid:
         self.drop_reach = min(reach, w)
 
     def position(self, m: Module, above, below=None, name: str = "rnd", *,
-                 below_biased: bool = False):
+                 below_biased: bool = False, clamped=None):
         """The shift amount ``drop`` and the ``binade`` of a significand whose top bit has the
         exponent ``top`` (``floor(log2(value))``), from ``above = top - emin`` (signed).
 
@@ -134,7 +134,9 @@ class Grid:
         in series here: both results are a select on ``above``'s sign).  With
         ``below_biased``, ``below`` is ``-above + drop_normal``: the caller folded the grid's
         constant offset in where it is formed once for many significands (a block's), and the
-        shift amount is a select on ``above``'s sign, without an add.
+        shift amount is a select on ``above``'s sign, without an add.  ``clamped``, with
+        ``below_biased``, is ``below > drop_max`` formed by the caller (a comparison of the
+        exponent with a constant, :meth:`position_inputs`): then no comparison is here either.
         """
         above = wire(m, Value.cast(above).as_signed(), f"{name}_above")
         if below is None:
@@ -147,8 +149,11 @@ class Grid:
         if below_biased:
             # sub + drop_normal, the add the caller's (below is positive where under)
             biased = Mux(under, below, self.drop_normal)
-            drop = (biased if self.drop_reach < self.drop_max
-                    else Mux(biased > self.drop_max, self.drop_max, biased))
+            if self.drop_reach < self.drop_max:
+                drop = biased
+            else:
+                over = biased > self.drop_max if clamped is None else clamped
+                drop = Mux(over, self.drop_max, biased)
         elif self.drop_reach < self.drop_max:
             # top_min bounds sub: no clamp.  A zero significand (one below top_min) may wrap
             # the narrow drop; it shifts zeros either way.
@@ -160,6 +165,32 @@ class Grid:
             "drop": drop[:bits_for(self.drop_reach)],
             "binade": Mux(under, 0, above).as_unsigned()[:len(above) - 1],
         }, f"{name}_position")
+
+    def position_inputs(self, top, *, clamp: bool = True) -> dict:
+        """The differences :meth:`position_of_either` takes, for a significand whose top bit
+        has the exponent ``top`` or ``top + 1`` (the last a carry not yet known): ``above<k>
+        = top + k - emin``, ``below<k>`` its negation plus ``drop_normal`` and ``clamped<k>``
+        whether that exceeds ``drop_max`` (``top + k`` below a constant; without ``clamp``
+        :meth:`position` compares, for a ``top`` that is itself a chain of adds).  A section
+        ahead of the carry forms them, so no add or comparison follows the carry."""
+        top = Value.cast(top)
+        above = top - self.emin
+        limit = self.emin + self.drop_normal - self.drop_max  # below > drop_max: top < limit
+        out = {"above0": above, "above1": above + 1,
+               "below0": self.drop_normal - above, "below1": self.drop_normal - 1 - above}
+        if clamp:
+            out.update(clamped0=top < limit, clamped1=top < limit - 1)
+        return out
+
+    def position_of_either(self, m: Module, inputs, plus_one, name: str = "rnd") -> dict:
+        """:meth:`position` of ``top + plus_one`` from :meth:`position_inputs`' ``inputs``
+        (a view of them after a register): both positions side by side, ``plus_one``
+        selects (one LUT level after the carry that decides it)."""
+        both = [self.position(m, getattr(inputs, f"above{k}"), getattr(inputs, f"below{k}"),
+                              name=f"{name}{k}", below_biased=True,
+                              clamped=getattr(inputs, f"clamped{k}", None)) for k in (0, 1)]
+        return {field: Mux(plus_one, both[1][field], both[0][field])
+                for field in ("drop", "binade")}
 
     def sticky_limit(self, trailing_zeros):
         """``trailing_zeros`` (of a ``sig_width``-bit significand) plus the grid's padding

@@ -434,6 +434,35 @@ def test_grid_position_with_a_biased_below(top_min):
         grid.position(Module(), above, name="bad", below_biased=True)
 
 
+@pytest.mark.parametrize("sig_width,emin,mbits", [(24, 0, 1), (28, -126, 23)],
+                         ids=["e2m1", "fp32"])
+@pytest.mark.parametrize("clamp", [True, False], ids=["clamp-inputs", "clamp-here"])
+def test_grid_position_of_either_is_the_position_of_top_plus_one(sig_width, emin, mbits,
+                                                                clamp):
+    """Grid.position_of_either on Grid.position_inputs(top) and a carry gives the shift amount
+    and binade of the integer model at ``top + carry``, for every top from three binades
+    above ``emin`` to beyond ``drop_max`` below it and both carries."""
+    from amaranth.hdl import Module, Signal, signed
+    from amaranth.lib import data
+
+    from hw.rounding import Grid
+
+    grid = Grid(sig_width=sig_width, emin=emin, mbits=mbits)
+    m = Module()
+    top, carry = Signal(signed(10)), Signal()
+    inputs = grid.position_inputs(top, clamp=clamp)
+    at = Signal(data.StructLayout({k: v.shape() for k, v in inputs.items()}))
+    m.d.comb += [getattr(at, k).eq(v) for k, v in inputs.items()]
+    pos = grid.position_of_either(m, at, carry, name="either")
+    tops = range(emin - grid.drop_max - 3, emin + 3)
+    cases = [(t, c) for t in tops for c in (0, 1)]
+    got = _run_comb(m, [top, carry], [pos["drop"], pos["binade"]], cases)
+    for (t, c), row in zip(cases, got, strict=True):
+        e = t + c
+        drop = min(grid.drop_normal + max(emin - e, 0), grid.drop_max)
+        assert row == [drop, max(e - emin, 0)], (t, c)
+
+
 @pytest.mark.parametrize("sig_width,mbits,frac_bits", [(5, 5, 1), (6, 3, 2)],
                          ids=["padded", "unpadded"])
 def test_grid_align_sticky_forms(sig_width, mbits, frac_bits):

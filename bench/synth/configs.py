@@ -201,12 +201,13 @@ NEXT_STEPS: dict[str, str] = {
                                                   "products registered on their own "
                                                   "(`efields` -> a `epp` section), then "
                                                   "the next path by measurement",
-    "nvfp4-quantizer": "the block-max tree's radix-4 level (`q_amax1` -> `q_amax2`: six "
-                       "31-bit comparisons and the one-hot select, 37 cells, 2.78 ns logic + "
-                       "5.17 ns routing, 7.95 ns against 4.5 ns estimated) in two sections or "
-                       "radix 2, then the next section by measurement as each one so far "
-                       "(f(R / s), f(b / P), the product's normalization, the 24-bit "
-                       "roundings, the division by 3, the amax's normalization: 74.0 -> 125.7 "
-                       "MHz); the lanes' tail (`epos` .. `output`) and the DSP sections have "
-                       "not been the critical path yet",
+    "nvfp4-quantizer": "`f(b / P)`'s first division step (`q_bround` -> `pdiv_0`: 7.59 ns, "
+                       "5.79 ns of it routing, at 131.8 MHz, depth 62, seed 1): the bround "
+                       "register beside the division (a copy) or the step's subtract from "
+                       "registers only, then the next section by measurement as each one so "
+                       "far (f(R / s), f(b / P), the product's normalization, the 24-bit "
+                       "roundings, the division by 3, the amax's normalization and tree, r's "
+                       "and the lanes' positions, the UE4M3 cast, the delay line's output: "
+                       "74.0 -> 131.8 MHz); several sections sit near 7.6 ns at this "
+                       "placement (`rsel`, `epos`, `pdiv_0`), mostly routing",
 }

@@ -88,11 +88,15 @@ def quantize_lanes(scope, g, x, values):
                     "sig": Mux(hi, prod, prod << 1)[:pw], "top": ln["lsb"] + (pw - 2) + hi})
     y = scope.cross({**blk, "lanes": out}, "plz")
     blk = {name: getattr(y, name) for name in blk}
-    # -- yup, yround: f(x * r) to 24 bits: the increment, then its add --------------------
+    # -- yup, yround: f(x * r) to 24 bits: the increment, then its add (the e2m1 grid's
+    # differences for the result's binade and the next one formed beside the increment:
+    # no add follows the carry; ``epos`` selects by it) -----------------------------------
+    emin = 1 - _E2M1.bias
+    grid = Grid(sig_width=24, emin=emin, mbits=_E2M1.mbits)
     out = []
     for i, ln in enumerate(y.lanes):
         n = ln.sig[pw - 24:]
-        out.append({"neg": ln.neg, "zero": ln.zero, "n": n, "top": ln.top,
+        out.append({"neg": ln.neg, "zero": ln.zero, "n": n, "at": grid.position_inputs(ln.top),
                     "up": round_increment(m, ln.sig[pw - 25], ln.sig[:pw - 25].any(), n[0],
                                           RNE, name=scope.name(f"lane{i}_yup"))})
     y = scope.cross({**blk, "lanes": out}, "yup")
@@ -102,15 +106,13 @@ def quantize_lanes(scope, g, x, values):
         s = wire(m, ln.n + ln.up, scope.name(f"lane{i}_ysum"))
         carry = s[24]
         out.append({"neg": ln.neg, "zero": ln.zero, "sig": Mux(carry, 1 << 23, s[:24]),
-                    "top": ln.top + carry})
+                    "at": ln.at, "carry": carry})
     y = scope.cross({**blk, "lanes": out}, "yround")
     blk = {name: getattr(y, name) for name in blk}
     # -- epos, ealign, eround: e2m1 RNE of f(x * r), saturated at 6 ----------------------
-    emin = 1 - _E2M1.bias
-    grid = Grid(sig_width=24, emin=emin, mbits=_E2M1.mbits)
     out = [{"neg": ln.neg, "zero": ln.zero, "sig": ln.sig,
-            "position": grid.position(m, ln.top - emin, emin - ln.top,
-                                      name=scope.name(f"lane{i}_e"))}
+            "position": grid.position_of_either(m, ln.at, ln.carry,
+                                                name=scope.name(f"lane{i}_e"))}
            for i, ln in enumerate(y.lanes)]
     y = scope.cross({**blk, "lanes": out}, "epos")
     blk = {name: getattr(y, name) for name in blk}

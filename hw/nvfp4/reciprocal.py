@@ -117,14 +117,18 @@ def scale_reciprocal(scope, x, rcp):
     cands = rcp["cands"]
     sig = Array(Value.cast(c["sig"]) for c in cands)[mant]
     hi = Array(Value.cast(c["hi"]) for c in cands)[mant]
-    # r's top bit: 2^(top_R - top_s - 1 + hi)
+    # r's top bit: 2^(top + hi), top = top_R - top_s - 1.  The exponent differences for
+    # both values of hi are formed beside the 8:1 selects, both shift positions in ``rpos``,
+    # and the selected hi picks one: no carry chain follows a select (the select into the
+    # exponent's add was the critical path).
+    grid = Grid(sig_width=RCP_STEPS + 1, emin=1 - _FP32.bias, mbits=_FP32.mbits)
     blk = {"nonfinite": x.nonfinite, "byte": byte}
-    y = scope.cross({**blk, "sig": sig, "top": rcp["top_r"] - top_s - 1 + hi}, "rsel")
+    y = scope.cross({**blk, "sig": sig, "hi": hi,
+                     "at": grid.position_inputs(rcp["top_r"] - top_s - 1, clamp=False)},
+                    "rsel")
     blk = {name: getattr(y, name) for name in blk}
-    emin = 1 - _FP32.bias
-    grid = Grid(sig_width=RCP_STEPS + 1, emin=emin, mbits=_FP32.mbits)
-    x = scope.cross({**blk, "sig": y.sig, "position": grid.position(
-        m, y.top - emin, emin - y.top, name=scope.name("r_rnd"))}, "rpos")
+    x = scope.cross({**blk, "sig": y.sig, "position": grid.position_of_either(
+        m, y.at, y.hi, name=scope.name("r_rnd"))}, "rpos")
     blk = {name: getattr(x, name) for name in blk}
     x = scope.cross({**blk, "grid": grid.align(m, x.sig, x.position,
                                                name=scope.name("r_rnd"))}, "ralign")

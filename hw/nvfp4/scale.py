@@ -113,15 +113,20 @@ def block_scale(scope, g, payload):
 
     if g.levels == 2:
         x = _over_p(scope, blk, x)
-    # -- scale: s = E4(clamp(v, 2^-6, 448)) ----------------------------------------------
+    # -- sclamp, scale: s = E4(clamp(v, 2^-6, 448)): the clamp flags, the exponent field and
+    # the rounding decision from the registers (their comparisons side by side), then the
+    # increment and the clamp's select (the two in one section were the critical path) -------
     blk = {name: getattr(x, name) for name in blk if name != "p"}
     v, top = x.sig, x.top
-    low = x.zero | (top < _E4_EMIN)
-    high = (top > _E4_EMAX) | ((top == _E4_EMAX) & (v > (0b111 << 21)))
-    n4 = v[20:24]
-    up = round_increment(m, v[19], v[:19].any(), n4[0], RNE, name=scope.name("s_up"))
-    code = (Cat(((top - _E4_EMIN)[:4]), Const(0, 1)) << 3) + n4 + up
-    byte = Mux(low, CLAMP_LO_BYTE, Mux(high, CLAMP_HI_BYTE, code[:8]))
+    x = scope.cross({**blk,
+                     "low": x.zero | (top < _E4_EMIN),
+                     "high": (top > _E4_EMAX) | ((top == _E4_EMAX) & (v > (0b111 << 21))),
+                     "field": (top - (_E4_EMIN - 1))[:4], "mant": v[20:23],
+                     "up": round_increment(m, v[19], v[:19].any(), v[20], RNE,
+                                           name=scope.name("s_up"))}, "sclamp")
+    blk = {name: getattr(x, name) for name in blk}
+    code = Cat(x.mant, x.field) + x.up  # a carry out of the mantissa moves to the next binade
+    byte = Mux(x.low, CLAMP_LO_BYTE, Mux(x.high, CLAMP_HI_BYTE, code[:8]))
     return scope.cross({**blk, "byte": byte}, "scale")
 
 

@@ -33,7 +33,8 @@ MUL_LEVELS_PER_SECTION = 2
 _EST = "estimate by analogy with the MX units' measured sections, not measured on this unit"
 #: The sections' delay estimates (ns, ECP5 speed 8), by kind.
 ESTIMATES = {
-    "amax_radix2": Estimate(3.2, "a 31-bit comparison on a carry chain and a 2:1 select; "
+    "amax_radix2": Estimate(3.2, "a 31-bit comparison on a carry chain and a 2:1 select (the "
+                            "tree's levels; a radix-4 level was the critical path, below); "
                             + _EST),
     "amax_radix4": Estimate(4.5, "six comparisons in parallel and a one-hot select (the "
                             "critical path, 7.95 ns over 37 cells, 5.17 ns of it routing, at "
@@ -54,12 +55,21 @@ ESTIMATES = {
                      "cells, 8.65 ns of it routing, at 84.3 MHz, levels 2 from fp32 with "
                      "MULT18X18D products, seed 1); " + _EST),
     "pround": Estimate(3.5, "the 24-bit increment and its carry into the next binade; " + _EST),
-    "scale": Estimate(3.5, "the clamp comparisons and the 4-bit UE4M3 rounding; " + _EST),
+    "sclamp": Estimate(3.0, "the clamp comparisons, the UE4M3 exponent field and the rounding "
+                       "decision side by side; " + _EST),
+    "scale": Estimate(3.0, "the UE4M3 code's increment and the clamp's select (with the "
+                      "comparisons in one section it was the critical path, `pround` -> "
+                      "`scale`, 8.13 ns over 12 cells, 5.09 ns of it routing, at 122.9 MHz, "
+                      "levels 2 from fp32 with MULT18X18D products, depth 61, seed 1); "
+                      + _EST),
     "rsel": Estimate(3.5, "the 8:1 select of the 28-bit quotient by the scale's mantissa bits "
                      "and the exponent's add (the quotients computed beside the block path: "
                      "four restoring steps a section were 13.5 ns, 22 cells, at 74.0 MHz, "
-                     "seed 1); " + _EST),
-    "rpos": Estimate(3.0, "one-bit normalization, the binade and the shift amount; " + _EST),
+                     "seed 1; with the exponent's add after the select, 7.60 ns at 131.6 MHz, "
+                     "depth 61, seed 1); " + _EST),
+    "rpos": Estimate(3.0, "both shift amounts and binades, selected by the quotient's top "
+                     "bit (an add of that bit before one position was 8.75 ns at 114.3 MHz, "
+                     "depth 61, seed 1); " + _EST),
     "ralign": Estimate(3.5, "the shift onto the fp32 grid and its sticky OR; " + _EST),
     "rround": Estimate(3.5, "the increment of f(R / s); " + _EST),
     "rlz": Estimate(3.5, "r's 24-bit leading-zero count; " + _EST),
@@ -83,7 +93,11 @@ ESTIMATES = {
                          "it routing, at 94.5 MHz, levels 2 from fp32 with MULT18X18D products, "
                          "depth 50, seed 1); " + _EST),
     "yround": Estimate(3.5, "the 24-bit increment of f(x * r) and its carry; " + _EST),
-    "epos": Estimate(2.0, "the e2m1 binade and shift amount; " + _EST),
+    "epos": Estimate(2.0, "both e2m1 binades and shift amounts (their differences and "
+                     "clamps formed in `yup`), selected by the rounding's carry (the carry's "
+                     "add, then the position, was the critical path, 7.69 ns at 130.0 MHz, "
+                     "depth 62, seed 1; the position's clamp comparison 7.59 ns at 131.8 "
+                     "MHz); " + _EST),
     "ealign": Estimate(3.0, "the shift onto the e2m1 grid and its sticky OR; " + _EST),
     "eround": Estimate(2.5, "the increment and the saturation at 6; " + _EST),
     "output": Estimate(1.0, "the sign, zero and NaN/Inf-block selects; " + _EST),
@@ -122,13 +136,10 @@ class NVQGeometry:
 
     @property
     def tree_radices(self) -> tuple[int, ...]:
-        """The radix of each block-max tree level (4 while the entries split in fours)."""
-        out, n = [], self.block_size
-        while n > 1:
-            r = 4 if n % 4 == 0 else 2
-            out.append(r)
-            n //= r
-        return tuple(out)
+        """The radix of each block-max tree level: 2, one 31-bit comparison and a 2:1 select a
+        section (a radix-4 level's six comparisons and one-hot select over full magnitudes
+        were the critical path at 7.95 ns)."""
+        return (2,) * (self.block_size - 1).bit_length()
 
     @property
     def mul_levels(self) -> int:
@@ -160,6 +171,7 @@ def nvq_sections(g: NVQGeometry) -> dict[str, Estimate]:
                     for j in range(_chunks(PDIV_STEPS, PDIV_PER_SECTION))})
         out["pup"] = e["round_up"]
         out["pround"] = e["pround"]
+    out["sclamp"] = e["sclamp"]
     out["scale"] = e["scale"]
     for name in ("rsel", "rpos", "ralign", "rround", "rlz", "rnorm"):
         out[name] = e[name]
