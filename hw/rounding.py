@@ -138,6 +138,8 @@ class Grid:
         ``below_biased``, is ``below > drop_max`` formed by the caller (a comparison of the
         exponent with a constant, :meth:`position_inputs`): then no comparison is here either.
         """
+        if clamped is not None and not below_biased:
+            raise ValueError("clamped needs below_biased (below > drop_max of a biased below)")
         above = wire(m, Value.cast(above).as_signed(), f"{name}_above")
         if below is None:
             if below_biased:
@@ -178,7 +180,7 @@ class Grid:
         limit = self.emin + self.drop_normal - self.drop_max  # below > drop_max: top < limit
         out = {"above0": above, "above1": above + 1,
                "below0": self.drop_normal - above, "below1": self.drop_normal - 1 - above}
-        if clamp:
+        if clamp and self.drop_reach >= self.drop_max:  # a narrower grid does not clamp
             out.update(clamped0=top < limit, clamped1=top < limit - 1)
         return out
 

@@ -432,6 +432,8 @@ def test_grid_position_with_a_biased_below(top_min):
         assert row[2:] == row[:2], t
     with pytest.raises(ValueError, match="below_biased needs below"):
         grid.position(Module(), above, name="bad", below_biased=True)
+    with pytest.raises(ValueError, match="clamped needs below_biased"):
+        grid.position(Module(), above, below, name="bad", clamped=above[-1])
 
 
 @pytest.mark.parametrize("sig_width,emin,mbits", [(24, 0, 1), (28, -126, 23)],

@@ -33,13 +33,10 @@ MUL_LEVELS_PER_SECTION = 2
 _EST = "estimate by analogy with the MX units' measured sections, not measured on this unit"
 #: The sections' delay estimates (ns, ECP5 speed 8), by kind.
 ESTIMATES = {
-    "amax_radix2": Estimate(3.2, "a 31-bit comparison on a carry chain and a 2:1 select (the "
-                            "tree's levels; a radix-4 level was the critical path, below); "
-                            + _EST),
-    "amax_radix4": Estimate(4.5, "six comparisons in parallel and a one-hot select (the "
-                            "critical path, 7.95 ns over 37 cells, 5.17 ns of it routing, at "
-                            "125.7 MHz, levels 2 from fp32 with MULT18X18D products, depth 59, "
-                            "seed 1); " + _EST),
+    "amax": Estimate(3.2, "a 31-bit comparison on a carry chain and a 2:1 select (a radix-4 "
+                     "level's six comparisons and one-hot select were the critical path, 7.95 "
+                     "ns over 37 cells, 5.17 ns of it routing, at 125.7 MHz, levels 2 from "
+                     "fp32 with MULT18X18D products, depth 59, seed 1); " + _EST),
     "alz": Estimate(3.5, "the amax's fields and its 24-bit leading-zero count (with the shift "
                     "and the binade's subtract in one section it was the critical path, 8.0 "
                     "ns over 13 cells, 5.74 ns of it routing, at 124.5 MHz, levels 2 from fp32 "
@@ -62,8 +59,9 @@ ESTIMATES = {
                       "`scale`, 8.13 ns over 12 cells, 5.09 ns of it routing, at 122.9 MHz, "
                       "levels 2 from fp32 with MULT18X18D products, depth 61, seed 1); "
                       + _EST),
-    "rsel": Estimate(3.5, "the 8:1 select of the 28-bit quotient by the scale's mantissa bits "
-                     "and the exponent's add (the quotients computed beside the block path: "
+    "rsel": Estimate(3.5, "the 8:1 select of the 28-bit quotient by the scale's mantissa bits, "
+                     "the exponent differences beside it (the quotients computed beside the "
+                     "block path: "
                      "four restoring steps a section were 13.5 ns, 22 cells, at 74.0 MHz, "
                      "seed 1; with the exponent's add after the select, 7.60 ns at 131.6 MHz, "
                      "depth 61, seed 1); " + _EST),
@@ -160,7 +158,7 @@ def _chunks(steps: int, per: int) -> int:
 def nvq_sections(g: NVQGeometry) -> dict[str, Estimate]:
     """The sections of a quantizer of geometry ``g``, in datapath order."""
     e = ESTIMATES
-    out = {f"amax{j}": e[f"amax_radix{r}"] for j, r in enumerate(g.tree_radices, 1)}
+    out = {f"amax{j}": e["amax"] for j in range(1, len(g.tree_radices) + 1)}
     out["alz"] = e["alz"]
     out["anorm"] = e["anorm"]
     out.update({f"div3_{j}": e["div3"] for j in range(_chunks(DIV3_STEPS, DIV3_PER_SECTION))})
