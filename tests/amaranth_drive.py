@@ -1,13 +1,33 @@
 """Driving a stream unit in Amaranth's simulator: one block per clock with ``o.ready`` held
 high, the outputs collected in order.  The quantizer's and dequantizer's Amaranth-simulator
 tests (``tests/test_hw_quantizer.py``, ``tests/test_hw_quantize_formats.py``) share it; the
-tests of bare pipeline sections (no stream ports) share :func:`simulate_pipeline`."""
+tests of bare pipeline sections (no stream ports) share :func:`simulate_pipeline`, and those
+of combinational blocks :func:`simulate_comb`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-__all__ = ["simulate_stream", "simulate_pipeline", "simulate_quantizer"]
+__all__ = ["simulate_comb", "simulate_stream", "simulate_pipeline", "simulate_quantizer"]
+
+
+def simulate_comb(m, inputs: Sequence, outputs: Sequence, cases: Sequence) -> list:
+    """Drive every tuple of ``cases`` onto ``inputs`` of the combinational logic in ``m``;
+    return the outputs' values per case."""
+    from amaranth.sim import Simulator
+
+    got = []
+
+    async def bench(ctx):
+        for case in cases:
+            for sig, val in zip(inputs, case, strict=True):
+                ctx.set(sig, val)
+            got.append([ctx.get(o) for o in outputs])
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
 
 
 def simulate_stream(dut, rows: Sequence, read: Callable) -> list:

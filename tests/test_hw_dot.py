@@ -67,8 +67,8 @@ def test_every_configuration_has_a_usable_pipeline_and_the_fewest_stages_by_defa
     (name -> estimated delay) give the depths 1..max_stages, each registering the output
     boundary and rejected beyond; the default depth is the fewest stages whose critical
     stage is the longest section (docs/dot.md), as module name and parameters say.  Which
-    boundaries a depth registers is the balancer's business (test_hw_arith holds it to the
-    minimax); that any placement computes the same function is the formal proofs' and the
+    boundaries a depth registers is the balancer's business (test_hw_pipeline_placement holds it
+    to the minimax); that any placement computes the same function is the formal proofs' and the
     simulation's (which also measures the latency, tb.standard_tests.back_to_back)."""
     for fb, k, multipliers in itertools.product(FMTS, (2, 32, 64), ("lut", "dsp", "mult18x18d")):
         dot = MXDot(fa, fb, block_size=k, multipliers=multipliers)

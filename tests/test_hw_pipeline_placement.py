@@ -1,15 +1,18 @@
 """hw.pipeline.Pipeline's structure: its boundaries checked, which hold registers, the enable
 copies and parts, the default depth and critical stage of a placement, the reset attribute,
-and the tests' depth lookup (tests/depths.py)."""
+the tests' depth lookup (tests/depths.py), and the register placement's minimax against
+brute force for every unit."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
 from amaranth.hdl import Module, Signal
 from pipeline_toys import SECTIONS, Chain
 
+import golden
 from hw.pipeline import Pipeline, critical_stage, default_stages, enable_parts
 
 
@@ -143,3 +146,52 @@ def test_test_depths_are_found_from_the_sections_or_fail_by_name():
     with pytest.raises(LookupError, match=rf"quantizer --format int8 --block-size 2: no "
                                           rf"depth in 1..{top} registers exactly"):
         depths.registering("quantizer", argv, {last: False})
+
+
+# -- register placement: the minimax, by brute force, for every unit -----------------------
+def _units_sections():
+    from hw.dequantizer import DEQUANTIZER_SECTIONS
+    from hw.dot import DotGeometry
+    from hw.dot.fused_step import dot_sections
+    from hw.quantizer import quantizer_sections
+
+    fp8 = golden.element_format("fp8_e4m3")
+    yield "dot", dot_sections(DotGeometry(fp8, fp8, 32))
+    yield "dequantizer", DEQUANTIZER_SECTIONS
+    for k in (2, 4, 32, 64):
+        yield f"quantizer k={k}", quantizer_sections("fp8_e4m3", k)
+    yield "quantizer int8 k=32", quantizer_sections("int8", 32)
+    yield "quantizer k=32 radix 4", quantizer_sections("fp8_e4m3", 32, 5)
+
+
+@pytest.mark.parametrize("unit,sections", list(_units_sections()),
+                         ids=[u for u, _ in _units_sections()])
+def test_placement_minimizes_the_worst_stage(unit, sections):
+    from hw.pipeline import place_registers, registered_boundaries, stage_delays
+
+    delays = list(sections.values())
+    n = len(delays)
+
+    def worst(cuts):  # cuts: boundary indices after which a register sits (the last: n)
+        bounds = [0, *cuts]
+        return max(sum(delays[a:b]) for a, b in itertools.pairwise(bounds))
+
+    for stages in range(1, n + 1):
+        flags = place_registers(delays, stages)
+        assert len(flags) == n and sum(flags) == stages and flags[-1], stages
+        got = [i + 1 for i in range(n) if flags[i]]
+        best = min(worst([*c, n]) for c in itertools.combinations(range(1, n), stages - 1))
+        assert worst(got) == best, (unit, stages)
+        sums = stage_delays(delays, stages)  # the same stages, summed
+        assert len(sums) == stages and max(sums) == pytest.approx(best)
+        assert sum(sums) == pytest.approx(sum(delays))
+        # the sidecar's names of the registered boundaries: `stages` of them, in datapath
+        # order, the last section's among them, and as good a placement as the best
+        names = registered_boundaries(sections, stages)
+        cuts = [list(sections).index(name) + 1 for name in names]
+        assert len(cuts) == stages and cuts == sorted(set(cuts)) and cuts[-1] == n, names
+        assert worst(cuts) == best, (unit, stages, names)
+    assert all(place_registers(delays, n))
+    for bad in (0, n + 1):
+        with pytest.raises(ValueError, match=f"stages must be in 1..{n}"):
+            place_registers(delays, bad)

@@ -1,11 +1,15 @@
-"""Import hygiene: the format table and Verilog generation need neither numba nor the kernels."""
+"""Import hygiene: the format table and Verilog generation need neither numba nor the kernels,
+and no hw module imports a private name of another."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
 from tb.runner import ROOT
+
+HW = ROOT / "hw"
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
@@ -44,3 +48,21 @@ def test_lazy_golden_api_still_works():
              "callable(golden.dot_blocks), 'quantize' in dir(golden))")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["125", "golden.dot_product", "True", "True"]
+
+
+# -- import hygiene: no hw module imports a private name of another ------------------------
+def test_no_hw_module_imports_a_private_name():
+    offenders = []
+    for path in sorted(HW.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                internal = node.level > 0 or (node.module or "").split(".")[0] in ("hw", "golden")
+                for alias in node.names:
+                    if internal and alias.name.startswith("_") and alias.name != "__future__":
+                        offenders.append(f"{path.relative_to(HW.parent)}: {alias.name}")
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                    and not node.attr.startswith("__") and isinstance(node.value, ast.Name) \
+                    and node.value.id in ("hw", "golden", "quantizer", "dequantizer", "dot"):
+                offenders.append(f"{path.relative_to(HW.parent)}: {node.value.id}.{node.attr}")
+    assert not offenders, offenders
