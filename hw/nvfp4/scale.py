@@ -132,11 +132,12 @@ def block_scale(scope, g, payload):
 
 def _over_p(scope, blk, x):
     """Sections ``pdiv_<j>``, ``pup`` and ``pround``: ``f(b / P)`` from the ``bround`` view ``x``,
-    P the payload's ``tensor_scale`` (a positive normal fp32 value, golden's range)."""
+    P the payload's ``tensor_scale`` (a positive normal fp32 value, golden's range: its hidden
+    bit is a constant, not the OR of its exponent field in front of the first step's compare)."""
     m = scope.module
     blk = {name: getattr(x, name) for name in blk}
     p = Value.cast(blk["p"])
-    sig_p = Cat(p[:23], p[23:31].any())
+    sig_p = Cat(p[:23], Const(1, 1))
     top_p = signed(p[23:31]) - _FP32.bias
     # floor(sig_b * 2^25 / sig_P): sig_b's top 23 bits are the first remainder (< 2^23)
     rem = Cat(x.sig[1:], Const(0, 1))
