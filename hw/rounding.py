@@ -184,6 +184,34 @@ class Grid:
             out.update(clamped0=top < limit, clamped1=top < limit - 1)
         return out
 
+    def difference_offsets(self, base) -> dict:
+        """For a top ``base - minus`` whose ``minus`` is known a section after ``base``: the
+        grid's constants folded into ``base`` (one add each), for
+        :meth:`position_inputs_of_difference` to finish with one subtraction or comparison
+        per field."""
+        base = Value.cast(base)
+        out = {"above0": base - self.emin, "above1": base + (1 - self.emin),
+               "below0": (self.drop_normal + self.emin) - base,
+               "below1": (self.drop_normal - 1 + self.emin) - base}
+        if self.drop_reach >= self.drop_max:
+            limit = self.emin + self.drop_normal - self.drop_max
+            out.update(clamped0=base - limit, clamped1=base + (1 - limit))
+        return out
+
+    def position_inputs_of_difference(self, offsets, minus) -> dict:
+        """:meth:`position_inputs` of ``top = base - minus`` (``minus`` unsigned) from
+        :meth:`difference_offsets`' ``offsets`` (a view of them after a register, or the
+        dict of constants): each
+        difference one subtraction, each clamp flag one comparison (``top < limit`` is
+        ``base - limit < minus``)."""
+        minus = Value.cast(minus).as_unsigned()
+        out = {"above0": offsets["above0"] - minus, "above1": offsets["above1"] - minus,
+               "below0": offsets["below0"] + minus, "below1": offsets["below1"] + minus}
+        if self.drop_reach >= self.drop_max:
+            out.update(clamped0=offsets["clamped0"] < minus,
+                       clamped1=offsets["clamped1"] < minus)
+        return out
+
     def position_of_either(self, m: Module, inputs, plus_one, name: str = "rnd") -> dict:
         """:meth:`position` of ``top + plus_one`` from :meth:`position_inputs`' ``inputs``
         (a view of them after a register): both positions side by side, ``plus_one``

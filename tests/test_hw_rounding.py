@@ -117,31 +117,42 @@ def test_grid_position_with_a_biased_below(top_min):
 
 @pytest.mark.parametrize("sig_width,emin,mbits", [(24, 0, 1), (28, -126, 23)],
                          ids=["e2m1", "fp32"])
-@pytest.mark.parametrize("clamp", [True, False], ids=["clamp-inputs", "clamp-here"])
+@pytest.mark.parametrize("form", ["clamp-inputs", "clamp-here", "difference"])
 def test_grid_position_of_either_is_the_position_of_top_plus_one(sig_width, emin, mbits,
-                                                                clamp):
-    """Grid.position_of_either on Grid.position_inputs(top) and a carry gives the shift amount
-    and binade of the integer model at ``top + carry``, for every top from three binades
-    above ``emin`` to beyond ``drop_max`` below it and both carries."""
+                                                                form):
+    """Grid.position_of_either on Grid.position_inputs(top) (the clamp flags formed there or
+    left to the position), or on Grid.position_inputs_of_difference of
+    Grid.difference_offsets(base) and a 4-bit ``minus`` (``top = base - minus``, every
+    minus), and a carry gives the shift amount and binade of the integer model at ``top +
+    carry``, for every top from three binades above ``emin`` to beyond ``drop_max`` below it
+    and both carries."""
     from amaranth.hdl import Module, Signal, signed
     from amaranth.lib import data
 
     from hw.rounding import Grid
 
+    def registered(m, fields, name):  # the fields as a struct, as a pipeline register has them
+        view = Signal(data.StructLayout({k: v.shape() for k, v in fields.items()}), name=name)
+        m.d.comb += [getattr(view, k).eq(v) for k, v in fields.items()]
+        return view
+
     grid = Grid(sig_width=sig_width, emin=emin, mbits=mbits)
     m = Module()
-    top, carry = Signal(signed(10)), Signal()
-    inputs = grid.position_inputs(top, clamp=clamp)
-    at = Signal(data.StructLayout({k: v.shape() for k, v in inputs.items()}))
-    m.d.comb += [getattr(at, k).eq(v) for k, v in inputs.items()]
-    pos = grid.position_of_either(m, at, carry, name="either")
+    top, carry, minus = Signal(signed(10)), Signal(), Signal(4)
+    if form == "difference":
+        offsets = registered(m, grid.difference_offsets(top), "offsets")
+        inputs = grid.position_inputs_of_difference(offsets, minus)
+    else:
+        inputs = grid.position_inputs(top, clamp=form == "clamp-inputs")
+    pos = grid.position_of_either(m, registered(m, inputs, "at"), carry, name="either")
     tops = range(emin - grid.drop_max - 3, emin + 3)
-    cases = [(t, c) for t in tops for c in (0, 1)]
-    got = simulate_comb(m, [top, carry], [pos["drop"], pos["binade"]], cases)
-    for (t, c), row in zip(cases, got, strict=True):
-        e = t + c
+    minuses = range(16) if form == "difference" else (0,)
+    cases = [(t + d, c, d) for t in tops for c in (0, 1) for d in minuses]
+    got = simulate_comb(m, [top, carry, minus], [pos["drop"], pos["binade"]], cases)
+    for (base, c, d), row in zip(cases, got, strict=True):
+        e = base - d + c
         drop = min(grid.drop_normal + max(emin - e, 0), grid.drop_max)
-        assert row == [drop, max(e - emin, 0)], (t, c)
+        assert row == [drop, max(e - emin, 0)], (base, d, c)
 
 
 @pytest.mark.parametrize("sig_width,mbits,frac_bits", [(5, 5, 1), (6, 3, 2)],

@@ -35,6 +35,11 @@ _FP32 = golden.float_format("fp32")
 RCP_STEPS = 27
 #: The scale significands d = 8 + m, m the UE4M3 byte's three mantissa bits.
 DIVISORS = tuple(range(8, 16))
+#: The fp32 grid r is rounded onto, from the normalized quotient (28 bits, sticky last).
+R_GRID = Grid(sig_width=RCP_STEPS + 1, emin=1 - _FP32.bias, mbits=_FP32.mbits)
+#: r's top bit is 2^(top_R - top_s - 1 + hi), top_s = e_s - 7 (e_s the UE4M3 byte's exponent
+#: field): ``top_R + R_TOP_BASE - e_s + hi``.
+R_TOP_BASE = 6
 
 
 def rcp_steps_per_section(sections_before_scale: int) -> int:
@@ -57,8 +62,8 @@ def _constant_candidates() -> list[dict]:
 
 
 def rcp_candidates(scope, rcp, names: list[str]):
-    """The eight normalized quotients of ``sig_R * 2^6 / d`` and R's exponent, for section
-    ``rsel``.
+    """The eight normalized quotients of ``sig_R * 2^6 / d`` and the offsets of r's position on
+    the fp32 grid, for section ``rsel``.
 
     Parameters
     ----------
@@ -73,14 +78,17 @@ def rcp_candidates(scope, rcp, names: list[str]):
     Returns
     -------
     view or dict
-        ``cands`` (eight of ``sig``, ``hi``, by d = 8..15) and ``top_r`` (R's exponent).
+        ``cands`` (eight of ``sig``, ``hi``, by d = 8..15) and ``at``
+        (:meth:`~hw.rounding.Grid.difference_offsets` of ``top_R + R_TOP_BASE``: r's top less
+        the scale's exponent field).
     """
     if rcp is None:
-        return {"cands": _constant_candidates(), "top_r": Const(0, 2).as_signed()}
+        return {"cands": _constant_candidates(),
+                "at": R_GRID.difference_offsets(Const(R_TOP_BASE, 4).as_signed())}
     m = scope.module
     rcp = Value.cast(rcp)
-    sig_r = Cat(rcp[:23], rcp[23:31].any())
-    state = {"top_r": signed(rcp[23:31]) - _FP32.bias,
+    sig_r = Cat(rcp[:23], Const(1, 1))
+    state = {"top_base": signed(rcp[23:31]) + (R_TOP_BASE - _FP32.bias),
              "rest": Cat(Const(0, 6), sig_r[:21]),
              "div": [{"rem": Cat(sig_r[21:], Const(0, 1)), "q": Const(0, 0)} for _ in DIVISORS]}
     per = rcp_steps_per_section(len(names) - 1)
@@ -93,16 +101,16 @@ def rcp_candidates(scope, rcp, names: list[str]):
                                       scope.name(f"rcp{d}_{name}"))
                       if take else (c["rem"], Const(0, 0)))
             div.append({"rem": rem, "q": Cat(q, c["q"])})
-        fields = {"top_r": state["top_r"], "div": div}
+        fields = {"top_base": state["top_base"], "div": div}
         if len(rest) > take:
             fields["rest"] = rest[:len(rest) - take]
         x = scope.cross(fields, name)
-        state = {"top_r": x.top_r, "rest": x.rest if len(rest) > take else Const(0, 0),
+        state = {"top_base": x.top_base, "rest": x.rest if len(rest) > take else Const(0, 0),
                  "div": [{"rem": c.rem, "q": c.q} for c in x.div]}
-    x = scope.cross({"top_r": state["top_r"],
+    x = scope.cross({"at": R_GRID.difference_offsets(state["top_base"]),
                      "cands": [_normalized(Value.cast(c["q"]), Value.cast(c["rem"]).any())
                                for c in state["div"]]}, names[-1])
-    return {"cands": [{"sig": c.sig, "hi": c.hi} for c in x.cands], "top_r": x.top_r}
+    return {"cands": [{"sig": c.sig, "hi": c.hi} for c in x.cands], "at": x.at}
 
 
 def scale_reciprocal(scope, x, rcp):
@@ -113,25 +121,24 @@ def scale_reciprocal(scope, x, rcp):
     m = scope.module
     byte = x.byte
     mant = byte[:3]
-    top_s = signed(byte[3:7]) - 7
     cands = rcp["cands"]
     sig = Array(Value.cast(c["sig"]) for c in cands)[mant]
     hi = Array(Value.cast(c["hi"]) for c in cands)[mant]
-    # r's top bit: 2^(top + hi), top = top_R - top_s - 1.  The exponent differences for
-    # both values of hi are formed beside the 8:1 selects, both shift positions in ``rpos``,
-    # and the selected hi picks one: no carry chain follows a select (the select into the
-    # exponent's add was the critical path).
-    grid = Grid(sig_width=RCP_STEPS + 1, emin=1 - _FP32.bias, mbits=_FP32.mbits)
+    # r's top bit: 2^(top + hi), top = top_R + R_TOP_BASE - e_s.  The grid's constants are
+    # folded into top_R + R_TOP_BASE a section ahead (``rcp["at"]``), so beside the 8:1
+    # selects each position input and clamp flag is one subtraction or comparison with e_s;
+    # both shift positions in ``rpos``, and the selected hi picks one: no carry chain
+    # follows a select (the select into the exponent's add was the critical path).
     blk = {"nonfinite": x.nonfinite, "byte": byte}
     y = scope.cross({**blk, "sig": sig, "hi": hi,
-                     "at": grid.position_inputs(rcp["top_r"] - top_s - 1, clamp=False)},
+                     "at": R_GRID.position_inputs_of_difference(rcp["at"], byte[3:7])},
                     "rsel")
     blk = {name: getattr(y, name) for name in blk}
-    x = scope.cross({**blk, "sig": y.sig, "position": grid.position_of_either(
+    x = scope.cross({**blk, "sig": y.sig, "position": R_GRID.position_of_either(
         m, y.at, y.hi, name=scope.name("r_rnd"))}, "rpos")
     blk = {name: getattr(x, name) for name in blk}
-    x = scope.cross({**blk, "grid": grid.align(m, x.sig, x.position,
-                                               name=scope.name("r_rnd"))}, "ralign")
+    x = scope.cross({**blk, "grid": R_GRID.align(m, x.sig, x.position,
+                                                 name=scope.name("r_rnd"))}, "ralign")
     blk = {name: getattr(x, name) for name in blk}
     code = round_aligned(m, x.grid, mbits=_FP32.mbits, rounding=RNE, name=scope.name("r_rnd"))
     sig, exp = magnitude_fields(code[:31], _FP32.mbits)
