@@ -44,23 +44,29 @@ def magnitude_fields(v, mbits: int) -> tuple[Value, Value]:
     return Cat(v[:mbits], e.any()), Mux(e.any(), e, 1)
 
 
-def _round_decision(m, q, hi, extra_sticky, name) -> dict:
+def _round_decision(m, q, hi, extra_sticky, tops, name) -> dict:
     """RNE of a quotient ``q`` whose top bit is ``q[-1]`` (``hi``) or ``q[-2]`` to 24 bits,
-    its first section: the 24 kept bits ``n`` and the increment ``up`` (its guard and sticky
-    bits: the OR of the bits below, ``extra_sticky`` the remainder's)."""
+    its first section: the 24 kept bits ``n``, the increment ``up`` (its guard and sticky
+    bits: the OR of the bits below, ``extra_sticky`` the remainder's), whether ``n`` is all
+    ones (``full``: the increment carries into the next binade) and ``tops``, the result's
+    exponent without and with that carry."""
     w = len(q)
     n = Mux(hi, q[w - 24:], q[w - 25:w - 1])
     guard = Mux(hi, q[w - 25], q[w - 26])
     sticky = Mux(hi, q[:w - 25].any(), q[:w - 26].any()) | extra_sticky
-    return {"n": n, "up": round_increment(m, guard, sticky, n[0], RNE, name=f"{name}_up")}
+    return {"n": n, "up": round_increment(m, guard, sticky, n[0], RNE, name=f"{name}_up"),
+            "full": n.all(), "top": tops[0], "top_up": tops[1]}
 
 
-def _round_add(m, n, up, name):
-    """The second section of :func:`_round_decision`'s rounding: ``(sig, carry)``, ``sig``
-    normalized, ``carry`` the increment's carry into the next binade."""
-    s = wire(m, n + up, f"{name}_sum")  # 25 bits
-    carry = s[24]
-    return wire(m, Mux(carry, 1 << 23, s[:24]), f"{name}_sig"), carry
+def _round_add(m, x, name) -> dict:
+    """The second section of :func:`_round_decision`'s rounding on its view ``x``: ``sig``
+    normalized and ``top``.  The carry into the next binade is ``up & full``, from the
+    registers: the exponent is a select beside the increment's carry chain, not an add after
+    it."""
+    carry = x.up & x.full
+    s = wire(m, x.n + x.up, f"{name}_sum")  # 25 bits
+    return {"sig": wire(m, Mux(carry, 1 << 23, s[:24]), f"{name}_sig"),
+            "top": Mux(carry, x.top_up, x.top)}
 
 
 def block_scale(scope, g, payload):
@@ -105,11 +111,12 @@ def block_scale(scope, g, payload):
     blk = {name: getattr(x, name) for name in blk}
     q = x.q[:28]
     hi = q[27]
-    x = scope.cross({**blk, **_round_decision(m, q, hi, x.rem.any(), scope.name("b_rnd")),
-                     "top": x.top - 3 + hi, "zero": x.zero}, "bup")
+    x = scope.cross({**blk, **_round_decision(m, q, hi, x.rem.any(),
+                                              (x.top - 3 + hi, x.top - 2 + hi),
+                                              scope.name("b_rnd")),
+                     "zero": x.zero}, "bup")
     blk = {name: getattr(x, name) for name in blk}
-    sig_b, carry = _round_add(m, x.n, x.up, scope.name("b_rnd"))
-    x = scope.cross({**blk, "sig": sig_b, "top": x.top + carry, "zero": x.zero}, "bround")
+    x = scope.cross({**blk, **_round_add(m, x, scope.name("b_rnd")), "zero": x.zero}, "bround")
 
     if g.levels == 2:
         x = _over_p(scope, blk, x)
@@ -148,8 +155,9 @@ def _over_p(scope, blk, x):
     q = y.q  # in (2^24, 2^26)
     hi = q[25]
     y = scope.cross({**blk, **_round_decision(m, Cat(Const(0, 2), q), hi, y.rem.any(),
+                                              (y.top - 1 + hi, y.top + hi),
                                               scope.name("v_rnd")),
-                     "top": y.top - 1 + hi, "zero": y.zero}, "pup")
+                     "zero": y.zero}, "pup")
     blk = {name: getattr(y, name) for name in blk}
-    sig_v, carry = _round_add(m, y.n, y.up, scope.name("v_rnd"))
-    return scope.cross({**blk, "sig": sig_v, "top": y.top + carry, "zero": y.zero}, "pround")
+    return scope.cross({**blk, **_round_add(m, y, scope.name("v_rnd")), "zero": y.zero},
+                       "pround")
