@@ -46,12 +46,18 @@ ESTIMATES = {
                      "were the critical path, 9.7 ns over 14 cells, 6.8 ns of it routing, at "
                      "103.0 MHz, levels 2 from fp32 with MULT18X18D products, depth 53, seed "
                      "1); " + _EST),
-    "bround": Estimate(3.5, "the 24-bit increment and its carry into the next binade; " + _EST),
+    "bround": Estimate(3.5, "the 24-bit increment, the exponent selected by its carry (`up` "
+                      "and the kept bits all ones, from the registers); " + _EST),
     "pdiv": Estimate(4.5, "one step of a 24-bit restoring division (a carry chain and its "
                      "select; two steps a section were the critical path, 11.85 ns over 14 "
                      "cells, 8.65 ns of it routing, at 84.3 MHz, levels 2 from fp32 with "
-                     "MULT18X18D products, seed 1); " + _EST),
-    "pround": Estimate(3.5, "the 24-bit increment and its carry into the next binade; " + _EST),
+                     "MULT18X18D products, seed 1; P's hidden bit as the OR of its exponent "
+                     "field in front of the first step, 7.59 ns at 131.8 MHz, depth 62, seed "
+                     "1); " + _EST),
+    "pround": Estimate(3.5, "the 24-bit increment, the exponent selected by its carry (with "
+                      "the exponent's add after the increment's carry chain it was the "
+                      "critical path, `pup` -> `pround`, 7.96 ns at 125.6 MHz, depth 62, "
+                      "seed 1); " + _EST),
     "sclamp": Estimate(3.0, "the clamp comparisons, the UE4M3 exponent field and the rounding "
                        "decision side by side; " + _EST),
     "scale": Estimate(3.0, "the UE4M3 code's increment and the clamp's select (with the "
@@ -60,11 +66,13 @@ ESTIMATES = {
                       "levels 2 from fp32 with MULT18X18D products, depth 61, seed 1); "
                       + _EST),
     "rsel": Estimate(3.5, "the 8:1 select of the 28-bit quotient by the scale's mantissa bits, "
-                     "the exponent differences beside it (the quotients computed beside the "
-                     "block path: "
+                     "beside it the position inputs and clamp flags, one subtraction or "
+                     "comparison each (the quotients computed beside the block path: "
                      "four restoring steps a section were 13.5 ns, 22 cells, at 74.0 MHz, "
                      "seed 1; with the exponent's add after the select, 7.60 ns at 131.6 MHz, "
-                     "depth 61, seed 1); " + _EST),
+                     "depth 61, seed 1; with the differences a chain of adds from R's "
+                     "exponent and the clamp compare after it, 8.59 ns at 116.5 MHz, depth "
+                     "62, seed 1); " + _EST),
     "rpos": Estimate(3.0, "both shift amounts and binades, selected by the quotient's top "
                      "bit (an add of that bit before one position was 8.75 ns at 114.3 MHz, "
                      "depth 61, seed 1); " + _EST),
