@@ -231,7 +231,7 @@ class Grid:
         return Value.cast(trailing_zeros) + pad + self.frac_bits
 
     def align(self, m: Module, sig, position, name: str = "rnd", trailing_zeros=None, *,
-              sticky_limit=None):
+              sticky_limit=None, excess_shift: bool = False):
         """Shift ``sig`` by ``position.drop`` (from :meth:`position`) onto the grid.
 
         ``trailing_zeros``, if given, is ``sig``'s count of trailing zero bits (``len(sig)``
@@ -243,6 +243,13 @@ class Grid:
         flags decide such lanes).  Without it the sticky bit is the OR of the shifted-out
         bits.  ``sticky_limit``, instead of ``trailing_zeros``, is
         :meth:`sticky_limit` of the count.
+
+        ``excess_shift`` builds the shifter for the drops :meth:`position` gives a normalized
+        ``sig`` (``drop_normal`` to ``drop_max``) only: the kept bits are then sig's top
+        ``mbits + 1 + frac_bits`` shifted by ``drop - drop_normal``, and the sticky bit the
+        OR of the bits below them (formed without the drop) and of those shifted out of them.
+        For a grid much narrower than ``sig`` (e2m1 from 24 bits: 3 kept bits, 4 shifts) it
+        is a few LUTs where the full shifter is a tree of every bit.
 
         Returns
         -------
@@ -262,6 +269,11 @@ class Grid:
         sig = Cat(Const(0, pad), sig)
         if trailing_zeros is not None and sticky_limit is not None:
             raise ValueError("trailing_zeros or sticky_limit, not both")
+        if excess_shift:
+            if trailing_zeros is not None or sticky_limit is not None:
+                raise ValueError("excess_shift forms its own sticky bit: no trailing_zeros "
+                                 "or sticky_limit")
+            return self._align_excess(m, Cat(Const(0, f), sig), position, name)
         if trailing_zeros is not None or sticky_limit is not None:
             # the bits shifted out are sig's below bit drop - f: some is non-zero exactly when
             # the lowest set bit (at trailing_zeros + pad) lies below it
@@ -274,6 +286,21 @@ class Grid:
         shifted = wire(m, (ext >> position.drop)[:2 * w], f"{name}_shifted")
         kept = shifted[w:]
         return wire(m, {"n": kept[f:], "frac": kept[:f], "sticky": shifted[:w].any(),
+                        "binade": position.binade}, f"{name}_aligned")
+
+
+    def _align_excess(self, m: Module, ext, position, name: str):
+        """:meth:`align` with ``excess_shift``: ``ext`` is the padded ``sig`` with
+        ``frac_bits`` zeros below."""
+        dn, f = self.drop_normal, self.frac_bits
+        top = ext[dn:]  # mbits + 1 + frac_bits bits: what a drop of drop_normal keeps
+        tw = len(top)
+        # drop - drop_normal is in 0..drop_max - drop_normal: its low bits, modulo their width
+        excess = wire(m, (position.drop - dn)[:bits_for(self.drop_max - dn)], f"{name}_excess")
+        shifted = wire(m, (Cat(Const(0, tw), top) >> excess)[:2 * tw], f"{name}_shifted")
+        kept = shifted[tw:]
+        return wire(m, {"n": kept[f:], "frac": kept[:f],
+                        "sticky": ext[:dn].any() | shifted[:tw].any(),
                         "binade": position.binade}, f"{name}_aligned")
 
 

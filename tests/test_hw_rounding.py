@@ -192,6 +192,36 @@ def test_grid_align_sticky_forms(sig_width, mbits, frac_bits):
         grid.align(m, sig, position, trailing_zeros=tz, sticky_limit=limit)
 
 
+@pytest.mark.parametrize("sig_width,mbits,frac_bits", [(10, 1, 1), (8, 3, 2), (5, 5, 1)],
+                         ids=["e2m1-like", "two-frac", "padded"])
+def test_grid_align_excess_shift(sig_width, mbits, frac_bits):
+    """Grid.align with ``excess_shift`` (the shifter for drops ``drop_normal..drop_max``
+    only) against the integer model, for every normalized significand (top bit set) and
+    zero, at every drop :meth:`Grid.position` gives; it takes no trailing-zero count."""
+    from types import SimpleNamespace
+
+    from amaranth.hdl import Module, Signal
+
+    from hw.rounding import Grid
+
+    grid = Grid(sig_width=sig_width, emin=-2, mbits=mbits, frac_bits=frac_bits)
+    p, f = grid.padded_width, grid.frac_bits
+    m = Module()
+    sig = Signal(sig_width)
+    position = SimpleNamespace(drop=Signal(range(grid.drop_max + 1)), binade=Signal(2))
+    a = grid.align(m, sig, position, name="excess", excess_shift=True)
+    assert len(a.n) == mbits + 1 and len(a.frac) == f
+    sigs = [0, *range(1 << (sig_width - 1), 1 << sig_width)]
+    cases = [(v, d) for v in sigs for d in range(grid.drop_normal, grid.drop_max + 1)]
+    got = simulate_comb(m, [sig, position.drop], [a.n, a.frac, a.sticky], cases)
+    for (v, d), row in zip(cases, got, strict=True):
+        ext = v << (p - sig_width + f)
+        kept = ext >> d
+        assert row == [kept >> f, kept & ((1 << f) - 1), int(ext & ((1 << d) - 1) != 0)], (v, d)
+    with pytest.raises(ValueError, match="excess_shift forms its own sticky bit"):
+        grid.align(m, sig, position, trailing_zeros=Signal(4), excess_shift=True)
+
+
 def test_round_increment_rejects_stochastic_without_random_bits():
     from amaranth.hdl import Module, Signal
 

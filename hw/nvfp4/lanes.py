@@ -109,7 +109,8 @@ def quantize_lanes(scope, g, x, values):
                     "at": ln.at, "carry": carry})
     y = scope.cross({**blk, "lanes": out}, "yround")
     blk = {name: getattr(y, name) for name in blk}
-    # -- epos, ealign, eround: e2m1 RNE of f(x * r), saturated at 6 ----------------------
+    # -- epos, ealign, eround: e2m1 RNE of f(x * r), saturated at 6 (the shift keeps 3 of
+    # the 24 bits: a shifter over the 4 drops e2m1's grid takes, beside a fixed OR) -------
     out = [{"neg": ln.neg, "zero": ln.zero, "sig": ln.sig,
             "position": grid.position_of_either(m, ln.at, ln.carry,
                                                 name=scope.name(f"lane{i}_e"))}
@@ -117,7 +118,8 @@ def quantize_lanes(scope, g, x, values):
     y = scope.cross({**blk, "lanes": out}, "epos")
     blk = {name: getattr(y, name) for name in blk}
     out = [{"neg": ln.neg, "zero": ln.zero,
-            "grid": grid.align(m, ln.sig, ln.position, name=scope.name(f"lane{i}_e"))}
+            "grid": grid.align(m, ln.sig, ln.position, name=scope.name(f"lane{i}_e"),
+                               excess_shift=True)}
            for i, ln in enumerate(y.lanes)]
     y = scope.cross({**blk, "lanes": out}, "ealign")
     blk = {name: getattr(y, name) for name in blk}
