@@ -304,16 +304,33 @@ class Grid:
                         "binade": position.binade}, f"{name}_aligned")
 
 
-def round_aligned(m: Module, aligned, *, mbits: int, rounding, rand=None, name: str = "rnd"):
+def round_aligned(m: Module, aligned, *, mbits: int, rounding, rand=None, name: str = "rnd",
+                  saturate_at: int | None = None):
     """Round the result of :meth:`Grid.align`: the code ``(binade << mbits) + n + up``.
 
     ``up`` is :func:`round_increment` (same ``rounding``/``rand`` arguments).  The result is the
     unsigned IEEE-style magnitude code ``E.M``; a carry out of the significand lands on the
     next binade by itself.  Wide enough never to wrap.
+
+    ``saturate_at``, a code whose mantissa field is all ones (the largest finite code of a
+    format without Inf: e2m1's ``0b111``), is the result for every larger code.  Whether the
+    code is larger is read off ``binade``, ``n`` and ``up`` (the binade above the code's, or
+    the code's with ``n`` all ones and an increment) beside the add, not from its sum.
     """
     n = aligned.n
     up = round_increment(m, aligned.frac, aligned.sticky, n[0], rounding, rand, name=f"{name}_up")
-    return wire(m, (aligned.binade << mbits) + n + up, name)
+    code = wire(m, (aligned.binade << mbits) + n + up, name)
+    if saturate_at is None:
+        return code
+    ones = (1 << mbits) - 1
+    if saturate_at & ones != ones or saturate_at >> mbits < 1:
+        raise ValueError(f"saturate_at must be a normal code with an all-ones mantissa, not "
+                         f"{saturate_at:#x}")
+    b_sat = (saturate_at >> mbits) - 1  # n's hidden bit adds one to the binade's exponent
+    binade = aligned.binade
+    over = wire(m, (binade > b_sat) | ((binade == b_sat) & Value.cast(n)[:mbits + 1].all() & up),
+                f"{name}_saturates")
+    return wire(m, Mux(over, saturate_at, code), f"{name}_saturated")
 
 
 def overflows(m: Module, binade, *, ebits: int, name: str):

@@ -222,6 +222,35 @@ def test_grid_align_excess_shift(sig_width, mbits, frac_bits):
         grid.align(m, sig, position, trailing_zeros=Signal(4), excess_shift=True)
 
 
+@pytest.mark.parametrize("mbits,saturate_at", [(1, 0b111), (2, 0b1011), (3, 0b1111)])
+def test_round_aligned_saturates_at_a_code(mbits, saturate_at):
+    """round_aligned with ``saturate_at`` is min(code, saturate_at) of the integer model (RNE)
+    for every binade up to three above the saturating code's, every kept ``n`` an aligned
+    normalized significand has there (hidden bit set above binade 0), every fraction and
+    sticky bit; a code whose mantissa is not all ones is rejected."""
+    from types import SimpleNamespace
+
+    from amaranth.hdl import Module, Signal
+
+    from hw.rounding import RNE, round_aligned
+
+    m = Module()
+    aligned = SimpleNamespace(n=Signal(mbits + 1), frac=Signal(), sticky=Signal(),
+                              binade=Signal(4))
+    code = round_aligned(m, aligned, mbits=mbits, rounding=RNE, saturate_at=saturate_at)
+    b_top = (saturate_at >> mbits) + 2
+    cases = [(n, f, st, b) for b in range(b_top + 1)
+             for n in (range(1 << (mbits + 1)) if b == 0 else range(1 << mbits, 1 << (mbits + 1)))
+             for f in (0, 1) for st in (0, 1)]
+    got = simulate_comb(m, [aligned.n, aligned.frac, aligned.sticky, aligned.binade], [code],
+                        cases)
+    for (n, f, st, b), (c,) in zip(cases, got, strict=True):
+        up = _model_round_up("rne", f, 1, st, n & 1, 0)
+        assert c == min((b << mbits) + n + up, saturate_at), (n, f, st, b)
+    with pytest.raises(ValueError, match="all-ones mantissa, not 0x7e"):
+        round_aligned(Module(), aligned, mbits=3, rounding=RNE, saturate_at=0x7E)
+
+
 def test_round_increment_rejects_stochastic_without_random_bits():
     from amaranth.hdl import Module, Signal
 

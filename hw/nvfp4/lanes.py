@@ -126,9 +126,8 @@ def quantize_lanes(scope, g, x, values):
     out = []
     for i, ln in enumerate(y.lanes):
         code = round_aligned(m, ln.grid, mbits=_E2M1.mbits, rounding=RNE,
-                             name=scope.name(f"lane{i}_e"))
-        sat = code[_E2M1.bits - 1:].any()  # above 6 (0b111)
-        mag = Mux(ln.zero, 0, Mux(sat, _E2M1.max_code, code[:_E2M1.bits - 1]))
+                             name=scope.name(f"lane{i}_e"), saturate_at=_E2M1.max_code)
+        mag = Mux(ln.zero, 0, code[:_E2M1.bits - 1])
         out.append({"neg": ln.neg, "mag": mag})
     y = scope.cross({**blk, "lanes": out}, "eround")
     # -- output: the sign; a NaN/Inf block's scale byte and zero codes ----------------------
