@@ -201,13 +201,13 @@ NEXT_STEPS: dict[str, str] = {
                                                   "products registered on their own "
                                                   "(`efields` -> a `epp` section), then "
                                                   "the next path by measurement",
-    "nvfp4-quantizer": "`f(b / P)`'s first division step (`q_bround` -> `pdiv_0`: 7.59 ns, "
-                       "5.79 ns of it routing, at 131.8 MHz, depth 62, seed 1): the bround "
-                       "register beside the division (a copy) or the step's subtract from "
-                       "registers only, then the next section by measurement as each one so "
-                       "far (f(R / s), f(b / P), the product's normalization, the 24-bit "
-                       "roundings, the division by 3, the amax's normalization and tree, r's "
-                       "and the lanes' positions, the UE4M3 cast, the delay line's output: "
-                       "74.0 -> 131.8 MHz); several sections sit near 7.6 ns at this "
-                       "placement (`rsel`, `epos`, `pdiv_0`), mostly routing",
+    "nvfp4-quantizer": "`f(b / P)`'s division steps (`pdiv_4` -> `pdiv_5`: 6.66 ns, the step's "
+                       "`t >= divisor` mapped to a 5-level LUT tree before the remainder's "
+                       "select, at 150.2 MHz, depth 62, seed 1): the quotient bit as the "
+                       "borrow of the step's one subtraction (a carry chain), then the next "
+                       "section by measurement as each one so far (f(R / s), f(b / P), the "
+                       "product's normalization, the 24-bit roundings, the division by 3, the "
+                       "amax's normalization and tree, r's and the lanes' positions, the UE4M3 "
+                       "cast, the delay line's output, the e2m1 shift and saturation: 74.0 -> "
+                       "150.2 MHz)",
 }
