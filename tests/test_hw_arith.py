@@ -1,7 +1,8 @@
 """The arithmetic building blocks of hw, each against an independent model written here: the
 gate-level comparisons and zero counts (Python's < and >), the LUT multiplier's partial-product
 sums (Python's *), the block-max tree (max() and the OR of the flags at the max), and the dot
-unit's window adds and kept nets (Python's integers)."""
+unit's window adds and kept nets (Python's integers), and the restoring division's steps
+(divmod)."""
 
 from __future__ import annotations
 
@@ -346,3 +347,34 @@ def test_any_of_kept_is_the_or_of_its_terms():
     cases = list(itertools.product((0, 1), repeat=5))
     for case, (got,) in zip(cases, simulate_comb(m, bits, [out], cases), strict=True):
         assert got == int((case[0] and case[1]) or case[2] or case[3] or case[4]), case
+
+
+# -- the restoring division's steps, exhaustively against Python's divmod ---------------------
+@pytest.mark.parametrize("constant", [False, True], ids=["variable", "constant"])
+def test_restoring_steps_exhaustive(constant):
+    """hw.nvfp4.divide.restoring_steps, three steps, a 4-bit divisor (every divisor 1..15 as
+    a signal, or each as a constant) from every remainder below it and every 3 dividend
+    bits: the quotient bits and remainder are divmod's of ``rem * 8 + bits``."""
+    from amaranth.hdl import Const, Module, Signal
+
+    from hw.nvfp4.divide import restoring_steps
+
+    def build(divisor):
+        m = Module()
+        rem, bits = Signal(4), Signal(3)
+        r, q = restoring_steps(m, rem, divisor, bits, "div")
+        return m, rem, bits, r, q
+
+    for d in range(1, 16) if constant else [None]:
+        if constant:
+            m, rem, bits, r, q = build(Const(d, 4))
+            cases = [(a, b) for a in range(d) for b in range(8)]
+            got = simulate_comb(m, [rem, bits], [q, r], cases)
+            want = [list(divmod(a * 8 + b, d)) for a, b in cases]
+        else:
+            divisor = Signal(4)
+            m, rem, bits, r, q = build(divisor)
+            cases = [(a, b, e) for e in range(1, 16) for a in range(e) for b in range(8)]
+            got = simulate_comb(m, [rem, bits, divisor], [q, r], cases)
+            want = [list(divmod(a * 8 + b, e)) for a, b, e in cases]
+        assert got == want, d

@@ -8,7 +8,7 @@ says whether it is (the rounder's sticky bit).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Mux, Value
+from amaranth.hdl import Cat, Const, Mux, Value
 
 from ..nets import wire
 
@@ -27,8 +27,16 @@ def restoring_steps(m, rem, divisor, bits, name: str):
     q = []
     for j in reversed(range(len(bits))):
         t = Cat(bits[j], rem)  # 2 * rem + bit, d + 1 bits
-        ge = wire(m, t >= divisor, f"{name}_q{len(q)}")
-        rem = wire(m, Mux(ge, t - divisor, t)[:d], f"{name}_r{len(q)}")
+        if isinstance(divisor, Const):
+            # a function of the remainder's few bits and the dividend bit: LUTs
+            ge = wire(m, t >= divisor, f"{name}_q{len(q)}")
+            rem = wire(m, Mux(ge, t - divisor, t)[:d], f"{name}_r{len(q)}")
+        else:
+            # one subtraction, its borrow the quotient bit (a separate comparison of wide
+            # operands was mapped to a LUT tree in front of the select)
+            diff = wire(m, t - divisor, f"{name}_d{len(q)}")  # signed, d + 2 bits
+            ge = wire(m, ~diff[-1], f"{name}_q{len(q)}")
+            rem = wire(m, Mux(ge, diff[:d], t[:d]), f"{name}_r{len(q)}")
         q.append(ge)
     return rem, Cat(*reversed(q))
 
