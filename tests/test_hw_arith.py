@@ -1,6 +1,6 @@
 """The arithmetic building blocks of hw, each against an independent model written here: the
 gate-level comparisons and zero counts (Python's < and >), the LUT multiplier's partial-product
-sums (Python's *), the block-max tree (max() and the OR of the flags at the max), and the dot
+sums (Python's *), the block-max tree (max() and the OR of the flags at the max), the dot
 unit's window adds and kept nets (Python's integers), and the restoring division's steps
 (divmod)."""
 
