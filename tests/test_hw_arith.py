@@ -378,3 +378,22 @@ def test_restoring_steps_exhaustive(constant):
             got = simulate_comb(m, [rem, bits, divisor], [q, r], cases)
             want = [list(divmod(a * 8 + b, e)) for a, b, e in cases]
         assert got == want, d
+
+
+@pytest.mark.parametrize("ebits,mbits", [(4, 3), (2, 5), (5, 10)])
+def test_significand_leading_zeros_exhaustive(ebits, mbits):
+    """hw.nvfp4.scale.significand_leading_zeros of every magnitude ``E.M``: the leading zeros
+    of its significand (the hidden bit set by a non-zero exponent field) in ``mbits + 1``
+    bits, ``mbits + 1`` for zero."""
+    from amaranth.hdl import Module, Signal
+
+    from hw.nvfp4.scale import significand_leading_zeros
+
+    m = Module()
+    v = Signal(ebits + mbits)
+    lz = significand_leading_zeros(m, v, mbits, "lz")
+    cases = [(x,) for x in range(1 << (ebits + mbits))]
+    got = simulate_comb(m, [v], [lz], cases)
+    for (x,), (n,) in zip(cases, got, strict=True):
+        sig = (x & ((1 << mbits) - 1)) | ((x >> mbits != 0) << mbits)
+        assert n == mbits + 1 - sig.bit_length(), x

@@ -20,12 +20,11 @@ from amaranth.hdl import Cat, Const, Mux, Value
 
 import golden
 
-from ..arith import leading_zeros
 from ..multiply import pair_sum_sections, partial_products
 from ..nets import wire
 from ..rounding import RNE, Grid, round_aligned, round_increment
 from .products import dsp_products
-from .scale import magnitude_fields, signed
+from .scale import magnitude_fields, signed, significand_leading_zeros
 from .sections import MUL_LEVELS_PER_SECTION
 
 __all__ = ["normalized_values", "quantize_lanes", "NAN_BLOCK_BYTE"]
@@ -49,7 +48,7 @@ def normalized_values(scope, g, data, names):
         v = data[w * i:w * (i + 1)]
         sig, exp = magnitude_fields(v[:w - 1], mb)
         out.append({"neg": v[w - 1], "exp": exp, "sig": sig,
-                    "lz": leading_zeros(m, sig, name=scope.name(f"x{i}_lz"))})
+                    "lz": significand_leading_zeros(m, v[:w - 1], mb, scope.name(f"x{i}_lz"))})
     x = scope.cross({"lanes": out}, names[0])
     return scope.cross({"lanes": [
         {"neg": v.neg, "sig": (v.sig << v.lz)[:mb + 1],

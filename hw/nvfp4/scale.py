@@ -21,7 +21,8 @@ from ..rounding import RNE, round_increment
 from .divide import divide_over_sections
 from .sections import DIV3_PER_SECTION, DIV3_STEPS, PDIV_PER_SECTION, PDIV_STEPS
 
-__all__ = ["block_scale", "signed", "magnitude_fields", "CLAMP_LO_BYTE", "CLAMP_HI_BYTE"]
+__all__ = ["block_scale", "signed", "magnitude_fields", "significand_leading_zeros",
+           "CLAMP_LO_BYTE", "CLAMP_HI_BYTE"]
 
 _FP32 = golden.float_format("fp32")
 #: UE4M3 bytes of the clamp's ends: 2^-6 and 448.
@@ -42,6 +43,15 @@ def magnitude_fields(v, mbits: int) -> tuple[Value, Value]:
     v = Value.cast(v)
     e = v[mbits:]
     return Cat(v[:mbits], e.any()), Mux(e.any(), e, 1)
+
+
+def significand_leading_zeros(m, v, mbits: int, name: str):
+    """The leading zeros of :func:`magnitude_fields`' ``sig`` of ``v``: 0 when the exponent
+    field is non-zero, else those of the fraction field below a zero hidden bit (``mbits +
+    1`` for zero).  The count does not wait for the exponent field's OR, which selects it."""
+    v = Value.cast(v)
+    lz = leading_zeros(m, Cat(v[:mbits], Const(0, 1)), name=name)
+    return Mux(v[mbits:].any(), 0, lz)
 
 
 def _round_decision(m, q, hi, extra_sticky, tops, name) -> dict:
@@ -96,7 +106,7 @@ def block_scale(scope, g, payload):
     sig, exp = magnitude_fields(amax, mb)
     blk = {"nonfinite": nonfinite, **p_ctl}
     x = scope.cross({**blk, "sig": sig, "exp": exp,
-                     "lz": leading_zeros(m, sig, name=scope.name("a_lz"))}, "alz")
+                     "lz": significand_leading_zeros(m, amax, mb, scope.name("a_lz"))}, "alz")
     blk = {name: getattr(x, name) for name in blk}
     x = scope.cross({**blk, "sig": (x.sig << x.lz)[:mb + 1],
                      "top": signed(x.exp) - f.bias - x.lz, "zero": ~x.sig.any()}, "anorm")
