@@ -201,13 +201,14 @@ NEXT_STEPS: dict[str, str] = {
                                                   "products registered on their own "
                                                   "(`efields` -> a `epp` section), then "
                                                   "the next path by measurement",
-    "nvfp4-quantizer": "`f(b / P)`'s division steps (`pdiv_4` -> `pdiv_5`: 6.66 ns, the step's "
-                       "`t >= divisor` mapped to a 5-level LUT tree before the remainder's "
-                       "select, at 150.2 MHz, depth 62, seed 1): the quotient bit as the "
-                       "borrow of the step's one subtraction (a carry chain), then the next "
-                       "section by measurement as each one so far (f(R / s), f(b / P), the "
-                       "product's normalization, the 24-bit roundings, the division by 3, the "
-                       "amax's normalization and tree, r's and the lanes' positions, the UE4M3 "
-                       "cast, the delay line's output, the e2m1 shift and saturation: 74.0 -> "
-                       "150.2 MHz)",
+    "nvfp4-quantizer": "a step of `f(R / s)`'s division by a constant beside the block path "
+                       "(`rcp` at `div3_1` -> `div3_2`, by 9: the comparison on a carry chain, "
+                       "then 2.54 ns of routing across the die, 6.57 ns at 152.1 MHz, depth "
+                       "62, seed 1): the constant divisors' steps as LUTs of the remainder and "
+                       "dividend bit only, then the next section by measurement as each one so "
+                       "far (f(R / s), f(b / P), the product's normalization, the 24-bit "
+                       "roundings, the division by 3, the amax's normalization and tree, r's "
+                       "and the lanes' positions, the UE4M3 cast, the delay line's output, the "
+                       "e2m1 shift and saturation, the amax's leading zeros: 74.0 -> 152.1 "
+                       "MHz); most sections now place at 6.5-6.9 ns, routing their larger part",
 }

@@ -37,10 +37,12 @@ ESTIMATES = {
                      "level's six comparisons and one-hot select were the critical path, 7.95 "
                      "ns over 37 cells, 5.17 ns of it routing, at 125.7 MHz, levels 2 from "
                      "fp32 with MULT18X18D products, depth 59, seed 1); " + _EST),
-    "alz": Estimate(3.5, "the amax's fields and its 24-bit leading-zero count (with the shift "
-                    "and the binade's subtract in one section it was the critical path, 8.0 "
-                    "ns over 13 cells, 5.74 ns of it routing, at 124.5 MHz, levels 2 from fp32 "
-                    "with MULT18X18D products, depth 58, seed 1); " + _EST),
+    "alz": Estimate(3.5, "the amax's fields and its 24-bit leading-zero count beside the "
+                    "exponent field's OR (with the shift and the binade's subtract in one "
+                    "section it was the critical path, 8.0 ns over 13 cells, 5.74 ns of it "
+                    "routing, at 124.5 MHz, levels 2 from fp32 with MULT18X18D products, depth "
+                    "58, seed 1; the count behind the OR, 6.82 ns at 146.7 MHz, depth 62, seed "
+                    "1); " + _EST),
     "anorm": Estimate(3.5, "the amax's normalizing shift and its binade; " + _EST),
     "div3": Estimate(4.0, "four steps of a division by 3 (2-bit remainders; ten steps a section "
                      "were the critical path, 9.7 ns over 14 cells, 6.8 ns of it routing, at "
@@ -53,7 +55,8 @@ ESTIMATES = {
                      "cells, 8.65 ns of it routing, at 84.3 MHz, levels 2 from fp32 with "
                      "MULT18X18D products, seed 1; P's hidden bit as the OR of its exponent "
                      "field in front of the first step, 7.59 ns at 131.8 MHz, depth 62, seed "
-                     "1); " + _EST),
+                     "1; the step's comparison apart from its subtraction, a 5-level LUT "
+                     "tree, 6.66 ns at 150.2 MHz); " + _EST),
     "pround": Estimate(3.5, "the 24-bit increment, the exponent selected by its carry (with "
                       "the exponent's add after the increment's carry chain it was the "
                       "critical path, `pup` -> `pround`, 7.96 ns at 125.6 MHz, depth 62, "
