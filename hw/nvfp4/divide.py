@@ -28,7 +28,7 @@ def restoring_steps(m, rem, divisor, bits, name: str):
     for j in reversed(range(len(bits))):
         t = Cat(bits[j], rem)  # 2 * rem + bit, d + 1 bits
         if isinstance(divisor, Const):
-            # a function of the remainder's few bits and the dividend bit: LUTs
+            # a comparison of the few remainder bits and the dividend bit with a constant
             ge = wire(m, t >= divisor, f"{name}_q{len(q)}")
             rem = wire(m, Mux(ge, t - divisor, t)[:d], f"{name}_r{len(q)}")
         else:
