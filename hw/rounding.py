@@ -124,6 +124,11 @@ class Grid:
         reach = w if top_min is None else max(emin - top_min, 0) + self.drop_normal
         #: The largest shift a non-zero significand needs; at most ``drop_max``.
         self.drop_reach = min(reach, w)
+        #: Whether a shift can exceed ``drop_max`` (then it is clamped there): exactly when
+        #: the top is below ``clamp_limit`` (``below > drop_max``).  A narrower grid does not
+        #: clamp.
+        self.clamps = self.drop_reach >= self.drop_max
+        self.clamp_limit = emin + self.drop_normal - self.drop_max
 
     def position(self, m: Module, above, below=None, name: str = "rnd", *,
                  below_biased: bool = False, clamped=None):
@@ -151,12 +156,12 @@ class Grid:
         if below_biased:
             # sub + drop_normal, the add the caller's (below is positive where under)
             biased = Mux(under, below, self.drop_normal)
-            if self.drop_reach < self.drop_max:
+            if not self.clamps:
                 drop = biased
             else:
                 over = biased > self.drop_max if clamped is None else clamped
                 drop = Mux(over, self.drop_max, biased)
-        elif self.drop_reach < self.drop_max:
+        elif not self.clamps:
             # top_min bounds sub: no clamp.  A zero significand (one below top_min) may wrap
             # the narrow drop; it shifts zeros either way.
             drop = sub + self.drop_normal
@@ -177,10 +182,10 @@ class Grid:
         ahead of the carry forms them, so no add or comparison follows the carry."""
         top = Value.cast(top)
         above = top - self.emin
-        limit = self.emin + self.drop_normal - self.drop_max  # below > drop_max: top < limit
+        limit = self.clamp_limit
         out = {"above0": above, "above1": above + 1,
                "below0": self.drop_normal - above, "below1": self.drop_normal - 1 - above}
-        if clamp and self.drop_reach >= self.drop_max:  # a narrower grid does not clamp
+        if clamp and self.clamps:
             out.update(clamped0=top < limit, clamped1=top < limit - 1)
         return out
 
@@ -193,21 +198,20 @@ class Grid:
         out = {"above0": base - self.emin, "above1": base + (1 - self.emin),
                "below0": (self.drop_normal + self.emin) - base,
                "below1": (self.drop_normal - 1 + self.emin) - base}
-        if self.drop_reach >= self.drop_max:
-            limit = self.emin + self.drop_normal - self.drop_max
+        if self.clamps:
+            limit = self.clamp_limit
             out.update(clamped0=base - limit, clamped1=base + (1 - limit))
         return out
 
     def position_inputs_of_difference(self, offsets, minus) -> dict:
         """:meth:`position_inputs` of ``top = base - minus`` (``minus`` unsigned) from
         :meth:`difference_offsets`' ``offsets`` (a view of them after a register, or the
-        dict of constants): each
-        difference one subtraction, each clamp flag one comparison (``top < limit`` is
-        ``base - limit < minus``)."""
+        dict of constants): each difference one subtraction, each clamp flag one comparison
+        (``top < clamp_limit`` is ``base - clamp_limit < minus``)."""
         minus = Value.cast(minus).as_unsigned()
         out = {"above0": offsets["above0"] - minus, "above1": offsets["above1"] - minus,
                "below0": offsets["below0"] + minus, "below1": offsets["below1"] + minus}
-        if self.drop_reach >= self.drop_max:
+        if self.clamps:
             out.update(clamped0=offsets["clamped0"] < minus,
                        clamped1=offsets["clamped1"] < minus)
         return out

@@ -156,7 +156,7 @@ def position(step: FusedStep, s, kind: TruncatedKind):
     subnormal's ``below + drop_normal`` clamped to ``drop_max``), from the comparisons made
     before: two selects."""
     grid = _grid(kind)
-    if grid.drop_reach < grid.drop_max:
+    if not grid.clamps:
         raise ValueError("the truncating steps' grids clamp the shift (drop_reach = drop_max)")
     drop = Mux(s.under, Mux(s.clamp, grid.drop_max, s.drop), grid.drop_normal)
     return step.cross({**_specials(s), "neg": s.neg, "norm": s.norm,
