@@ -68,8 +68,8 @@ class FormalUnit:
         ``leave_result``, the value its accumulators load (the chain proof shows which block
         it belongs to; this shows it is the same function of that block at every depth).
     state : tuple of str
-        Shell patterns naming the registers outside the pipeline (MXDotGeneral's accumulators
-        and busy bits; MXGemm's also its lanes' copies of the pipeline's output,
+        Shell patterns naming the registers outside the pipeline (MXDotGeneral's and
+        MXGemm's accumulators, busy bits and lanes' copies of the pipeline's output,
         ``<prefix>_<boundary>_o<c>...``, :meth:`hw.pipeline.Pipeline.output_copies`, which
         feed only the accumulators' side of the cuts).  The register-bypass proof accepts
         them only if no bit of the output payload depends on them once the datapath is cut
@@ -220,6 +220,11 @@ def _dot(fmt_a: str, fmt_b: str, name: str = "dot", base: str = "") -> FormalUni
                       _dot_sections(fmt_a, fmt_b), "dot", base=base)
 
 
+#: MXDotGeneral's registers outside the pipeline: the accumulators, the busy bits and its
+#: lane's copy of the pipeline's output (as each of MXGemm's lanes has).
+_DOTG_STATE = ("acc[0-9]*", "busy", "dotg_*_o[0-9]*")
+
+
 def _dot_general(fmt_a: str, fmt_b: str, name: str = "dot-general",
                  base: str = "", levels: int | None = None) -> FormalUnit:
     return FormalUnit(name, f"{fmt_a} x {fmt_b}, 2 contexts"
@@ -228,7 +233,7 @@ def _dot_general(fmt_a: str, fmt_b: str, name: str = "dot-general",
                                                 stages=s, levels=levels),
                       _dot_general_sections(fmt_a, fmt_b, levels), "dotg", runs=True,
                       cuts=("step_c",), compared=("leave_result",),
-                      state=("acc[0-9]*", "busy"), base=base)
+                      state=_DOTG_STATE, base=base)
 
 
 def _gemm(fmt: str, out_format: str | None = None, name: str = "gemm",
@@ -340,7 +345,7 @@ GPU_UNITS = (
                lambda k, s: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2,
                                          accumulation=GPU_MODE).sections,
                "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
-               state=("acc[0-9]*", "busy"), base="dot-general"),
+               state=_DOTG_STATE, base="dot-general"),
     *(FormalUnit(f"dot-general-tcgen05-{kind.split('.')[1]}",
                  f"fp4_e2m1 x fp4_e2m1, 2 contexts, {kind} (a step per 64 elements of a run)",
                  lambda k, s, kind=kind: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2,
@@ -348,7 +353,7 @@ GPU_UNITS = (
                  lambda k, s, kind=kind: MXDotGeneral("fp4_e2m1", block_size=k, contexts=2,
                                                       accumulation=kind).sections,
                  "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
-                 state=("acc[0-9]*", "busy"), base="dot-general")
+                 state=_DOTG_STATE, base="dot-general")
       for kind in ("tcgen05.mxf4", "tcgen05.mxf4nvf4")),
     # nvfp4 (UE4M3 scales) without the epilogue (levels=1), as NVFP4_UNITS' MXDotGeneral
     FormalUnit("dot-general-tcgen05-nvfp4",
@@ -359,7 +364,7 @@ GPU_UNITS = (
                lambda k, s: MXDotGeneral("nvfp4", block_size=k, contexts=2,
                                          accumulation="tcgen05.mxf4nvf4", levels=1).sections,
                "dotg", runs=True, cuts=("step_c",), compared=("leave_result",),
-               state=("acc[0-9]*", "busy"), base="dot-general"),
+               state=_DOTG_STATE, base="dot-general"),
     # the GEMM tile in tcgen05.mxf4 (k = 32): each lane's accumulators the chained state
     _gemm("fp4_e2m1", name="gemm-tcgen05-mxf4", base="gemm", accumulation="tcgen05.mxf4"),
 )

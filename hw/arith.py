@@ -26,7 +26,8 @@ from .multiply import pair_sum_tree, pair_sums, partial_product_sum, partial_pro
 from .nets import any_of_kept, kept, wire
 
 __all__ = ["wire", "less_than_const", "greater_than", "compare", "leading_zeros",
-           "trailing_zeros", "shift_left_parts",
+           "trailing_zeros", "trailing_zero_parts", "join_trailing_zero_parts",
+           "shift_left_parts",
            "reduce_significand", "increment_gates", "negate_gates", "max_tree_levels",
            "max_tree_compare", "max_tree_wins", "max_tree_select",
            "kept", "any_of_kept", "add_with_carry",
@@ -100,6 +101,33 @@ def trailing_zeros(m: Module, v, name: str = "tzc") -> Signal:
     """Number of trailing zeros of ``v`` (``len(v)`` for zero): :func:`leading_zeros` of its
     bits reversed (the same tree, no logic of its own)."""
     return leading_zeros(m, Value.cast(v)[::-1], name=name)
+
+
+def trailing_zero_parts(m: Module, v, parts: int, name: str) -> Value:
+    """The first step of ``v``'s trailing-zero count over two pipeline sections: the
+    :func:`trailing_zeros` of each of ``parts`` equal parts of ``v`` (from the lsb; a power of
+    two of bits each), as one Value to cross a boundary; :func:`join_trailing_zero_parts` ends
+    the count after it (a 24-bit count in one section, five LUT levels, was a critical path in
+    context)."""
+    v = Value.cast(v)
+    size = len(v) // parts
+    if parts < 1 or size * parts != len(v) or size & (size - 1):
+        raise ValueError(f"{len(v)} bits do not split into {parts} parts of a power of two")
+    return Cat(*(trailing_zeros(m, v[c * size:(c + 1) * size], name=f"{name}_{c}")
+                 for c in range(parts)))
+
+
+def join_trailing_zero_parts(counts, width: int, parts: int) -> Value:
+    """The trailing zeros of a ``width``-bit value from its parts' counts
+    (:func:`trailing_zero_parts`): the first part's that is not all zeros, above the parts
+    below it (``width`` for zero)."""
+    size = width // parts
+    step = bits_for(size)
+    count = [Value.cast(counts)[c * step:(c + 1) * step] for c in range(parts)]
+    total = count[-1] + size * (parts - 1)
+    for c in reversed(range(parts - 1)):  # a part below ``size`` zeros ends the count
+        total = Mux(count[c][-1], total, Cat(count[c][:-1], Const(c, bits_for(parts))))
+    return total
 
 
 def shift_left_parts(value, amounts):

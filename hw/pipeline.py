@@ -70,7 +70,8 @@ class Pipeline:
     ``o.ready`` and the enables' fan-out).  The pipeline learns of a stall one cycle late and
     moves once more: a one-entry skid register after the last stage catches that block.  While
     ``advance`` is high the skid register copies the last stage; while it is low the output
-    shows the skid register until it is taken (``o_valid``/payload are a 2:1 mux of the two).
+    shows the skid register until it is taken (``o_valid``/payload are a 2:1 mux of the two;
+    :meth:`last_stage` reads past it).
     A copy's update uses the copy itself in place of ``advance``: equal in every reachable
     state, but a different function, so synthesis cannot merge the copies back into one net
     (yosys ``opt_merge`` merges flip-flops with identical inputs).  With :meth:`hold_when`, a
@@ -90,9 +91,9 @@ class Pipeline:
     before it instead of making it the flip-flop's synchronous reset.  On ECP5 that reset is the
     LSR pin, which a slice's two flip-flops share: with extraction, 648 of the 6,644 flip-flops
     of the quantizer (bf16 -> fp8_e4m3, 12 stages) have a LUT there and the worst path of every
-    seed ends on one (docs/quantizer.md, 'No logic on
-    the flip-flops' reset pins').  Where the clears are many and the logic before them full,
-    extraction saves LUTs (the dequantizer: 30 % of its LUT4), so it stays the default.
+    seed ends on one (docs/quantizer.md, 'No logic on the flip-flops' reset pins').  Where the
+    clears are many and the logic before them full, extraction saves LUTs (the dequantizer:
+    30 % of its LUT4), so it stays the default.
 
     :meth:`replicate`: a value carried over a boundary in several registers (the quantizer's
     scale path, one copy per group of lanes), each on enable copies of its own, numbered after
@@ -159,6 +160,7 @@ class Pipeline:
         self._out_valid = None
         self._last_input = None  # the value crossed at the last boundary, before its register
         self._last_prev_valid = None  # the valid bit before the last boundary
+        self._behind = {}  # id of a value the output shows -> (the value, its stage register)
 
     @property
     def latency(self) -> int:
@@ -277,9 +279,26 @@ class Pipeline:
                 m.d.sync += self._waits.eq(prev_valid & self._hold_flag)
             self._out_hold = Signal(name=f"{tag}_out_hold")
             m.d.comb += self._out_hold.eq(self._waits | ~enable)
-        if isinstance(reg, data.View):
-            return reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
-        return Mux(enable, reg, skid)
+        return self._shown(enable, reg, skid)
+
+    def _shown(self, enable, reg, skid):
+        """``reg`` (a last-stage register) while ``enable`` is high, else ``skid``."""
+        shown = (reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
+                 if isinstance(reg, data.View) else Mux(enable, reg, skid))
+        self._behind[id(shown)] = (shown, reg)
+        return shown
+
+    def last_stage(self, shown):
+        """The last stage's register behind ``shown`` (a value :meth:`boundary` or
+        :meth:`beside` returned at the last boundary, or a copy or valid bit of
+        :meth:`output_copies`): the output shows it while the stage's enable is high, when
+        alone a block can enter; else the skid register's waiting block.  For what an
+        entering block reads from the leaving one (the accumulators' forwarding), without
+        the enable's select: that one net to every bit shown was a worst path (MXDotGeneral
+        nvfp4, ``eround_en`` -> ``decode``)."""
+        if id(shown) not in self._behind:
+            raise ValueError("not a value the pipeline's output shows")
+        return self._behind[id(shown)][1]
 
     @property
     def last_input(self):
@@ -311,19 +330,18 @@ class Pipeline:
         if self._last_input is None:
             raise ValueError("output copies are built once the last boundary is crossed")
         name = self._names[-1]
-        stage_copies, tag, m = self._copies_by_name[name], f"{self._name}_{name}", self._m
+        tag, m = f"{self._name}_{name}", self._m
         out = []
         for c in range(copies):
-            enable = Signal(name=f"{tag}_en{len(stage_copies)}")
-            stage_copies.append(enable)
+            enable, = self._more_enables(name, 1)
             valid = Signal(name=f"{tag}_o{c}_valid", attrs=self._attrs)
             with m.If(enable):
                 m.d.sync += valid.eq(self._last_prev_valid)
             reg = self._register(value, [enable], f"{tag}_o{c}")
             skid = self._register(reg, [enable], f"{tag}_o{c}_skid")
-            shown = (reg.shape()(Mux(enable, reg.as_value(), skid.as_value()))
-                     if isinstance(reg, data.View) else Mux(enable, reg, skid))
-            out.append((valid | ~enable, shown))
+            valid_shown = valid | ~enable
+            self._behind[id(valid_shown)] = (valid_shown, valid)
+            out.append((valid_shown, self._shown(enable, reg, skid)))
         return out
 
     def enable_copy(self, name: str) -> Signal:
@@ -334,10 +352,17 @@ class Pipeline:
             raise ValueError(f"boundary {name!r} holds no register")
         if name not in self._copies_by_name:
             raise ValueError(f"boundary {name!r} is not crossed yet")
+        return self._more_enables(name, 1)[0]
+
+    def _more_enables(self, name: str, count: int) -> list:
+        """``count`` new copies of the crossed boundary ``name``'s stage enable, numbered after
+        its others (``<prefix>_<name>_en<n>``; :meth:`connect` drives each from an
+        ``_advance`` register of its own)."""
         copies = self._copies_by_name[name]
-        enable = Signal(name=f"{self._name}_{name}_en{len(copies)}")
-        copies.append(enable)
-        return enable
+        enables = [Signal(name=f"{self._name}_{name}_en{len(copies) + p}")
+                   for p in range(count)]
+        copies.extend(enables)
+        return enables
 
     def beside(self, value, name: str, tag: str):
         """Carry ``value`` over the boundary ``name``, which another datapath has crossed, in
@@ -351,19 +376,14 @@ class Pipeline:
                              f"crosses a boundary after it")
         if not self.registers(name):
             return value
-        stage_copies = self._copies_by_name[name]
-        width = len(Value.cast(value))
-        enables = [Signal(name=f"{self._name}_{name}_en{len(stage_copies) + p}")
-                   for p in range(len(enable_parts(width, self._enable_load)))]
-        stage_copies.extend(enables)
+        parts = len(enable_parts(len(Value.cast(value)), self._enable_load))
+        enables = self._more_enables(name, parts)
         tag = f"{self._name}_{tag}"
         reg = self._register(value, enables, tag)
         if name != self._names[-1]:
             return reg
         skid = self._register(reg, enables, f"{tag}_skid")  # as boundary's, on these copies
-        if isinstance(reg, data.View):
-            return reg.shape()(Mux(enables[0], reg.as_value(), skid.as_value()))
-        return Mux(enables[0], reg, skid)
+        return self._shown(enables[0], reg, skid)
 
     def replicate(self, value, name: str, copies: int) -> list:
         """``value`` carried over the boundary ``name`` in ``copies`` registers, each loaded
@@ -405,16 +425,9 @@ class Pipeline:
         if self._names.index(name) != self._index - 1:
             raise ValueError(f"boundary {name!r} is behind: replicate after crossing it, "
                              f"before the next")
-        stage_copies = self._copies_by_name[name]
-        tag = f"{self._name}_{name}"
-        width = len(Value.cast(value))
-        out = []
-        for c in range(copies):
-            enables = [Signal(name=f"{tag}_en{len(stage_copies) + p}")
-                       for p in range(len(enable_parts(width, self._enable_load)))]
-            stage_copies.extend(enables)
-            out.append(self._register(value, enables, f"{tag}_r{c}"))
-        return out
+        parts = len(enable_parts(len(Value.cast(value)), self._enable_load))
+        return [self._register(value, self._more_enables(name, parts),
+                               f"{self._name}_{name}_r{c}") for c in range(copies)]
 
     def _register(self, value, enables, name):
         """A register loading ``value``: part ``c`` of :func:`enable_parts` on ``enables[c]``."""

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-__all__ = ["simulate_comb", "simulate_stream", "simulate_pipeline", "simulate_quantizer"]
+__all__ = ["simulate_comb", "simulate_stream", "dot_beat", "simulate_pipeline",
+           "simulate_quantizer"]
 
 
 def simulate_comb(m, inputs: Sequence, outputs: Sequence, cases: Sequence) -> list:
@@ -30,7 +31,8 @@ def simulate_comb(m, inputs: Sequence, outputs: Sequence, cases: Sequence) -> li
     return got
 
 
-def simulate_stream(dut, rows: Sequence, read: Callable) -> list:
+def simulate_stream(dut, rows: Sequence, read: Callable, *, cycles: int | None = None,
+                    count: int | None = None) -> list:
     """Run ``rows`` through the stream unit ``dut``, one per clock.
 
     Parameters
@@ -41,23 +43,28 @@ def simulate_stream(dut, rows: Sequence, read: Callable) -> list:
         Per block, the (signal, value) pairs to set while it is offered.
     read : callable
         ``read(ctx)`` -> the value recorded for an output block (``o.valid`` high).
+    cycles : int, optional
+        The run's length; by default ``len(rows)`` + ``latency`` + 2 (a block a clock).
+    count : int, optional
+        Output blocks expected; by default one per row (MXDotGeneral: one per run).
 
     Returns
     -------
     list
-        ``read(ctx)`` of each output block, in order.  The run stops after ``len(rows)`` +
-        ``latency`` + 2 cycles: a unit that loses a block fails the count assertion instead
-        of hanging.
+        ``read(ctx)`` of each output block, in order.  The run stops after ``cycles``: a unit
+        that loses a block, or stalls where the default expects none, fails the ``count``
+        assertion instead of hanging.
     """
     from amaranth.sim import Simulator
 
     out = []
+    count = len(rows) if count is None else count
 
     async def bench(ctx):
         ctx.set(dut.o.ready, 1)
         pending = list(rows)
-        for _ in range(len(rows) + dut.latency + 2):
-            if len(out) == len(rows):
+        for _ in range(len(rows) + dut.latency + 2 if cycles is None else cycles):
+            if len(out) == count:
                 break
             ctx.set(dut.i.valid, bool(pending))
             for signal, value in pending[0] if pending else ():
@@ -73,8 +80,20 @@ def simulate_stream(dut, rows: Sequence, read: Callable) -> list:
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    assert len(out) == len(rows), f"{len(out)} of {len(rows)} blocks came out"
+    assert len(out) == count, f"{len(out)} of {count} blocks came out"
     return out
+
+
+def dot_beat(dut, a, sa, b, sb, c, first=None, last=None, alpha=None) -> list:
+    """One beat of a dot unit as :func:`simulate_stream`'s ``(signal, value)`` pairs: the two
+    blocks' codes and scales and MXDot's ``c`` or, with ``first`` and ``last``,
+    MXDotGeneral's ``c0`` (one context), and nvfp4's ``alpha`` (``levels=2``)."""
+    p = dut.i.payload
+    pairs = [(p.a.scale, sa), (p.b.scale, sb)]
+    pairs += [(p.a.codes[j], a[j]) for j in range(dut.block_size)]
+    pairs += [(p.b.codes[j], b[j]) for j in range(dut.block_size)]
+    pairs += [(p.c, c)] if first is None else [(p.c0, c), (p.first, first), (p.last, last)]
+    return pairs + ([] if alpha is None else [(p.alpha, alpha)])
 
 
 def simulate_pipeline(m, rows: Sequence, read: Callable, latency: int) -> list:

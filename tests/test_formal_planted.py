@@ -130,8 +130,8 @@ def test_lane_copy_a_block_early_fails_the_gemm_chain(tmp_path):
     """MXGemm's lanes forward on copies of the leaving block's markers
     (:meth:`hw.pipeline.Pipeline.output_copies`): a copy of the context taken from the block
     entering the last stage, one block early, fails the chain proof."""
-    planted = _planted_unit("gemm", "m.d.comb += lane_ctx.eq(shown[1:])",
-                            "m.d.comb += lane_ctx.eq(early_ctx)", "connect")
+    planted = _planted_unit("gemm", "m.d.comb += to_ctx.eq(x[1:])",
+                            "m.d.comb += to_ctx.eq(early_ctx)", "connect")
     job = Job(planted, 2, 3, "chain", "bmc", planted.drain_cycles(3) + BMC_MARGIN["chain"])
     res = job.run(tmp_path, 600)
     assert res.status == "FAIL", res.failed

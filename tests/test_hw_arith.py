@@ -48,6 +48,24 @@ def test_leading_and_trailing_zeros_exhaustive(width):
         assert row == [width - x.bit_length(), tz], (width, x)
 
 
+@pytest.mark.parametrize("width, parts", [(12, 3), (8, 2), (8, 4), (6, 6)])
+def test_trailing_zeros_in_parts_exhaustive(width, parts):
+    """hw.arith.trailing_zero_parts then join_trailing_zero_parts (the count over two
+    sections) of every ``width``-bit value against Python's bit arithmetic (``width`` for
+    zero)."""
+    from amaranth.hdl import Module, Signal
+
+    from hw.arith import join_trailing_zero_parts, trailing_zero_parts
+
+    m = Module()
+    v, out = Signal(width), Signal(8)
+    m.d.comb += out.eq(join_trailing_zero_parts(trailing_zero_parts(m, v, parts, "tz"),
+                                                width, parts))
+    got = simulate_comb(m, [v], [out], [(x,) for x in range(1 << width)])
+    for x, (count,) in enumerate(got):
+        assert count == ((x & -x).bit_length() - 1 if x else width), (width, parts, x)
+
+
 @pytest.mark.parametrize("width", [1, 3, 5])
 def test_increment_and_negate_gates_exhaustive(width):
     """Every value of an unsigned ``width``-bit signal: ``increment_gates`` is ``(v + 1) mod

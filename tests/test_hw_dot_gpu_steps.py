@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import oracle
 import pytest
+from amaranth_drive import dot_beat, simulate_stream
 
 import golden
 from hw.dot import MXDot, MXDotGeneral
@@ -17,49 +18,15 @@ MODE = "tcgen05.mxf8f6f4"
 F4 = "tcgen05.mxf4"
 
 
-def _simulate(dut, beats, general=False):
-    """Run ``beats`` (ca, sa, cb, sb, c[, first, last]) through ``dut`` one per clock in
-    Amaranth's simulator, ``o.ready`` high (MXDotGeneral: one context, each beat waiting for
-    the block before it); the fp32 results in order."""
-    from amaranth.sim import Simulator
-
-    results = []
-
-    async def bench(ctx):
-        ctx.set(dut.o.ready, 1)
-        p = dut.i.payload
-        for beat in beats:
-            ca, sa, cb, sb, c, *flags = beat
-            ctx.set(p.a.scale, sa)
-            ctx.set(p.b.scale, sb)
-            for j in range(dut.block_size):
-                ctx.set(p.a.codes[j], int(ca[j]))
-                ctx.set(p.b.codes[j], int(cb[j]))
-            ctx.set(p.c0 if general else p.c, c)
-            if general:
-                ctx.set(p.first, flags[0])
-                ctx.set(p.last, flags[1])
-            if len(flags) > 2:  # nvfp4 levels=2: alpha
-                ctx.set(p.alpha, flags[2])
-            ctx.set(dut.i.valid, 1)
-            for _ in range(4 * dut.latency + 8):
-                taken = ctx.get(dut.i.ready)
-                if ctx.get(dut.o.valid):
-                    results.append(ctx.get(dut.o.payload.result))
-                await ctx.tick()
-                if taken:
-                    break
-            ctx.set(dut.i.valid, 0)
-        for _ in range(dut.latency + 2):
-            if ctx.get(dut.o.valid):
-                results.append(ctx.get(dut.o.payload.result))
-            await ctx.tick()
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return results
+def _simulate(dut, beats):
+    """Run ``beats`` (ca, sa, cb, sb, c[, first, last[, alpha]]) through ``dut`` in Amaranth's
+    simulator, ``o.ready`` high (MXDotGeneral: one context, each beat waiting for the block
+    before it); the fp32 results in order."""
+    return simulate_stream(dut, [dot_beat(dut, *beat) for beat in beats],
+                           lambda ctx: ctx.get(dut.o.payload.result),
+                           cycles=(len(beats) + 1) * (dut.latency + 2),
+                           count=sum(beat[6] for beat in beats) if len(beats[0]) > 5
+                           else len(beats))
 
 
 def test_mxdot_directed_vectors_match_the_oracle():
@@ -100,8 +67,7 @@ def test_mxdot_general_chains_steps_like_the_oracle():
     sa, sb, c0 = [127, 120, 131], [126, 127, 129], 0xC1200000
     beats = [(blocks_a[j], sa[j], blocks_b[j], sb[j], c0, int(j == 0), int(j == 2))
              for j in range(3)]
-    got = _simulate(MXDotGeneral(fa, fb, contexts=1, stages=4, accumulation=MODE), beats,
-                    general=True)
+    got = _simulate(MXDotGeneral(fa, fb, contexts=1, stages=4, accumulation=MODE), beats)
     want = oracle.tcgen05_chain(MODE, fa, [list(x) for x in blocks_a], sa, fb,
                                 [list(x) for x in blocks_b], sb, c0)
     assert want & 0x7F800000 not in (0, 0x7F800000)  # a finite normal result
@@ -146,7 +112,7 @@ def test_mxdot_general_chains_mxf4_steps_like_the_oracle(mode, k):
     beats = [(r[0][j], int(r[1][j]), r[2][j], int(r[3][j]), r[4], int(j == 0),
               int(j == len(r[1]) - 1)) for r in runs for j in range(len(r[1]))]
     got = _simulate(MXDotGeneral(fmt, block_size=k, contexts=1, stages=4, accumulation=mode),
-                    beats, general=True)
+                    beats)
     want = [oracle.tcgen05_chain(mode, fmt, [list(x) for x in r[0]], list(r[1]), fmt,
                                  [list(x) for x in r[2]], list(r[3]), r[4]) for r in runs]
     gold = [int(golden.dot_blocks(r[0][None], r[1][None], r[2][None], r[3][None], fmt, fmt,
@@ -311,7 +277,7 @@ def test_mxdot_general_nvfp4_chains_mxf4nvf4_like_the_oracle(levels):
               int(j == len(r[1]) - 1), *([alphas[i]] if levels == 2 else []))
              for i, r in enumerate(runs) for j in range(len(r[1]))]
     dut = MXDotGeneral("nvfp4", contexts=1, stages=4, accumulation=mode, levels=levels)
-    got = _simulate(dut, beats, general=True)
+    got = _simulate(dut, beats)
     assert [hex(x) for x in got] == [hex(x) for x in want]
     per_block = [int(nv.step_results(r[0][1:], r[1][1:], r[2][1:], r[3][1:], [int(
         nv.step_results(r[0][:1], r[1][:1], r[2][:1], r[3][:1], [r[4]], mode)[0])], mode)[0])

@@ -182,14 +182,15 @@ def _epilogue_alone(pairs) -> list[int]:
     for the (x, alpha) fp32 bit pairs ``pairs``."""
     from amaranth.hdl import Const, Module, Signal
 
-    from hw.dot.epilogue import build_epilogue, epilogue_sections
+    from hw.dot.epilogue import build_epilogue, epilogue_sections, operand_fields
     from hw.pipeline import Pipeline
 
     m = Module()
     x, alpha, result = Signal(32), Signal(32), Signal(32)
     sections = epilogue_sections()
     pipe = Pipeline(m, sections, len(sections), name="e")
-    m.d.comb += result.eq(build_epilogue(pipe.scope(), x, alpha, None).result)
+    m.d.comb += result.eq(build_epilogue(pipe.scope(), x, operand_fields(alpha),
+                                          None).result)
     pipe.connect(i_valid=Const(1), i_ready=Signal(), o_valid=Signal(), o_ready=Const(1))
     got = simulate_pipeline(m, [((x, a), (alpha, b)) for a, b in pairs],
                             lambda ctx: ctx.get(result), len(sections))

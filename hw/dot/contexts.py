@@ -9,10 +9,12 @@ fp32 accumulator: a register, or (``storage="memory"``) a word of a memory of th
 contexts, one write and one combinational read per clock (on ECP5 distributed RAM, whose
 read is asynchronous as the accumulator input's path needs).  All lanes of a tile
 (:class:`hw.gemm.MXGemm`) move in lockstep, so the control is one and the accumulators and
-forwarding muxes are per lane; MXDotGeneral is the tile of one lane.  With several lanes each
-lane's forwarding select and accumulator writes read a copy of its own of the leaving
-block's valid, ``last`` and context (:meth:`hw.pipeline.Pipeline.output_copies`), so no net
-from the pipeline's output reaches every lane's forwarding mux across the die.
+forwarding muxes are per lane; MXDotGeneral is the tile of one lane.  Each lane's
+forwarding select and accumulator writes read a copy of its own of the leaving block's valid,
+``last`` and context (:meth:`hw.pipeline.Pipeline.output_copies`), so no net from the
+pipeline's output reaches every lane's forwarding mux across the die; the forwarding reads the
+copy's and the state's last-stage registers (:meth:`hw.pipeline.Pipeline.last_stage`), not
+the output's select between them and the skid register.
 """
 
 from __future__ import annotations
@@ -102,16 +104,20 @@ class AccumulatorContexts:
         leave_ctx = Signal(ctx_bits)
         self._leave_results = [Signal(width, name=named(lane, "leave_result"))
                                for lane in lanes]
-        # Per lane, the presented block's valid, last and context as the lane's forwarding
-        # and accumulator writes read them: with several lanes a copy of the pipeline's
-        # output of its own (Pipeline.output_copies), so no one net reaches every lane.
-        if len(lanes) == 1:
-            self._lane_leaving = [(pipe_valid, leave_last, leave_ctx)]
-        else:
-            self._lane_leaving = [(Signal(name=named(lane, "leave_valid")),
-                                   Signal(name=named(lane, "leave_last")),
-                                   Signal(ctx_bits, name=named(lane, "leave_ctx")))
-                                  for lane in lanes]
+        # Per lane, the presented block's valid, last and context as its accumulator writes
+        # read them, and as its forwarding does with its state, from the last stage's
+        # registers: a copy of the pipeline's output of the lane's own
+        # (Pipeline.output_copies), so no one net reaches every lane; one lane's are
+        # named lane_...
+        def markers(lane, what):
+            return (Signal(name=named(lane or "lane", f"{what}_valid")),
+                    Signal(name=named(lane or "lane", f"{what}_last")),
+                    Signal(max(ctx_bits, 1), name=named(lane or "lane", f"{what}_ctx")))
+
+        self._lane_leaving = [markers(lane, "leave") for lane in lanes]
+        self._lane_forwarding = [(*markers(lane, "forward"),
+                                  Signal(width, name=named(lane or "lane", "forward_state")))
+                                 for lane in lanes]
 
         ctx = ctx if ctx_bits else Const(0, 1)
         self._onehot = Const(1, nctx) << ctx if ctx_bits else Const(1, 1)
@@ -119,16 +125,15 @@ class AccumulatorContexts:
         handoff = leave & same_ctx & (~leave_last | first)
         self._free = ~(busy & self._onehot).any() | handoff
         self.c = []
-        for acc, result, start, lane, (valid, last, at) in zip(
-                self._acc, self._leave_results, c0, lanes, self._lane_leaving, strict=True):
+        for acc, start, lane, (valid, last, at, result) in zip(
+                self._acc, c0, lanes, self._lane_forwarding, strict=True):
             if storage == "memory":
                 read = acc.read_port(domain="comb")
                 m.d.comb += read.addr.eq(ctx if ctx_bits else 0)
                 stored = read.data
             else:
                 stored = acc[ctx] if ctx_bits else acc[0]
-            hit = same_ctx if at is leave_ctx or not ctx_bits else at == ctx
-            forward = valid & ~last & hit
+            forward = valid & ~last & (at == ctx if ctx_bits else 1)
             current = Mux(forward, result, stored)
             c = Signal(width, name=named(lane, "step_c"))
             m.d.comb += c.eq(Mux(first, start, current))
@@ -142,7 +147,8 @@ class AccumulatorContexts:
     def contexts(self) -> int:
         return self._contexts
 
-    def connect(self, pipe, *, i, o, last, ctx, results: list, payload: list, entering=None):
+    def connect(self, pipe, *, i, o, last, ctx, results: list, payload: list, entering,
+                forwarded=None):
         """Connect ``pipe`` (the step's pipeline, last blocks alone waiting at its output,
         :meth:`hw.pipeline.Pipeline.hold_when`) to the streams ``i`` and ``o``: non-last blocks
         leave into the accumulators without waiting for ``o.ready``.
@@ -158,27 +164,34 @@ class AccumulatorContexts:
             Per lane, the presented block's fp32 result.
         payload : list of Statement
             The assignments of ``o.payload`` from the results.
-        entering : tuple of Value, optional
-            With several lanes, ``(last, ctx)`` of the block entering the last stage (before
-            the last boundary, from :attr:`hw.pipeline.Pipeline.last_input`; ``ctx`` None for
-            one context): each lane's copy of the output
-            (:meth:`hw.pipeline.Pipeline.output_copies`) is built from them.
+        entering : tuple of Value
+            ``(last, ctx)`` of the block entering the last stage (before the last boundary,
+            from :attr:`hw.pipeline.Pipeline.last_input`; ``ctx`` None for one context): each
+            lane's copy of the output (:meth:`hw.pipeline.Pipeline.output_copies`) is built
+            from them.
+        forwarded : list of Value, optional
+            Per lane, ``results`` as the last stage's register holds it
+            (:meth:`hw.pipeline.Pipeline.last_stage`), which the forwarding reads; None:
+            ``results`` (a state computed after the last boundary).
         """
         m = self._m
         leave, busy = self._leave, self._busy
-        several = len(self._lanes) > 1
-        if several != (entering is not None):
-            raise ValueError(f"{len(self._lanes)} lanes: entering must be "
-                             f"{'given' if several else 'None'}")
-        if several:
-            early_last, early_ctx = entering
-            value = early_last if not self._ctx_bits else Cat(early_last, early_ctx)
-            for (valid, shown), (lane_valid, lane_last, lane_ctx) in zip(
-                    pipe.output_copies(value, len(self._lanes)), self._lane_leaving,
-                    strict=True):
-                m.d.comb += [lane_valid.eq(valid), lane_last.eq(shown[0])]
+        forwarded = results if forwarded is None else forwarded
+        if len(forwarded) != len(self._lanes):
+            raise ValueError(f"{len(forwarded)} forwarded states for {len(self._lanes)} lanes")
+        early_last, early_ctx = entering
+        value = early_last if not self._ctx_bits else Cat(early_last, early_ctx)
+        for (valid, shown), leaving, (f_valid, f_last, f_ctx, f_state), state in zip(
+                pipe.output_copies(value, len(self._lanes)), self._lane_leaving,
+                self._lane_forwarding, forwarded, strict=True):
+            for (to_valid, to_last, to_ctx), (v, x) in ((leaving, (valid, shown)),
+                                                         ((f_valid, f_last, f_ctx),
+                                                          (pipe.last_stage(valid),
+                                                           pipe.last_stage(shown)))):
+                m.d.comb += [to_valid.eq(v), to_last.eq(x[0])]
                 if self._ctx_bits:
-                    m.d.comb += lane_ctx.eq(shown[1:])
+                    m.d.comb += to_ctx.eq(x[1:])
+            m.d.comb += f_state.eq(state)
         pipe.connect(i_valid=i.valid & self._free, i_ready=self._pipe_ready,
                      o_valid=self._pipe_valid, o_ready=o.ready)
         m.d.comb += [
@@ -198,7 +211,7 @@ class AccumulatorContexts:
         m.d.sync += busy.eq((busy & ~Mux(leave, leave_onehot, 0)[:nctx])
                             | Mux(enter, self._onehot, 0)[:nctx])
         # each lane writes its accumulators on its own copy of the leaving block's markers
-        writes = [(lane_valid & (~lane_last | o.ready), lane_ctx) if several else (leave, lane_ctx)
+        writes = [(lane_valid & (~lane_last | o.ready), lane_ctx)
                   for lane_valid, lane_last, lane_ctx in self._lane_leaving]
         if self._storage == "memory":
             for memory, result, (write_en, at) in zip(self._acc, self._leave_results, writes,

@@ -7,14 +7,17 @@ pipeline (``levels=2``).
 ``f(Pa * Pb)`` of the two tensor scales, or any fp32 (IEEE arithmetic: NaN in, NaN out;
 ``0 * Inf`` NaN; the sign of ``alpha`` in the result).  Sections:
 
-* ``efields`` -- both operands' fields, the specials and the product's lsb exponent;
-* ``emul_0``, ``emul_1``, ``emul_2`` -- the exact 24 x 24-bit significand product, a tree
-  of carry chains (:func:`hw.multiply.pair_sum_sections`), :data:`PRODUCT_LEVELS_PER_SECTION`
-  levels in each (one in ``emul_0``, beside the partial products), and beside it both
-  significands' trailing zeros;
-* ``ecoarse``, ``ecount``, ``enorm`` -- the product normalized: shifted by 0, 16 or 32 bits
-  (its top 16 bits non-zero after it), the leading zeros of those 16 bits, then their shift
-  and the product's binade above fp32's lowest normal one;
+* ``efields`` -- ``x``'s fields (``alpha``'s come decoded, :func:`operand_fields`), both
+  operands' specials and the exponents' sum (the product's lsb exponent plus 300);
+* ``emul_0`` .. ``emul_3`` -- the exact 24 x 24-bit significand product, a tree of carry
+  chains (:func:`hw.multiply.pair_sum_sections`), :data:`PRODUCT_LEVELS_PER_SECTION` levels
+  in each (one in ``emul_0``, beside the partial products), and beside it the specials
+  combined and both significands' trailing zeros, counted in 8-bit parts
+  (:func:`hw.arith.trailing_zero_parts`, joined in ``ezeros``);
+* ``ezeros``, ``ecoarse``, ``ecount``, ``enorm`` -- the product normalized: its 16-bit
+  parts' zero flags, then a shift by 0, 16 or 32 bits (its top 16 bits non-zero after it),
+  the leading zeros of those 16 bits, then their shift and the product's binade above fp32's
+  lowest normal one;
 * ``eposition``, ``ealign``, ``eround`` -- onto the fp32 grid and rounded once (RNE,
   subnormal results, overflow to Inf) by the project's rounder, :class:`hw.rounding.Grid`
   and :func:`hw.rounding.round_aligned`, as the NVFP4 dequantizer's ``f(P * s)``; the
@@ -36,41 +39,58 @@ from amaranth.hdl import Cat, Const, Mux, Value
 
 from golden.formats import FP32
 
-from ..arith import leading_zeros, shift_left_parts, trailing_zeros
+from ..arith import (
+    join_trailing_zero_parts,
+    leading_zeros,
+    shift_left_parts,
+    trailing_zero_parts,
+)
 from ..dequantizer import align_parts
 from ..multiply import pair_sum_sections, partial_products
 from ..placement import Estimate
 from ..rounding import RNE, Grid, overflows, round_aligned
 
 __all__ = ["EPILOGUE_ESTIMATES", "PRODUCT_LEVELS_PER_SECTION", "SHIFT_COPIES",
-           "epilogue_sections", "build_epilogue"]
+           "epilogue_sections", "operand_fields", "build_epilogue"]
 
 _SIG = FP32.mbits + 1  # 24
 _EMIN = 1 - FP32.bias  # -126
 _LSB_MIN = _EMIN - FP32.mbits  # -149, a subnormal's lsb
 _TOP_MIN = _LSB_MIN - 1  # -150: the lowest top bit of a product that can round to non-zero
+_LSB_BIAS = 2 * (FP32.bias + FP32.mbits)  # 300: a product's lsb exponent is exp_a + exp_b - 300
+_TZ_PARTS = 3  # a significand's trailing zeros counted in 8-bit parts (trailing_zero_parts)
 
 #: Levels of the product's tree of carry chains (24 rows: five levels) in each ``emul_<j>``:
-#: one in the first, beside the partial products' selection, then two.
-PRODUCT_LEVELS_PER_SECTION = (1, 2, 2)
+#: one in the first, beside the partial products' selection, then two, then one each (the
+#: last two levels in one section, two 49-bit chains, were the critical path in context at
+#: 2 of 3 seeds, 5.0 ns).
+PRODUCT_LEVELS_PER_SECTION = (1, 2, 1, 1)
 _PRODUCT_SECTIONS = tuple(f"emul_{j}" for j in range(len(PRODUCT_LEVELS_PER_SECTION)))
 
-#: Registers of each shift amount, the fine leading-zero count at ``ecount`` and the drop at
-#: ``eposition``, each driving a part of its shifter (:func:`hw.arith.shift_left_parts`,
-#: :func:`hw.dequantizer.align_parts`), as the NVFP4 dequantizer's ``TENSOR_COPIES``.
+#: Registers of each shift amount, the coarse shift at ``ezeros``, the fine leading-zero count
+#: at ``ecount`` and the drop at ``eposition``, each driving a part of its shifter
+#: (:func:`hw.arith.shift_left_parts`, :func:`hw.dequantizer.align_parts`), as the NVFP4
+#: dequantizer's ``TENSOR_COPIES``.
 SHIFT_COPIES = 2
 
 #: The epilogue's sections (ns, ECP5 speed 8), in datapath order.
 EPILOGUE_ESTIMATES = {
-    "efields": Estimate(3.0, "the operands' fields (an 8-bit OR for each hidden bit), the "
-                        "specials and the lsb exponent's add (estimate)"),
+    "efields": Estimate(3.0, "x's fields (an 8-bit OR for its hidden bit) and specials, the "
+                        "exponents' sum (estimate; with the specials combined and a "
+                        "three-operand add here, 5.0-5.6 ns at 3 seeds)"),
     "emul_0": Estimate(3.5, "the partial products' selection (an AND of each row) and one "
-                      "level of the tree of carry chains: one 49-bit chain (estimate; with two "
-                      "levels it was the critical path, 6.0 ns over 25 cells, seeds 1-2)"),
+                      "level of the tree of carry chains: one 49-bit chain; beside it the "
+                      "specials combined and the trailing zeros of 8-bit parts (estimate; "
+                      "with two tree levels it was the critical path, 6.0 ns over 25 cells, "
+                      "seeds 1-2)"),
     "emul_1": Estimate(4.5, "two levels of the tree of carry chains (estimate)"),
-    "emul_2": Estimate(4.5, "the tree's last two levels, two 49-bit carry chains (estimate)"),
-    "ecoarse": Estimate(3.0, "the product's top 16 and middle 16 bits' zero flags and the "
-                        "shift by 0, 16 or 32 bits on them (estimate)"),
+    "emul_2": Estimate(3.0, "the tree's fourth level, one 49-bit carry chain (estimate)"),
+    "emul_3": Estimate(3.0, "the tree's last level, one 49-bit carry chain (estimate)"),
+    "ezeros": Estimate(3.0, "the zero flags of the product's top, middle and low 16 bits "
+                       "and the shift amount from them (estimate; with the shift in one "
+                       "section, the critical path at 3 of 3 seeds, 4.9-5.5 ns over 5 cells)"),
+    "ecoarse": Estimate(3.0, "the shift by 0, 16 or 32 bits, two copies of its amount "
+                        "(estimate)"),
     "ecount": Estimate(3.5, "the leading-zero count of the top 16 bits (estimate; the "
                        "48-bit count in one section was the critical path, 6.3 ns over 7 "
                        "cells, seed 1)"),
@@ -95,31 +115,41 @@ def epilogue_sections() -> dict[str, float]:
     return {name: e.ns for name, e in EPILOGUE_ESTIMATES.items()}
 
 
-def _fields(bits) -> dict:
+def operand_fields(bits) -> dict:
+    """An fp32 operand of the epilogue's product as :func:`build_epilogue` reads it: ``sig``
+    (24 bits, the hidden bit set where normal), ``exp`` (the biased exponent, 1 where
+    subnormal), ``nan``, ``inf``, ``zero`` and ``neg``."""
     bits = Value.cast(bits)
     e, f = bits[FP32.mbits:31], bits[:FP32.mbits]
     special = e.all()
     normal = e.any()
-    return {"sig": Cat(f, normal), "exp": Mux(normal, e, 1),
+    # max(e, 1): only the lsb depends on the exponent's OR (the add behind it is a
+    # critical path in context, 5.3 ns with the OR's mux on every bit)
+    return {"sig": Cat(f, normal), "exp": Cat(e[0] | ~normal, e[1:]),
             "nan": special & f.any(), "inf": special & ~f.any(), "zero": ~bits[:31].any(),
             "neg": bits[31]}
 
 
 def _normalize(scope, q, tz, keep: dict, lsb):
-    """Sections ``ecoarse``, ``ecount``, ``enorm``: the 48-bit product ``q`` (its lsb's
-    exponent ``lsb``, its trailing zeros ``tz`` where non-zero) normalized; returns the view
-    after ``enorm``: ``keep``'s fields, ``sig`` (the top bit set, or zero), ``tz`` (its
-    trailing zeros, where non-zero), ``above`` and ``below`` (the top bit's exponent above
-    fp32's lowest normal one, and its negation) and ``zero``."""
+    """Sections ``ezeros``, ``ecoarse``, ``ecount``, ``enorm``: the 48-bit product ``q`` (its
+    lsb's exponent plus :data:`_LSB_BIAS` ``lsb``, unsigned; its trailing zeros ``tz`` where
+    non-zero) normalized; returns the view after ``enorm``: ``keep``'s fields, ``sig`` (the
+    top bit set, or zero), ``tz`` (its trailing zeros, where non-zero), ``above`` and
+    ``below`` (the top bit's exponent above fp32's lowest normal one, and its negation) and
+    ``zero``."""
     m, width = scope.module, 2 * _SIG
 
     def kept(s):
         return {k: None if v is None else getattr(s, k) for k, v in keep.items()}
 
-    top, mid = ~q[32:].any(), ~q[16:32].any()
-    s = scope.cross({**keep, "lsb": lsb, "tz": tz, "zero": top & mid & ~q[:16].any(),
-                     "q": Mux(top, Mux(mid, q << 32, q << 16), q)[:width],
-                     "coarse": Mux(top, Mux(mid, 2, 1), 0)}, "ecoarse")
+    zeros = Cat(~q[32:].any(), ~q[16:32].any(), ~q[:16].any())  # top, middle, low 16 bits
+    coarse = Mux(zeros[0], Mux(zeros[1], 2, 1), 0)  # the shift, in 16 bits
+    s = scope.cross({**keep, "lsb": lsb, "tz": tz, "zero": zeros.all(), "q": q,
+                     "coarse": coarse}, "ezeros")
+    coarses = [s.coarse, *scope.replicate(coarse, "ezeros", SHIFT_COPIES - 1)]
+    s = scope.cross({**kept(s), "lsb": s.lsb, "tz": s.tz, "zero": s.zero,
+                     "q": shift_left_parts(s.q, [Cat(Const(0, 4), c) for c in coarses]),
+                     "coarse": s.coarse}, "ecoarse")
     # the top 16 bits are non-zero unless q is: fewer than 16 leading zeros, 4 bits
     fine = leading_zeros(m, s.q[width - 16:], name=scope.name("epi_lz"))[:4]
     s = scope.cross({**kept(s), "lsb": s.lsb, "tz": s.tz, "zero": s.zero, "q": s.q,
@@ -127,14 +157,17 @@ def _normalize(scope, q, tz, keep: dict, lsb):
     fines = [s.fine, *scope.replicate(fine, "ecount", SHIFT_COPIES - 1)]
     lz = Cat(s.fine, s.coarse)  # 16 * coarse + fine
     return scope.cross({**kept(s), "sig": shift_left_parts(s.q, fines), "tz": s.tz + lz,
-                        "above": s.lsb + (width - 1 - _EMIN) - lz,
-                        "below": lz - (width - 1 - _EMIN) - s.lsb, "zero": s.zero}, "enorm")
+                        "above": s.lsb + (width - 1 - _EMIN - _LSB_BIAS) - lz,
+                        "below": lz - (width - 1 - _EMIN - _LSB_BIAS) - s.lsb,
+                        "zero": s.zero}, "enorm")
 
 
 def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bits):
     """``f(alpha * x)`` of the fp32 bits ``x`` and ``alpha`` through the sections of
     :func:`epilogue_sections` in ``scope`` (a :class:`hw.pipeline.PipelineScope`); a NaN
-    result is ``nan_bits`` (a positive NaN).
+    result is ``nan_bits`` (a positive NaN).  ``alpha`` comes as its
+    :func:`operand_fields` (a dict or a ``data.View`` of them), computed where it enters the
+    pipeline: its flags off ``efields``' path, which decodes ``x`` alone.
 
     ``side`` (values that ride along; a ``last`` field is the pipeline's hold flag,
     :meth:`hw.pipeline.Pipeline.hold_when`; None: nothing, a lane beside the one that carries
@@ -146,27 +179,34 @@ def build_epilogue(scope, x, alpha, side: dict, *, nan_bits: int = FP32.qnan_bit
         return None if side is None else s.side
 
     width = 2 * _SIG
-    a, b = _fields(x), _fields(alpha)
+    a, b = operand_fields(x), alpha
     s = scope.cross({
         "raw": x, "side": side, "sig_a": a["sig"], "sig_b": b["sig"], "neg": a["neg"] ^ b["neg"],
-        # lsb exponent of the product: (exp_a - 150) + (exp_b - 150), as a signed sum
-        "lsb": (Cat(a["exp"], Const(0, 2)).as_signed() + Cat(b["exp"], Const(0, 2)).as_signed()
-                - 2 * (FP32.bias + FP32.mbits)),
-        "nan": a["nan"] | b["nan"] | (a["inf"] & b["zero"]) | (b["inf"] & a["zero"]),
-        "inf": a["inf"] | b["inf"],
+        # the product's lsb exponent, (exp_a - 150) + (exp_b - 150), plus _LSB_BIAS: one
+        # two-operand add (the constant folds into enorm's; with it here, this section's
+        # path was four LUT levels and a carry chain)
+        "lsb": a["exp"] + b["exp"],
+        # the specials of each operand, combined after the boundary (with them, this
+        # section's path was four and five LUT levels)
+        "flags": [{f: v[f] for f in ("nan", "inf", "zero")} for v in (a, b)],
     }, "efields")
     rows = partial_products(Cat(s.sig_a, Const(0, 1)).as_signed(), s.sig_b)
-    # the product's trailing zeros, tz(sig_a) + tz(sig_b), for the sticky bit (ecoarse adds)
-    ride = {"raw": s.raw, "side": riding(s), "neg": s.neg, "lsb": s.lsb, "nan": s.nan,
-            "inf": s.inf,
-            "tz_a": trailing_zeros(m, s.sig_a, name=scope.name("epi_tz_a")),
-            "tz_b": trailing_zeros(m, s.sig_b, name=scope.name("epi_tz_b"))}
+    fa, fb = s.flags
+    # the product's trailing zeros, tz(sig_a) + tz(sig_b), for the sticky bit, counted per
+    # part here and joined where ezeros adds them
+    ride = {"raw": s.raw, "side": riding(s), "neg": s.neg, "lsb": s.lsb,
+            "nan": fa.nan | fb.nan | (fa.inf & fb.zero) | (fb.inf & fa.zero),
+            "inf": fa.inf | fb.inf,
+            "tz_a": trailing_zero_parts(m, s.sig_a, _TZ_PARTS, scope.name("epi_tz_a")),
+            "tz_b": trailing_zero_parts(m, s.sig_b, _TZ_PARTS, scope.name("epi_tz_b"))}
     (lane,), s = pair_sum_sections(scope, [{"rows": rows}], ride, width=width + 1,
                                    names=[scope.name("epi_prod")], sections=_PRODUCT_SECTIONS,
                                    levels_per_section=PRODUCT_LEVELS_PER_SECTION)
     s = SimpleNamespace(**s)
     q = Value.cast(lane["prod"])[:width]
-    s = _normalize(scope, q, s.tz_a + s.tz_b, {"raw": s.raw, "side": s.side, "nan": s.nan,
+    tz = (join_trailing_zero_parts(s.tz_a, _SIG, _TZ_PARTS)
+          + join_trailing_zero_parts(s.tz_b, _SIG, _TZ_PARTS))
+    s = _normalize(scope, q, tz, {"raw": s.raw, "side": s.side, "nan": s.nan,
                                                "inf": s.inf, "neg": s.neg}, s.lsb)
     # fp32's 24 bits and the round bit; the 23 below them only as their OR (sticky), which
     # is exact for RNE wherever the grid's last place falls (at or above the 24th bit); the

@@ -13,7 +13,7 @@ from golden.accumulation_kinds import check_accumulation
 from ..params import check_block_size, check_choice
 from ..pipeline import Pipeline
 from .chained_f4 import chain_layout, chained_kind, next_state
-from .epilogue import build_epilogue
+from .epilogue import build_epilogue, operand_fields
 from .fused_step import MULTIPLIERS, PRIMITIVES, build_fused_step, dot_sections
 from .geometry import DotGeometry
 from .nvfp4_scale import NVFP4_ELEMENTS, nvfp4_scale_format
@@ -74,7 +74,8 @@ def build_step(unit, scope, a, b, c, side=None, *, last=None):
     or :func:`hw.dot.truncated_step.build_truncated_step`) through ``scope``: its ``result``
     and ``side`` and the ``state`` it leaves in the accumulator (its ``result``, or where
     :func:`chained`, :func:`hw.dot.chained_f4.next_state` with ``c`` the run's state and
-    ``last`` the run's flag)."""
+    ``last`` the run's flag); where not chained, ``shown``, the view its last boundary
+    returned (for :meth:`hw.pipeline.Pipeline.last_stage`)."""
     if unit.accumulation == "exact":
         out = build_fused_step(scope, unit.geometry, a, b, c, side,
                                multipliers=unit.multipliers)
@@ -93,7 +94,7 @@ def build_step(unit, scope, a, b, c, side=None, *, last=None):
                            unit.geometry.scale_format)
         return SimpleNamespace(result=out.result, side=out.side, state=state)
     return SimpleNamespace(result=out.result, side=out.side if side else None,
-                           state=out.result)
+                           state=out.result, shown=out)
 
 
 def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets):
@@ -127,7 +128,8 @@ def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets):
     p = i.payload
     ctx = {"ctx": p.ctx} if unit.ctx_bits else {}
     epilogue = unit.levels == 2
-    markers = {**ctx, "end": p.last, "alpha": p.alpha} if epilogue else {**ctx, "last": p.last}
+    markers = ({**ctx, "end": p.last, "alpha": operand_fields(p.alpha)} if epilogue
+               else {**ctx, "last": p.last})
     outs = [build_step(unit, scope, a, b, c, None if j else markers, last=p.last)
             for j, ((scope, a, b), c) in enumerate(zip(lanes, contexts.c, strict=True))]
     lead = outs[0].side
@@ -144,17 +146,21 @@ def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets):
             epilogues.append(build_epilogue(scope, out.result, lead.alpha, side or None,
                                             **nan))
         states = [e.side.state if gpu else e.raw for e in epilogues]
+        # the forwarding reads the states off the last stage's registers
+        forwarded = [pipe.last_stage(e).side.state if gpu else pipe.last_stage(e).raw
+                     for e in epilogues]
         outs, lead = epilogues, epilogues[0].side
     else:
         states = [out.state for out in outs]
-    # several lanes forward on copies of lane 0's markers, from the block entering the last
+        forwarded = (None if chained(unit)  # the state computed after the last boundary
+                     else [pipe.last_stage(out.shown).result for out in outs])
+    # each lane forwards on a copy of lane 0's markers, from the block entering the last
     # stage (AccumulatorContexts.connect)
-    entering = pipe.last_input.side if len(lanes) > 1 else None
+    entering = pipe.last_input.side
     contexts.connect(pipe, i=i, o=o, last=lead.last, ctx=lead.ctx if unit.ctx_bits else None,
-                     results=states,
+                     results=states, forwarded=forwarded,
                      payload=[t.eq(out.result) for t, out in zip(targets, outs, strict=True)],
-                     entering=None if entering is None else (
-                         entering.last, entering.ctx if unit.ctx_bits else None))
+                     entering=(entering.last, entering.ctx if unit.ctx_bits else None))
 
 
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,

@@ -270,8 +270,7 @@ class MXDotGeneral(Unit):
     i_ready_registered = False
     #: As MXDot's (:attr:`MXDot.extract_reset`, :attr:`MXDot.enable_load`): fp8_e4m3 at 22
     #: stages measured 235.1 MHz (220.2-239.7) against 216.1 (213.2-220.7) with the
-    #: ``Pipeline`` defaults, +282 LUT4 (medians of nextpnr seeds 1-3): one run alone takes
-    #: 93.6 ns per block.
+    #: ``Pipeline`` defaults, +282 LUT4 (medians of nextpnr seeds 1-3).
     extract_reset = MXDot.extract_reset
     enable_load = MXDot.enable_load
 
