@@ -95,11 +95,7 @@ class Pipeline:
     clears are many and the logic before them full, extraction saves LUTs (the dequantizer:
     30 % of its LUT4), so it stays the default.
 
-    :meth:`replicate`: a value carried over a boundary in several registers (the quantizer's
-    scale path, one copy per group of lanes), each on enable copies of its own, numbered after
-    the stage's (``..._en<c>``), since yosys merges registers with the same input and enable.
-
-    Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
+        Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
     presented on the output in cycle ``c + latency`` (without backpressure).
 
     Parameters
@@ -289,13 +285,11 @@ class Pipeline:
         return shown
 
     def last_stage(self, shown):
-        """The last stage's register behind ``shown`` (a value :meth:`boundary` or
-        :meth:`beside` returned at the last boundary, or a copy or valid bit of
-        :meth:`output_copies`): the output shows it while the stage's enable is high, when
-        alone a block can enter; else the skid register's waiting block.  For what an
-        entering block reads from the leaving one (the accumulators' forwarding), without
-        the enable's select: that one net to every bit shown was a worst path (MXDotGeneral
-        nvfp4, ``eround_en`` -> ``decode``)."""
+        """The last stage's register behind ``shown`` (returned at the last boundary, or a copy
+        or valid bit of :meth:`output_copies`): shown while the stage's enable is high, when
+        alone a block can enter, so what an entering block reads from the leaving one (the
+        accumulators' forwarding) may read it without the enable's select (MXDotGeneral
+        nvfp4's worst path, ``eround_en`` -> ``decode``)."""
         if id(shown) not in self._behind:
             raise ValueError("not a value the pipeline's output shows")
         return self._behind[id(shown)][1]
@@ -355,9 +349,8 @@ class Pipeline:
         return self._more_enables(name, 1)[0]
 
     def _more_enables(self, name: str, count: int) -> list:
-        """``count`` new copies of the crossed boundary ``name``'s stage enable, numbered after
-        its others (``<prefix>_<name>_en<n>``; :meth:`connect` drives each from an
-        ``_advance`` register of its own)."""
+        """``count`` new copies of the crossed boundary ``name``'s stage enable
+        (``<prefix>_<name>_en<n>``, after its others; each its own ``_advance`` register)."""
         copies = self._copies_by_name[name]
         enables = [Signal(name=f"{self._name}_{name}_en{len(copies) + p}")
                    for p in range(count)]
