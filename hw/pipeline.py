@@ -95,7 +95,7 @@ class Pipeline:
     clears are many and the logic before them full, extraction saves LUTs (the dequantizer:
     30 % of its LUT4), so it stays the default.
 
-        Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
+    Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
     presented on the output in cycle ``c + latency`` (without backpressure).
 
     Parameters
