@@ -27,6 +27,7 @@ from amaranth.lib import data
 from .placement import (
     critical_stage,
     default_stages,
+    enable_parts,
     place_registers,
     registered_boundaries,
     stage_delays,
@@ -39,16 +40,6 @@ __all__ = ["Pipeline", "PipelineScope", "scoped_sections", "place_registers", "s
            "enable_parts"]
 
 
-def enable_parts(width: int, enable_load: int | None) -> tuple[tuple[int, int], ...]:
-    """The bit ranges ``(lo, hi)`` of a ``width``-bit stage register that load on one copy of
-    its stage enable each (:class:`Pipeline`'s ``enable_load``): the fewest equal parts of at
-    most ``enable_load`` bits, in bit order (one part, the whole register, for None)."""
-    if enable_load is None or width <= enable_load:
-        return ((0, width),)
-    parts = -(-width // enable_load)
-    return tuple((c * width // parts, (c + 1) * width // parts) for c in range(parts))
-
-
 class Pipeline:
     """A valid/ready pipeline with registers at ``stages`` of its section boundaries.
 
@@ -57,43 +48,35 @@ class Pipeline:
     through it (if that boundary was chosen by :func:`place_registers`) or returns it
     unchanged.  :meth:`connect` then builds the handshake.
 
-    Flow control: every register loads on one common enable, computed separately for each
-    registered stage (one enable net per stage: as one net from ``o.ready`` to every flip-flop
-    of a k = 32 unit it is the critical path in context).  Blocks are never lost or
+    Flow control: every register loads on one common enable.  Blocks are never lost or
     duplicated; throughput is one block per clock while the output is ready; under
     backpressure bubbles inside the pipeline wait with the blocks (they are not squeezed out).
     Synchronous reset clears the valid, hold and enable bits only; data registers are
-    reset-less.
-
-    The enable is itself a register, ``advance <= o_ready | ~o_valid`` (reset 1), one copy
-    per stage, so enables start at flip-flops and ``i_ready`` is a register (no gate between
-    ``o.ready`` and the enables' fan-out).  The pipeline learns of a stall one cycle late and
-    moves once more: a one-entry skid register after the last stage catches that block.  While
-    ``advance`` is high the skid register copies the last stage; while it is low the output
-    shows the skid register until it is taken (``o_valid``/payload are a 2:1 mux of the two;
-    :meth:`last_stage` reads past it).
-    A copy's update uses the copy itself in place of ``advance``: equal in every reachable
-    state, but a different function, so synthesis cannot merge the copies back into one net
-    (yosys ``opt_merge`` merges flip-flops with identical inputs).  With :meth:`hold_when`, a
-    register ``<name>_hold0`` beside the last stage's valid bit says whether its block is one
-    that waits, and only such a block stops ``advance``.
+    reset-less.  The enable is itself a register, ``advance <= o_ready | ~o_valid`` (reset 1),
+    one copy per stage (as one net from ``o.ready`` to every flip-flop of a k = 32 unit it is
+    the critical path in context), so enables start at flip-flops and ``i_ready`` is a
+    register.  The pipeline learns of a stall one cycle late and moves once more: a one-entry
+    skid register after the last stage catches that block.  While ``advance`` is high the skid
+    register copies the last stage; while it is low the output shows the skid register until
+    it is taken (``o_valid``/payload are a 2:1 mux of the two; :meth:`last_stage` reads past
+    it).  A copy's update uses the copy itself in place of ``advance``: equal in every
+    reachable state, but a different function, so synthesis cannot merge the copies back into
+    one net (yosys ``opt_merge`` merges flip-flops with identical inputs).  With
+    :meth:`hold_when`, a register ``<name>_hold0`` beside the last stage's valid bit says
+    whether its block is one that waits, and only such a block stops ``advance``; ``o_ready``
+    may come in copies (:meth:`connect`).
 
     ``enable_load``: a stage register wider than ``enable_load`` bits is loaded in parts
-    (:func:`enable_parts`), each on its own copy of the enable register, built the same way
-    (``<name>_<boundary>_en``, then ``_en1``, ``_en2``, ...; each with its ``_advance``
-    register).  One enable net to the 200-1,232 flip-flops of a k = 32 quantizer stage is a
-    critical path in context (4.0-4.1 ns of routing).
+    (:func:`enable_parts`), each on its own copy of the enable register (``<name>_<boundary>_en``,
+    then ``_en1``, ...; each with its ``_advance`` register): one enable net to the 200-1,232
+    flip-flops of a k = 32 quantizer stage is a critical path in context (4.0-4.1 ns routing).
 
-    ``extract_reset=False``: every register of the pipeline (data, skid, valid, hold and enable
-    registers) carries the attribute ``extract_reset = "no"`` (Vivado's name, which Vivado
-    honors; the project's yosys flow does too, ``bench.synth.flow``).  Synthesis then keeps a
-    register's clear, ``c ? 0 : x`` (for the control bits, the reset itself), in the logic
-    before it instead of making it the flip-flop's synchronous reset.  On ECP5 that reset is the
-    LSR pin, which a slice's two flip-flops share: with extraction, 648 of the 6,644 flip-flops
-    of the quantizer (bf16 -> fp8_e4m3, 12 stages) have a LUT there and the worst path of every
-    seed ends on one (docs/quantizer.md, 'No logic on the flip-flops' reset pins').  Where the
-    clears are many and the logic before them full, extraction saves LUTs (the dequantizer:
-    30 % of its LUT4), so it stays the default.
+    ``extract_reset=False``: every register carries ``extract_reset = "no"`` (Vivado's name;
+    the project's yosys flow honors it too, ``bench.synth.flow``): a register's clear stays in
+    the logic before it, not on the ECP5 LSR pin that a slice's two flip-flops share (the
+    quantizer's worst paths end on such LUTs with extraction: docs/quantizer.md, 'No logic on
+    the flip-flops' reset pins').  Extraction saves LUTs where the clears are many (the
+    dequantizer: 30 % of its LUT4), so it stays the default.
 
     Latency is the number of registered boundaries: a block accepted in cycle ``c`` is
     presented on the output in cycle ``c + latency`` (without backpressure).
@@ -147,6 +130,7 @@ class Pipeline:
         self._valids = []  # valid bit of each registered stage
         # per registered stage: its enable copies, the first its load enable (driven in connect)
         self._enable_copies = []
+        self._made = []  # every enable copy, in the order made (a step's before the next's)
         # boundary name -> its stage's enable copies, the load enable first
         self._copies_by_name = {}
         self._hold_flag = None  # hold_when's flag; None: every valid block waits
@@ -256,6 +240,7 @@ class Pipeline:
         self._valids.append(valid)
         parts = enable_parts(len(Value.cast(value)), self._enable_load)
         copies = [enable] + [Signal(name=f"{tag}_en{c}") for c in range(1, len(parts))]
+        self._made.extend(copies)
         self._enable_copies.append(copies)
         self._copies_by_name[name] = copies
         reg = self._register(value, copies, tag)
@@ -355,7 +340,27 @@ class Pipeline:
         enables = [Signal(name=f"{self._name}_{name}_en{len(copies) + p}")
                    for p in range(count)]
         copies.extend(enables)
+        self._made.extend(enables)
         return enables
+
+    def ready_copies(self, count: int) -> list:
+        """``count`` copies of the ``i_ready`` that :meth:`connect` drives (the first stage's
+        enable, each its own ``_advance`` register), once that stage is crossed: the ``o_ready``
+        copies of the pipeline before this one."""
+        first = self._names[self._registered.index(True)]
+        return [self.enable_copy(first) for _ in range(count)]
+
+    def _more_waits(self, count: int) -> list:
+        """``count`` copies of the flag that the last stage's block waits (``<name>_hold<n>``,
+        from 1), each on an enable copy of its own."""
+        flag = self._last_prev_valid & (1 if self._hold_flag is None else self._hold_flag)
+        waits = []
+        for c in range(1, count + 1):
+            enable, = self._more_enables(self._names[-1], 1)
+            waits.append(Signal(name=f"{self._name}_hold{c}", attrs=self._attrs))
+            with self._m.If(enable):
+                self._m.d.sync += waits[-1].eq(flag)
+        return waits
 
     def beside(self, value, name: str, tag: str):
         """Carry ``value`` over the boundary ``name``, which another datapath has crossed, in
@@ -383,26 +388,12 @@ class Pipeline:
         on enable copies of its own (the stage's next ``<prefix>_<name>_en<n>``), or
         ``copies`` times ``value`` itself where ``name`` holds no register.
 
-        For a value that fans out over the die: each copy drives a part of its loads from a
-        flip-flop placed near them.  Registers with the same input and the same enable are
-        merged by synthesis (yosys ``opt_merge``; a ``keep`` attribute does not stop it), so
-        each copy loads on enables of its own, equal in every reachable state but distinct
-        nets.  Call it between crossing ``name`` (:meth:`boundary`) and the next boundary;
-        not at the last boundary, whose block the skid register alone catches.
-
-        Parameters
-        ----------
-        value : Value or View
-            The value before the boundary.
-        name : str
-            A boundary already crossed, not the last one.
-        copies : int
-            At least 1.
-
-        Returns
-        -------
-        list
-            ``copies`` Values or Views, as ``value``.
+        For a value that fans out over the die: each copy (``value``'s shape) drives a part of
+        its loads from a flip-flop placed near them.  Registers with the same input and the
+        same enable are merged by synthesis (yosys ``opt_merge``; a ``keep`` attribute does
+        not stop it), so each copy loads on enables of its own, equal in every reachable state
+        but distinct nets.  ``copies`` >= 1; ``name`` is the boundary just crossed
+        (:meth:`boundary`), not the last one, whose block the skid register alone catches.
         """
         if not isinstance(copies, int) or isinstance(copies, bool) or copies < 1:
             raise ValueError(f"copies must be a positive int, not {copies!r}")
@@ -438,13 +429,22 @@ class Pipeline:
         return reg
 
     def connect(self, *, i_valid, i_ready, o_valid, o_ready):
-        """Build the handshake: drive ``i_ready``, ``o_valid`` and the stage enables."""
+        """Build the handshake: drive ``i_ready``, ``o_valid`` and the stage enables.
+
+        ``o_ready``: a Value, or a list of copies of it (equal in every reachable state,
+        distinct nets: the next pipeline's :meth:`ready_copies`).  With copies, the enable
+        copies, in the order made, are cut into as many runs, each updated from one copy and
+        a copy of its own of the waiting flag: no net reaches every stage's enable."""
         if self._index != len(self._names):
             raise ValueError(f"{len(self._names)} boundaries declared, {self._index} crossed")
         m = self._m
+        readys = list(o_ready) if isinstance(o_ready, (list, tuple)) else [o_ready]
+        waits = [self._waits, *self._more_waits(len(readys) - 1)]
+        made = {id(enable): k for k, enable in enumerate(self._made)}
         for enable in (copy for copies in self._enable_copies for copy in copies):
+            run = made[id(enable)] * len(readys) // len(made)
             advance = Signal(name=f"{enable.name}_advance", init=1, attrs=self._attrs)
-            m.d.sync += advance.eq(o_ready | (~self._waits & advance))
+            m.d.sync += advance.eq(readys[run] | (~waits[run] & advance))
             m.d.comb += enable.eq(advance)
         m.d.comb += [self._in_valid.eq(i_valid), i_ready.eq(self._enable_copies[0][0]),
                      o_valid.eq(self._out_valid)]

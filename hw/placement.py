@@ -3,7 +3,8 @@
 A unit's datapath is a sequence of combinational sections, each with an estimated delay (ns);
 :func:`place_registers` chooses which of the boundaries after them hold a register, so that
 the largest summed delay between two registers (the critical stage) is as small as possible.
-:class:`hw.pipeline.Pipeline` builds the registers where it says.  A delay estimate with its
+:class:`hw.pipeline.Pipeline` builds the registers where it says, a wide one in parts that
+load on enable copies of their own (:func:`enable_parts`).  A delay estimate with its
 provenance is an :class:`Estimate` (the units' ``ESTIMATES`` tables).
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from .params import check_stages
 
 __all__ = ["Estimate", "place_registers", "stage_sections", "stage_delays", "critical_stage",
-           "registered_boundaries", "default_stages"]
+           "registered_boundaries", "default_stages", "enable_parts"]
 
 
 @dataclass(frozen=True)
@@ -115,3 +116,13 @@ def registered_boundaries(sections: Mapping[str, float], stages: int) -> tuple[s
     ``registered_boundaries``)."""
     flags = place_registers(list(sections.values()), stages)
     return tuple(name for name, reg in zip(sections, flags, strict=True) if reg)
+
+
+def enable_parts(width: int, enable_load: int | None) -> tuple[tuple[int, int], ...]:
+    """The bit ranges ``(lo, hi)`` of a ``width``-bit stage register that load on one copy
+    of its stage enable each (:class:`hw.pipeline.Pipeline`'s ``enable_load``): the fewest
+    equal parts of at most ``enable_load`` bits, in bit order (one part for None)."""
+    if enable_load is None or width <= enable_load:
+        return ((0, width),)
+    parts = -(-width // enable_load)
+    return tuple((c * width // parts, (c + 1) * width // parts) for c in range(parts))

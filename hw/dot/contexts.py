@@ -148,7 +148,7 @@ class AccumulatorContexts:
         return self._contexts
 
     def connect(self, pipe, *, i, o, last, ctx, results: list, payload: list, entering,
-                forwarded=None):
+                forwarded=None, ready=None):
         """Connect ``pipe`` (the step's pipeline, last blocks alone waiting at its output,
         :meth:`hw.pipeline.Pipeline.hold_when`) to the streams ``i`` and ``o``: non-last blocks
         leave into the accumulators without waiting for ``o.ready``.
@@ -173,10 +173,19 @@ class AccumulatorContexts:
             Per lane, ``results`` as the last stage's register holds it
             (:meth:`hw.pipeline.Pipeline.last_stage`), which the forwarding reads; None:
             ``results`` (a state computed after the last boundary).
+        ready : list of Value, optional
+            Per lane, a copy of ``o.ready`` (equal in every reachable state, a net of its own:
+            :meth:`hw.pipeline.Pipeline.ready_copies` of the pipeline after this one): lane
+            ``l``'s accumulator writes read copy ``l``, and ``pipe``'s stage enables are
+            updated from the copies (:meth:`hw.pipeline.Pipeline.connect`).  None: ``o.ready``.
         """
         m = self._m
         leave, busy = self._leave, self._busy
         forwarded = results if forwarded is None else forwarded
+        o_ready = o.ready if ready is None else ready  # the pipeline's, one net or copies
+        ready = [o.ready] * len(self._lanes) if ready is None else ready
+        if len(ready) != len(self._lanes):
+            raise ValueError(f"{len(ready)} copies of o.ready for {len(self._lanes)} lanes")
         if len(forwarded) != len(self._lanes):
             raise ValueError(f"{len(forwarded)} forwarded states for {len(self._lanes)} lanes")
         early_last, early_ctx = entering
@@ -193,12 +202,12 @@ class AccumulatorContexts:
                     m.d.comb += to_ctx.eq(x[1:])
             m.d.comb += f_state.eq(state)
         pipe.connect(i_valid=i.valid & self._free, i_ready=self._pipe_ready,
-                     o_valid=self._pipe_valid, o_ready=o.ready)
+                     o_valid=self._pipe_valid, o_ready=o_ready)
         m.d.comb += [
             i.ready.eq(self._pipe_ready & self._free),
             o.valid.eq(pipe.hold),  # "a valid last block is presented"
             *payload,
-            leave.eq(self._pipe_valid & (~last | o.ready)),
+            leave.eq(self._pipe_valid & (~last | ready[0])),
             self._leave_last.eq(last),
             *(held.eq(result) for held, result in zip(self._leave_results, results,
                                                       strict=True)),
@@ -211,8 +220,9 @@ class AccumulatorContexts:
         m.d.sync += busy.eq((busy & ~Mux(leave, leave_onehot, 0)[:nctx])
                             | Mux(enter, self._onehot, 0)[:nctx])
         # each lane writes its accumulators on its own copy of the leaving block's markers
-        writes = [(lane_valid & (~lane_last | o.ready), lane_ctx)
-                  for lane_valid, lane_last, lane_ctx in self._lane_leaving]
+        writes = [(lane_valid & (~lane_last | lane_ready), lane_ctx)
+                  for (lane_valid, lane_last, lane_ctx), lane_ready
+                  in zip(self._lane_leaving, ready, strict=True)]
         if self._storage == "memory":
             for memory, result, (write_en, at) in zip(self._acc, self._leave_results, writes,
                                                       strict=True):

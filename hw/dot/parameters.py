@@ -97,7 +97,7 @@ def build_step(unit, scope, a, b, c, side=None, *, last=None):
                            state=out.result, shown=out)
 
 
-def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets):
+def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets, ready=None):
     """The run datapath of MXDotGeneral (one lane) and :class:`hw.gemm.MXGemm` (R x C
     lanes): per lane its block step (:func:`build_step`) and, with ``unit.levels == 2``, the
     epilogue ``f(alpha * result)`` after it (:func:`hw.dot.epilogue.build_epilogue`; NaN
@@ -124,6 +124,8 @@ def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets):
         output streams.
     targets : list of Value
         Per lane, the field of ``o.payload`` its result drives.
+    ready : list of Value, optional
+        Per lane, a copy of ``o.ready`` (:meth:`hw.dot.contexts.AccumulatorContexts.connect`).
     """
     p = i.payload
     ctx = {"ctx": p.ctx} if unit.ctx_bits else {}
@@ -160,7 +162,8 @@ def build_run_lanes(unit, pipe, contexts, lanes, *, i, o, targets):
     contexts.connect(pipe, i=i, o=o, last=lead.last, ctx=lead.ctx if unit.ctx_bits else None,
                      results=states, forwarded=forwarded,
                      payload=[t.eq(out.result) for t, out in zip(targets, outs, strict=True)],
-                     entering=(entering.last, entering.ctx if unit.ctx_bits else None))
+                     entering=(entering.last, entering.ctx if unit.ctx_bits else None),
+                     ready=ready)
 
 
 def fused_step_parameters(unit, fmt_a, fmt_b, block_size, stages, multipliers, *,

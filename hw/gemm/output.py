@@ -51,10 +51,13 @@ def output_quantizer(fmt, cols: int) -> MXQuantizer:
     return q
 
 
-def quantize_rows(m: Module, q: MXQuantizer, tile, o, rows: int, ctx_bits: int):
+def quantize_rows(m: Module, q: MXQuantizer, tile, o, rows: int, ctx_bits: int,
+                  ready_copies: list = ()):
     """Quantize the fp32 beats of ``tile`` (a stream of the tile's fp32 payload:
     ``result.row<r>``, ``ctx``) row by row into ``o`` (``result.row<r>``: scale and codes,
-    ``ctx``): ``rows`` quantize steps of ``q``'s parameters side by side on one pipeline."""
+    ``ctx``): ``rows`` quantize steps of ``q``'s parameters side by side on one pipeline.
+    ``ready_copies``: signals driven with copies of ``tile.ready``, each its own register
+    (:meth:`hw.pipeline.Pipeline.ready_copies`), for the tile's lanes."""
     pipe = q.pipeline(m, "gq")
     for r in range(rows):
         block = Signal(q.in_layout, name=f"q{r}_in")
@@ -66,4 +69,6 @@ def quantize_rows(m: Module, q: MXQuantizer, tile, o, rows: int, ctx_bits: int):
         for name in pipe.names:  # beside the rows' registers, on the stages' enables
             ctx = pipe.beside(ctx, name, f"ctx_{name}")
         m.d.comb += o.payload.ctx.eq(ctx)
+    m.d.comb += [copy.eq(ready) for copy, ready
+                 in zip(ready_copies, pipe.ready_copies(len(ready_copies)), strict=True)]
     pipe.connect(i_valid=tile.valid, i_ready=tile.ready, o_valid=o.valid, o_ready=o.ready)

@@ -16,7 +16,7 @@ operands (UE4M3 block scales) every lane ends in the tensor scales' epilogue
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, unsigned
+from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, stream
 
 import golden
@@ -242,14 +242,17 @@ class MXGemm(Unit):
                                        [p.c0[f"row{r}"][c] for r, c in lanes], names,
                                        storage=self.accumulators,
                                        width=accumulator_bits(self))
-        o = self.o if self.out_fmt is None else \
-            stream.Signature(self.fp32_layout).create(path=("tile",))
+        o, ready = self.o, None
+        if self.out_fmt is not None:  # per lane a copy of the output quantizers' i_ready
+            o = stream.Signature(self.fp32_layout).create(path=("tile",))
+            ready = [Signal(name=f"tile_ready_{name}") for name in names]
         # lane (r, c) in its scope, beside lane (0, 0)'s registers (which carry the run's
         # markers)
         build_run_lanes(self, pipe, contexts,
                         [(pipe.scope(name, sections=None), p.a[f"row{r}"], p.b[f"col{c}"])
                          for (r, c), name in zip(lanes, names, strict=True)],
-                        i=self.i, o=o, targets=[o.payload.result[f"row{r}"][c] for r, c in lanes])
+                        i=self.i, o=o, targets=[o.payload.result[f"row{r}"][c] for r, c in lanes],
+                        ready=ready)
         if self.out_fmt is not None:
-            quantize_rows(m, self._quantizer, o, self.o, self.rows, self.ctx_bits)
+            quantize_rows(m, self._quantizer, o, self.o, self.rows, self.ctx_bits, ready)
         return m
