@@ -259,8 +259,10 @@ def _gemm(fmt: str, out_format: str | None = None, name: str = "gemm",
                       build, lambda k, s: build(k, None).sections, "gemm", runs=True,
                       cuts=tuple(f"{lane}_step_c" for lane in lanes),
                       compared=tuple(f"{lane}_leave_result" for lane in lanes),
-                      state=("r*c*_acc[0-9]*", "busy", "gemm_*_o[0-9]*"), base=base,
-                      lanes=lanes, tail=tail)
+                      # the lanes' output copies; the waiting flag's copies (an MX output's
+                      # o_ready copies, hw.pipeline.Pipeline.connect)
+                      state=("r*c*_acc[0-9]*", "busy", "gemm_*_o[0-9]*", "gemm_hold[1-9]*"),
+                      base=base, lanes=lanes, tail=tail)
 
 
 UNITS = (
