@@ -95,7 +95,7 @@ PLANTED_CHAIN_BUGS = {
     "busy_ignored": ("__init__", "self._free = ~(busy & self._onehot).any() | handoff",
                      "self._free = Const(1, 1)", "chain_one_block_per_context"),
     # a last block's result is emitted but never leaves into the accumulator
-    "last_never_leaves": ("connect", "leave.eq(self._pipe_valid & (~last | o.ready))",
+    "last_never_leaves": ("connect", "leave.eq(self._pipe_valid & (~last | ready[0]))",
                           "leave.eq(self._pipe_valid & ~last)", "chain_output_is_last_result"),
 }
 
