@@ -191,9 +191,13 @@ NEXT_STEPS: dict[str, str] = {
             "stage's valid: 5 cells, 1.3 ns logic + 5.49 ns routing, 147.3 MHz). The tile's "
             "output ready left the critical path (122.8 MHz before): every lane's "
             "accumulator writes and a run of its stage enables read a copy of their own of "
-            "the output quantizers' input enable. Next: the handoff reading the last stage's "
-            "registers, as the forwarding does (the enable is high whenever a block can "
-            "enter), then the input's `ctx` fanout to the busy bits and the lanes' RAM reads",
+            "the output quantizers' input enable. The handoff reading lane 0's copy of the last "
+            "stage's registers instead (as the forwarding does) placed at 110.2 MHz: the "
+            "input's `ctx` then crosses the die to lane 0 (4.78 ns of routing) on its way to "
+            "`i.ready`. Next: an input register stage inside the tile, so that `i.ready` "
+            "does not depend on the input payload (the busy check and the handoff on a "
+            "registered `ctx`, the lanes' RAM reads from per-lane copies of it); the fp8 2 x 4 "
+            "tile not placed (its placer was at iteration 20 after 25 minutes, stopped)",
     "nvfp4-quantizer": "a step of `f(R / s)`'s division by a constant beside the block path "
                        "(`rcp` at `div3_1` -> `div3_2`, by 9: the comparison on a carry chain, "
                        "then 2.54 ns of routing across the die, 6.57 ns at 152.1 MHz, depth "
