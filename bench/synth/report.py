@@ -82,6 +82,17 @@ def _path(cp) -> str:
             f"{cp['routing_ns']} ns routing")
 
 
+def _late(e: dict, fmax: float) -> str:
+    """The registers of ``e``'s median placement whose inputs arrive after ``fmax``'s period
+    (:func:`bench.synth.flow.late_registers`), or nothing where it has no such list."""
+    listed = e.get("late_registers") or []
+    late = [f"{name} {ns:.2f}" for name, ns in listed if ns > 1000 / fmax]
+    if not late:
+        return ""
+    more = ", and more" if len(late) == len(listed) else ""
+    return f"; inputs later than {1000 / fmax:.2f} ns at {', '.join(late)}{more}"
+
+
 def markdown(results: list[dict], mapped: dict[str, list[dict]] | None = None) -> str:
     """The synthesis section: every configuration's result and the targets; ``mapped``:
     stored results of other LUT mappings by name (:data:`bench.synth.flow.LUT_MAPS`), shown
@@ -326,8 +337,8 @@ def targets_md(results: list[dict], mapped: dict[str, list[dict]] | None = None)
         e = r["ecp5"]
         ok = met(e, fmax, luts)
         if not ok:
-            missed.append(f"Missed: {label}: critical path {_path(e.get('critical_path'))}; "
-                          "next step: "
+            missed.append(f"Missed: {label}: critical path {_path(e.get('critical_path'))}"
+                          f"{_late(e, fmax)}; next step: "
                           f"{NEXT_STEPS.get(label, NEXT_STEPS.get(unit, 'not known'))}")
         lines.append(f"| {label} | {need} | {fmax_text(e)} MHz, {e['LUT4']:,} LUT4 | "
                      f"{'yes' if ok else '**no**'} |{beside}")

@@ -15,6 +15,15 @@ from ..nets import wire
 __all__ = ["restoring_steps", "divide_over_sections"]
 
 
+def _step_table(divisor: int, d: int) -> Const:
+    """One step by a constant ``divisor`` as a table indexed by ``t = 2 * rem + bit``
+    (``d + 1`` bits): entry t, ``d + 1`` bits, is the quotient bit ``t >= divisor`` above the
+    new remainder, ``t - divisor`` or ``t`` (entries with ``rem >= divisor`` are never read)."""
+    entries = ((t - divisor if t >= divisor else t) % (1 << d) | (t >= divisor) << d
+               for t in range(1 << (d + 1)))
+    return Const(sum(e << (i * (d + 1)) for i, e in enumerate(entries)), (d + 1) << (d + 1))
+
+
 def restoring_steps(m, rem, divisor, bits, name: str):
     """Steps of a restoring division: ``bits`` (a Value, its top bit the next dividend bit)
     into the remainder ``rem`` (``len(divisor)`` bits, less than ``divisor``).
@@ -28,9 +37,12 @@ def restoring_steps(m, rem, divisor, bits, name: str):
     for j in reversed(range(len(bits))):
         t = Cat(bits[j], rem)  # 2 * rem + bit, d + 1 bits
         if isinstance(divisor, Const):
-            # a comparison of the few remainder bits and the dividend bit with a constant
-            ge = wire(m, t >= divisor, f"{name}_q{len(q)}")
-            rem = wire(m, Mux(ge, t - divisor, t)[:d], f"{name}_r{len(q)}")
+            # a table of the few remainder bits and the dividend bit: LUT logic (a comparison
+            # with the constant was mapped to a carry chain, the quotient's critical path)
+            step = wire(m, _step_table(divisor.value, d).word_select(t, d + 1),
+                        f"{name}_s{len(q)}")
+            ge = wire(m, step[d], f"{name}_q{len(q)}")
+            rem = wire(m, step[:d], f"{name}_r{len(q)}")
         else:
             # one subtraction, its borrow the quotient bit (a separate comparison of wide
             # operands was mapped to a LUT tree in front of the select)
