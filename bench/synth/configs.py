@@ -198,15 +198,16 @@ NEXT_STEPS: dict[str, str] = {
             "does not depend on the input payload (the busy check and the handoff on a "
             "registered `ctx`, the lanes' RAM reads from per-lane copies of it); the fp8 2 x 4 "
             "tile not placed (its placer was at iteration 20 after 25 minutes, stopped)",
-    "nvfp4-quantizer": "r's alignment onto the fp32 grid (`rpos` -> `ralign`: the 28-bit "
-                       "shift and its sticky OR, 7 cells, 1.66 ns logic + 5.05 ns routing, "
-                       "149.2 MHz, depth 62, seed 1). In that placement 41 registers' inputs "
-                       "arrive later than 5.00 ns and 94 later than 4.50 ns: most sections "
-                       "are 6 to 8 LUT levels, where 200 MHz on this fabric takes about 4 "
-                       "with the routing measured here, so the next step is about twice the "
-                       "sections, splitting the listed ones first (r's alignment, rounding "
-                       "and select, amax's leading zeros and maxima, the products' leading "
-                       "zeros). `f(R / s)`'s constant-divisor steps as tables of the "
-                       "remainder and dividend bit took its division off the critical path "
-                       "(a comparison on a carry chain at 152.1 MHz; LUT4 9,895 -> 9,742)",
+    "nvfp4-quantizer": "the select of r's quotient by the scale's mantissa bits (`scale` -> "
+                       "`rsel`: 4 cells, 1.12 ns logic + 5.44 ns routing, 152.7 MHz, depth 62, "
+                       "seed 1: the three bits reach 28 8:1 selects and the position inputs "
+                       "across the die). Next: that select in two steps across a section "
+                       "boundary, or copies of the mantissa bits, then the registers listed "
+                       "here in their order; most sections are 6 to 8 LUT levels, where 200 "
+                       "MHz on this fabric takes about 4 with the routing measured, so about "
+                       "twice the sections. Done so far, each moving the critical path on: "
+                       "`f(R / s)`'s constant-divisor steps as tables (its division on a carry "
+                       "chain, 152.1 MHz), r's sticky bit from the quotient's trailing zeros "
+                       "and its exponent selected by the increment's carry (its alignment and "
+                       "rounding, 6.70 and 6.61 ns at 149.2 MHz)",
 }
