@@ -194,7 +194,10 @@ NEXT_STEPS: dict[str, str] = {
             "the output quantizers' input enable. The handoff reading lane 0's copy of the last "
             "stage's registers instead (as the forwarding does) placed at 110.2 MHz: the "
             "input's `ctx` then crosses the die to lane 0 (4.78 ns of routing) on its way to "
-            "`i.ready`. Next: an input register stage inside the tile, so that `i.ready` "
+            "`i.ready`; reading an output copy of its own placed at 131.2 MHz: the input "
+            "ring's `ctx` register then sat 57 columns from the tile's control (2.84 ns of "
+            "routing, `r_i__payload` -> `i.ready` -> `busy`, 7.62 ns; 250 registers later "
+            "than 5.00 ns). Next: an input register stage inside the tile, so that `i.ready` "
             "does not depend on the input payload (the busy check and the handoff on a "
             "registered `ctx`, the lanes' RAM reads from per-lane copies of it); the fp8 2 x 4 "
             "tile not placed (its placer was at iteration 20 after 25 minutes, stopped)",
