@@ -136,8 +136,9 @@ def rounded_fields(m, grid, lsbs, name: str) -> dict:
     carry = wire(m, up & n[:mb].all(), f"{name}_carry")
     hidden = n[mb]
     exp_nonzero = Value.cast(grid.binade).any() | hidden | carry
-    k = Mux(exp_nonzero, hidden + carry, 1)[:2]
-    return {"sig": Cat((n[:mb] + up)[:mb], exp_nonzero), "lsb": Array(lsbs)[k]}
+    # candidate hidden + carry, or 1 for a zero exponent field (read as 1)
+    lsb = Mux(hidden & carry, lsbs[2], Mux(exp_nonzero & ~(hidden | carry), lsbs[0], lsbs[1]))
+    return {"sig": Cat((n[:mb] + up)[:mb], exp_nonzero), "lsb": lsb}
 
 
 def scale_reciprocal(scope, x, rcp):
