@@ -206,18 +206,20 @@ def _quantize_blocks_any_format(raw, in_ebits, in_mbits, ebits, mbits, bias, ema
 
 @functools.cache
 def block_quantizer(in_ebits, in_mbits, ebits, mbits, bias, emax, max_code, bits,
-                    twos_complement):
+                    twos_complement, constants=True):
     """:func:`quantize_blocks` for one input format and one element format: returns
     ``kernel(raw, scale_mode, rounding, random_bits, rand, scales, codes)``.
 
-    For fp32 input the formats' parameters are bound as compile-time constants (closure
-    variables, which numba folds into the shifts and masks of the per-element code): about
-    twice the throughput of passing them as arguments (docs/performance.md).  Other inputs
-    share one kernel with run-time parameters: each specialization costs a few seconds of
-    compilation the first time (cached on disk afterwards), and one input format times six
-    element formats keeps a fresh checkout's test run from paying that 24 times.
+    With ``constants`` and fp32 input the formats' parameters are bound as compile-time
+    constants (closure variables, which numba folds into the shifts and masks of the
+    per-element code): about twice the throughput of passing them as arguments
+    (docs/performance.md), for a compilation of its own, about 13 s the first time (cached on
+    disk afterwards).  The caller asks for it for the six OCP formats only.  Everything else
+    shares one kernel with run-time parameters, compiled once: a family member's first
+    quantize would otherwise cost that compilation each, and other inputs times six element
+    formats would cost a fresh checkout's test run it 24 times.
     """
-    if (in_ebits, in_mbits) != (FP32.ebits, FP32.mbits):
+    if not constants or (in_ebits, in_mbits) != (FP32.ebits, FP32.mbits):
         def kernel(raw, scale_mode, rounding, random_bits, rand, scales, codes):
             _quantize_blocks_any_format(raw, in_ebits, in_mbits, ebits, mbits, bias, emax,
                                         max_code, bits, twos_complement, scale_mode, rounding,

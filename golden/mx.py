@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _kernels as K
 from .codec import as_float_bits, check_random, decode_table, rounding_mode
-from .formats import ElementFormat, ScaleMode, element_format, float_format
+from .formats import FORMATS, ElementFormat, ScaleMode, element_format, float_format
 from .interop import from_numpy, to_numpy
 from .jitcache import njit
 from .scale_format import E8M0, scale_format
@@ -19,6 +19,10 @@ from .seed_compat import int8_codes, needs_seed_path
 
 __all__ = ["MXArray", "quantize", "dequantize", "check_block_size", "default_block_size",
            "DEFAULT_BLOCK_SIZE"]
+
+#: The element formats quantized from fp32 by a kernel of their own, with their parameters as
+#: compile-time constants (:func:`golden._kernels.block_quantizer`): the six OCP formats.
+_OCP_FORMATS = tuple(FORMATS.values())
 
 _OUT_DTYPES = {
     np.dtype(np.float32): None,
@@ -358,7 +362,8 @@ def quantize(x, fmt, *, block_size=None, axis=-1, scale_mode="floor", rounding="
     scales = np.empty(blocks.shape[0], np.uint8)
     codes = np.empty(blocks.shape, np.uint8)
     kernel = K.block_quantizer(ff.ebits, ff.mbits, fmt.ebits, fmt.mbits, fmt.bias, fmt.emax,
-                               fmt.max_code, fmt.bits, fmt.twos_complement)
+                               fmt.max_code, fmt.bits, fmt.twos_complement,
+                               constants=fmt in _OCP_FORMATS)
     kernel(blocks, smode, rid, random_bits, rand, scales, codes)
     codes = np.moveaxis(codes.reshape(*lead, nb * k), -1, ax)
     scales = np.moveaxis(scales.reshape(*lead, nb), -1, ax)
