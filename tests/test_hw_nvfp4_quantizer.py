@@ -258,20 +258,21 @@ def test_chunk_sum_is_the_product(bits, seed):
 
 
 def test_reciprocal_rounding_fields_match_the_code(seed):
-    """:func:`hw.nvfp4.reciprocal.rounded_fields` (r's RNE rounding as an increment and a
-    select of its exponent, the code never formed) against the code it replaces, in Python
+    """:func:`hw.nvfp4.reciprocal.rounding_decision` and
+    :func:`~hw.nvfp4.reciprocal.rounded_fields` (r's RNE rounding as an increment and a select
+    of its exponent, the code never formed) against the code it replaces, in Python
     integers: ``code = (binade << 23) + n + up``, its fields with the hidden bit, and the
     exponent of the last bit, ``max(code >> 23, 1) - 150``; every combination of corner
     binades, significands (carries into the hidden bit and out of it), guard and sticky bits,
     and random significands."""
-    from hw.nvfp4.reciprocal import lsb_candidates, rounded_fields
+    from hw.nvfp4.reciprocal import lsb_candidates, rounded_fields, rounding_decision
 
     rng = np.random.default_rng(seed)
     print(f"seed {seed}")
     m = Module()
     n, frac, sticky, binade = Signal(24), Signal(1), Signal(1), Signal(8)
     grid = SimpleNamespace(n=n, frac=frac, sticky=sticky, binade=binade)
-    out = rounded_fields(m, grid, lsb_candidates(binade), "r")
+    out = rounded_fields(rounding_decision(m, grid, lsb_candidates(binade), "r"))
     ns = [0, 1, 2, (1 << 23) - 1, (1 << 23) - 2, 1 << 23, (1 << 24) - 1, (1 << 24) - 2,
           (1 << 23) + 1, *(int(v) for v in rng.integers(0, 1 << 24, 40))]
     cases = [(v, f, s, b) for v in ns for f in (0, 1) for s in (0, 1)

@@ -6,7 +6,7 @@ the amax's normalization (``alz``, ``anorm``), ``f(amax / 6)`` as a restoring di
 24-bit significands (``pdiv_<j>``) and its rounding (``pround``); the UE4M3 cast (``scale``);
 ``r = f(R / s)``: the quotients by all eight 4-bit significands computed beside the block path
 (:mod:`hw.nvfp4.reciprocal`), the scale's selected (``rsel``) and rounded onto the fp32 grid
-(``rpos``, ``ralign``, ``rround``) and normalized for the lanes (``rlz``, ``rnorm``); per lane
+(``rpos``, ``ralign``, ``rup``, ``rround``) and normalized for the lanes (``rlz``, ``rnorm``); per lane
 (x normalized beside the first two sections) the product ``x * r`` (``mul_<j>``; in MULT18X18D
 blocks ``operands``, ``multiply``, ``drain``, ``psum``), its one-bit normalization (``plz``)
 and fp32 rounding (``yround``), the e2m1 rounding (``epos``, ``ealign``, ``eround``) and
@@ -68,7 +68,8 @@ ESTIMATES = {
                       "`scale`, 8.13 ns over 12 cells, 5.09 ns of it routing, at 122.9 MHz, "
                       "levels 2 from fp32 with MULT18X18D products, depth 61, seed 1); "
                       + _EST),
-    "rsel": Estimate(3.5, "the 8:1 select of the 28-bit quotient by the scale's mantissa bits, "
+    "rsel": Estimate(3.5, "the 8:1 select of the 28-bit quotient and its trailing zeros by the "
+                     "scale's mantissa bits, "
                      "beside it the position inputs and clamp flags, one subtraction or "
                      "comparison each (the quotients computed beside the block path: "
                      "four restoring steps a section were 13.5 ns, 22 cells, at 74.0 MHz, "
@@ -78,15 +79,20 @@ ESTIMATES = {
                      "62, seed 1); " + _EST),
     "rpos": Estimate(3.0, "both shift amounts and binades, selected by the quotient's top "
                      "bit (an add of that bit before one position was 8.75 ns at 114.3 MHz, "
-                     "depth 61, seed 1), beside them the quotient's trailing zeros; " + _EST),
+                     "depth 61, seed 1; the quotient's trailing zeros beside them were the "
+                     "critical path, 7.12 ns at 140.4 MHz, depth 62: they are counted before "
+                     "the select); " + _EST),
     "ralign": Estimate(3.5, "the shift onto the fp32 grid, its sticky bit a comparison of the "
                        "trailing zeros with the shift beside it (the OR of the shifted-out bits "
                        "after the shifter was the critical path, 6.70 ns over 7 cells, 5.05 "
                        "ns of it routing, at 149.2 MHz, depth 62, seed 1); " + _EST),
-    "rround": Estimate(3.5, "the 23-bit increment of f(R / s) and the select of its last "
-                       "bit's exponent by the carry (the code's 31-bit add, its exponent "
-                       "field's OR and offset in series were 6.61 ns at 149.2 MHz, depth 62, "
-                       "seed 1); " + _EST),
+    "rup": Estimate(3.0, "the rounding's increment bit, its carry out of the kept bits and "
+                    "the select of the last bit's exponent by that carry (the code's 31-bit "
+                    "add, its exponent field's OR and offset in series were 6.61 ns at 149.2 "
+                    "MHz, depth 62, seed 1); " + _EST),
+    "rround": Estimate(2.5, "the 23-bit increment of f(R / s) (with the decision in one "
+                       "section, 6 LUT levels, 6.68 ns at 140.4 MHz, depth 62, seed 2); "
+                       + _EST),
     "rlz": Estimate(3.5, "r's 24-bit leading-zero count; " + _EST),
     "rnorm": Estimate(3.5, "r's normalizing shift and its exponent; " + _EST),
     "mul": Estimate(4.5, "partial products and two levels of the tree of carry chains; "
@@ -194,7 +200,7 @@ def nvq_sections(g: NVQGeometry) -> dict[str, Estimate]:
         out["pround"] = e["pround"]
     out["sclamp"] = e["sclamp"]
     out["scale"] = e["scale"]
-    for name in ("rsel", "rpos", "ralign", "rround", "rlz", "rnorm"):
+    for name in ("rsel", "rpos", "ralign", "rup", "rround", "rlz", "rnorm"):
         out[name] = e[name]
     if g.multipliers == "lut":
         out.update({f"mul_{j}": e["mul"] for j in range(g.mul_sections)})
