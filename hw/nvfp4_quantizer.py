@@ -161,7 +161,7 @@ class NVFP4Quantizer(Unit):
         pipe = self.pipeline(m, "q")
         if self.blocks == 1:
             scope = pipe.scope()
-            x = scale_reciprocal(scope, block_scale(scope, self.geometry, self.i.payload),
+            x = scale_reciprocal(scope, *block_scale(scope, self.geometry, self.i.payload),
                                  self._reciprocals(pipe))
             out = quantize_lanes(scope, self.geometry, x, self._waiting(pipe))
             m.d.comb += self.o.payload.eq(out)
@@ -207,7 +207,7 @@ class NVFP4Quantizer(Unit):
             scopes.append(scope)
             views.append(block_scale(scope, self.geometry, block))
         rcp = self._reciprocals(pipe)
-        views = [scale_reciprocal(scope, x, rcp) for scope, x in zip(scopes, views, strict=True)]
+        views = [scale_reciprocal(scope, *x, rcp) for scope, x in zip(scopes, views, strict=True)]
         values = self._waiting(pipe)
         for j, (scope, x) in enumerate(zip(scopes, views, strict=True)):
             out = quantize_lanes(scope, self.geometry, x, values[j * k:(j + 1) * k])

@@ -180,18 +180,27 @@ def rounded_fields(decision) -> dict:
             "lsb": decision["lsb"]}
 
 
-def scale_reciprocal(scope, x, rcp):
-    """Sections ``rsel`` to ``rnorm``: ``r = f(R / s)`` from the ``scale`` view ``x`` and
-    :func:`rcp_candidates`' ``rcp``, then normalized for the lanes' products (two level r
-    may be subnormal).  Returns the view after ``rnorm``: ``nonfinite``, ``byte``, ``sig``
-    (r's significand, top bit set) and ``lsb`` (the exponent of its last bit)."""
+def _selected(cands, field: str, mant):
+    """The candidate's ``field`` that the mantissa bits ``mant`` select."""
+    return Array(Value.cast(c[field]) for c in cands)[mant]
+
+
+def scale_reciprocal(scope, x, mant_copies, rcp):
+    """Sections ``rsel`` to ``rnorm``: ``r = f(R / s)`` from the ``scale`` view ``x``, the
+    copies of its mantissa bits (:func:`hw.nvfp4.scale.block_scale`; three, each selecting
+    a part of the candidates) and :func:`rcp_candidates`' ``rcp``, then normalized for the
+    lanes' products (two level r may be subnormal).  Returns the view after ``rnorm``:
+    ``nonfinite``, ``byte``, ``sig`` (r's significand, top bit set) and ``lsb`` (the
+    exponent of its last bit)."""
     m = scope.module
     byte = x.byte
-    mant = byte[:3]
-    cands = rcp["cands"]
-    sig = Array(Value.cast(c["sig"]) for c in cands)[mant]
-    hi = Array(Value.cast(c["hi"]) for c in cands)[mant]
-    tz = Array(Value.cast(c["tz"]) for c in cands)[mant]
+    half = (RCP_STEPS + 1) // 2
+    cands = [{"sig_lo": Value.cast(c["sig"])[:half], "sig_hi": Value.cast(c["sig"])[half:],
+              "hi": c["hi"], "tz": c["tz"]} for c in rcp["cands"]]
+    sel_lo, sel_hi, sel_rest = mant_copies
+    sig = Cat(_selected(cands, "sig_lo", sel_lo), _selected(cands, "sig_hi", sel_hi))
+    hi = _selected(cands, "hi", sel_rest)
+    tz = _selected(cands, "tz", sel_rest)
     # r's top bit: 2^(top + hi), top = top_R + R_TOP_BASE - e_s.  The grid's constants are
     # folded into top_R + R_TOP_BASE a section ahead (``rcp["at"]``), so beside the 8:1
     # selects each position input and clamp flag is one subtraction or comparison with e_s;

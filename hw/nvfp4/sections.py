@@ -6,11 +6,11 @@ the amax's normalization (``alz``, ``anorm``), ``f(amax / 6)`` as a restoring di
 24-bit significands (``pdiv_<j>``) and its rounding (``pround``); the UE4M3 cast (``scale``);
 ``r = f(R / s)``: the quotients by all eight 4-bit significands computed beside the block path
 (:mod:`hw.nvfp4.reciprocal`), the scale's selected (``rsel``) and rounded onto the fp32 grid
-(``rpos``, ``ralign``, ``rup``, ``rround``) and normalized for the lanes (``rlz``, ``rnorm``); per lane
-(x normalized beside the first two sections) the product ``x * r`` (``mul_<j>``; in MULT18X18D
-blocks ``operands``, ``multiply``, ``drain``, ``psum``), its one-bit normalization (``plz``)
-and fp32 rounding (``yround``), the e2m1 rounding (``epos``, ``ealign``, ``eround``) and
-``output``.
+(``rpos``, ``ralign``, ``rup``, ``rround``) and normalized for the lanes (``rlz``,
+``rnorm``); per lane (x normalized beside the first two sections) the product ``x * r``
+(``mul_<j>``; in MULT18X18D blocks ``operands``, ``multiply``, ``drain``, ``psum``), its
+one-bit normalization (``plz``) and fp32 rounding (``yround``), the e2m1 rounding
+(``epos``, ``ealign``, ``eround``) and ``output``.
 """
 
 from __future__ import annotations
