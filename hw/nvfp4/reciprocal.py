@@ -224,9 +224,7 @@ def scale_reciprocal(scope, x, mant_copies, rcp):
     x = scope.cross({**blk, **rounding_decision(m, x.grid, x.lsbs, scope.name("r_rnd"))},
                     "rup")
     blk = {name: getattr(x, name) for name in blk}
-    x = scope.cross({**blk, **rounded_fields({name: getattr(x, name) for name in
-                                              ("fraction", "up", "exp_nonzero", "lsb")})},
-                    "rround")
+    x = scope.cross({**blk, **rounded_fields(x)}, "rround")
     # -- rlz, rnorm: r's leading zeros, then the shift ----------------------------------
     blk = {name: getattr(x, name) for name in blk}
     lz = leading_zeros(m, x.sig, name=scope.name("r_lz"))
